@@ -1,0 +1,50 @@
+# eagle3lab: two commands for a newcomer: `make workbook` and `make test`.
+# Every target creates .venv on first use from requirements.lock (exact versions).
+
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed-stamp
+export PYTHONHASHSEED := 0
+export TOKENIZERS_PARALLELISM := false
+# Model hubs are unreachable here; nothing may download weights at run time.
+export HF_HUB_OFFLINE := 1
+
+.PHONY: install test lint workbook lab data data-smoke lock bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check eagle3lab tests benchmarks
+
+# ruff + the whole pytest suite (unit tests and every notebook executed).
+test: lint
+	$(BIN)/python -m pytest
+
+workbook: $(STAMP)
+	$(BIN)/eagle3lab workbook --out build/workbook
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks
+
+# Rebuild corpus split, tokenizer, target and drafts from the shipped corpus (about an hour on 2 cores).
+data: $(STAMP)
+	$(BIN)/python -m eagle3lab.train.build_data --out data
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_decode.py
+
+# Re-resolve the lock from pyproject.toml (torch pinned without its local +cpu label).
+lock: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev]' 'torch==2.13.0'
+	{ head -3 requirements.lock; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^eagle3lab' \
+	  | sed 's/^torch==\([0-9.]*\)+cpu$$/torch==\1/'; } > requirements.lock.tmp && mv requirements.lock.tmp requirements.lock
+
+clean:
+	rm -rf build .pytest_cache
