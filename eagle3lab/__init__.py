@@ -1,0 +1,54 @@
+"""eagle3lab: find and prove why an EAGLE-3 draft makes serving slower.
+
+Data flow (one module per step):
+    flags          what SGLang / vLLM will really run for a launch command
+    layer_ids      each engine's aux layer ids -> canonical resid[k]
+    target         load a Hugging Face target model
+    capture        record resid[k] points; build the fc input in any order
+    hidden_dump    datasets of captured states on disk (vLLM extract_hidden_states layout)
+    profiles       each engine's draft conventions, as data
+    draft          the EAGLE-3 draft head (one screen of math, named hooks)
+    checkpoint     speculators / SpecForge-SGLang / EAGLE-official formats, converters
+    decoding       real speculative decoding (chain and tree), lossless vs greedy
+    metrics        acceptance metrics under each engine's definition
+    evaluate       fast teacher-forced acceptance estimate
+    throughput     the cost model: when speculation pays
+    workbook       run the notebooks headless and render the report
+
+Public names are imported lazily so that ``import eagle3lab`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "resolve_device": "eagle3lab.device",
+    "resolve_dtype": "eagle3lab.device",
+    "resolve_flags": "eagle3lab.flags",
+    "resolve_aux_layers": "eagle3lab.layer_ids",
+    "to_engine_ids": "eagle3lab.layer_ids",
+    "load_target": "eagle3lab.target",
+    "Target": "eagle3lab.target",
+    "ResidCapture": "eagle3lab.capture",
+    "capture_resid": "eagle3lab.capture",
+    "build_fc_input": "eagle3lab.capture",
+    "Eagle3Draft": "eagle3lab.draft",
+    "DraftConfig": "eagle3lab.draft",
+    "DraftCache": "eagle3lab.draft",
+    "get_profile": "eagle3lab.profiles",
+    "load_draft": "eagle3lab.checkpoint",
+    "save_draft": "eagle3lab.checkpoint",
+    "speculative_generate": "eagle3lab.decoding",
+    "summary": "eagle3lab.workbook",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'eagle3lab' has no attribute {name!r}")

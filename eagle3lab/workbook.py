@@ -1,0 +1,173 @@
+"""Run the notebooks headless, in order, and render the report in ``build/workbook/``.
+
+Each notebook ends with ``summary("...")``: one paragraph of what it found, with numbers.
+The runner collects those paragraphs into ``index.html``, so the report reads on one screen.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from eagle3lab.bundled import ROOT
+
+NOTEBOOKS = ROOT / "notebooks"
+SUMMARY_KEY = "eagle3lab_summary"
+
+
+def summary(text: str) -> None:
+    """Show ``text`` (markdown) as the notebook's finding and tag it for the workbook index."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(f"**Summary.** {text}"), metadata={SUMMARY_KEY: text})
+
+
+def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
+    """The workbook's notebooks in reading order (``NN_topic.ipynb``)."""
+    return sorted(p for p in Path(folder).glob("[0-9][0-9]_*.ipynb"))
+
+
+def notebook_title(path: Path) -> str:
+    """The first markdown heading of a notebook, for maps and the index."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return path.stem
+
+
+def inject_parameters(nb, parameters: dict) -> None:
+    """Insert a cell of overrides after the cell tagged ``parameters`` (as papermill does)."""
+    import nbformat
+
+    if not parameters:
+        return
+    where = next((i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if where is None:
+        raise ValueError("this notebook has no cell tagged 'parameters'; cannot override "
+                         + ", ".join(sorted(parameters)))
+    src = "# Injected parameters\n" + "\n".join(f"{k} = {v!r}" for k, v in parameters.items())
+    cell = nbformat.v4.new_code_cell(src, metadata={"tags": ["injected-parameters"]})
+    nb.cells.insert(where + 1, cell)
+
+
+def execute_notebook(path: Path, timeout: int = 900, parameters: dict | None = None):
+    """Execute one notebook in its own folder; raises ``nbclient`` ``CellExecutionError`` on any error."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    inject_parameters(nb, parameters or {})
+    env_before = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+    finally:
+        if env_before is None:
+            os.environ.pop("MPLBACKEND", None)
+        else:
+            os.environ["MPLBACKEND"] = env_before
+    return nb
+
+
+def find_summary(nb) -> str | None:
+    """The text a notebook passed to ``summary()`` (the last one wins)."""
+    found = None
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            text = out.get("metadata", {}).get(SUMMARY_KEY)
+            if text:
+                found = text
+    return found
+
+
+def error_outputs(nb) -> list[str]:
+    """Error outputs left in an executed notebook (should be none)."""
+    return [f"{o.get('ename')}: {o.get('evalue')}" for c in nb.cells for o in c.get("outputs", [])
+            if o.get("output_type") == "error"]
+
+
+@dataclass
+class NotebookResult:
+    name: str
+    title: str
+    ok: bool
+    seconds: float
+    summary: str | None
+    error: str | None = None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEBOOKS, timeout: int = 900,
+                   only: list[str] | None = None, parameters: dict | None = None) -> tuple[Path, list[NotebookResult]]:
+    """Execute every notebook in order, write executed copies + HTML and ``index.html``."""
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
+    from nbconvert import HTMLExporter
+    from tqdm.auto import tqdm
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [p for p in notebook_paths(folder) if not only or any(o in p.name for o in only)]
+    results = []
+    for path in tqdm(paths, desc="workbook", unit="notebook"):
+        start, error, nb = time.perf_counter(), None, None
+        try:
+            nb = execute_notebook(path, timeout=timeout, parameters=parameters)
+        except CellExecutionError as err:
+            error = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
+            nb = getattr(err, "nb", None) or nbformat.read(path, as_version=4)
+        except Exception as err:  # a dead kernel or a timeout: report it, go on with the others
+            error = f"{type(err).__name__}: {err}"
+            nb = nbformat.read(path, as_version=4)
+        seconds = time.perf_counter() - start
+        errors = error_outputs(nb)
+        if errors and not error:
+            error = errors[0]
+        _write_atomic(out / path.name, nbformat.writes(nb))
+        body, _ = HTMLExporter().from_notebook_node(nb)
+        _write_atomic(out / f"{path.stem}.html", body)
+        results.append(NotebookResult(path.name, notebook_title(path), error is None, seconds, find_summary(nb), error))
+    index = out / "index.html"
+    _write_atomic(index, render_index(results))
+    _write_atomic(out / "summary.json", json.dumps([r.__dict__ for r in results], indent=2))
+    return index, results
+
+
+def _md_inline(text: str) -> str:
+    """Enough markdown for a summary paragraph: code spans and bold."""
+    text = html.escape(text)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", text)
+
+
+def render_index(results: list[NotebookResult]) -> str:
+    rows = []
+    for r in results:
+        status = "ok" if r.ok else f"<b style='color:#b00'>FAILED</b>: {html.escape(r.error or '')}"
+        found = _md_inline(r.summary) if r.summary else "<i>no summary() in this notebook</i>"
+        stem = Path(r.name).stem
+        rows.append(f"<tr><td><a href='{stem}.html'>{html.escape(r.name)}</a><br><small>{html.escape(r.title)}</small></td>"
+                    f"<td>{status}<br><small>{r.seconds:.0f} s</small></td><td>{found}</td></tr>")
+    failed = sum(not r.ok for r in results)
+    head = "all notebooks ran" if not failed else f"{failed} notebook(s) FAILED"
+    return ("<!doctype html><meta charset='utf-8'><title>eagle3lab workbook</title>"
+            "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}td{vertical-align:top;padding:.4em;"
+            "border-bottom:1px solid #ddd}code{background:#f4f4f4}</style>"
+            f"<h1>eagle3lab workbook</h1><p>{head}; generated {time.strftime('%Y-%m-%d %H:%M')}.</p>"
+            "<table><tr><th>notebook</th><th>status</th><th>what it found</th></tr>" + "".join(rows) + "</table>")

@@ -1,0 +1,86 @@
+"""The install files agree with each other, and notebooks are stored clean."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import nbformat
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from eagle3lab.bundled import ROOT
+from eagle3lab.workbook import notebook_paths
+
+NOTEBOOKS = notebook_paths()
+
+
+def _pyproject_requirements() -> list[Requirement]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]]
+
+
+def _pins(lines) -> dict[str, str]:
+    pins = {}
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"not an exact pin: {line!r}"
+            pins[canonicalize_name(name)] = version
+    return pins
+
+
+def _lock() -> dict[str, str]:
+    return _pins((ROOT / "requirements.lock").read_text().splitlines())
+
+
+def _environment_yml() -> dict[str, str]:
+    text = (ROOT / "environment.yml").read_text()
+    pip_part = text.split("- pip:", 1)[1]
+    return _pins(re.findall(r"^\s+- (\S+)\s*$", pip_part, flags=re.M))
+
+
+def test_lock_pins_every_pyproject_dependency_within_its_range():
+    lock = _lock()
+    for req in _pyproject_requirements():
+        name = canonicalize_name(req.name)
+        assert name in lock, f"requirements.lock lacks {req.name} (pyproject.toml asks for {req})"
+        assert req.specifier.contains(Version(lock[name]), prereleases=True), (
+            f"requirements.lock pins {req.name}=={lock[name]}, outside pyproject.toml's range {req.specifier}")
+
+
+def test_environment_yml_names_the_same_packages_at_the_locked_versions():
+    lock, env = _lock(), _environment_yml()
+    declared = {canonicalize_name(r.name) for r in _pyproject_requirements()}
+    assert set(env) == declared, f"environment.yml vs pyproject.toml: only in env {set(env) - declared}, only in pyproject {declared - set(env)}"
+    for name, version in env.items():
+        assert lock[name] == version, f"environment.yml pins {name}=={version}, requirements.lock {lock[name]}"
+
+
+def test_torch_is_pinned_to_the_release_on_disk_without_local_label():
+    # 2.13.0 without "+cpu": the same pin gives the CUDA build on a GPU machine.
+    assert _lock()["torch"] == "2.13.0"
+
+
+def test_workbook_has_its_notebooks():
+    names = [p.name for p in NOTEBOOKS]
+    assert names and names[0] == "00_environment.ipynb"
+    assert len(set(n[:2] for n in names)) == len(names), f"two notebooks share a number: {names}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stored_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"{path.name}: cells {dirty} carry outputs; clear them before committing (Kernel > Restart & Clear)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_starts_with_a_parameters_cell_and_ends_with_a_summary(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "parameters" in code[0].metadata.get("tags", []), f"{path.name}: first code cell is not tagged 'parameters'"
+    assert "summary(" in code[-1].source, f"{path.name}: last code cell does not call summary()"
