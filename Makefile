@@ -25,7 +25,9 @@ lint: $(STAMP)
 
 # ruff + the whole pytest suite (unit tests and every notebook executed).
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure, not a pass" >&2; fi; \
+	exit $$rc
 
 workbook: $(STAMP)
 	$(BIN)/eagle3lab workbook --out build/workbook
