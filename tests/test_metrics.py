@@ -1,0 +1,77 @@
+"""Acceptance metrics on hand-computed round logs."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from eagle3lab.metrics import (
+    acceptance_stats,
+    compare_definitions,
+    expected_tau,
+    simulated_acc_len,
+    survival_from_conditional,
+)
+
+
+def test_hand_computed_chain_log():
+    # five rounds of a 3-token chain: accepted 0, 2, 3, 1, 3 drafts
+    s = acceptance_stats([0, 2, 3, 1, 3], num_positions=3)
+    assert s.rounds == 5 and s.num_accepted_tokens == 9 and s.num_draft_tokens == 15
+    assert s.tau == pytest.approx(14 / 5)
+    assert s.vllm_mean_acceptance_length == pytest.approx(2.8)
+    assert s.vllm_draft_acceptance_rate == pytest.approx(0.6)
+    assert s.accepted_per_pos == (4, 3, 2)
+    assert s.reached_per_pos == (5, 4, 3)
+    assert s.conditional == pytest.approx((0.8, 0.75, 2 / 3))
+    assert s.survival == pytest.approx((0.8, 0.6, 0.4))
+    assert s.tau_from_survival == pytest.approx(s.tau)
+    assert s.specforge_simulated_acc_len == pytest.approx(1.8)  # tau - 1: bonus excluded
+
+
+def test_round_objects_and_tree_draft_counts():
+    @dataclass
+    class R:
+        drafted: tuple
+        accepted: int
+        max_accept: int
+
+    # a tree round sends 7 nodes to verify but can accept at most 4 (its depth)
+    log = [R((1,) * 7, 4, 4), R((1,) * 7, 0, 4), R((1,) * 7, 2, 4)]
+    s = acceptance_stats(log)
+    assert s.num_positions == 4 and s.num_draft_tokens == 21
+    assert s.tau == pytest.approx(9 / 3)
+    assert s.survival == pytest.approx((2 / 3, 2 / 3, 1 / 3, 1 / 3))
+    assert s.conditional == pytest.approx((2 / 3, 1.0, 0.5, 1.0))
+    assert s.vllm_draft_acceptance_rate == pytest.approx(6 / 21)
+    df = s.to_frame()
+    assert list(df.index) == [1, 2, 3, 4] and df.loc[3, "reached"] == 2
+
+
+def test_position_never_reached_is_nan_and_bad_counts_raise():
+    s = acceptance_stats([0, 0], num_positions=2)
+    assert s.conditional[0] == 0.0 and s.conditional[1] != s.conditional[1]  # nan
+    assert s.tau == 1.0 and s.tau_from_survival == 1.0
+    with pytest.raises(ValueError, match="num_positions"):
+        acceptance_stats([0, 3], num_positions=2)
+
+
+def test_specforge_formula_and_expected_tau():
+    acc = [0.9, 0.8, 0.5]
+    assert survival_from_conditional(acc) == pytest.approx([0.9, 0.72, 0.36])
+    assert simulated_acc_len(acc) == pytest.approx(1.98)
+    assert expected_tau(acc) == pytest.approx(2.98)
+    table = compare_definitions(acceptance_stats([1, 2], num_positions=2), specforge_acc=acc)
+    assert table.loc["SGLang accept length", "value"] == pytest.approx(2.5)
+    assert table.loc["SpecForge simulated_acc_len (acc_i)", "value"] == pytest.approx(1.98)
+
+
+def test_random_logs_satisfy_tau_identity():
+    import random
+
+    rng = random.Random(0)
+    for _ in range(50):
+        k = rng.randint(1, 8)
+        log = [rng.randint(0, k) for _ in range(rng.randint(1, 40))]
+        s = acceptance_stats(log, num_positions=k)
+        assert s.tau_from_survival == pytest.approx(s.tau)
+        assert expected_tau(s.conditional) == pytest.approx(s.tau) or any(c != c for c in s.conditional)
