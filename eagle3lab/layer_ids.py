@@ -1,0 +1,435 @@
+"""Aux layer ids as each engine writes them, translated to the canonical ``resid[k]``.
+
+``resid[k]`` is the residual stream entering decoder layer ``k`` (0 = embedding output, N = last
+layer output before the final norm). The same written id means different ``resid`` points in
+different engines, and SGLang changed its meaning for DeepSeek-family targets in 2026:
+
+    engine (file)                                id k means          default (ids absent)
+    vLLM / speculators (EagleModelMixin)         resid[k]            resid[2, N//2, N-3]
+    SGLang (models/llama.py, deepseek_v2.py)     resid[k+1]          resid[2, N//2, N-3]
+    SGLang DeepSeek-family after PR #25454       resid[k+1] if the first id is 1, else resid[k]
+    SpecForge (captures through SGLang)          as SGLang           ids [1, N//2-1, N-4]
+    SafeAILab/EAGLE (modeling_llama_kv.py)       ids ignored         resid[2, N//2, N-3]
+    TransformerLens                              blocks.k.hook_resid_pre = resid[k]
+
+Every engine captures while walking the layers, so the states reach fc in ascending layer order
+whatever the order of the id list, and a repeated id is captured once. ``resolve_aux_layers``
+returns what the engine really captures (fewer points when an id is never reached) plus warnings;
+``to_engine_ids`` is the inverse. Pure Python: no torch import, so ``eagle3lab ids`` starts fast.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import asdict, dataclass
+
+from eagle3lab.errors import Eagle3LabError, bad_input
+
+ENGINES = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
+
+# Changes in meaning, by engine and pull request; merge dates place a build (engine_version) before/after.
+CHANGES = {
+    "sglang#25454": ("sglang", "2026-05-16", "DeepSeek-family (deepseek_v2.py): +1 only if the first id is 1"),
+    "vllm#46973": ("vllm", "2026-06-28", "deepseek_v2 backbone: id N (final layer output) captured"),
+    "vllm#50170": ("vllm", None, "warning when the aux layers fall back to the default (open as of 2026-07-28)"),
+}
+
+_RULES = {
+    "sglang": ("SGLang (python/sglang/srt/models/llama.py, qwen2/qwen3 and the other model files: "
+               "set_eagle3_layers_to_capture, every version read): config id k is stored as loop index "
+               "k+1 and captured before layer k+1 runs, so id k = resid[k+1] (the output of layer k)."),
+    "sglang-deepseek-old": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
+                            "#25454 merged 2026-05-16): config id k = resid[k+1], as in llama.py."),
+    "sglang-deepseek-new": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, since PR #25454 "
+                            "merged 2026-05-16): +1 only when the FIRST id is 1 (id k = resid[k+1]); "
+                            "otherwise ids are loop indices used as-is (id k = resid[k])."),
+    "sglang-default": ("SGLang (set_eagle3_layers_to_capture with layer_ids None, every version read): loop "
+                       "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
+                       "only from config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids."),
+    "vllm": ("vLLM (model_executor/models, EagleModelMixin._maybe_add_hidden_state via "
+             "set_aux_hidden_state_layers): id k = resid[k]; 0 = embedding output, N = last layer output "
+             "before the final norm."),
+    "vllm-default": ("vLLM (get_eagle3_aux_hidden_state_layers when the draft config has no "
+                     "eagle_aux_hidden_state_layer_ids): (2, N//2, N-3) = resid[2], resid[N//2], resid[N-3]."),
+    "speculators": ("speculators (eagle_aux_hidden_state_layer_ids, vLLM convention; served by vLLM): id k = "
+                    "resid[k]; its data generation also appends id N (verifier_last_hidden_states) for the "
+                    "training target."),
+    "speculators-default": ("speculators served by vLLM without eagle_aux_hidden_state_layer_ids: vLLM's "
+                            "default (2, N//2, N-3) = resid[2], resid[N//2], resid[N-3]."),
+    "specforge": ("SpecForge (specforge/algorithms/model_providers.py; captures through SGLang's "
+                  "set_eagle3_layers_to_capture, so SGLang's rule for this target applies): id k = resid[k+1]. "
+                  "Its old HF backend took hidden_states[k+1], the same point for k+1 < N."),
+    "specforge-default": ("SpecForge default ids [1, N//2-1, N-4] (config id convention of SGLang) = "
+                          "resid[2], resid[N//2], resid[N-3]."),
+    "eagle": ("SafeAILab/EAGLE (eagle/model/modeling_llama_kv.py): hard-coded, no ids read; captures the "
+              "input of layers 2, N//2 and N-3 = resid[2], resid[N//2], resid[N-3]."),
+    "transformerlens": ("TransformerLens: blocks.k.hook_resid_pre = resid[k]; blocks.k.hook_resid_post = "
+                        "resid[k+1]; an integer k is read as blocks.k.hook_resid_pre."),
+}
+
+
+@dataclass(frozen=True)
+class AuxResolution:
+    """Which ``resid`` points an engine feeds the draft's fc for the ids as written."""
+
+    engine: str
+    ids_as_written: tuple | None
+    resid: tuple[int, ...]  # in the order the engine concatenates them into fc
+    rule: str
+    warnings: tuple[str, ...] = ()
+    defaulted: bool = False
+    num_layers: int | None = None
+    arch: str | None = None
+    engine_version: str | None = None
+    fatal: tuple[str, ...] = ()  # what breaks the engine (a crash or a missing state), also in warnings
+
+    @property
+    def label(self) -> str:
+        return "[" + ", ".join(resid_name(k) for k in self.resid) + "]"
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["ids_as_written"] = list(self.ids_as_written) if self.ids_as_written is not None else None
+        out["resid"] = list(self.resid)
+        out["warnings"] = list(self.warnings)
+        out["fatal"] = list(self.fatal)
+        out["label"] = self.label
+        return out
+
+
+def resid_name(k: int, num_layers: int | None = None) -> str:
+    """``resid[k]`` with a reminder of what the ends are."""
+    if k == 0:
+        return "resid[0] (embedding)"
+    if num_layers is not None and k == num_layers:
+        return f"resid[{k}] (final, pre-norm)"
+    return f"resid[{k}]"
+
+
+def default_resid(num_layers: int) -> tuple[int, ...]:
+    """The points every engine's default lands on: resid[2], resid[N//2], resid[N-3] (deduplicated)."""
+    return tuple(sorted({2, num_layers // 2, num_layers - 3}))
+
+
+def is_deepseek_family(arch: str | None) -> bool:
+    """Targets served by SGLang's / vLLM's deepseek_v2.py (DeepSeek-V2/V3, Kimi-K2, Kimi-K2.5)."""
+    return arch is not None and any(s in arch.lower() for s in ("deepseek", "kimi"))
+
+
+# ----------------------------------------------------------------------------- versions
+
+_PR_MARK = re.compile(r"^(pre|post)-?#?(\d+)$")
+
+
+def _after(change: str, engine_version: str | None) -> tuple[bool, str | None]:
+    """Is this build after the change? (answer, warning). None -> latest behaviour, with a warning."""
+    engine, merged, what = CHANGES[change]
+    pr = "#" + change.split("#")[1]
+    if engine_version in (None, "", "latest"):
+        return merged is not None, None
+    v = str(engine_version).strip().lower()
+    m = _PR_MARK.match(v)
+    if m:
+        if "#" + m.group(2) == pr:
+            return m.group(1) == "post", None
+        return merged is not None, None  # a mark about another PR says nothing about this one
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+        return (merged is not None and v >= merged), None
+    return merged is not None, (
+        f"engine_version={engine_version!r} cannot be placed relative to {engine} PR {pr} "
+        f"({what}; merged {merged or 'not yet'}): assumed the newer behaviour. Pass the engine build's "
+        f"commit date as YYYY-MM-DD, or 'pre-{pr}' / 'post-{pr}'.")
+
+
+# ----------------------------------------------------------------------------- id parsing
+
+_TL_HOOK = re.compile(r"^blocks\.(\d+)\.hook_resid_(pre|post|mid)$")
+
+
+def _as_int(where: str, x) -> int:
+    if isinstance(x, bool):
+        raise bad_input(where, None, "integer layer ids", repr(x))
+    try:
+        return operator.index(x)
+    except TypeError:
+        if isinstance(x, str) and re.fullmatch(r"-?\d+", x.strip()):
+            return int(x)
+        raise bad_input(where, None, "integer layer ids", repr(x)) from None
+
+
+def _tl_point(x) -> int:
+    """A TransformerLens hook name (or integer) -> its resid index."""
+    if isinstance(x, str) and not re.fullmatch(r"-?\d+", x.strip()):
+        m = _TL_HOOK.match(x.strip())
+        if not m or m.group(2) == "mid":
+            raise bad_input("transformerlens", None,
+                            "'blocks.K.hook_resid_pre', 'blocks.K.hook_resid_post' or an integer K",
+                            repr(x), "hook_resid_mid is inside a block (after attention), not a residual-stream "
+                            "point any engine feeds the draft.")
+        return int(m.group(1)) + (1 if m.group(2) == "post" else 0)
+    return _as_int("transformerlens", x)
+
+
+def _check_engine(engine: str) -> str:
+    name = str(engine).strip().lower()
+    if name not in ENGINES:
+        raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine))
+    return name
+
+
+def _check_num_layers(num_layers) -> int | None:
+    if num_layers is None:
+        return None
+    n = _as_int("num_layers", num_layers)
+    if n < 1:
+        raise bad_input("num_layers", None, "the number of target decoder layers (>= 1)", n)
+    return n
+
+
+# ----------------------------------------------------------------------------- the translator
+
+def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arch: str | None = None,
+                       engine_version: str | None = None) -> AuxResolution:
+    """What ``engine`` captures for ``ids`` as written (``None`` = that engine's default).
+
+    Never silent: defaults, dropped ids, reordering, crashes in the engine and version-dependent
+    meanings all come back as ``warnings``; ``fatal`` lists the ones that break the engine.
+    """
+    engine = _check_engine(engine)
+    n = _check_num_layers(num_layers)
+    warns: list[str] = []
+    fatal: list[str] = []
+    written = tuple(ids) if ids is not None else None
+    if written is not None and len(written) == 0:
+        raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "a non-empty list of layer ids", "[]",
+                        "Remove the key to get the engine's default, or write the ids the draft was trained on.")
+    if written is None or engine == "eagle":
+        if n is None:
+            raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None,
+                            "The default ids depend on N (pass --num-layers / num_layers=).")
+    wanted_count = len(written) if written is not None else 3
+    # `points`: the loop indices the engine will test, in the order written (before dedup/sort).
+    defaulted = written is None
+    if engine == "eagle":
+        rule = _RULES["eagle"]
+        if written is not None:
+            warns.append(f"SafeAILab/EAGLE ignores layer ids: {list(written)} has no effect; it always captures "
+                         f"resid[2], resid[N//2], resid[N-3] = {list(default_resid(n))}.")
+            wanted_count = 3
+        points = [2, n // 2, n - 3]
+        defaulted = True
+    elif engine == "transformerlens":
+        rule = _RULES["transformerlens"]
+        if written is None:
+            rule += " (no default: TransformerLens has no EAGLE-3 convention; shown: resid[2, N//2, N-3].)"
+            points = [2, n // 2, n - 3]
+        else:
+            points = [_tl_point(x) for x in written]
+            for p in points:
+                if p < 0:
+                    raise bad_input("transformerlens", None, "hook indices >= 0", p,
+                                    "TransformerLens has no negative block indices here; resid[0] is blocks.0.hook_resid_pre.")
+    elif engine in ("vllm", "speculators"):
+        if written is None:
+            rule = _RULES[f"{engine}-default"]
+            points = [2, n // 2, n - 3]
+            after, w = _after("vllm#50170", engine_version)
+            if w:
+                warns.append(w)
+            warns.append(
+                "Default ids used: the draft config has no eagle_aux_hidden_state_layer_ids, so vLLM falls back "
+                f"to (2, N//2, N-3) = {list(default_resid(n))}"
+                + (" and logs a warning (PR #50170)." if after else
+                   " without saying so (PR #50170 adds a warning; open as of 2026-07-28).")
+                + " If the draft was trained on other states, acceptance collapses while output stays correct.")
+        else:
+            rule = _RULES[engine]
+            points = [_as_int(engine, x) for x in written]
+            for p in points:
+                if p < 0:
+                    raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "ids in 0..N (vLLM convention)", p,
+                                    "vLLM tests `idx in layers` while walking the layers, so a negative id is "
+                                    "never matched and that state is silently missing. Use 0 for the embedding "
+                                    "output (resid[0]).")
+            if n is not None and n in points and is_deepseek_family(arch):
+                after, w = _after("vllm#46973", engine_version)
+                if w:
+                    warns.append(w)
+                if not after:
+                    msg = (f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR "
+                           "#46973 (merged 2026-06-28): one state fewer comes back than configured.")
+                    warns.append(msg)
+                    fatal.append(msg)
+                    points = [p for p in points if p != n]
+    else:  # sglang, specforge
+        family = is_deepseek_family(arch)
+        if written is None:
+            if engine == "specforge":
+                rule = _RULES["specforge-default"]
+                written_default = [1, n // 2 - 1, n - 4]
+                points = [i + 1 for i in written_default]
+                warns.append(f"Default ids used: SpecForge writes [1, N//2-1, N-4] = {written_default} "
+                             "(SGLang convention) when none are given.")
+            else:
+                rule = _RULES["sglang-default"]
+                points = [2, n // 2, n - 3]
+                warns.append(
+                    "Default ids used silently: SGLang reads ids only from config.json -> eagle_config -> "
+                    "eagle_aux_hidden_state_layer_ids; a missing eagle_config (or a top-level key in speculators "
+                    f"style) is swallowed and loop indices [2, N//2, N-3] = {list(default_resid(n))} are used, "
+                    "with no log line.")
+        else:
+            ids_int = [_as_int(engine, x) for x in written]
+            for i in ids_int:
+                if i < -1:
+                    raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "ids >= -1 (SGLang convention)", i,
+                                    "SGLang adds 1 and tests `i in layers_to_capture` while walking the layers: "
+                                    "this id is never reached and the state is silently missing. -1 is the only "
+                                    "negative id with a meaning (the embedding output, resid[0]).")
+            plus_one = True
+            if family:
+                after, w = _after("sglang#25454", engine_version)
+                if w:
+                    warns.append(w)
+                old = [i + 1 for i in ids_int]
+                new = [i + 1 for i in ids_int] if ids_int[0] == 1 else list(ids_int)
+                plus_one = (not after) or ids_int[0] == 1
+                rule = _RULES["sglang-deepseek-new" if after else "sglang-deepseek-old"]
+                if old != new:
+                    warns.append(
+                        f"Version-dependent (SGLang PR #25454, merged 2026-05-16, DeepSeek-family targets): the "
+                        f"first id is {ids_int[0]}, not 1, so builds before it capture loop indices {old} and builds "
+                        f"since capture {new}. Shown: {'since' if after else 'before'} PR #25454"
+                        + (" (pass engine_version to choose)." if engine_version in (None, "", "latest") else "."))
+            else:
+                rule = _RULES["sglang"]
+                if ids_int[0] != 1 and arch is None:
+                    warns.append(
+                        "If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) and SGLang includes PR #25454 "
+                        f"(merged 2026-05-16), these ids are used as-is: loop indices {ids_int}. Pass arch= to decide.")
+            if engine == "specforge":
+                rule = _RULES["specforge"] + " SGLang rule for this target: " + rule
+            points = [i + 1 for i in ids_int] if plus_one else list(ids_int)
+            if plus_one and -1 in ids_int:
+                msg = ("SGLang id -1 means loop index 0 (the embedding output, resid[0]) only in model files that "
+                       "guard `residual is None`; python/sglang/srt/models/llama.py and deepseek_v2.py compute "
+                       "`hidden_states + residual` with residual None there and raise a TypeError at layer 0.")
+                warns.append(msg)
+                if arch is None or family or "llama" in arch.lower():
+                    fatal.append(msg)
+            if not plus_one and any(p < 0 for p in points):
+                msg = ("Loop index -1 is never reached (ids used as-is since PR #25454): the embedding state is "
+                       "silently missing.")
+                warns.append(msg)
+                fatal.append(msg)
+                points = [p for p in points if p >= 0]
+            if not plus_one and 0 in points:
+                msg = ("Loop index 0 with residual None: deepseek_v2.py computes `hidden_states + residual` there "
+                       "and raises a TypeError at layer 0.")
+                warns.append(msg)
+                fatal.append(msg)
+            if n is not None and n in points:
+                msg = (f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures "
+                       f"before each layer, for loop indices 0..N-1 only, so resid[{n}] (final layer output) is "
+                       "silently missing and the fc input is narrower than the draft expects (vLLM fixed the "
+                       "analogous case in PR #46973; SGLang fixed GPT-OSS only, PR #32334).")
+                warns.append(msg)
+                fatal.append(msg)
+                points = [p for p in points if p != n]
+            if engine == "specforge" and n is not None and (n - 1) in ids_int:
+                warns.append(f"SpecForge's old HF backend took hidden_states[{n}] for id {n - 1}: HF applies the "
+                             "final norm to that entry, so training saw norm(resid[N]), not resid[N].")
+
+    # Range: points beyond the last layer are never reached by any capture loop.
+    if n is not None:
+        out = [p for p in points if p > n]
+        if out:
+            msg = (f"Ids selecting resid{out} are out of range for N = {n} (valid resid points 0..{n}): the engine "
+                   "never reaches them and those states are silently missing.")
+            warns.append(msg)
+            fatal.append(msg)
+            points = [p for p in points if p <= n]
+    dups = sorted({p for p in points if points.count(p) > 1})
+    if dups:
+        msg = (f"resid{dups} requested more than once: the engine captures each layer once (`idx in layers`), "
+               "so fewer states come back than ids were written.")
+        warns.append(msg)
+        if not defaulted:
+            fatal.append(msg)
+    ordered = tuple(sorted(set(points)))
+    if list(dict.fromkeys(points)) != list(ordered):
+        warns.append(f"Ids are not in ascending layer order: the engine appends states while walking the layers, "
+                     f"so fc receives {list(ordered)} in ascending order, not in the written order.")
+    if len(ordered) != wanted_count and not fatal:
+        warns.append(f"{len(ordered)} states come back where {wanted_count} were asked for: the fc input width "
+                     "no longer matches num_aux * hidden_size.")
+    if n is None and written is not None:
+        warns.append("num_layers not given: range and final-layer checks skipped.")
+    return AuxResolution(engine=engine, ids_as_written=written, resid=ordered, rule=rule, warnings=tuple(warns),
+                         defaulted=defaulted, num_layers=n, arch=arch, engine_version=engine_version,
+                         fatal=tuple(fatal))
+
+
+def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
+                  engine_version: str | None = None) -> list:
+    """The ids to WRITE so that ``engine`` captures exactly these ``resid`` points, in this order.
+
+    Raises ``Eagle3LabError`` when the engine cannot express them (resid[0] in SGLang's llama and
+    deepseek files, resid[N] in SGLang, any non-ascending order, SafeAILab/EAGLE's fixed choice).
+    """
+    engine = _check_engine(engine)
+    n = _check_num_layers(num_layers)
+    if n is None:
+        raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None)
+    target = [_as_int("resid", k) for k in resid]
+    if not target:
+        raise bad_input("resid", None, "at least one resid point", "[]")
+    bad = [k for k in target if not 0 <= k <= n]
+    if bad:
+        raise bad_input("resid", None, f"points in 0..{n} (N = {n})", bad)
+    if target != sorted(set(target)):
+        raise bad_input("resid", None, "distinct points in ascending order", target,
+                        f"Every engine concatenates captured states in ascending layer order, so {engine} cannot "
+                        "feed fc in this order; a draft trained on another order needs its fc columns permuted.")
+    if engine == "transformerlens":
+        return [f"blocks.{k}.hook_resid_pre" if k < n else f"blocks.{k - 1}.hook_resid_post" for k in target]
+    if engine == "eagle":
+        candidates = [None]
+    elif engine in ("vllm", "speculators"):
+        candidates = [list(target)]
+    else:
+        candidates = [[k - 1 for k in target], list(target)]
+        if target[0] == 1 and len(target) > 1:
+            # Since SGLang #25454 (DeepSeek-family) a first id of 1 switches +1 on; the capture loop sorts anyway.
+            candidates.append(target[1:] + target[:1])
+    tried = []
+    for ids in candidates:
+        res = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=engine_version)
+        if list(res.resid) == target and not res.fatal:
+            return list(res.resid) if ids is None else ids
+        tried.append(f"{ids if ids is not None else '(hard-coded)'} -> {res.label}"
+                     + (f" ({res.fatal[0]})" if res.fatal else ""))
+    raise Eagle3LabError(
+        f"{engine}: cannot capture {[resid_name(k, n) for k in target]} for N = {n}"
+        + (f", arch {arch}" if arch else "") + ". Tried: " + "; ".join(tried)
+        + ". Choose other points (e.g. resid[1] instead of resid[0] in SGLang's llama/deepseek files, "
+        "resid[N-1] instead of resid[N]), or patch the engine's capture loop.")
+
+
+def compare_engines(ids=None, num_layers: int | None = None, arch: str | None = None,
+                    engine_version: str | None = None, engines=ENGINES):
+    """One row per engine: what the same written ids mean there (a pandas DataFrame)."""
+    import pandas as pd
+
+    rows = []
+    for engine in engines:
+        try:
+            res = resolve_aux_layers(engine, ids, num_layers, arch=arch, engine_version=engine_version)
+            rows.append({"engine": engine, "resid": list(res.resid), "label": res.label,
+                         "defaulted": res.defaulted, "breaks": bool(res.fatal), "warnings": len(res.warnings),
+                         "rule": res.rule})
+        except Eagle3LabError as err:
+            rows.append({"engine": engine, "resid": None, "label": f"error: {err}", "defaulted": False,
+                         "breaks": True, "warnings": 0, "rule": ""})
+    return pd.DataFrame(rows).set_index("engine")

@@ -1,0 +1,258 @@
+"""The layer-id translator: every engine's rule, default and edge case, on N = 61 and N = 32."""
+
+import json
+
+import pytest
+
+from eagle3lab.errors import Eagle3LabError
+from eagle3lab.layer_ids import ENGINES, compare_engines, resolve_aux_layers, to_engine_ids
+
+KIMI = "DeepseekV3ForCausalLM"  # Kimi-K2 / DeepSeek-V3: N = 61
+LLAMA = "LlamaForCausalLM"  # Llama-3.1-8B: N = 32
+
+
+def _has(res, *words):
+    return any(all(w in msg for w in words) for msg in res.warnings)
+
+
+# ---- defaults: every engine lands on resid[2, N//2, N-3], and says a default was used
+
+@pytest.mark.parametrize("n, arch, expected", [(61, KIMI, (2, 30, 58)), (32, LLAMA, (2, 16, 29))])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_each_engine_default(engine, n, arch, expected):
+    res = resolve_aux_layers(engine, None, n, arch=arch)
+    assert res.resid == expected
+    assert res.ids_as_written is None
+    assert res.defaulted
+    assert not res.fatal
+    if engine in ("sglang", "vllm", "speculators", "specforge"):
+        assert _has(res, "Default"), res.warnings
+
+
+def test_sglang_default_is_silent_and_says_where_ids_are_read():
+    res = resolve_aux_layers("sglang", None, 32)
+    assert _has(res, "silently", "eagle_config", "eagle_aux_hidden_state_layer_ids")
+
+
+def test_vllm_default_warning_depends_on_pr_50170():
+    silent = resolve_aux_layers("vllm", None, 32)
+    assert _has(silent, "without saying so", "#50170")
+    warned = resolve_aux_layers("vllm", None, 32, engine_version="post-#50170")
+    assert _has(warned, "logs a warning")
+
+
+def test_specforge_default_ids_written_in_sglang_convention():
+    res = resolve_aux_layers("specforge", None, 61)
+    assert res.resid == (2, 30, 58)
+    assert _has(res, "[1, 29, 57]")
+    # Writing those ids explicitly gives the same points on SGLang, before and after PR #25454.
+    for version in ("2026-01-01", "2026-06-01"):
+        assert resolve_aux_layers("sglang", [1, 29, 57], 61, arch=KIMI, engine_version=version).resid == (2, 30, 58)
+
+
+def test_defaults_need_num_layers():
+    with pytest.raises(Eagle3LabError, match="num_layers"):
+        resolve_aux_layers("vllm", None, None)
+    with pytest.raises(Eagle3LabError, match="num_layers"):
+        resolve_aux_layers("eagle", [1, 2, 3], None)
+
+
+# ---- written ids
+
+def test_sglang_plus_one_rule_llama():
+    res = resolve_aux_layers("sglang", [1, 15, 28], 32, arch=LLAMA)
+    assert res.resid == (2, 16, 29)
+    assert "llama.py" in res.rule and "k+1" in res.rule
+    assert not res.fatal
+
+
+def test_vllm_ids_are_resid_indices():
+    res = resolve_aux_layers("vllm", [0, 16, 32], 32, arch=LLAMA)
+    assert res.resid == (0, 16, 32)
+    assert not res.fatal and not res.warnings
+
+
+def test_same_ids_differ_between_engines_llama():
+    ids = [2, 16, 29]
+    assert resolve_aux_layers("vllm", ids, 32).resid == (2, 16, 29)
+    assert resolve_aux_layers("sglang", ids, 32, arch=LLAMA).resid == (3, 17, 30)
+    table = compare_engines(ids, 32, arch=LLAMA)
+    assert table.loc["sglang", "resid"] == [3, 17, 30]
+    assert table.loc["speculators", "resid"] == [2, 16, 29]
+    assert table.loc["eagle", "resid"] == [2, 16, 29]
+
+
+def test_kimi_k2_ids_before_and_after_pr_25454():
+    before = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="2026-05-01")
+    after = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="2026-05-16")
+    assert before.resid == (3, 31, 59)
+    assert after.resid == (2, 30, 58)
+    assert "before PR #25454" in before.rule and "since PR #25454" in after.rule
+    assert resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="pre-#25454").resid == (3, 31, 59)
+    assert resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="post-25454").resid == (2, 30, 58)
+    # No version: the newer behaviour, and a warning naming both.
+    unknown = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI)
+    assert unknown.resid == (2, 30, 58)
+    assert _has(unknown, "#25454", "[3, 31, 59]", "[2, 30, 58]")
+    # The heuristic is DeepSeek-family only: a Llama target keeps +1 in every version.
+    assert resolve_aux_layers("sglang", [2, 30, 58], 61, arch=LLAMA, engine_version="2026-06-01").resid == (3, 31, 59)
+    # Arch unknown: the +1 reading, with a warning about DeepSeek-family targets.
+    assert _has(resolve_aux_layers("sglang", [2, 30, 58], 61), "DeepSeek-family", "arch")
+
+
+def test_specforge_follows_sglang_rule_for_the_target():
+    res = resolve_aux_layers("specforge", [2, 30, 58], 61, arch="kimi_k2", engine_version="2026-01-01")
+    assert res.resid == (3, 31, 59)
+    assert "SpecForge" in res.rule and "SGLang" in res.rule
+
+
+def test_version_that_cannot_be_placed_warns():
+    res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.9")
+    assert res.resid == (2, 30, 58)
+    assert _has(res, "cannot be placed", "YYYY-MM-DD")
+
+
+def test_seed_story_training_vs_serving_wiring():
+    # Served (SGLang, before #25454): ids [2, 30, 58] -> resid[3, 31, 59].
+    served = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="pre-#25454")
+    assert served.resid == (3, 31, 59)
+    # Training fed [embedding, resid[3], resid[31]]: SGLang's fix ids [-1, 2, 30] name these points...
+    fix = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch="Qwen3ForCausalLM")
+    assert fix.resid == (0, 3, 31)
+    assert _has(fix, "-1", "TypeError")
+    # ...but llama.py / deepseek_v2.py crash on id -1, and after #25454 -1 is never reached.
+    old = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI, engine_version="pre-#25454")
+    assert old.fatal and "TypeError" in old.fatal[0]
+    new = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI, engine_version="post-#25454")
+    assert new.resid == (2, 30) and new.fatal
+
+
+def test_sglang_n_minus_one_is_never_reached():
+    res = resolve_aux_layers("sglang", [1, 15, 31], 32, arch=LLAMA)
+    assert res.resid == (2, 16)
+    assert res.fatal and _has(res, "never reached", "#46973", "#32334")
+
+
+def test_vllm_final_layer_on_deepseek_depends_on_pr_46973():
+    old = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=KIMI, engine_version="2026-06-01")
+    assert old.resid == (2, 30) and old.fatal and _has(old, "#46973")
+    new = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=KIMI, engine_version="2026-07-01")
+    assert new.resid == (2, 30, 61) and not new.fatal
+    assert resolve_aux_layers("vllm", [2, 16, 32], 32, arch=LLAMA).resid == (2, 16, 32)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_unsorted_ids_are_captured_in_ascending_order(engine):
+    res = resolve_aux_layers(engine, [29, 2, 16], 32, arch=LLAMA)
+    assert list(res.resid) == sorted(res.resid)
+    assert _has(res, "ascending")
+    assert not res.fatal
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "transformerlens"])
+def test_duplicates_collapse(engine):
+    res = resolve_aux_layers(engine, [2, 2, 16], 32, arch=LLAMA)
+    assert len(res.resid) == 2
+    assert res.fatal and _has(res, "more than once")
+
+
+def test_tiny_target_default_collapses_with_warning():
+    res = resolve_aux_layers("vllm", None, 4)  # 2, 4//2, 4-3 -> {1, 2}
+    assert res.resid == (1, 2)
+    assert _has(res, "2 states come back where 3")
+
+
+@pytest.mark.parametrize("engine, ids", [("vllm", [2, 40]), ("sglang", [2, 40]), ("transformerlens", [40])])
+def test_out_of_range_is_dropped_with_warning(engine, ids):
+    res = resolve_aux_layers(engine, ids, 32)
+    assert res.resid == ((2,) if engine == "vllm" else (3,) if engine == "sglang" else ())
+    assert res.fatal and _has(res, "out of range")
+
+
+@pytest.mark.parametrize("engine, ids", [("vllm", [-1, 2]), ("speculators", [0, -3]), ("sglang", [-2, 3]),
+                                         ("specforge", [-5])])
+def test_negative_ids_error_names_engine_behaviour(engine, ids):
+    with pytest.raises(Eagle3LabError, match="never") as err:
+        resolve_aux_layers(engine, ids, 32)
+    assert engine in str(err.value) and "eagle_aux_hidden_state_layer_ids" in str(err.value)
+
+
+def test_bad_input_errors():
+    with pytest.raises(Eagle3LabError, match="one of"):
+        resolve_aux_layers("tensorrt", [1], 32)
+    with pytest.raises(Eagle3LabError, match="non-empty"):
+        resolve_aux_layers("vllm", [], 32)
+    with pytest.raises(Eagle3LabError, match="integer"):
+        resolve_aux_layers("vllm", [1.5], 32)
+    with pytest.raises(Eagle3LabError, match="num_layers"):
+        resolve_aux_layers("vllm", [1], 0)
+
+
+def test_eagle_ignores_written_ids():
+    res = resolve_aux_layers("eagle", [1, 2, 3], 32)
+    assert res.resid == (2, 16, 29)
+    assert _has(res, "ignores")
+
+
+def test_transformerlens_hook_names():
+    res = resolve_aux_layers("transformerlens", ["blocks.0.hook_resid_pre", "blocks.3.hook_resid_post", 9], 32)
+    assert res.resid == (0, 4, 9)
+    with pytest.raises(Eagle3LabError, match="hook_resid_mid"):
+        resolve_aux_layers("transformerlens", ["blocks.3.hook_resid_mid"], 32)
+
+
+def test_ids_without_num_layers_skip_range_checks():
+    res = resolve_aux_layers("sglang", [2, 30, 58])
+    assert res.resid == (3, 31, 59)
+    assert _has(res, "num_layers not given")
+
+
+def test_to_dict_is_json():
+    res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI)
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["resid"] == [2, 30, 58] and d["ids_as_written"] == [2, 30, 58]
+    assert d["label"] == "[resid[2], resid[30], resid[58]]"
+    assert set(d) >= {"engine", "ids_as_written", "resid", "rule", "warnings", "defaulted"}
+
+
+# ---- the inverse
+
+@pytest.mark.parametrize("engine", ["vllm", "speculators", "sglang", "specforge", "transformerlens"])
+@pytest.mark.parametrize("n, arch, version", [(61, KIMI, "pre-#25454"), (61, KIMI, "post-#25454"), (32, LLAMA, None)])
+def test_to_engine_ids_round_trips(engine, n, arch, version):
+    for resid in ([2, n // 2, n - 3], [1, 3, n - 1], [5]):
+        ids = to_engine_ids(engine, resid, n, arch=arch, engine_version=version)
+        back = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=version)
+        assert list(back.resid) == resid and not back.fatal, (engine, resid, ids)
+
+
+def test_to_engine_ids_examples():
+    assert to_engine_ids("sglang", [2, 30, 58], 61, arch=KIMI) == [1, 29, 57]  # same meaning in every version
+    assert to_engine_ids("sglang", [3, 31, 59], 61, arch=KIMI, engine_version="post-#25454") == [3, 31, 59]
+    assert to_engine_ids("sglang", [3, 31, 59], 61, arch=KIMI, engine_version="pre-#25454") == [2, 30, 58]
+    assert to_engine_ids("vllm", [0, 3, 31], 61, arch=KIMI) == [0, 3, 31]
+    assert to_engine_ids("transformerlens", [0, 32], 32) == ["blocks.0.hook_resid_pre", "blocks.31.hook_resid_post"]
+    assert to_engine_ids("eagle", [2, 16, 29], 32) == [2, 16, 29]
+
+
+def test_to_engine_ids_refuses_what_the_engine_cannot_capture():
+    with pytest.raises(Eagle3LabError, match="TypeError"):
+        to_engine_ids("sglang", [0, 3, 31], 61, arch=KIMI)  # embedding in SGLang's deepseek file
+    with pytest.raises(Eagle3LabError, match="never reached"):
+        to_engine_ids("sglang", [2, 16, 32], 32, arch=LLAMA)  # final layer output in SGLang
+    with pytest.raises(Eagle3LabError, match="ascending"):
+        to_engine_ids("vllm", [31, 3], 61)
+    with pytest.raises(Eagle3LabError, match="0..61"):
+        to_engine_ids("vllm", [62], 61)
+    with pytest.raises(Eagle3LabError, match="cannot capture"):
+        to_engine_ids("eagle", [0, 3, 31], 61)
+    # resid[0] works in SGLang files that guard residual None (arch given, not llama/deepseek).
+    ids = to_engine_ids("sglang", [0, 3, 31], 61, arch="Qwen3ForCausalLM")
+    assert ids == [-1, 2, 30]
+    assert _has(resolve_aux_layers("sglang", ids, 61, arch="Qwen3ForCausalLM"), "guard `residual is None`")
+
+
+def test_to_engine_ids_uses_unsorted_ids_when_only_they_work():
+    # Since #25454 a DeepSeek-family list starting with 1 gets +1; putting 1 last keeps ids as-is.
+    ids = to_engine_ids("sglang", [1, 3, 60], 61, arch=KIMI, engine_version="post-#25454")
+    assert ids == [3, 60, 1]
