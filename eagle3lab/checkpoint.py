@@ -486,3 +486,109 @@ def convert_draft(src, out_dir, to: str, target=None, num_target_layers: int | N
     result["source"] = {"path": str(src), "format": draft.format}
     result["warnings"] = draft.load_report.warnings + result["warnings"]
     return result
+
+
+# ---------------------------------------------------------------------------- inspect
+
+def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) -> dict:
+    """Everything ``eagle3lab inspect`` reports, as a dict (works on a folder holding only config.json).
+
+    Never raises on a bad checkpoint: problems are listed under ``errors``; what could not be
+    checked (no weights, no layer count) under ``not_checked``.
+    """
+    from eagle3lab.layer_ids import resolve_aux_layers
+    from eagle3lab.profiles import FLAGS, PROFILES
+
+    raw, config_file = read_config(path)
+    kind, reason = cf.classify_config(raw)
+    out: dict = {"path": str(config_file.parent), "config_file": str(config_file), "kind": kind,
+                 "is_eagle3_draft": kind in cf.FORMATS, "format_reason": reason, "errors": [], "warnings": [],
+                 "not_checked": []}
+    if kind not in cf.FORMATS:
+        text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+        out["target_like"] = {k: text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size")}
+        out["not_checked"].append("everything EAGLE-3 specific: this config is not an EAGLE-3 draft")
+        if kind == "target":
+            out["warnings"].append(f"This is a target config: pass its folder as --target to inspect a draft "
+                                   f"for it (N = {text.get('num_hidden_layers')}).")
+        return out
+    try:
+        cfg, defaulted = cf.config_to_draft(raw, kind, str(config_file))
+    except Eagle3LabError as err:
+        out["errors"].append(str(err))
+        return out
+    facts = TargetFacts(None, None, None, None, "no target")
+    if target is not None:
+        try:
+            facts = target_facts(target)
+            check_fits_target(cfg, facts, config_file)
+        except Eagle3LabError as err:
+            out["errors"].append(str(err))
+    n = num_target_layers or facts.num_layers
+    out["format"] = kind
+    out["defaulted"] = [{"field": f, "value": v, "rule": r} for f, v, r in defaulted]
+
+    files = find_weight_files(config_file.parent)
+    draft = None
+    if files:
+        try:
+            draft = load_draft(config_file.parent, device="cpu", dtype=None, require_embedding=False,
+                               check_vocab=False, num_target_layers=n)
+            cfg = draft.config
+            rep = draft.load_report
+            out["vocab"] = {"checked": True, "findings": rep.vocab_findings}
+            out["errors"] += [f"vocab map: {f['key']}: {f['message']}" for f in rep.vocab_findings
+                              if f["severity"] == "error"]
+            out["warnings"] += rep.warnings
+            out["defaulted"] += [d for d in rep.defaulted if d not in out["defaulted"]]
+            out["weights"] = {"files": rep.weight_files, "checked": True, "embedding": rep.embedding,
+                              "dtype": str(draft.fc.weight.dtype).replace("torch.", ""),
+                              "num_parameters": sum(p.numel() for p in draft.parameters())}
+        except Eagle3LabError as err:
+            out["errors"].append(str(err))
+            out["weights"] = {"files": [f.name for f in files], "checked": False}
+    else:
+        out["weights"] = {"files": [], "checked": False}
+        out["vocab"] = {"checked": False, "findings": []}
+        out["not_checked"] += ["weights: keys, shapes, NaN/inf (no weight files here)",
+                               "vocab map: d2t/t2d live in the weights"]
+    out["sizes"] = {k: getattr(cfg, k) for k in (
+        "hidden_size", "target_hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "head_dim", "vocab_size", "draft_vocab_size", "num_aux", "rope_theta",
+        "rope_scaling", "max_position_embeddings", "hidden_act")}
+
+    engines = {}
+    for name, profile in PROFILES.items():
+        seen, why = profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
+        row = {"engine": profile.label, "ids_seen": list(seen) if seen is not None else None, "note": why}
+        try:
+            res = resolve_aux_layers(profile.id_engine, list(seen) if seen is not None else None, n,
+                                     arch=facts.arch, engine_version=profile.engine_version)
+            row.update(resid=list(res.resid), label=res.label, defaulted=res.defaulted, rule=res.rule,
+                       warnings=list(res.warnings), fatal=list(res.fatal))
+        except Eagle3LabError as err:
+            row.update(resid=None, label=None, error=str(err))
+        engines[name] = row
+    out["aux_ids"] = {"as_written": list(cfg.aux_layer_ids) if cfg.aux_layer_ids is not None else None,
+                      "key": cfg.aux_ids_key, "num_target_layers": n, "target_arch": facts.arch,
+                      "by_engine": engines}
+    if n is None:
+        out["not_checked"].append("resid points of default ids and range checks: the target's layer count is "
+                                  "unknown (pass --target DIR or --num-target-layers N)")
+    flags = {}
+    for flag in FLAGS:
+        flags[flag] = {"written": getattr(cfg, flag), "by_engine": {}}
+    for name, profile in PROFILES.items():
+        try:
+            settings = resolve_settings(cfg, profile, kind)
+        except Eagle3LabError as err:
+            for flag in FLAGS:
+                flags[flag]["by_engine"][name] = {"value": None, "how": str(err)}
+            continue
+        for flag, value, how in settings.decisions:
+            flags.setdefault(flag, {"written": None, "by_engine": {}})["by_engine"][name] = {"value": value,
+                                                                                             "how": how}
+    out["norm_flags"] = flags
+    if draft is not None and draft.config.vocab_size != draft.config.draft_vocab_size:
+        out["vocab"]["draft_vocab_size"] = draft.config.draft_vocab_size
+    return out
