@@ -256,3 +256,32 @@ def test_to_engine_ids_uses_unsorted_ids_when_only_they_work():
     # Since #25454 a DeepSeek-family list starting with 1 gets +1; putting 1 last keeps ids as-is.
     ids = to_engine_ids("sglang", [1, 3, 60], 61, arch=KIMI, engine_version="post-#25454")
     assert ids == [3, 60, 1]
+
+
+# ---- the CLI
+
+def test_cli_ids_json(capsys):
+    from eagle3lab.cli import main
+
+    rc = main(["ids", "sglang", "2,30,58", "--num-layers", "61", "--arch", KIMI, "--engine-version", "2026-01-01",
+               "--to", "vllm", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert out["resid"] == [3, 31, 59] and out["ids_as_written"] == [2, 30, 58] and not out["breaks"]
+    assert out["to"] == {"engine": "vllm", "ids": [3, 31, 59], "error": None}
+
+
+def test_cli_ids_text_and_exit_codes(capsys):
+    from eagle3lab.cli import main
+
+    assert main(["ids", "sglang", "-1", "2", "30", "--num-layers", "61", "--arch", KIMI,
+                 "--engine-version", "pre-#25454", "--to", "vllm"]) == 1  # the engine would crash
+    text = capsys.readouterr().out
+    assert "resid[0] (embedding), resid[3], resid[31]" in text and "BREAKS" in text and "write [0, 3, 31]" in text
+    assert main(["ids", "vllm", "--num-layers", "32"]) == 0
+    assert "[resid[2], resid[16], resid[29]]" in capsys.readouterr().out
+    assert main(["ids", "vllm", "-5", "--num-layers", "32"]) == 2
+    assert "-5" in capsys.readouterr().err
+    assert main(["ids", "vllm", "0", "3", "--num-layers", "61", "--to", "sglang", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["to"]["ids"] is None and "TypeError" in out["to"]["error"]
