@@ -86,6 +86,11 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
             prefix = "transformer_layer_config." if fmt == "speculators" else ""
             raise bad_input(where, prefix + key, "an integer", repr(geo_src.get(key)))
     geo = {k: geo_src[k] for k in GEOMETRY if geo_src.get(k) is not None}
+    rope_params = geo_src.get("rope_parameters")  # transformers 5 writes theta and scaling together here
+    if isinstance(rope_params, dict):
+        geo.setdefault("rope_theta", rope_params.get("rope_theta", 10000.0))
+        if rope_params.get("rope_type", "default") != "default":
+            geo.setdefault("rope_scaling", {k: v for k, v in rope_params.items() if k != "rope_theta"})
     for key, rule in (("rope_theta", "Llama default 10000.0 (key missing, as in the EAGLE official template)"),
                       ("rms_norm_eps", "Llama default 1e-6"), ("num_key_value_heads", "= num_attention_heads"),
                       ("head_dim", "= hidden_size // num_attention_heads"),
