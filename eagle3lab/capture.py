@@ -87,13 +87,36 @@ class ResidCapture:
         self.method = method
         self.offload = _offload_device(offload, self.embed.weight.device)
         self.stack = decoder_of(model.model if isinstance(model, Target) else model)
-        self.states: dict[int, torch.Tensor] = {}
+        self._states: dict[int, torch.Tensor] = {}
+        self._copies: list = []  # CUDA events of async GPU->CPU copies still in flight
         self.forwards = 0
         self._handles: list = []
 
+    @property
+    def states(self) -> dict[int, torch.Tensor]:
+        """resid index -> [B, T, H] for the latest forward (waits for pending GPU->CPU copies)."""
+        self._wait()
+        return self._states
+
+    def _wait(self) -> None:
+        for event in self._copies:
+            event.synchronize()
+        self._copies = []
+
     def _keep(self, k: int, t: torch.Tensor) -> None:
         t = t.detach()
-        self.states[k] = t.to(self.offload) if self.offload is not None else t
+        if self.offload is None or t.device == self.offload:
+            self._states[k] = t
+        elif t.is_cuda and self.offload.type == "cpu":
+            # Pinned buffer + non_blocking: the forward does not stall on each copy; `states` waits.
+            buf = torch.empty(t.shape, dtype=t.dtype, device="cpu", pin_memory=True)
+            buf.copy_(t, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(t.device))
+            self._copies.append(event)
+            self._states[k] = buf
+        else:
+            self._states[k] = t.to(self.offload)
 
     def _pre(self, k):
         def hook(module, args, kwargs):
@@ -106,7 +129,8 @@ class ResidCapture:
         return hook
 
     def _new_forward(self, module, args):
-        self.states = {}
+        self._wait()  # finish the last forward's copies before dropping its buffers
+        self._states = {}
         self.forwards += 1
 
     def __enter__(self) -> ResidCapture:
