@@ -245,3 +245,46 @@ def build_fc_input(states: dict[int, torch.Tensor], order, num_layers: int | Non
     tensor = torch.cat([states[k] for k in order], dim=-1)
     label = "[" + ", ".join(resid_name(k, num_layers) for k in order) + "]"
     return FcInput(tensor=tensor, order=order, label=label)
+
+
+# ----------------------------------------------------------------------------- looking at the stream
+
+def _valid_tokens(states: dict[int, torch.Tensor], attention_mask=None) -> dict[int, torch.Tensor]:
+    """Each point as [tokens, H] float32, padding dropped."""
+    out = {}
+    for k, t in states.items():
+        flat = t.float().reshape(-1, t.shape[-1])
+        if attention_mask is not None:
+            flat = flat[torch.as_tensor(attention_mask).reshape(-1).to(flat.device).bool()]
+        out[k] = flat
+    return out
+
+
+def resid_similarity(states: dict[int, torch.Tensor], attention_mask=None):
+    """Mean per-token cosine similarity between every pair of captured points (a DataFrame)."""
+    import pandas as pd
+
+    flat = _valid_tokens(states, attention_mask)
+    keys = sorted(flat)
+    sim = [[float(torch.nn.functional.cosine_similarity(flat[a], flat[b], dim=-1).mean()) for b in keys] for a in keys]
+    names = [f"resid[{k}]" for k in keys]
+    return pd.DataFrame(sim, index=names, columns=names)
+
+
+def paths_agreement(target: Target, input_ids, attention_mask=None):
+    """Max |difference| per point between the three capture paths (a DataFrame; all zeros expected),
+    plus HF's last entry against resid[N] (not zero: HF applies the final norm there)."""
+    import pandas as pd
+
+    n = target.num_layers
+    points = list(range(n + 1))
+    pre = capture_resid(target, input_ids, points, attention_mask, method="pre")
+    post = capture_resid(target, input_ids, points, attention_mask, method="post")
+    hf = hf_hidden_states(target, input_ids, attention_mask)
+    rows = []
+    for k in points:
+        h = hf[k].to(pre[k].device)
+        rows.append({"point": resid_name(k, n), "pre vs post": float((pre[k] - post[k]).abs().max()),
+                     "HF hidden_states[k] vs pre": float((h - pre[k]).abs().max()),
+                     "bit-identical": bool(torch.equal(pre[k], post[k]) and (k == n or torch.equal(h, pre[k])))})
+    return pd.DataFrame(rows).set_index("point")

@@ -215,3 +215,19 @@ def test_build_fc_input_orders_and_label(targets):
     with torch.no_grad(), ResidCapture(target, [0, 1]) as cap:
         target.model(ids)
     assert torch.equal(cap.fc_input([1, 0]).tensor, torch.cat([states[1], states[0]], -1))
+
+
+def test_paths_agreement_and_similarity_tables(targets):
+    from eagle3lab.capture import paths_agreement, resid_similarity
+
+    target = targets["mistral"]
+    batch = target.encode(PROMPTS)
+    table = paths_agreement(target, batch["input_ids"], batch["attention_mask"])
+    assert len(table) == 5 and table["bit-identical"].all()
+    assert (table["pre vs post"] == 0).all()
+    assert (table["HF hidden_states[k] vs pre"].iloc[:-1] == 0).all() and table["HF hidden_states[k] vs pre"].iloc[-1] > 0
+    states = capture_resid(target, batch["input_ids"], [0, 2, 4], batch["attention_mask"])
+    sim = resid_similarity(states, batch["attention_mask"])
+    assert sim.shape == (3, 3) and list(sim.index) == ["resid[0]", "resid[2]", "resid[4]"]
+    assert abs(sim.iloc[1, 1] - 1) < 1e-5 and sim.iloc[0, 2] < 0.99
+    assert abs(sim.iloc[0, 2] - sim.iloc[2, 0]) < 1e-6
