@@ -340,6 +340,9 @@ def parse_command(engine: str, args, specs: dict[str, FlagSpec], known_names: tu
             lookup[n] = spec
     while i < len(tokens):
         tok = tokens[i]
+        if tok == "--":
+            i += 1
+            continue
         if not tok.startswith("-") or _is_number(tok):
             if positional_model and not parsed.positionals and "--model" not in parsed.values:
                 parsed.positionals.append(tok)
@@ -353,8 +356,9 @@ def parse_command(engine: str, args, specs: dict[str, FlagSpec], known_names: tu
             i += 1
             continue
         name, eq, inline = tok.partition("=")
-        if underscores and name.startswith("--"):
-            name = "--" + name[2:].replace("_", "-")
+        if underscores and name.startswith("--"):  # vLLM: --a_b == --a-b (not inside --json-flag.key)
+            head, dot, key = name[2:].partition(".")
+            name = "--" + head.replace("_", "-") + dot + key
         nested_key = None
         for base in nested_json:
             if name.startswith(base + "."):

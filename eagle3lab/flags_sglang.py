@@ -467,10 +467,32 @@ def _aux_version(inp: Inputs) -> str | None:
     return {"before": "pre-#25454", "after": "post-#25454"}.get(state, ver)
 
 
+CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+
+
+def derived_context_length(cfg: dict | None) -> int | None:
+    """SGLang's get_context_length (srt/configs/model_config.py): first context key, times the rope factor
+    unless the scaling names original_max_position_embeddings or is llama3."""
+    text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) else cfg
+    if not text:
+        return None
+    if isinstance(text.get("transformer_layer_config"), dict):
+        text = text["transformer_layer_config"]
+    rope = text.get("rope_scaling") or {}
+    factor = rope.get("factor", 1) if isinstance(rope, dict) else 1
+    if not isinstance(rope, dict) or "original_max_position_embeddings" in rope or \
+            rope.get("rope_type", rope.get("type")) == "llama3":
+        factor = 1
+    for key in CONTEXT_KEYS:
+        if text.get(key) is not None:
+            return int(factor * text[key])
+    return None
+
+
 def _context(inp: Inputs, eff: dict, out: list):
-    """The draft inherits the target's context length; a shorter draft max_position_embeddings stops start-up."""
-    serving = eff.get("context_length") or config_value(inp.target, "max_position_embeddings")
-    draft_mpe = eff.get("draft_max_position_embeddings")
+    """The draft inherits the target's context length; a shorter derived draft context stops start-up."""
+    serving = eff.get("context_length") or derived_context_length(inp.target)
+    draft_mpe = derived_context_length(inp.draft)
     eff["context_length"] = serving
     if not serving or not draft_mpe or serving <= draft_mpe:
         return

@@ -1,0 +1,550 @@
+"""eagle3lab.flags: every SGLang / vLLM rule reproduced as the engine applies it, plus bad input.
+
+Target and draft configs are excerpts of the real published files in
+/work/shared/fixtures/real-configs/ (the keys the rules read); `test_excerpts_match_real_configs`
+checks them against the files when that folder exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from eagle3lab.errors import Eagle3LabError
+from eagle3lab.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags, sglang_what_if
+
+REAL = Path(os.environ.get("EAGLE3LAB_REAL_CONFIGS", "/work/shared/fixtures/real-configs"))
+
+LLAMA31_8B = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "max_position_embeddings": 131072,
+              "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                               "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61, "max_position_embeddings": 163840,
+               "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                "original_max_position_embeddings": 4096, "type": "yarn"}}
+KIMI_K25 = {"architectures": ["KimiK25ForConditionalGeneration"],
+            "text_config": {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61,
+                            "max_position_embeddings": 262144}}
+SPECFORGE_LLAMA3 = {"architectures": ["LlamaForCausalLMEagle3"], "max_position_embeddings": 2048,
+                    "num_hidden_layers": 1, "draft_vocab_size": 32000}
+SPECFORGE_DSV3 = {"architectures": ["LlamaForCausalLMEagle3"], "max_position_embeddings": 163840,
+                  "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57], "use_aux_hidden_state": True}}
+SPECFORGE_KIMI25 = {"architectures": ["LlamaForCausalLMEagle3"], "max_position_embeddings": 131072,
+                    "eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58], "use_aux_hidden_state": True}}
+SPECULATORS_LLAMA = {
+    "architectures": ["Eagle3Speculator"], "draft_vocab_size": 32000, "norm_before_residual": False,
+    "speculators_model_type": "eagle3",
+    "speculators_config": {"algorithm": "eagle3", "proposal_methods": [{"speculative_tokens": 5}],
+                           "verifier": {"architectures": ["LlamaForCausalLM"],
+                                        "name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}},
+    "transformer_layer_config": {"max_position_embeddings": 2048, "num_hidden_layers": 1, "model_type": "llama"},
+}
+EXCERPTS = {
+    "meta-llama__Llama-3.1-8B.json": LLAMA31_8B, "deepseek-ai__DeepSeek-V3.json": DEEPSEEK_V3,
+    "moonshotai__Kimi-K2.5.json": KIMI_K25, "sgl-project__SpecForge__llama3-8B-eagle3.json": SPECFORGE_LLAMA3,
+    "sgl-project__SpecForge__deepseek-v3-671b-eagle3.json": SPECFORGE_DSV3,
+    "sgl-project__SpecForge__pr476__kimi-k25-eagle3.json": SPECFORGE_KIMI25,
+    "nm-testing__EAGLE3-LLaMA3.1-Instruct-8B-converted.json": SPECULATORS_LLAMA,
+}
+
+SGL = "python -m sglang.launch_server --model-path M --speculative-algorithm EAGLE3 --speculative-draft-model-path D"
+VLLM = "vllm serve meta-llama/Llama-3.1-8B-Instruct"
+
+
+def _subset(excerpt, real):
+    if isinstance(excerpt, dict):
+        assert isinstance(real, dict)
+        for k, v in excerpt.items():
+            assert k in real, k
+            _subset(v, real[k])
+    elif isinstance(excerpt, list) and excerpt and isinstance(excerpt[0], dict):
+        assert len(real) == len(excerpt)
+        for e, r in zip(excerpt, real):
+            _subset(e, r)
+    else:
+        assert real == excerpt, (real, excerpt)
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared real-config fixtures not on this machine")
+def test_excerpts_match_real_configs():
+    for name, excerpt in EXCERPTS.items():
+        _subset(excerpt, json.loads((REAL / name).read_text()))
+
+
+def sgl(extra="", target=LLAMA31_8B, draft=SPECFORGE_LLAMA3, version=None, base=SGL, **kw):
+    return resolve_flags("sglang", f"{base} {extra}", target, draft, engine_version=version, **kw)
+
+
+def vllm(spec=None, extra="", target=LLAMA31_8B, draft=SPECFORGE_LLAMA3, version=None, base=VLLM):
+    cmd = base + (f" --speculative-config '{json.dumps(spec)}'" if spec is not None else "") + f" {extra}"
+    return resolve_flags("vllm", cmd, target, draft, engine_version=version)
+
+
+# ----------------------------------------------------------------------------- the seed
+
+def test_seed_command_verifies_two_tokens_not_sixteen():
+    res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version="0.5.4")
+    assert res.as_given["num_draft_tokens"] == 16
+    assert res.effective["num_draft_tokens"] == 2
+    assert res.max_accept_length == 2
+    f = res.finding("SGL_TOPK1_DRAFT_TOKENS_ADJUSTED")
+    assert f.severity == "warning" and f.setting == "num_draft_tokens"
+    assert "--speculative-num-steps 15 --speculative-eagle-topk 1" in f.fix
+    assert "speculative_num_draft_tokens is adjusted" in f.message
+    row = res.table().loc["num_draft_tokens"]
+    assert row["as_given"] == "16" and row["effective"] == "2" and row["changed"]
+    assert "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED" in row["why"]
+    # The seed's second cause: SGLang before PR #25454 feeds resid[3, 31, 59] for ids [2, 30, 58].
+    assert res.effective["aux_resid"] == [3, 31, 59]
+    assert not res.errors
+
+
+def test_seed_fix_verifies_sixteen():
+    fixed = SEED_COMMAND.replace("--speculative-num-steps 1 ", "--speculative-num-steps 15 ")
+    res = resolve_flags("sglang", fixed, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG)
+    assert res.max_accept_length == 16 and res.effective["num_draft_tokens"] == 16
+    assert "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED" not in res.codes()
+
+
+@pytest.mark.parametrize("version,resid", [(None, [2, 30, 58]), ("0.5.4", [3, 31, 59]), ("2026-04-01", [3, 31, 59]),
+                                           ("2026-06-01", [2, 30, 58]), ("pre-#25454", [3, 31, 59]),
+                                           ("post-#25454", [2, 30, 58])])
+def test_kimi_ids_follow_the_sglang_version(version, resid):
+    res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version=version)
+    assert res.effective["aux_resid"] == resid
+    assert res.effective["aux_source"].endswith("eagle_config -> eagle_aux_hidden_state_layer_ids")
+    assert "current" in res.version_note if version is None else version in res.version_note
+
+
+def test_dict_args_equal_the_command_line():
+    as_dict = {"model_path": "moonshotai/Kimi-K2-Instruct", "speculative-algorithm": "EAGLE3",
+               "--speculative-draft-model-path": "./kimi-k2-eagle3", "speculative_num_steps": 1,
+               "speculative_eagle_topk": "1", "speculative_num_draft_tokens": 16, "tp": 8, "trust_remote_code": True}
+    a = resolve_flags("sglang", as_dict, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG)
+    b = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG)
+    assert a.effective == b.effective and a.codes() == b.codes()
+
+
+# ----------------------------------------------------------------------------- SGLang step rules
+
+@pytest.mark.parametrize("target,version,triple", [
+    (LLAMA31_8B, None, (5, 4, 8)), (LLAMA31_8B, "0.4.0", (5, 4, 8)),
+    (DEEPSEEK_V3, None, (3, 1, 4)), (DEEPSEEK_V3, "0.5.2", (3, 1, 4)), (DEEPSEEK_V3, "0.4.2", (5, 4, 8)),
+    ({"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 48}, None, (3, 1, 4)),
+    ({"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 48}, "0.5.4", (5, 4, 8)),
+    ({"architectures": ["GptOssForCausalLM"], "num_hidden_layers": 36}, "0.4.10", (5, 4, 8)),
+    ({"architectures": ["GptOssForCausalLM"], "num_hidden_layers": 36}, "0.5.2", (3, 1, 4)),
+    (KIMI_K25, None, (3, 1, 4)),
+])
+def test_auto_params_by_architecture_and_version(target, version, triple):
+    res = sgl(target=target, draft=None, version=version)
+    eff = res.effective
+    assert (eff["num_steps"], eff["topk"], eff["num_draft_tokens"]) == triple
+    assert res.max_accept_length == min(triple[0], triple[2] - 1) + 1
+    f = res.finding("SGL_AUTO_PARAMS")
+    assert f.severity == "info" and f"--speculative-num-steps {triple[0]}" in f.fix
+
+
+def test_auto_params_in_an_unplaceable_release_show_the_older_choice():
+    res = sgl(target={"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 48}, draft=None, version="0.5.6")
+    assert res.effective["num_steps"] == 3
+    assert "Older builds (see versions) choose (5, 4, 8)" in res.finding("SGL_AUTO_PARAMS").message
+
+
+def test_auto_params_need_the_architecture():
+    res = sgl(target=None, draft=None)
+    assert res.effective["num_steps"] is None and res.max_accept_length is None
+    assert res.finding("SGL_AUTO_PARAMS_UNKNOWN_ARCH").severity == "warning"
+    assert sgl(target=None, draft=None, target_arch="LlamaForCausalLM").effective["num_steps"] == 5
+
+
+def test_kimi_k25_wrapper_arch_is_what_sglang_matches():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
+              target=KIMI_K25, draft=SPECFORGE_KIMI25)
+    assert res.effective["target_arch"] == "KimiK25ForConditionalGeneration"
+    assert res.effective["num_target_layers"] == 61
+    assert "SGL_ARCH_IS_WRAPPER" in res.codes()
+    assert not any(c.startswith("SGL_DEEPSEEK") for c in res.codes())  # not in SGLang's MTP list
+
+
+@pytest.mark.parametrize("extra,code", [
+    ("--speculative-eagle-topk 1 --speculative-num-draft-tokens 4", "SGL_PARTIAL_FLAGS"),
+    ("--speculative-num-draft-tokens 4", "SGL_PARTIAL_FLAGS"),
+    ("--speculative-num-steps 3", "SGL_TOPK_MISSING"),
+    ("--speculative-num-steps 3 --speculative-eagle-topk 4", "SGL_TREE_DRAFT_TOKENS_MISSING"),
+    ("--speculative-num-steps 0 --speculative-eagle-topk 1", "SGL_ZERO"),
+])
+def test_partial_flag_sets_the_engine_rejects(extra, code):
+    res = sgl(extra)
+    f = res.finding(code)
+    assert f is not None and f.severity == "error" and f.fix
+    assert res.max_accept_length is None
+
+
+def test_steps_and_topk_one_without_draft_tokens_is_filled_in():
+    res = sgl("--speculative-num-steps 4 --speculative-eagle-topk 1")
+    assert res.effective["num_draft_tokens"] == 5 and res.max_accept_length == 5
+    assert res.finding("SGL_TOPK1_DRAFT_TOKENS_SET").severity == "info"
+
+
+def test_tree_pool_limit():
+    res = sgl("--speculative-num-steps 2 --speculative-eagle-topk 2 --speculative-num-draft-tokens 16")
+    f = res.finding("SGL_TREE_POOL_TOO_SMALL")
+    assert f.severity == "error" and "= 6" in f.message and "--speculative-num-draft-tokens 7" in f.fix
+    ok = sgl("--speculative-num-steps 2 --speculative-eagle-topk 2 --speculative-num-draft-tokens 7")
+    assert "SGL_TREE_POOL_TOO_SMALL" not in ok.codes()
+
+
+def test_tree_accept_cap_and_the_bench_filter():
+    long_draft = dict(SPECFORGE_LLAMA3, max_position_embeddings=131072)
+    res = sgl("--speculative-num-steps 5 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8", draft=long_draft)
+    assert res.max_accept_length == 6 and not res.errors
+    assert "SGL_BENCH_WOULD_SKIP" not in res.codes()
+    wide = sgl("--speculative-num-steps 2 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16")
+    assert wide.max_accept_length == 3          # depth 2 + bonus, however many nodes are verified
+    assert wide.finding("SGL_BENCH_WOULD_SKIP").severity == "warning"
+    assert "SGL_TREE_POOL_TOO_SMALL" not in wide.codes()  # pool 4 + 16 = 20 >= 15
+
+
+def test_what_if_function_matches_the_command_line():
+    a = sglang_what_if(1, 1, 16, target_config=SEED_TARGET_CONFIG, draft_config=SEED_DRAFT_CONFIG)
+    assert a.max_accept_length == 2 and a.effective["num_draft_tokens"] == 2
+    assert sglang_what_if(None, 4, None, target_config=LLAMA31_8B).finding("SGL_PARTIAL_FLAGS")
+
+
+# ----------------------------------------------------------------------------- SGLang side rules
+
+def test_token_map_ignored_for_eagle3_only():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-token-map freq_32768.pt")
+    assert res.finding("SGL_TOKEN_MAP_IGNORED").severity == "warning"
+    assert res.as_given["token_map"] == "freq_32768.pt" and res.effective["token_map"] is None
+    eagle = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-token-map f.pt", draft=None,
+                base=SGL.replace("EAGLE3", "EAGLE"))
+    assert "SGL_TOKEN_MAP_IGNORED" not in eagle.codes() and eagle.effective["token_map"] == "f.pt"
+
+
+def test_nextn_is_eagle_and_an_eagle3_head_needs_eagle3():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1", base=SGL.replace("EAGLE3", "nextn"))
+    assert res.effective["algorithm"] == "EAGLE" and "SGL_NEXTN_IS_EAGLE" in res.codes()
+    assert res.finding("SGL_EAGLE3_DRAFT_WITH_EAGLE").severity == "error"
+
+
+def test_deepseek_family_draft_path():
+    base = "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --speculative-algorithm EAGLE3"
+    res = sgl(base=base, target=DEEPSEEK_V3, draft=None)
+    assert res.effective["draft_model"] == "deepseek-ai/DeepSeek-V3"
+    assert res.finding("SGL_DEEPSEEK_DRAFT_IS_TARGET").severity == "error"
+    with_draft = sgl(base=base + " --speculative-draft-model-path ./d", target=DEEPSEEK_V3, draft=SPECFORGE_DSV3)
+    assert with_draft.effective["draft_model"] == "./d"
+    assert with_draft.finding("SGL_DEEPSEEK_MTP_LOG_LINE").severity == "info"
+    # ids [1, 29, 57]: first id 1 -> +1 before and after PR #25454
+    assert with_draft.effective["aux_resid"] == [2, 30, 58]
+    mtp = sgl(base=base.replace("EAGLE3", "NEXTN"), target=DEEPSEEK_V3, draft=None)
+    assert mtp.finding("SGL_DEEPSEEK_DRAFT_IS_TARGET").severity == "info"
+
+
+def test_llama_needs_a_draft_path():
+    res = sgl(base=SGL.replace(" --speculative-draft-model-path D", ""), draft=None)
+    assert res.finding("SGL_NO_DRAFT_MODEL").severity == "error"
+
+
+def test_aux_ids_read_from_eagle_config_only():
+    res = sgl()  # SpecForge llama template: no eagle_config
+    assert res.effective["aux_resid"] == [2, 16, 29]
+    assert res.effective["aux_source"].startswith("SGLang default")
+    assert res.finding("SGL_AUX_IDS_DEFAULTED").severity == "warning"
+    top = dict(SPECFORGE_LLAMA3, eagle_aux_hidden_state_layer_ids=[3, 16, 29])
+    res = sgl(draft=top)
+    f = res.finding("SGL_AUX_IDS_TOP_LEVEL_IGNORED")
+    assert f.severity == "error" and "[2, 15, 28]" in f.fix      # SGLang numbering of resid[3, 16, 29]
+    assert res.as_given["aux_layer_ids"] == [3, 16, 29] and res.effective["aux_layer_ids"] is None
+    nested = dict(SPECFORGE_LLAMA3, eagle_config={"eagle_aux_hidden_state_layer_ids": [2, 15, 28]})
+    assert sgl(draft=nested).effective["aux_resid"] == [3, 16, 29]
+    off = dict(SPECFORGE_LLAMA3, eagle_config={"use_aux_hidden_state": False})
+    assert "SGL_AUX_NOT_USED" in sgl(draft=off).codes()
+
+
+def test_aux_id_that_sglang_never_reaches_is_an_error():
+    draft = dict(SPECFORGE_LLAMA3, eagle_config={"eagle_aux_hidden_state_layer_ids": [2, 15, 31]})
+    res = sgl(draft=draft)
+    assert res.effective["aux_resid"] == [3, 16]
+    assert res.finding("SGL_AUX_BREAKS").severity == "error"
+
+
+def test_max_running_requests_and_mixed_chunk():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --enable-mixed-chunk")
+    assert res.effective["max_running_requests"] == 48 and res.finding("SGL_MAX_RUNNING_REQUESTS")
+    assert res.effective["mixed_chunk"] is False and res.finding("SGL_MIXED_CHUNK_DISABLED")
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --max-running-requests 128")
+    assert res.effective["max_running_requests"] == 128 and not res.finding("SGL_MAX_RUNNING_REQUESTS")
+
+
+@pytest.mark.parametrize("prefix,extra,version,on", [
+    ("", "", "0.5.2", False), ("", "", "0.5.4", False), ("SGLANG_ENABLE_SPEC_V2=1 ", "", "0.5.4", True),
+    ("SGLANG_ENABLE_SPEC_V2=1 ", "", "2026-01-10", True), ("", "", "2026-01-10", False), ("", "", None, True),
+    ("", "--disable-overlap-schedule", None, False), ("", "", "2026-06-01", True), ("", "--device cpu", None, False),
+])
+def test_overlap_scheduler_by_version(prefix, extra, version, on):
+    res = sgl(f"--speculative-num-steps 3 --speculative-eagle-topk 1 {extra}", version=version,
+              base=prefix + SGL)
+    assert res.effective["overlap_schedule"] is on
+    assert res.finding("SGL_OVERLAP_SCHEDULE").severity == "info"
+
+
+def test_draft_context_shorter_than_the_target():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1")
+    f = res.finding("SGL_DRAFT_CONTEXT_TOO_SHORT")
+    assert f.severity == "error" and "(131072)" in f.message and "(2048)" in f.message
+    env = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1",
+              base="SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 " + SGL)
+    assert env.finding("SGL_DRAFT_MAX_POSITION_OVERRIDDEN").severity == "warning"
+    assert env.effective["draft_max_position_embeddings"] == 131072
+    short = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --context-length 2048")
+    assert not any("CONTEXT" in c or "MAX_POSITION" in c for c in short.codes())
+
+
+def test_yarn_target_context_is_not_multiplied_when_original_is_named():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1", target=DEEPSEEK_V3, draft=SPECFORGE_DSV3)
+    assert res.effective["context_length"] == 163840
+    assert "SGL_DRAFT_CONTEXT_TOO_SHORT" not in res.codes()
+
+
+def test_flags_without_an_algorithm_are_ignored():
+    res = resolve_flags("sglang", "python -m sglang.launch_server --model-path M --speculative-num-steps 3")
+    assert res.max_accept_length == 1 and res.finding("SGL_NO_ALGORITHM").severity == "warning"
+
+
+# ----------------------------------------------------------------------------- parsing
+
+def test_misspelled_abbreviated_and_unmodelled_flags():
+    res = sgl("--speculative-num-stepz 3 --speculative-eagle-topk 1 --mem-fraction-static 0.8 --frobnicate 2")
+    f = res.finding("UNKNOWN_FLAG")
+    assert f.severity == "error" and "did you mean --speculative-num-steps" in f.message
+    assert res.unknown_flags[0] == {"flag": "--speculative-num-stepz", "value": "3", "closest": "--speculative-num-steps"}
+    assert res.finding("UNCHECKED_FLAG").message.startswith("'--frobnicate 2'")
+    assert "--mem-fraction-static" not in json.dumps(res.unknown_flags)
+    under = sgl("--speculative_num_steps 3 --speculative-eagle-topk 1")
+    assert under.finding("UNKNOWN_FLAG").fix == "Write --speculative-num-steps 3."
+    abbrev = sgl("--speculative-num-step 3 --speculative-eagle-top 1")
+    assert abbrev.effective["num_steps"] == 3 and abbrev.effective["topk"] == 1
+    assert [f.severity for f in abbrev.findings if f.code == "FLAG_ABBREVIATED"] == ["warning", "warning"]
+
+
+def test_repeated_flag_with_the_same_value_is_noted():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-steps=3")
+    assert res.finding("FLAG_REPEATED").severity == "info" and res.effective["num_steps"] == 3
+
+
+def test_command_forms_env_prefix_docker_and_continuations():
+    text = ("SGLANG_ENABLE_SPEC_V2=1 docker run --gpus all lmsysorg/sglang python3 -m sglang.launch_server \\\n"
+            "  --model-path M --speculative-algorithm EAGLE3 --speculative-draft-model-path D \\\n"
+            "  --speculative-num-steps=3 --speculative-eagle-topk 1")
+    res = resolve_flags("sglang", text, LLAMA31_8B, SPECFORGE_LLAMA3, engine_version="0.5.4")
+    assert res.effective["num_steps"] == 3 and res.effective["overlap_schedule"] is True
+    flags_only = resolve_flags("sglang", ["--speculative-algorithm", "EAGLE3", "--speculative-num-steps", "2",
+                                          "--speculative-eagle-topk", "1", "--speculative-draft-model-path", "D"],
+                               LLAMA31_8B)
+    assert flags_only.max_accept_length == 3
+
+
+def test_stray_value_is_reported():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --trust-remote-code yes")
+    assert res.finding("STRAY_ARGUMENT").severity == "error"
+
+
+def test_model_path_config_is_read_from_disk(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(DEEPSEEK_V3))
+    res = resolve_flags("sglang", f"python -m sglang.launch_server --model-path {tmp_path} "
+                                  "--speculative-algorithm EAGLE3")
+    assert res.effective["target_arch"] == "DeepseekV3ForCausalLM" and res.effective["num_steps"] == 3
+    assert "from the command's model path" in res.sources["target_config"]
+    res = resolve_flags("sglang", SEED_COMMAND, target_config=tmp_path)  # a folder works too
+    assert res.effective["num_target_layers"] == 61
+
+
+@pytest.mark.parametrize("args,quoted", [
+    (SGL + " --speculative-num-steps abc", "`--speculative-num-steps abc`"),
+    (SGL + " --speculative-num-steps -3", "`--speculative-num-steps -3`"),
+    (SGL + " --speculative-eagle-topk 1.5", "`--speculative-eagle-topk 1.5`"),
+    (SGL + " --speculative-num-steps 3 --speculative-num-steps 5",
+     "`--speculative-num-steps 3` and `--speculative-num-steps 5`"),
+    (SGL.replace("EAGLE3", "EAGLE4"), "EAGLE4"),
+    (SGL.replace("EAGLE3", "NGRAM"), "EAGLE-family"),
+    (SGL + " --speculative-num-steps", "--speculative-num-steps"),
+    (SGL + " --speculative-draft-model-path 'unbalanced", "balanced quotes"),
+    ("vllm serve M", "a sglang launch command"),
+    ("torchrun train.py --lr 1", "python -m sglang.launch_server"),
+])
+def test_bad_sglang_input_quotes_the_offending_part(args, quoted):
+    with pytest.raises(Eagle3LabError) as err:
+        resolve_flags("sglang", args)
+    assert quoted in str(err.value)
+
+
+def test_bad_engine_version_and_configs(tmp_path):
+    with pytest.raises(Eagle3LabError, match="Did you mean 'vllm'"):
+        resolve_flags("vlm", VLLM)
+    with pytest.raises(Eagle3LabError, match="'banana'"):
+        resolve_flags("sglang", SGL, engine_version="banana")
+    with pytest.raises(Eagle3LabError, match="no file at"):
+        resolve_flags("sglang", SGL, target_config=tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(Eagle3LabError, match="bad.json"):
+        resolve_flags("sglang", SGL, draft_config=tmp_path / "bad.json")
+
+
+# ----------------------------------------------------------------------------- vLLM
+
+def test_vllm_eagle3_launch():
+    res = vllm({"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3},
+               extra="-tp 2")
+    eff = res.effective
+    assert (eff["algorithm"], eff["num_speculative_tokens"], res.max_accept_length) == ("eagle3", 3, 4)
+    assert eff["draft_tensor_parallel_size"] == 2 and eff["tensor_parallel_size"] == 2
+    assert eff["aux_resid"] == [2, 16, 29] and res.finding("VLLM_AUX_IDS_DEFAULTED").severity == "warning"
+    assert eff["draft_norm_flags"]["norm_before_residual"] is False
+    assert res.finding("VLLM_DRAFT_MAX_POSITION").severity == "info"
+    assert eff["draft_max_position_embeddings"] == 131072
+    assert not res.errors
+
+
+def test_vllm_reads_top_level_ids_not_eagle_config():
+    nested = dict(SPECFORGE_LLAMA3, eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 15, 28]})
+    res = vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, draft=nested)
+    f = res.finding("VLLM_AUX_IDS_NESTED_IGNORED")
+    assert f.severity == "warning" and '"eagle_aux_hidden_state_layer_ids": [2, 16, 29]' in f.fix
+    assert res.effective["aux_resid"] == [2, 16, 29] and res.effective["aux_layer_ids"] is None
+    top = dict(SPECFORGE_LLAMA3, eagle_aux_hidden_state_layer_ids=[3, 16, 29])
+    res = vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, draft=top)
+    assert res.effective["aux_resid"] == [3, 16, 29] and res.finding("VLLM_AUX_IDS")
+    old = vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, draft=top, version="0.10.2")
+    assert old.effective["aux_resid"] == [2, 16, 29] and old.finding("VLLM_AUX_IDS_NOT_READ").severity == "error"
+
+
+def test_vllm_serves_a_speculators_checkpoint_directly():
+    res = resolve_flags("vllm", "vllm serve nm-testing/EAGLE3-LLaMA3.1-Instruct-8B-converted",
+                        target_config=LLAMA31_8B, draft_config=SPECULATORS_LLAMA)
+    eff = res.effective
+    assert eff["target_model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert eff["draft_model"] == "nm-testing/EAGLE3-LLaMA3.1-Instruct-8B-converted"
+    assert (eff["algorithm"], eff["num_speculative_tokens"], res.max_accept_length) == ("eagle3", 5, 6)
+    assert "VLLM_SPECULATORS_SERVED_DIRECTLY" in res.codes()
+    assert eff["draft_norm_flags"] == {"norm_before_residual": False, "norm_before_fc": False, "fc_norm": False,
+                                       "norm_output": False}
+    both = resolve_flags("vllm", "vllm serve spec --speculative-config '{\"num_speculative_tokens\": 2}'",
+                         target_config=LLAMA31_8B, draft_config=SPECULATORS_LLAMA)
+    assert both.finding("VLLM_SPECULATORS_REPLACES_SPEC_CONFIG") is None  # the JSON names a draft: not direct
+    direct = resolve_flags("vllm", {"model": "spec"}, target_config=LLAMA31_8B, draft_config=SPECULATORS_LLAMA)
+    assert direct.effective["num_speculative_tokens"] == 5
+
+
+def test_vllm_speculators_checkpoint_from_the_served_folder(tmp_path):
+    cfg = dict(SPECULATORS_LLAMA)
+    del cfg["norm_before_residual"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    res = resolve_flags("vllm", f"vllm serve {tmp_path}", num_target_layers=32)
+    assert res.effective["target_model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert res.effective["target_arch"] == "LlamaForCausalLM"       # the verifier's architecture
+    assert res.effective["draft_norm_flags"]["norm_before_residual"] is True
+    assert res.finding("VLLM_SPECULATORS_NORM_BEFORE_RESIDUAL_DEFAULT").severity == "warning"
+    broken = dict(cfg, speculators_config={"verifier": {"name_or_path": "x"}})
+    (tmp_path / "config.json").write_text(json.dumps(broken))
+    assert resolve_flags("vllm", f"vllm serve {tmp_path}").finding("VLLM_SPECULATORS_INVALID").severity == "error"
+
+
+@pytest.mark.parametrize("spec,code", [
+    ({"method": "eagle3", "model": "d", "num_speculative_tokens": 0}, "VLLM_NUM_SPEC_TOKENS_NOT_POSITIVE"),
+    ({"method": "eagle3", "model": "d"}, "VLLM_NUM_SPEC_TOKENS_MISSING"),
+    ({"method": "eagle3", "num_speculative_tokens": 3}, "VLLM_NO_DRAFT_MODEL"),
+    ({"method": "eagle3", "model": "d", "num_speculative_tokens": 3, "draft_tensor_parallel_size": 2},
+     "VLLM_DRAFT_TP_INVALID"),
+    ({"method": "eagle3", "model": "d", "num_speculative_tokens": 3, "tensor_parallel_size": 1},
+     "VLLM_SPEC_CONFIG_TP_KEY"),
+    ({"method": "eagle3", "model": "d", "num_speculative_token": 3}, "VLLM_SPEC_CONFIG_UNKNOWN_KEY"),
+    ({"model": "org/my-draft", "num_speculative_tokens": 3}, "VLLM_METHOD_GUESSED"),
+    ({"method": "eagle", "model": "d", "num_speculative_tokens": 3}, "VLLM_EAGLE3_DRAFT_WITH_EAGLE"),
+])
+def test_vllm_speculative_config_rules(spec, code):
+    res = vllm(spec, extra="--tensor-parallel-size 4")
+    f = res.finding(code)
+    assert f is not None and f.severity == "error" and f.fix
+
+
+def test_vllm_method_from_the_model_name_and_draft_tp():
+    res = vllm({"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 2,
+                "draft_tensor_parallel_size": 1}, extra="-tp 4")
+    assert res.effective["algorithm"] == "eagle3" and res.finding("VLLM_METHOD_FROM_NAME").severity == "info"
+    assert res.effective["draft_tensor_parallel_size"] == 1 and not res.errors
+
+
+def test_vllm_missing_tokens_fix_uses_the_speculators_value():
+    res = vllm({"method": "eagle3", "model": "d"}, draft=SPECULATORS_LLAMA)
+    assert '"num_speculative_tokens": 5' in res.finding("VLLM_NUM_SPEC_TOKENS_MISSING").fix
+
+
+def test_vllm_removed_flags_by_version():
+    res = resolve_flags("vllm", VLLM + " --speculative-model d --num-speculative-tokens 3", LLAMA31_8B)
+    f = res.finding("VLLM_REMOVED_FLAGS")
+    assert f.severity == "error" and '"num_speculative_tokens": 3' in f.fix and '"model": "d"' in f.fix
+    assert res.max_accept_length == 1
+    old = resolve_flags("vllm", VLLM + " --speculative-model eagle3-d --num-speculative-tokens 3", LLAMA31_8B,
+                        engine_version="0.8.1")
+    assert old.finding("VLLM_DEPRECATED_FLAGS").severity == "warning" and old.max_accept_length == 4
+
+
+def test_vllm_flag_spellings():
+    res = resolve_flags("vllm", VLLM + " --speculative_config.method eagle3 --speculative-config.model d "
+                                       "--speculative-config.num_speculative_tokens 2 --max_model_len 32k", LLAMA31_8B)
+    assert res.effective["num_speculative_tokens"] == 2 and res.effective["context_length"] == 32000
+    assert resolve_flags("vllm", VLLM + " --max-model-len 32K").effective["context_length"] == 32768
+    none = resolve_flags("vllm", VLLM)
+    assert none.max_accept_length == 1 and none.finding("VLLM_NO_SPECULATIVE_CONFIG").severity == "warning"
+
+
+@pytest.mark.parametrize("args,quoted", [
+    (VLLM + " --speculative-config '{method: eagle3}'", "malformed JSON"),
+    (VLLM + " --speculative-config '[1, 2]'", "a JSON object"),
+    (VLLM + ' --speculative-config \'{"method": "eagle3", "model": "d", "num_speculative_tokens": -1}\'',
+     '"num_speculative_tokens": -1'),
+    (VLLM + ' --speculative-config \'{"method": "eagle3", "model": "d", "num_speculative_tokens": "three"}\'',
+     '"num_speculative_tokens": "three"'),
+    (VLLM + ' --speculative-config \'{"method": "eagle4", "model": "d", "num_speculative_tokens": 3}\'',
+     'Did you mean "eagle'),
+    (VLLM + ' --speculative-config \'{"method": "ngram", "num_speculative_tokens": 3}\'', "EAGLE"),
+    (VLLM + ' --speculative-config \'{"method": "eagle3", "model": "d", "num_speculative_tokens": 3, '
+            '"draft_tensor_parallel_size": 0}\'', '"draft_tensor_parallel_size": 0'),
+    (VLLM + " --max-model-len lots", "--max-model-len lots"),
+    ("python -m sglang.launch_server --model-path M", "a vllm launch command"),
+])
+def test_bad_vllm_input_quotes_the_offending_part(args, quoted):
+    with pytest.raises(Eagle3LabError) as err:
+        resolve_flags("vllm", args)
+    assert quoted in str(err.value)
+
+
+# ----------------------------------------------------------------------------- result object and docs
+
+def test_result_serialises_and_tables():
+    res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG)
+    out = json.loads(json.dumps(res.to_dict()))
+    assert out["schema_version"] == 1 and out["max_accept_length"] == 2
+    assert set(out) == {"schema_version", "engine", "engine_version", "version_note", "command", "as_given",
+                        "effective", "max_accept_length", "findings", "counts", "unknown_flags", "sources"}
+    assert set(out["findings"][0]) == {"code", "severity", "message", "rule", "engine_versions", "fix", "setting"}
+    assert sum(out["counts"].values()) == len(out["findings"])
+    assert list(res.table().columns) == ["as_given", "effective", "changed", "why"]
+    assert list(res.findings_table().columns) == ["severity", "code", "message", "fix", "engine_versions", "rule"]
+    assert "max accept length per verify step: 2" in res.report()
+
+
+def test_every_finding_code_is_documented():
+    root = Path(__file__).resolve().parent.parent
+    src = "".join((root / "eagle3lab" / f).read_text() for f in ("flags.py", "flags_sglang.py", "flags_vllm.py"))
+    codes = set(re.findall(r'(?:_f|Finding)\(\s*"([A-Z0-9_]+)"', src))
+    codes |= set(re.findall(r'"((?:SGL|VLLM)_AUX_[A-Z_]+)"', src))
+    doc = (root / "docs" / "cli" / "flags.md").read_text()
+    assert len(codes) > 40
+    assert sorted(c for c in codes if f"`{c}`" not in doc) == []
