@@ -72,7 +72,7 @@ class LoadReport:
 def read_config(path) -> tuple[dict, Path]:
     """``config.json`` of a draft directory (or the file itself) -> ``(dict, its path)``."""
     path = Path(path).expanduser()
-    file = path / "config.json" if path.is_dir() else path
+    file = path if path.suffix == ".json" else path / "config.json"
     if not file.exists():
         raise bad_input(file, None, "a draft checkpoint directory with config.json", "no such file",
                         "Give the folder that holds config.json and the weights.")
