@@ -1,0 +1,163 @@
+"""``make data``: rebuild tokenizer, target and drafts from the shipped corpus, deterministically.
+
+    python -m eagle3lab.train.build_data --out data [--run-dir runs/build] [--only STAGE ...]
+
+Stages, each resumable from its checkpoint in ``run-dir`` (a killed build continues where it
+stopped): ``tokenizer`` -> ``target`` -> ``draft-healthy``, ``draft-case`` -> ``cards``.
+The corpus itself (``data/corpus``) is the input; it was extracted once by
+``python -m eagle3lab.train.corpus``. Same machine and thread count -> same bytes.
+
+The two drafts:
+- draft-healthy: the engines' default wiring resid[2], resid[N//2], resid[N-3], raw residual
+  (norm_before_residual false); saved in SpecForge/SGLang format, ids written through
+  ``to_engine_ids("sglang", ...)`` so SGLang captures exactly the trained points.
+- draft-case: the seed case in miniature. Trained on [resid[0] (embedding), resid[3],
+  resid[N//2+1]] with norm_before_residual true (the speculators training default), shipped in
+  SGLang format with ids [2, N//2, N-2] (SGLang serves them as resid[3], resid[N//2+1],
+  resid[N-1]) and ``norm_before_residual: true`` in config.json, which SGLang ignores. For N = 12
+  this is exactly the issue's [resid[0], resid[3], resid[7]] -> ids [2, 6, 10].
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import torch
+
+from eagle3lab.train.corpus import read_corpus
+
+STAGES = ("tokenizer", "target", "draft-healthy", "draft-case", "cards")
+
+DRAFT_VOCAB_SIZE = 2048
+DRAFT_TRAIN = dict(ttt_steps=4, seq_len=512, batch_size=4, steps=400, lr=3e-3, min_lr=3e-4, warmup_steps=30,
+                   eval_every=100, eval_windows=16, draft_vocab_size=DRAFT_VOCAB_SIZE)
+
+
+def case_wiring(num_layers: int) -> tuple[tuple[int, ...], list[int]]:
+    """(resid points the case draft is trained on, SGLang ids it is shipped with)."""
+    n = num_layers
+    return (0, 3, n // 2 + 1), [2, n // 2, n - 2]
+
+
+def draft_configs(num_layers: int):
+    from eagle3lab.train.train_draft import DraftTrainConfig
+    trained, _ = case_wiring(num_layers)
+    healthy = DraftTrainConfig(aux_resid=(2, num_layers // 2, num_layers - 3), norm_before_residual=False,
+                               **DRAFT_TRAIN)
+    case = replace(healthy, aux_resid=trained, norm_before_residual=True)
+    return {"draft-healthy": healthy, "draft-case": case}
+
+
+def build_tokenizer(out: Path, run_dir: Path, vocab_size: int = 4096):
+    from eagle3lab.train.tokenizer import load_tokenizer, train_tokenizer
+    path = run_dir / "tokenizer"
+    if not (path / "tokenizer.json").exists():
+        tok = train_tokenizer(read_corpus(out / "corpus", "train"), vocab_size=vocab_size)
+        tok.save_pretrained(str(path))
+    return load_tokenizer(path)
+
+
+def _write_json(path: Path, obj) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def build_target(out: Path, run_dir: Path, tokenizer, threads: int | None = None) -> dict:
+    from eagle3lab.train.pretrain_target import TargetTrainConfig, pretrain_target, save_hf_dir
+    cfg = TargetTrainConfig()
+    res = pretrain_target(cfg, tokenizer, read_corpus(out / "corpus", "train"),
+                          read_corpus(out / "corpus", "heldout"), run_dir / "target", threads=threads)
+    facts = {"config": asdict(cfg), "steps": res.step, "tokens_seen": res.step * cfg.batch_size * cfg.seq_len,
+             "heldout_loss": res.heldout_loss, "train_seconds": round(res.train_seconds),
+             "threads": torch.get_num_threads(), "vocab_size": len(tokenizer),
+             "train_tokens": int(res.train_tokens), "params": sum(p.numel() for p in res.model.parameters()),
+             "log": [e for e in res.log if "heldout_loss" in e]}
+    save_hf_dir(res.model, tokenizer, out / "models" / "target")
+    _write_json(out / "models" / "target" / "training.json", facts)
+    print(f"target: {res.step} steps, held-out loss {res.heldout_loss}, {facts['train_seconds']} s", flush=True)
+    return facts
+
+
+def token_streams(out: Path, tokenizer):
+    from eagle3lab.train.pretrain_target import tokenize_docs
+    return (tokenize_docs(tokenizer, read_corpus(out / "corpus", "train")),
+            tokenize_docs(tokenizer, read_corpus(out / "corpus", "heldout")))
+
+
+def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None) -> dict:
+    """Train one bundled draft against the bundled target and save it in SGLang format."""
+    from eagle3lab.checkpoint import save_draft
+    from eagle3lab.target import load_target
+    from eagle3lab.train.draft_vocab import select_draft_vocab, token_counts
+    from eagle3lab.train.train_draft import train_draft
+
+    if threads:
+        torch.set_num_threads(threads)
+    target = load_target(out / "models" / "target", device="cpu", dtype="float32")
+    n = target.num_layers
+    cfg = draft_configs(n)[name]
+    train_stream, heldout_stream = token_streams(out, target.tokenizer)
+    vocab = select_draft_vocab(token_counts([train_stream], target.vocab_size), cfg.draft_vocab_size)
+    res = train_draft(cfg, target, train_stream, heldout_stream, run_dir / name, vocab=vocab, desc=name)
+    draft = res.draft
+    model_dir = out / "models" / name
+    if name == "draft-healthy":
+        # speculators convention: id k = resid[k]; save_draft translates to SGLang's ids itself.
+        draft.config.aux_layer_ids = tuple(cfg.aux_resid)
+        written = save_draft(draft, model_dir, format="sglang", include_embedding=False, overwrite=True)
+    else:
+        draft.config.aux_layer_ids = None  # written below, as the seed's team shipped them
+        written = save_draft(draft, model_dir, format="sglang", include_embedding=False, overwrite=True)
+        _, shipped_ids = case_wiring(n)
+        config = json.loads((model_dir / "config.json").read_text())
+        config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = shipped_ids
+        config["norm_before_residual"] = True
+        _write_json(model_dir / "config.json", config)
+        written["aux_ids_written"] = shipped_ids
+    facts = {"config": asdict(cfg), "target_num_layers": n, "trained_resid": list(cfg.aux_resid),
+             "aux_ids_written": written["aux_ids_written"], "save_warnings": written["warnings"],
+             "steps": res.step, "tokens_seen": res.step * cfg.batch_size * cfg.seq_len,
+             "train_seconds": round(res.train_seconds), "threads": torch.get_num_threads(),
+             "draft_vocab_coverage_train": round(vocab.coverage, 4),
+             "params_trained": sum(p.numel() for p in draft.parameters() if p.requires_grad),
+             "heldout": res.heldout, "log": [{"step": e["step"], "heldout": e["heldout"]}
+                                             for e in res.log if "heldout" in e]}
+    _write_json(model_dir / "training.json", facts)
+    print(f"{name}: {res.step} steps, held-out {res.heldout}, {facts['train_seconds']} s", flush=True)
+    return facts
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", default="data")
+    p.add_argument("--run-dir", default="runs/build")
+    p.add_argument("--only", nargs="*", choices=STAGES, default=None)
+    p.add_argument("--threads", type=int, default=None, help="torch threads (record it: results depend on it)")
+    args = p.parse_args(argv)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    out, run_dir = Path(args.out), Path(args.run_dir)
+    stages = args.only or list(STAGES)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    t0 = time.time()
+    tok = build_tokenizer(out, run_dir)
+    if "target" in stages:
+        build_target(out, run_dir, tok, args.threads)
+    for name in ("draft-healthy", "draft-case"):
+        if name in stages:
+            build_draft(name, out, run_dir, args.threads)
+    if "cards" in stages:
+        from eagle3lab.train.model_card import write_cards
+        write_cards(out)
+    print(f"build_data: stages {stages} done in {time.time() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

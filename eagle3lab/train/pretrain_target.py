@@ -1,0 +1,253 @@
+"""Pretrain the bundled target: a small Llama-architecture causal LM on the stdlib corpus.
+
+Plain next-token cross-entropy, AdamW, warmup + cosine. The batch of step ``s`` is drawn from a
+generator seeded with ``(seed, s)``, so a run resumed from its checkpoint continues exactly as if
+it had never stopped. Checkpoints (model + optimizer + step) are written atomically to
+``run_dir/ckpt.pt`` every ``ckpt_every_s`` seconds; the final model is a standard Hugging Face
+directory (config.json, model.safetensors, tokenizer files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from eagle3lab.train.corpus import Doc
+
+
+@dataclass
+class TargetTrainConfig:
+    hidden_size: int = 192
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 6
+    num_key_value_heads: int = 2
+    intermediate_size: int = 512
+    max_position_embeddings: int = 2048
+    rope_theta: float = 10000.0
+    tie_word_embeddings: bool = True
+    seq_len: int = 512
+    batch_size: int = 4
+    steps: int = 1000
+    lr: float = 2e-3
+    min_lr: float = 2e-4
+    warmup_steps: int = 60
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    seed: int = 0
+    eval_every: int = 200
+    eval_windows: int = 32
+    ckpt_every_s: float = 180.0
+    extra: dict = field(default_factory=dict)
+
+
+def tokenize_docs(tokenizer, docs: list[Doc]) -> np.ndarray:
+    """All docs as one uint16 stream, each document followed by the EOS token."""
+    eos = tokenizer.eos_token_id
+    ids = tokenizer([d.text for d in docs])["input_ids"]
+    stream = np.fromiter((t for doc in ids for t in (*doc, eos)), dtype=np.int64)
+    assert stream.max() < 2**16
+    return stream.astype(np.uint16)
+
+
+def batch_at(stream: np.ndarray, step: int, batch_size: int, seq_len: int, seed: int) -> torch.Tensor:
+    """Random windows of ``seq_len + 1`` tokens; a pure function of (seed, step)."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    starts = torch.randint(0, len(stream) - seq_len - 1, (batch_size,), generator=g).tolist()
+    return torch.from_numpy(np.stack([stream[s:s + seq_len + 1] for s in starts]).astype(np.int64))
+
+
+def eval_windows(stream: np.ndarray, n: int, seq_len: int) -> torch.Tensor:
+    """``n`` evenly spaced held-out windows (fixed: the same every evaluation)."""
+    n = min(n, (len(stream) - 1) // (seq_len + 1))
+    starts = np.linspace(0, len(stream) - seq_len - 1, n).astype(np.int64)
+    return torch.from_numpy(np.stack([stream[s:s + seq_len + 1] for s in starts]).astype(np.int64))
+
+
+def llama_config(cfg: TargetTrainConfig, tokenizer):
+    from transformers import LlamaConfig
+    return LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
+        num_key_value_heads=cfg.num_key_value_heads, max_position_embeddings=cfg.max_position_embeddings,
+        rope_theta=cfg.rope_theta, tie_word_embeddings=cfg.tie_word_embeddings, rms_norm_eps=1e-5,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id, attention_bias=False, mlp_bias=False, hidden_act="silu")
+
+
+@torch.no_grad()
+def heldout_loss(model, windows: torch.Tensor, batch_size: int = 8) -> float:
+    """Mean next-token cross-entropy (nats/token) over the windows."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for i in range(0, len(windows), batch_size):
+        w = windows[i:i + batch_size]
+        logits = model(input_ids=w[:, :-1]).logits
+        total += F.cross_entropy(logits.flatten(0, 1).float(), w[:, 1:].flatten(), reduction="sum").item()
+        count += w[:, 1:].numel()
+    model.train(was_training)
+    return total / count
+
+
+def lr_at(step: int, cfg: TargetTrainConfig) -> float:
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    frac = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(1.0, frac)))
+
+
+def atomic_torch_save(obj, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def save_hf_dir(model, tokenizer, out_dir: str | Path, extra_files: dict[str, str] | None = None) -> Path:
+    """Write a Hugging Face model directory atomically (tmp dir, then rename over the old one)."""
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(str(tmp), safe_serialization=True)
+    tokenizer.save_pretrained(str(tmp))
+    for name, text in (extra_files or {}).items():
+        (tmp / name).write_text(text)
+    if out_dir.exists():
+        old = out_dir.with_name(out_dir.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(out_dir, old)
+        os.replace(tmp, out_dir)
+        shutil.rmtree(old)
+    else:
+        os.replace(tmp, out_dir)
+    return out_dir
+
+
+@dataclass
+class TargetTrainResult:
+    model: object
+    step: int
+    done: bool
+    log: list[dict]
+    heldout_loss: float | None
+    train_seconds: float
+    tokens_per_s: float
+    train_tokens: int = 0  # size of the tokenized training split
+
+
+def pretrain_target(cfg: TargetTrainConfig, tokenizer, train_docs: list[Doc], heldout_docs: list[Doc],
+                    run_dir: str | Path, stop_after_s: float | None = None, progress: bool = True,
+                    threads: int | None = None) -> TargetTrainResult:
+    """Train (or resume) the target in ``run_dir``; returns when ``cfg.steps`` are done or
+    ``stop_after_s`` has passed (a later call with the same arguments continues exactly)."""
+    from tqdm.auto import tqdm
+    from transformers import LlamaForCausalLM
+
+    if threads:
+        torch.set_num_threads(threads)
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ckpt_path = run_dir / "ckpt.pt"
+    stream = tokenize_docs(tokenizer, train_docs)
+    heldout = eval_windows(tokenize_docs(tokenizer, heldout_docs), cfg.eval_windows, cfg.seq_len)
+
+    torch.manual_seed(cfg.seed)
+    model = LlamaForCausalLM(llama_config(cfg, tokenizer))
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
+    step, log, train_seconds = 0, [], 0.0
+    if ckpt_path.exists():
+        state = torch.load(ckpt_path, weights_only=True)
+        if state["config"] != asdict(cfg):
+            raise ValueError(f"{ckpt_path}: checkpoint was made with a different TargetTrainConfig; "
+                             "use another run_dir or delete the checkpoint to start over.")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optim"])
+        step, log, train_seconds = state["step"], json.loads(state["log"]), state["train_seconds"]
+
+    def checkpoint():
+        atomic_torch_save({"model": model.state_dict(), "optim": opt.state_dict(), "step": step,
+                           "config": asdict(cfg), "log": json.dumps(log), "train_seconds": train_seconds},
+                          ckpt_path)
+
+    model.train()
+    t_start = time.time()
+    t_last_ckpt = t_start
+    tokens_done = 0
+    bar = tqdm(total=cfg.steps, initial=step, desc="target", disable=not progress, mininterval=10)
+    while step < cfg.steps:
+        t0 = time.time()
+        batch = batch_at(stream, step, cfg.batch_size, cfg.seq_len, cfg.seed)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        logits = model(input_ids=batch[:, :-1]).logits
+        loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        step += 1
+        tokens_done += batch[:, 1:].numel()
+        train_seconds += time.time() - t0
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+        entry = {"step": step, "loss": round(loss.item(), 4), "lr": lr_at(step - 1, cfg)}
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            entry["heldout_loss"] = round(heldout_loss(model, heldout), 4)
+            bar.write(f"step {step}: train {loss.item():.3f}  held-out {entry['heldout_loss']:.3f}")
+        log.append(entry)
+        now = time.time()
+        if now - t_last_ckpt >= cfg.ckpt_every_s or step == cfg.steps:
+            checkpoint()
+            t_last_ckpt = now
+        if stop_after_s is not None and now - t_start >= stop_after_s:
+            checkpoint()
+            break
+    bar.close()
+    model.eval()
+    evals = [e["heldout_loss"] for e in log if "heldout_loss" in e]
+    elapsed = time.time() - t_start
+    return TargetTrainResult(model=model, step=step, done=step >= cfg.steps, log=log,
+                             heldout_loss=evals[-1] if evals else None, train_seconds=train_seconds,
+                             tokens_per_s=tokens_done / elapsed if elapsed else 0.0, train_tokens=len(stream))
+
+
+def main(argv=None) -> int:
+    from eagle3lab.train.corpus import read_corpus
+    from eagle3lab.train.tokenizer import load_tokenizer
+
+    p = argparse.ArgumentParser(description="Pretrain (or resume) the bundled target model.")
+    p.add_argument("--data", default="data", help="directory with corpus/")
+    p.add_argument("--tokenizer", required=True)
+    p.add_argument("--run-dir", default="runs/target")
+    p.add_argument("--out", default=None, help="write the finished model here (HF directory)")
+    p.add_argument("--steps", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None)
+    args = p.parse_args(argv)
+    cfg = TargetTrainConfig()
+    if args.steps:
+        cfg.steps = args.steps
+    tok = load_tokenizer(args.tokenizer)
+    res = pretrain_target(cfg, tok, read_corpus(Path(args.data) / "corpus", "train"),
+                          read_corpus(Path(args.data) / "corpus", "heldout"), args.run_dir, threads=args.threads)
+    print(json.dumps({"step": res.step, "heldout_loss": res.heldout_loss, "train_seconds": round(res.train_seconds),
+                      "tokens_per_s": round(res.tokens_per_s)}))
+    if args.out and res.done:
+        save_hf_dir(res.model, tok, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,305 @@
+"""Train an EAGLE-3 draft against a target with a training-time-test (TTT) unroll.
+
+Online: each batch runs the target once (no grad) with ``ResidCapture`` on the ``resid`` points
+the draft is wired to, then unrolls the draft ``ttt_steps`` times on exactly what it sees when it
+drafts a chain (alignment: facts §5):
+
+    step 0   index t: token x[t+1], fc(aux at t)            -> label p_target(. | x[..t+1])
+    step i   index t: token x[t+1+i], its own step i-1 state -> label p_target(. | x[..t+1+i])
+             position t+i; attends to step-0 keys at positions <= t and to its own earlier
+             steps at t (the diagonal), as a chain that started after position t does.
+
+Loss: sum_i 0.8^i * soft cross-entropy against the target distribution restricted to the
+draft vocabulary and renormalised; positions whose target top-1 is outside the draft vocabulary
+are skipped (as SpecForge does). Every wiring choice is a field of ``DraftTrainConfig``.
+
+Differences from SpecForge's ``OnlineEagle3Model`` (specforge/core/eagle3.py, llama3_eagle.py;
+read 2026): SpecForge shifts RoPE positions by the step too, but its cumulative mask
+``attention_mask[:, :, ind[idx:], ind[:T-idx]] = min`` also hides the step-0 keys at positions
+t-i+1..t from a step-i query (SafeAILab/EAGLE cnets.py does the same; questioned in
+SafeAILab/EAGLE issue #247). Here step-0 keys <= t stay visible, as in SGLang's and vLLM's
+chain drafting, where the draft's cache holds the prefix up to t.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from eagle3lab.train.draft_vocab import DraftVocab, select_draft_vocab, token_counts
+from eagle3lab.train.pretrain_target import atomic_torch_save, batch_at, eval_windows
+
+
+@dataclass
+class DraftTrainConfig:
+    # wiring: which resid points feed fc, in this order (None: the engines' default 2, N//2, N-3)
+    aux_resid: tuple[int, ...] | None = None
+    norm_before_residual: bool = False
+    norm_before_fc: bool = False
+    fc_norm: bool = False
+    norm_output: bool = False
+    # geometry (None: copy the target's)
+    intermediate_size: int | None = None
+    num_hidden_layers: int = 1
+    draft_vocab_size: int = 2048
+    # training
+    ttt_steps: int = 4
+    step_weight: float = 0.8
+    seq_len: int = 512
+    batch_size: int = 4
+    steps: int = 500
+    lr: float = 3e-3
+    min_lr: float = 3e-4
+    warmup_steps: int = 30
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    seed: int = 0
+    eval_every: int = 100
+    eval_windows: int = 16
+    ckpt_every_s: float = 120.0
+    extra: dict = field(default_factory=dict)
+
+    def resolved_aux(self, num_layers: int) -> tuple[int, ...]:
+        if self.aux_resid is not None:
+            return tuple(int(k) for k in self.aux_resid)
+        return (2, num_layers // 2, num_layers - 3)
+
+
+def ttt_mask(T: int, step: int, device=None) -> torch.Tensor | None:
+    """Bool ``[1, 1, T, (step+1)*T]`` (True = may attend) for TTT step ``step``.
+
+    Keys are laid out step by step as the cache grows: block 0 is causal (prefix <= t), block j
+    (1..step) is the diagonal (the same chain's step j at t).
+    """
+    if step == 0:
+        return None  # the draft's default: causal
+    causal = torch.ones(T, T, dtype=torch.bool, device=device).tril()
+    diag = torch.eye(T, dtype=torch.bool, device=device)
+    return torch.cat([causal] + [diag] * step, dim=1)[None, None]
+
+
+def build_draft(target, cfg: DraftTrainConfig, vocab: DraftVocab):
+    """A fresh ``Eagle3Draft`` shaped for ``target`` with ``cfg``'s flags, frozen target embedding."""
+    from eagle3lab.draft import DraftConfig, Eagle3Draft
+
+    tc = target.config
+    num_heads = tc.num_attention_heads
+    dcfg = DraftConfig(
+        hidden_size=target.hidden_size, target_hidden_size=target.hidden_size,
+        intermediate_size=cfg.intermediate_size or tc.intermediate_size, num_attention_heads=num_heads,
+        num_key_value_heads=getattr(tc, "num_key_value_heads", None) or num_heads,
+        head_dim=getattr(tc, "head_dim", None) or target.hidden_size // num_heads,
+        num_hidden_layers=cfg.num_hidden_layers, vocab_size=target.vocab_size,
+        draft_vocab_size=len(vocab.d2t), rms_norm_eps=tc.rms_norm_eps,
+        rope_theta=getattr(tc, "rope_theta", None) or tc.rope_parameters["rope_theta"],
+        rope_scaling=None, max_position_embeddings=tc.max_position_embeddings, hidden_act=tc.hidden_act,
+        num_aux=len(cfg.resolved_aux(target.num_layers)),
+        norm_before_residual=cfg.norm_before_residual, norm_before_fc=cfg.norm_before_fc,
+        fc_norm=cfg.fc_norm, norm_output=cfg.norm_output)
+    # speculators' arithmetic honours every flag, so the draft trains with exactly cfg's wiring.
+    draft = Eagle3Draft(dcfg, profile="speculators")
+    with torch.no_grad():
+        draft.embed_tokens.weight.copy_(target.model.get_input_embeddings().weight)
+        if draft.d2t is not None:
+            draft.d2t.copy_(vocab.d2t)
+            draft.t2d.copy_(vocab.t2d)
+    # SpecForge trains with the target's embedding frozen and SGLang swaps it in at load.
+    draft.embed_tokens.weight.requires_grad_(False)
+    draft.num_target_layers = target.num_layers
+    return draft
+
+
+@torch.no_grad()
+def target_features(target, input_ids: torch.Tensor, aux_resid: tuple[int, ...]):
+    """(fc input ``[B, T, num_aux*H]`` in ``aux_resid`` order, target logits ``[B, T, V]``)."""
+    from eagle3lab.capture import ResidCapture, build_fc_input
+
+    with ResidCapture(target.model, sorted(set(aux_resid))) as cap:
+        logits = target.model(input_ids=input_ids).logits.float()
+        states = dict(cap.states)
+    return build_fc_input(states, list(aux_resid)).tensor.float(), logits
+
+
+def unroll(draft, input_ids, fc_in, ttt_steps: int):
+    """Yield ``(i, src, valid, out)`` for TTT steps 0..ttt_steps-1 on one window batch.
+
+    ``src[t] = t+1+i`` is where index t reads its token and its label at step i; ``valid[t]``
+    says that ``src[t]`` is inside the window. The draft's cache grows by T keys per step.
+    """
+    from eagle3lab.draft import DraftCache
+
+    B, T = input_ids.shape
+    t_idx = torch.arange(T, device=input_ids.device)
+    cache, hidden = DraftCache(), None
+    for i in range(ttt_steps):
+        src = (t_idx + 1 + i).clamp(max=T - 1)
+        valid = t_idx + 1 + i <= T - 1
+        pos = (t_idx + i)[None]
+        if i == 0:
+            out = draft(input_ids[:, src], fc_in, position_ids=pos, cache=cache)
+        else:
+            out = draft(input_ids[:, src], recycled_hidden=hidden, position_ids=pos, cache=cache,
+                        attention_mask=ttt_mask(T, i, input_ids.device))
+        hidden = out.hidden
+        yield i, src, valid, out
+
+
+def ttt_loss(draft, input_ids, fc_in, target_logits, ttt_steps: int, step_weight: float = 0.8):
+    """The TTT loss for one window batch and per-step stats (see the module docstring).
+
+    ``stats[i] = {"loss", "agree", "n"}``: soft CE, and top-1 agreement (draft top-1 mapped to a
+    target id == target top-1) counted over the valid positions.
+    """
+    t2d = draft.t2d
+    label_logits = target_logits[..., t2d] if t2d is not None else target_logits
+    target_top = target_logits.argmax(-1)
+    in_vocab = t2d[target_top] if t2d is not None else torch.ones_like(target_top, dtype=torch.bool)
+    total, stats = 0.0, []
+    for i, src, valid, out in unroll(draft, input_ids, fc_in, ttt_steps):
+        p_target = label_logits[:, src].softmax(-1)     # restricted to the draft vocab, renormalised
+        ce = -(p_target * out.logits.float().log_softmax(-1)).sum(-1)
+        used = valid[None] & in_vocab[:, src]
+        step_loss = (ce * used).sum() / used.sum().clamp(min=1)
+        total = total + step_weight ** i * step_loss
+        with torch.no_grad():
+            hit = draft.to_target_ids(out.logits.argmax(-1)) == target_top[:, src]
+        stats.append({"loss": step_loss.item(), "agree": int((hit & valid[None]).sum()),
+                      "n": int(valid.sum()) * input_ids.shape[0]})
+    return total, stats
+
+
+@torch.no_grad()
+def evaluate_ttt(draft, target, windows: torch.Tensor, aux_resid, ttt_steps: int, batch_size: int = 4) -> dict:
+    """Held-out top-1 agreement per TTT step, and the chain estimate of tau it implies.
+
+    Counted over start positions where every step has a label. ``tau_est`` = 1 + mean number
+    of leading steps whose draft top-1 equals the target top-1: teacher-forced on corpus tokens,
+    an estimate of greedy chain acceptance, not a decoding measurement.
+    """
+    was = draft.training
+    draft.eval()
+    hits_all = []
+    for b in range(0, len(windows), batch_size):
+        ids = windows[b:b + batch_size, :-1].to(target.device)
+        fc_in, logits = target_features(target, ids, aux_resid)
+        target_top = logits.argmax(-1)
+        keep = ids.shape[1] - ttt_steps
+        hits = [(draft.to_target_ids(out.logits.argmax(-1)) == target_top[:, src])[:, :keep]
+                for _, src, _, out in unroll(draft, ids, fc_in, ttt_steps)]
+        hits_all.append(torch.stack(hits, -1).flatten(0, 1))    # [starts, steps]
+    draft.train(was)
+    hits = torch.cat(hits_all).float()
+    leading = hits.cumprod(-1).sum(-1)
+    return {"agree": [round(a, 4) for a in hits.mean(0).tolist()], "tau_est": round(1 + leading.mean().item(), 4)}
+
+
+@dataclass
+class DraftTrainResult:
+    draft: object
+    step: int
+    done: bool
+    log: list[dict]
+    heldout: dict | None
+    train_seconds: float
+    tokens_per_s: float
+
+
+def lr_at(step: int, cfg: DraftTrainConfig) -> float:
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    frac = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
+    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * frac))
+
+
+def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout_stream: np.ndarray,
+                run_dir: str | Path, vocab: DraftVocab | None = None, stop_after_s: float | None = None,
+                progress: bool = True, desc: str = "draft") -> DraftTrainResult:
+    """Train (or resume) a draft in ``run_dir``; a later call with the same arguments continues
+    exactly where a stopped one left off (batches are a function of the step, state is saved).
+
+    ``train_stream``/``heldout_stream``: token ids (1-D) of the target's tokenizer. ``vocab``: the
+    draft vocabulary (default: the ``cfg.draft_vocab_size`` most frequent tokens of ``train_stream``).
+    """
+    from tqdm.auto import tqdm
+
+    if vocab is None:
+        vocab = select_draft_vocab(token_counts([train_stream], target.vocab_size), cfg.draft_vocab_size)
+    if len(vocab.d2t) != cfg.draft_vocab_size:
+        raise ValueError(f"DraftTrainConfig.draft_vocab_size is {cfg.draft_vocab_size} but the given vocab "
+                         f"has {len(vocab.d2t)} draft tokens; make them agree.")
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ckpt_path = run_dir / "ckpt.pt"
+    aux = cfg.resolved_aux(target.num_layers)
+    bad = [k for k in aux if not 0 <= k <= target.num_layers]
+    if bad:
+        raise ValueError(f"DraftTrainConfig.aux_resid: resid points must be in 0..{target.num_layers} "
+                         f"(N = {target.num_layers} target layers), found {bad}")
+    torch.manual_seed(cfg.seed)
+    draft = build_draft(target, cfg, vocab).to(target.device)
+    params = [p for p in draft.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
+    heldout = eval_windows(heldout_stream, cfg.eval_windows, cfg.seq_len)
+    step, log, train_seconds = 0, [], 0.0
+    if ckpt_path.exists():
+        state = torch.load(ckpt_path, weights_only=True)
+        if json.loads(state["config"]) != json.loads(json.dumps(asdict(cfg))):
+            raise ValueError(f"{ckpt_path}: checkpoint was made with a different DraftTrainConfig; "
+                             "use another run_dir or delete the checkpoint to start over.")
+        draft.load_state_dict(state["draft"])
+        opt.load_state_dict(state["optim"])
+        step, log, train_seconds = state["step"], json.loads(state["log"]), state["train_seconds"]
+
+    def checkpoint():
+        atomic_torch_save({"draft": draft.state_dict(), "optim": opt.state_dict(), "step": step,
+                           "config": json.dumps(asdict(cfg)), "log": json.dumps(log),
+                           "train_seconds": train_seconds}, ckpt_path)
+
+    draft.train()
+    t_start = t_last = time.time()
+    tokens = 0
+    bar = tqdm(total=cfg.steps, initial=step, desc=desc, disable=not progress, mininterval=10)
+    while step < cfg.steps:
+        t0 = time.time()
+        batch = batch_at(train_stream, step, cfg.batch_size, cfg.seq_len, cfg.seed)[:, :-1].to(target.device)
+        fc_in, logits = target_features(target, batch, aux)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, cfg)
+        loss, stats = ttt_loss(draft, batch, fc_in, logits, cfg.ttt_steps, cfg.step_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        opt.step()
+        step += 1
+        tokens += batch.numel()
+        train_seconds += time.time() - t0
+        entry = {"step": step, "loss": round(loss.item(), 4),
+                 "agree": [round(s["agree"] / max(1, s["n"]), 3) for s in stats]}
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.3f}", acc0=entry["agree"][0], refresh=False)
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            entry["heldout"] = evaluate_ttt(draft, target, heldout, aux, cfg.ttt_steps)
+            bar.write(f"{desc} step {step}: loss {loss.item():.3f}  held-out agree {entry['heldout']['agree']}"
+                      f"  tau_est {entry['heldout']['tau_est']}")
+        log.append(entry)
+        now = time.time()
+        if now - t_last >= cfg.ckpt_every_s or step == cfg.steps:
+            checkpoint()
+            t_last = now
+        if stop_after_s is not None and now - t_start >= stop_after_s:
+            checkpoint()
+            break
+    bar.close()
+    draft.eval()
+    evals = [e["heldout"] for e in log if "heldout" in e]
+    elapsed = time.time() - t_start
+    return DraftTrainResult(draft=draft, step=step, done=step >= cfg.steps, log=log,
+                            heldout=evals[-1] if evals else None, train_seconds=train_seconds,
+                            tokens_per_s=tokens / elapsed if elapsed else 0.0)
