@@ -629,6 +629,7 @@ class Inputs:
     target_arch: str | None
     num_layers: int | None
     sources: dict
+    served_speculator: bool = False   # the served model's own config is a speculators checkpoint
 
 
 def resolve_flags(engine: str, args, target_config=None, draft_config=None, engine_version=None,
@@ -662,7 +663,8 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
     if draft is None:
         draft, draft_src = local_config(rules.draft_path(parsed))
         sources["draft_config"] = draft_src and f"{draft_src} (from the command's draft path)"
-    if is_speculators(target) and draft is None:  # the command serves a speculators checkpoint itself
+    served_speculator = is_speculators(target) and draft is None
+    if served_speculator:  # the command serves a speculators checkpoint itself (`vllm serve SPECULATOR`)
         draft, target = target, None
         sources["draft_config"], sources["target_config"] = sources["target_config"], None
     arch = target_arch or first_arch(target) or _verifier_arch(draft)
@@ -670,7 +672,7 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
     layers = num_target_layers if num_target_layers is not None else config_value(target, "num_hidden_layers")
     if layers is not None:
         layers = parse_count("num_target_layers", layers, minimum=1)
-    inputs = Inputs(name, version, parsed, target, draft, arch, layers, sources)
+    inputs = Inputs(name, version, parsed, target, draft, arch, layers, sources, served_speculator)
     as_given, effective, findings = rules.resolve(inputs)
     note = (f"engine_version {version}" if version else
             f"engine_version not given: assumed the current {rules.CURRENT}")

@@ -114,8 +114,10 @@ def resolve(inp: Inputs):
     target, draft = inp.target, inp.draft
     model = model_path(inp.parsed)
     spec = v.get("--speculative-config")
-    # `vllm serve SPECULATOR`: the checkpoint names its verifier (resolve_flags moved it to `draft`).
-    direct = spec is None and is_speculators(draft) and not any(f in v for f in REMOVED)
+    # `vllm serve SPECULATOR`: the checkpoint names its verifier and k. Assumed when the served folder is
+    # one, or when a speculators draft config comes with no JSON naming another draft.
+    direct = not any(f in v for f in REMOVED) and (inp.served_speculator or (
+        is_speculators(draft) and (spec is None or "model" not in spec)))
     tp = v.get("--tensor-parallel-size") or 1
     as_given = {"algorithm": None, "num_speculative_tokens": None, "target_model": model,
                 "target_arch": inp.target_arch,

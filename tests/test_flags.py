@@ -436,7 +436,12 @@ def test_vllm_serves_a_speculators_checkpoint_directly():
                                        "norm_output": False}
     both = resolve_flags("vllm", "vllm serve spec --speculative-config '{\"num_speculative_tokens\": 2}'",
                          target_config=LLAMA31_8B, draft_config=SPECULATORS_LLAMA)
-    assert both.finding("VLLM_SPECULATORS_REPLACES_SPEC_CONFIG") is None  # the JSON names a draft: not direct
+    f = both.finding("VLLM_SPECULATORS_REPLACES_SPEC_CONFIG")
+    assert f.severity == "warning" and both.effective["num_speculative_tokens"] == 5
+    named = resolve_flags("vllm", VLLM + ' --speculative-config \'{"method": "eagle3", "model": "spec", '
+                                        '"num_speculative_tokens": 2}\'', LLAMA31_8B, SPECULATORS_LLAMA)
+    assert "VLLM_SPECULATORS_SERVED_DIRECTLY" not in named.codes()   # the JSON names the draft: not direct
+    assert named.effective["num_speculative_tokens"] == 2
     direct = resolve_flags("vllm", {"model": "spec"}, target_config=LLAMA31_8B, draft_config=SPECULATORS_LLAMA)
     assert direct.effective["num_speculative_tokens"] == 5
 
@@ -548,3 +553,22 @@ def test_every_finding_code_is_documented():
     doc = (root / "docs" / "cli" / "flags.md").read_text()
     assert len(codes) > 40
     assert sorted(c for c in codes if f"`{c}`" not in doc) == []
+
+
+def test_rules_that_need_the_layer_count_or_cannot_draft():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1", target=None, target_arch="LlamaForCausalLM")
+    assert res.finding("SGL_AUX_NEEDS_LAYERS").severity == "info" and res.effective["aux_resid"] is None
+    assert res.finding("SGL_AUX_IDS_DEFAULTED").severity == "warning"
+    res = vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, target=None)
+    assert res.finding("VLLM_AUX_NEEDS_LAYERS") and res.finding("VLLM_AUX_IDS_DEFAULTED")
+    one = sgl("--speculative-num-steps 3 --speculative-eagle-topk 2 --speculative-num-draft-tokens 1")
+    assert one.max_accept_length == 1 and one.finding("SGL_NO_DRAFT_TOKENS").severity == "warning"
+
+
+def test_vllm_final_layer_id_on_deepseek_before_pr_46973():
+    draft = dict(SPECFORGE_DSV3, eagle_aux_hidden_state_layer_ids=[2, 30, 61])
+    spec = {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}
+    old = vllm(spec, target=DEEPSEEK_V3, draft=draft, version="pre-#46973")
+    assert old.effective["aux_resid"] == [2, 30] and old.finding("VLLM_AUX_BREAKS").severity == "error"
+    new = vllm(spec, target=DEEPSEEK_V3, draft=draft, version="post-#46973")
+    assert new.effective["aux_resid"] == [2, 30, 61] and "VLLM_AUX_BREAKS" not in new.codes()

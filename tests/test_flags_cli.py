@@ -1,0 +1,80 @@
+"""`eagle3lab flags`: the documented --json object, exit codes, and the text table."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from eagle3lab.cli import main
+from eagle3lab.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "cli" / "flags.md"
+SEED = SEED_COMMAND.split()
+
+
+def run(capsys, *argv):
+    rc = main(["flags", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_seed_json_is_the_documented_object(capsys, tmp_path):
+    (tmp_path / "target.json").write_text(json.dumps(SEED_TARGET_CONFIG))
+    (tmp_path / "draft.json").write_text(json.dumps(SEED_DRAFT_CONFIG))
+    rc, out, _ = run(capsys, "sglang", "--json", "--engine-version", "0.5.4", "--target-config",
+                     str(tmp_path / "target.json"), "--draft-config", str(tmp_path / "draft.json"), "--", *SEED)
+    assert rc == 0
+    res = json.loads(out)
+    assert res["max_accept_length"] == 2 and res["effective"]["num_draft_tokens"] == 2
+    assert res["as_given"]["num_draft_tokens"] == 16 and res["effective"]["aux_resid"] == [3, 31, 59]
+    assert "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED" in [f["code"] for f in res["findings"]]
+    doc = DOC.read_text()
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", doc, flags=re.M))
+    assert set(res) <= documented
+    assert set(res["findings"][0]) <= documented
+    for key in res["effective"]:
+        assert f"`{key}`" in doc, key
+
+
+def test_text_table_and_target_arch(capsys):
+    rc, out, _ = run(capsys, "sglang", "--target-arch", "DeepseekV3ForCausalLM", "--num-layers", "61", "--", *SEED)
+    assert rc == 0
+    assert re.search(r"^num_draft_tokens\s+16\s+2\s+<- SGL_TOPK1_DRAFT_TOKENS_ADJUSTED", out, flags=re.M)
+    assert "max accept length per verify step: 2" in out
+    assert "fix: For a 16-token chain pass --speculative-num-steps 15 --speculative-eagle-topk 1" in out
+
+
+def test_error_findings_exit_1_and_bad_input_exits_2(capsys):
+    rc, out, _ = run(capsys, "sglang", "--json", "--target-arch", "LlamaForCausalLM", "--",
+                     "python", "-m", "sglang.launch_server", "--speculative-algorithm", "EAGLE3",
+                     "--speculative-draft-model-path", "d", "--speculative-eagle-topk", "4")
+    assert rc == 1 and json.loads(out)["counts"]["error"] >= 1
+    rc, _, err = run(capsys, "vllm", "--", "vllm serve m --speculative-config '{\"method\": eagle3}'")
+    assert rc == 2 and "malformed JSON" in err
+    rc, _, err = run(capsys, "trtllm", "--", *SEED)
+    assert rc == 2 and "expected one of sglang, vllm" in err
+    rc, _, err = run(capsys, "sglang", "--engine-version", "new", "--", *SEED)
+    assert rc == 2 and "'new'" in err
+    rc, _, err = run(capsys, "sglang")
+    assert rc == 2 and "no launch command" in err
+
+
+def test_command_from_a_file(capsys, tmp_path):
+    path = tmp_path / "launch.sh"
+    path.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct \\\n  --speculative-config "
+                    "'{\"method\": \"eagle3\", \"model\": \"d\", \"num_speculative_tokens\": 4}'\n")
+    rc, out, _ = run(capsys, "vllm", "--json", "--file", str(path))
+    assert rc == 0 and json.loads(out)["max_accept_length"] == 5
+
+
+def test_console_script_without_torch_import():
+    code = ("import sys; from eagle3lab.cli import main; rc = main(['flags', 'sglang', '--json', '--', "
+            "'--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', 'd', "
+            "'--speculative-num-steps', '2', '--speculative-eagle-topk', '1']); "
+            "assert 'torch' not in sys.modules; sys.exit(rc)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["max_accept_length"] == 3
