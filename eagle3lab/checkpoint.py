@@ -31,6 +31,9 @@ from eagle3lab.vocab import check_vocab_map
 
 # Which engine's id convention and arithmetic a family is SERVED with (the trainer is FORMAT_PROFILE).
 SERVE_PROFILE = {"speculators": "vllm", "sglang": "sglang", "eagle": "eagle"}
+# Layer-id conventions that read written ids the same way (eagle3lab.layer_ids engine names).
+_CONVENTION = {"speculators": "vllm", "vllm": "vllm", "sglang": "sglang", "specforge": "sglang",
+               "eagle": "eagle", "transformerlens": "vllm"}
 WEIGHT_FILES = ("model.safetensors.index.json", "model.safetensors", "pytorch_model.bin.index.json",
                 "pytorch_model.bin")
 
@@ -391,13 +394,14 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
 
 # ---------------------------------------------------------------------------- save / convert
 
-def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None):
-    """The resid points the draft was trained on (its family's trainer convention), or None = defaults."""
+def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, required: bool = True):
+    """The resid points the draft was trained on (its family's trainer convention), or None = defaults
+    (or unknown, when ``required`` is False and the target's layer count is not known)."""
     trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
     ids, _ = trainer.visible_ids(draft.config.aux_layer_ids, draft.config.aux_ids_key)
-    if ids is None:
-        return None, trainer
     n = num_target_layers or draft.num_target_layers
+    if ids is None or (n is None and not required):
+        return None, trainer
     if n is None:
         raise bad_input("draft", "num_target_layers", "the target's number of decoder layers (to translate the "
                         f"aux ids {list(ids)} between engines' conventions)", "unknown",
@@ -426,12 +430,14 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
                         cfg.num_hidden_layers, "Write multi-layer drafts in speculators format.")
     warnings: list[str] = []
     n = num_target_layers or draft.num_target_layers
-    resid, trainer = trained_resid(draft, n)
-    same_family = draft.format == fmt
-    if resid is None:
+    trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
+    same_convention = _CONVENTION[trainer.id_engine] == _CONVENTION[get_profile(FORMAT_PROFILE[fmt]).id_engine]
+    resid, trainer = trained_resid(draft, n, required=not same_convention)
+    if same_convention:  # the ids mean the same there: copied as the trainer reads them
+        seen, _ = trainer.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
+        ids = list(seen) if seen is not None else None
+    elif resid is None:
         ids = None
-    elif same_family:
-        ids = list(cfg.aux_layer_ids)
     else:
         ids = to_engine_ids(get_profile(FORMAT_PROFILE[fmt]).id_engine, list(resid), n, arch=draft.target_arch)
         ids = None if fmt == "eagle" else ids
