@@ -119,7 +119,10 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         name="eagle", engine="EAGLE official", versions="SafeAILab/EAGLE cnets.py",
         id_engine="eagle", id_keys=(), honours={}, uses_target_embedding=True,
         rope_types=frozenset({"default", "linear", "dynamic"}),
-        notes=("Capture points are hard-coded (resid[2], resid[N//2], resid[N-3]); config ids are not read.",),
+        notes=("Capture points are hard-coded (resid[2], resid[N//2], resid[N-3]); config ids are not read.",
+               "cnets.py builds RoPE for rope_scaling types linear/dynamic only and raises for 'llama3'; shown "
+               "here as plain RoPE. Official drafts ship without rope_scaling.",
+               "The embedding is read from the base model unless config.json has target_hidden_size."),
     ),
 ]}
 
