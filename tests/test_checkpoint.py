@@ -288,3 +288,17 @@ def test_load_report_says_what_was_defaulted_and_by_whose_rule(tmp_path):
     nbr = next(s for s in rep.settings if s["flag"] == "norm_before_residual")
     assert nbr["value"] is False and "ignored by SGLang" in nbr["how"]
     assert "eagle format" in str(rep)
+
+
+def test_full_vocabulary_drafts_with_and_without_identity_buffers(tmp_path):
+    cfg = DraftConfig(hidden_size=16, intermediate_size=32, num_attention_heads=4, vocab_size=50)
+    draft = Eagle3Draft(cfg, fmt="sglang")
+    assert draft.d2t is None and draft.to_target_ids(torch.tensor([7])).tolist() == [7]
+    save_draft(draft, tmp_path / "d", "sglang")
+    edit(tmp_path / "d", weights=lambda sd: sd.update(d2t=torch.zeros(50, dtype=torch.long),
+                                                       t2d=torch.ones(50, dtype=torch.bool)))
+    loaded = load_draft(tmp_path / "d")
+    assert loaded.d2t is None and any("identity map" in w for w in loaded.load_report.warnings)
+    edit(tmp_path / "d", weights=lambda sd: sd["d2t"].__setitem__(3, 1))
+    with pytest.raises(Eagle3LabError, match=r"key 'd2t': expected all-zero offsets .* found 1 non-zero"):
+        load_draft(tmp_path / "d")
