@@ -296,6 +296,9 @@ def _find_program(engine: str, tokens: list[str]) -> tuple[str | None, int, dict
         return None, i, env
     for j in range(i, len(tokens)):
         t = tokens[j]
+        if t in ("-e", "--env") and j + 1 < len(tokens) and _ENV.match(tokens[j + 1]):  # docker run -e A=1
+            name, value = tokens[j + 1].split("=", 1)
+            env[name] = value
         if t == "-m" and j + 1 < len(tokens):
             mod = tokens[j + 1]
             for eng, mods in _PROGRAMS.items():
@@ -305,8 +308,6 @@ def _find_program(engine: str, tokens: list[str]) -> tuple[str | None, int, dict
         if Path(t).name in ("vllm", "sglang") and j + 1 < len(tokens) and tokens[j + 1] == "serve":
             _check_program_engine(engine, Path(t).name, f"{t} serve")
             return f"{t} serve", j + 2, env
-        if _ENV.match(t) and j == i:
-            continue
     raise bad_input("launch command", None,
                     "'python -m sglang.launch_server ...', 'vllm serve MODEL ...' or just the flags",
                     repr(" ".join(tokens[i:i + 4]) + " ..."),

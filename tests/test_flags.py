@@ -339,7 +339,7 @@ def test_repeated_flag_with_the_same_value_is_noted():
 
 
 def test_command_forms_env_prefix_docker_and_continuations():
-    text = ("SGLANG_ENABLE_SPEC_V2=1 docker run --gpus all lmsysorg/sglang python3 -m sglang.launch_server \\\n"
+    text = ("docker run --gpus all -e SGLANG_ENABLE_SPEC_V2=1 lmsysorg/sglang python3 -m sglang.launch_server \\\n"
             "  --model-path M --speculative-algorithm EAGLE3 --speculative-draft-model-path D \\\n"
             "  --speculative-num-steps=3 --speculative-eagle-topk 1")
     res = resolve_flags("sglang", text, LLAMA31_8B, SPECFORGE_LLAMA3, engine_version="0.5.4")
