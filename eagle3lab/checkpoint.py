@@ -602,6 +602,4 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
             flags.setdefault(flag, {"written": None, "by_engine": {}})["by_engine"][name] = {"value": value,
                                                                                              "how": how}
     out["norm_flags"] = flags
-    if draft is not None and draft.config.vocab_size != draft.config.draft_vocab_size:
-        out["vocab"]["draft_vocab_size"] = draft.config.draft_vocab_size
     return out
