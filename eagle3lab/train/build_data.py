@@ -34,8 +34,8 @@ from eagle3lab.train.corpus import read_corpus
 STAGES = ("tokenizer", "target", "draft-healthy", "draft-case", "cards")
 
 DRAFT_VOCAB_SIZE = 2048
-DRAFT_TRAIN = dict(ttt_steps=4, seq_len=512, batch_size=4, steps=400, lr=3e-3, min_lr=3e-4, warmup_steps=30,
-                   eval_every=100, eval_windows=16, draft_vocab_size=DRAFT_VOCAB_SIZE)
+DRAFT_TRAIN = dict(ttt_steps=4, seq_len=512, batch_size=4, steps=160, lr=3e-3, min_lr=3e-4, warmup_steps=16,
+                   eval_every=40, eval_windows=8, draft_vocab_size=DRAFT_VOCAB_SIZE)
 
 
 def case_wiring(num_layers: int) -> tuple[tuple[int, ...], list[int]]:

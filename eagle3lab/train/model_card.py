@@ -25,7 +25,7 @@ ACCEPT_PLACEHOLDER = (f"{ACCEPT_BEGIN}\n_To be filled from the decoding engine (
                       f"`eagle3lab.evaluate`): per-position acceptance and tau at several chain lengths on "
                       f"`data/prompts`, with the command that reproduces them._\n{ACCEPT_END}")
 TARGET_EVAL_WINDOWS = 32
-DRAFT_EVAL_WINDOWS = 32
+DRAFT_EVAL_WINDOWS = 16
 EVAL_SEQ_LEN = 512
 
 

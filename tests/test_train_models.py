@@ -1,0 +1,88 @@
+"""The bundled models in data/: they load everywhere, are wired as their cards say, and the
+cards' numbers are reproduced (skipped in a checkout where `make data` has not been run)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+from eagle3lab import bundled
+from eagle3lab.layer_ids import to_engine_ids
+
+pytestmark = pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built")
+
+
+@pytest.fixture(scope="module")
+def target():
+    from eagle3lab.target import load_target
+    return load_target(bundled.TARGET, device="cpu", dtype="float32")
+
+
+def test_data_dir_fits_the_budget():
+    total = sum(p.stat().st_size for p in bundled.DATA.rglob("*") if p.is_file())
+    assert total <= 40e6, f"data/ holds {total / 1e6:.1f} MB (budget 40 MB)"
+
+
+def test_target_loads_with_plain_transformers(target):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(bundled.TARGET), dtype=torch.float32)
+    tok = AutoTokenizer.from_pretrained(str(bundled.TARGET))
+    assert type(model).__name__ == "LlamaForCausalLM" and model.config.num_hidden_layers >= 12
+    ids = torch.tensor([tok("def main():\n    return")["input_ids"]])
+    with torch.no_grad():
+        assert torch.allclose(model(input_ids=ids).logits, target.model(input_ids=ids).logits, atol=1e-5)
+    assert 2048 <= len(tok) <= 8192
+
+
+def test_drafts_load_plain_and_are_wired_as_shipped(target):
+    from safetensors.torch import load_file
+
+    from eagle3lab.checkpoint import load_draft
+
+    n = target.num_layers
+    healthy_cfg = json.loads((bundled.DRAFT_HEALTHY / "config.json").read_text())
+    case_cfg = json.loads((bundled.DRAFT_CASE / "config.json").read_text())
+    assert healthy_cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == to_engine_ids(
+        "sglang", [2, n // 2, n - 3], n)
+    assert not healthy_cfg.get("norm_before_residual", False)
+    assert case_cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [2, n // 2, n - 2]
+    assert case_cfg["norm_before_residual"] is True
+    for folder in (bundled.DRAFT_HEALTHY, bundled.DRAFT_CASE):
+        tensors = load_file(str(folder / "model.safetensors"))
+        assert tensors["fc.weight"].shape == (target.hidden_size, 3 * target.hidden_size)
+        ids = torch.arange(len(tensors["d2t"])) + tensors["d2t"]
+        assert bool((ids[1:] > ids[:-1]).all()) and bool(tensors["t2d"][ids].all())
+    healthy = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")
+    case = load_draft(bundled.DRAFT_CASE, target=target, device="cpu")
+    assert healthy.under("sglang").aux_resid == (2, n // 2, n - 3)
+    assert case.under("sglang").aux_resid == (3, n // 2 + 1, n - 1)
+    assert not case.under("sglang").settings.norm_before_residual
+    assert case.under("speculators").settings.norm_before_residual
+
+
+def test_cards_list_the_files_sha256():
+    from eagle3lab.train.model_card import sha256
+
+    for folder in (bundled.TARGET, bundled.DRAFT_HEALTHY, bundled.DRAFT_CASE):
+        card = (folder / "README.md").read_text()
+        listed = dict(re.findall(r"\| `([^`]+)` \| [\d,]+ \| `([0-9a-f]{64})` \|", card))
+        assert listed.keys() == {p.name for p in folder.iterdir() if p.is_file() and p.name != "README.md"}
+        for name, digest in listed.items():
+            assert sha256(folder / name) == digest, f"{folder.name}/{name}"
+
+
+def test_card_numbers_are_reproduced():
+    from eagle3lab.train.model_card import verify
+    assert verify(bundled.DATA) == []
+
+
+def test_case_draft_collapses_as_shipped_and_healthy_does_not():
+    healthy = json.loads((bundled.DRAFT_HEALTHY / "quality.json").read_text())
+    case = json.loads((bundled.DRAFT_CASE / "quality.json").read_text())
+    assert healthy["sglang"] == {**healthy["as_trained"], "norm_before_residual_applied": False}
+    assert case["sglang"]["tau_est"] < case["as_trained"]["tau_est"] - 0.5
+    assert case["sglang"]["agree"][0] < 0.5 * case["as_trained"]["agree"][0]
