@@ -609,6 +609,24 @@ def _verifier_arch(draft: dict | None) -> str | None:
     return first_arch(verifier)
 
 
+def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Finding]:
+    """Findings from an ``eagle3lab.layer_ids.AuxResolution``: DEFAULTED, BREAKS (fatal) or NOTE."""
+    out, defaulted = [], False
+    for msg in res.warnings:
+        if msg in res.fatal:
+            code, severity = f"{prefix}_AUX_BREAKS", "error"
+        elif res.defaulted and not defaulted and "default" in msg.lower():
+            code, severity, defaulted = f"{prefix}_AUX_IDS_DEFAULTED", "warning", True
+        else:
+            code, severity = f"{prefix}_AUX_NOTE", "warning"
+        out.append(Finding(code, severity, msg, res.rule, versions, fix, "aux_resid"))
+    if res.defaulted and not defaulted:
+        out.insert(0, Finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", f"No aux layer ids where the engine reads "
+                              f"them: it captures its default {res.label}, silently.", res.rule, versions, fix,
+                              "aux_resid"))
+    return out
+
+
 def truthy_env(env: dict, name: str) -> bool:
     return str(env.get(name, "")).strip().lower() in ("1", "true", "yes", "on")
 

@@ -24,6 +24,7 @@ from eagle3lab.flags import (
     config_value,
     first_arch,
     parse_command,
+    translator_findings,
     truthy_env,
     version_state,
 )
@@ -400,7 +401,7 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
 
 def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, out: list):
     """Where SGLang reads the aux layer ids (eagle_config only) and which resid points they select."""
-    from eagle3lab.layer_ids import resolve_aux_layers, to_engine_ids
+    from eagle3lab.layer_ids import is_deepseek_family, resolve_aux_layers, to_engine_ids
 
     src = "draft config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids"
     rule = "python/sglang/srt/model_executor/model_runner.py: eagle_config[...] inside a bare try/except"
@@ -446,13 +447,9 @@ def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, ou
     res = resolve_aux_layers("sglang", ids, inp.num_layers, arch=inp.target_arch, engine_version=_aux_version(inp))
     eff["aux_resid"] = list(res.resid)
     eff["aux_label"] = res.label
-    for msg in res.warnings:
-        fatal = msg in res.fatal
-        code = "SGL_AUX_IDS_DEFAULTED" if res.defaulted and msg.startswith("Default ids") else \
-            ("SGL_AUX_BREAKS" if fatal else "SGL_AUX_NOTE")
-        out.append(_f(code, "error" if fatal else "warning", msg, res.rule,
-                      CHANGES["deepseek-ids"].span() if "25454" in msg else ALL,
-                      fix="Check what the draft was trained on: eagle3lab ids / notebook 02.", setting="aux_resid"))
+    versions = CHANGES["deepseek-ids"].span() if inp.target_arch and is_deepseek_family(inp.target_arch) else ALL
+    out.extend(translator_findings("SGL", res, versions, "Check what the draft was trained on: eagle3lab ids / "
+                                                         "notebook 02."))
     if not res.warnings:
         out.append(_f("SGL_AUX_IDS", "info", f"SGLang reads {ids} from {src} and feeds fc {res.label}.", res.rule,
                       setting="aux_resid"))

@@ -26,6 +26,7 @@ from eagle3lab.flags import (
     is_speculators,
     parse_command,
     parse_count,
+    translator_findings,
     version_state,
 )
 
@@ -404,12 +405,8 @@ def _aux(inp: Inputs, draft, eff: dict, out: list):
     res = resolve_aux_layers(engine, ids, inp.num_layers, arch=inp.target_arch, engine_version=inp.engine_version)
     eff["aux_resid"] = list(res.resid)
     eff["aux_label"] = res.label
-    for msg in res.warnings:
-        fatal = msg in res.fatal
-        code = "VLLM_AUX_IDS_DEFAULTED" if res.defaulted and msg.startswith("Default ids") else \
-            ("VLLM_AUX_BREAKS" if fatal else "VLLM_AUX_NOTE")
-        out.append(_f(code, "error" if fatal else "warning", msg, res.rule,
-                      fix="Write the ids the draft was trained on (eagle3lab ids / notebook 02).", setting="aux_resid"))
+    out.extend(translator_findings("VLLM", res, ALL, "Write the ids the draft was trained on (eagle3lab ids / "
+                                                     "notebook 02)."))
     if not res.warnings:
         out.append(_f("VLLM_AUX_IDS", "info", f"vLLM reads {ids} and feeds fc {res.label}.", res.rule,
                       setting="aux_resid"))

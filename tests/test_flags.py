@@ -549,7 +549,7 @@ def test_every_finding_code_is_documented():
     root = Path(__file__).resolve().parent.parent
     src = "".join((root / "eagle3lab" / f).read_text() for f in ("flags.py", "flags_sglang.py", "flags_vllm.py"))
     codes = set(re.findall(r'(?:_f|Finding)\(\s*"([A-Z0-9_]+)"', src))
-    codes |= set(re.findall(r'"((?:SGL|VLLM)_AUX_[A-Z_]+)"', src))
+    codes |= {p + s for s in re.findall(r'f"\{prefix\}(_AUX_[A-Z_]+)"', src) for p in ("SGL", "VLLM")}
     doc = (root / "docs" / "cli" / "flags.md").read_text()
     assert len(codes) > 40
     assert sorted(c for c in codes if f"`{c}`" not in doc) == []
