@@ -1,0 +1,250 @@
+"""Speculative decoding is lossless: greedy output == the target's own greedy ``generate``.
+
+The pair below is real and tiny: a random Llama whose layers are scaled down (so its next token
+depends mostly, not only, on the current one) and an EAGLE-3 draft trained for a second with the
+same teacher-forced unroll the offline evaluator uses. Acceptance is mixed (0, 1, 2+ drafts per
+round), so every path through accept / rollback / tree compaction is exercised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import pytest
+import torch
+
+from eagle3lab.decoding import (
+    hf_generate,
+    keep_cache_positions,
+    speculative_generate,
+    target_greedy,
+    tree_settings,
+)
+from eagle3lab.errors import Eagle3LabError
+from eagle3lab.tree import pool_size, tree_attention_mask
+
+V, H = 64, 32
+
+
+def tiny_target(seed=0, vocab=V, hidden=H, layers=4, scale=0.15, init=0.02):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from eagle3lab.target import Target
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      initializer_range=init, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    model = LlamaForCausalLM(cfg)
+    with torch.no_grad():  # small layer outputs: the next token leans on the current one
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.mul_(scale)
+            layer.mlp.down_proj.weight.mul_(scale)
+    return Target.wrap(model)
+
+
+def tiny_draft(target, seed=0, draft_vocab=None, train_steps=150, passes=3, ids=(1, 2, 4)):
+    """An EAGLE-3 draft (speculators profile) for ``target``; trained when train_steps > 0."""
+    from eagle3lab.capture import ResidCapture
+    from eagle3lab.draft import DraftConfig, Eagle3Draft
+    from eagle3lab.evaluate import draft_passes
+    from eagle3lab.vocab import build_vocab_map
+
+    vocab, hidden = target.vocab_size, target.hidden_size
+    dv = draft_vocab or vocab * 3 // 4
+    torch.manual_seed(seed)
+    draft = Eagle3Draft(DraftConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_attention_heads=4,
+                                    num_key_value_heads=2, vocab_size=vocab, draft_vocab_size=dv,
+                                    target_hidden_size=hidden, aux_layer_ids=ids), profile="speculators")
+    draft.num_target_layers = target.num_layers
+    seqs = torch.randint(0, vocab, (32, 20), generator=torch.Generator().manual_seed(seed))
+    points = list(draft.aux_resid)
+    with torch.no_grad(), ResidCapture(target.model, sorted(points)) as cap:
+        greedy = target.model(seqs).logits.argmax(-1)
+    aux = torch.cat([cap.states[k] for k in points], -1)
+    keep = torch.bincount(greedy.flatten(), minlength=vocab).argsort(descending=True)[:dv].sort().values
+    d2t, t2d = build_vocab_map(keep, vocab)
+    if draft.d2t is not None:
+        draft.d2t.copy_(d2t)
+        draft.t2d.copy_(t2d)
+    to_draft = torch.full((vocab,), -100)
+    to_draft[keep] = torch.arange(dv)
+    opt = torch.optim.AdamW(draft.parameters(), lr=5e-3)
+    rows = seqs.shape[1] - 1
+    for _ in range(train_steps):
+        loss = 0.0
+        for k, out in enumerate(draft_passes(draft, seqs, aux, passes), start=1):
+            labels = torch.full((len(seqs), rows), -100)
+            labels[:, :rows - k + 1] = to_draft[greedy[:, k:]]
+            loss = loss + torch.nn.functional.cross_entropy(out.logits.flatten(0, 1), labels.flatten(),
+                                                            ignore_index=-100)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    draft.eval().requires_grad_(False)
+    return draft
+
+
+@functools.cache
+def tiny_pair():
+    with one_thread():
+        target = tiny_target()
+        return target, tiny_draft(target)
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Tiny matmuls run fastest on one thread; on a busy 2-core box two threads spin-wait."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_thread():
+        yield
+
+
+def prompts(n=4, length=6, vocab=V):
+    return [torch.randint(0, vocab, (length,), generator=torch.Generator().manual_seed(100 + i)).tolist()
+            for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_pair()
+
+
+@pytest.fixture(scope="module")
+def eos_case(pair):
+    """An EOS id the target emits mid-way for the first prompt (so EOS stopping is exercised)."""
+    target, _ = pair
+    ref = target_greedy(target, prompts()[0], max_new_tokens=40, eos_token_id=None).tokens
+    return ref[17]
+
+
+def check_log(result, max_new_tokens):
+    assert 1 + sum(len(r.emitted) for r in result.rounds) == len(result.tokens)
+    assert len(result.tokens) <= max_new_tokens
+    for r in result.rounds:
+        assert 0 <= r.accepted <= r.max_accept == result.settings["num_steps"]
+        assert r.draft_forwards == result.settings["num_steps"]
+        assert len(r.drafted) == result.settings["num_draft_tokens"] - 1
+        assert r.draft_s >= 0 and r.verify_s > 0
+    s = result.stats
+    assert s.tau_from_survival == pytest.approx(s.tau)
+
+
+@pytest.mark.parametrize("num_steps", [1, 3, 5])
+def test_greedy_chain_is_token_identical_to_generate(pair, eos_case, num_steps):
+    target, draft = pair
+    accepted = []
+    for i, prompt in enumerate(prompts()):
+        eos = eos_case if i == 0 else None
+        ref = hf_generate(target, prompt, max_new_tokens=40, eos_token_id=eos)
+        out = speculative_generate(target, draft, prompt, num_steps=num_steps, max_new_tokens=40, eos_token_id=eos)
+        assert out.tokens == ref.tokens, f"prompt {i}, num_steps {num_steps}"
+        assert out.finished_by == ("eos" if i == 0 else "max_new_tokens")
+        check_log(out, 40)
+        accepted += [r.accepted for r in out.rounds]
+    # the test exercised acceptance and rollback, not only the all-rejected path
+    assert max(accepted) >= min(num_steps, 2) and min(accepted) == 0
+
+
+@pytest.mark.parametrize("num_steps,topk,num_draft_tokens", [(2, 2, 4), (3, 2, 6), (4, 3, 8), (5, 4, 12), (3, 4, 5)])
+def test_greedy_tree_is_token_identical_to_generate(pair, eos_case, num_steps, topk, num_draft_tokens):
+    target, draft = pair
+    accepted = []
+    for i, prompt in enumerate(prompts(3)):
+        eos = eos_case if i == 0 else None
+        ref = hf_generate(target, prompt, max_new_tokens=40, eos_token_id=eos)
+        out = speculative_generate(target, draft, prompt, num_steps=num_steps, topk=topk,
+                                   num_draft_tokens=num_draft_tokens, max_new_tokens=40, eos_token_id=eos)
+        assert out.tokens == ref.tokens, f"prompt {i}"
+        check_log(out, 40)
+        for r in out.rounds:  # a tree: every parent precedes its child
+            assert all(p < i for i, p in enumerate(r.parents))
+        accepted += [r.accepted for r in out.rounds]
+    assert max(accepted) >= 2
+
+
+def test_untrained_draft_and_one_token_budget_stay_lossless(pair):
+    target, _ = pair
+    draft = tiny_draft(target, seed=3, train_steps=0)
+    prompt = prompts(1)[0]
+    ref = hf_generate(target, prompt, max_new_tokens=25, eos_token_id=None)
+    out = speculative_generate(target, draft, prompt, num_steps=4, max_new_tokens=25, eos_token_id=None)
+    assert out.tokens == ref.tokens
+    one = speculative_generate(target, draft, prompt, num_steps=4, max_new_tokens=1, eos_token_id=None)
+    assert one.tokens == ref.tokens[:1] and one.rounds == []
+
+
+def test_own_greedy_loop_matches_generate(pair):
+    target, _ = pair
+    for prompt in prompts(2):
+        assert target_greedy(target, prompt, 30, None).tokens == hf_generate(target, prompt, 30, None).tokens
+
+
+def test_sglang_chain_adjustment_caps_the_chain(pair):
+    # the seed: steps 1, draft tokens 16, topk 1 -> SGLang verifies 2 tokens; accept length <= 2
+    target, draft = pair
+    out = speculative_generate(target, draft, prompts(1)[0], num_steps=1, num_draft_tokens=16, max_new_tokens=30)
+    assert out.settings["num_draft_tokens"] == 2
+    assert any("adjusted to speculative_num_steps + 1" in w for w in out.warnings)
+    assert all(len(r.drafted) == 1 for r in out.rounds) and out.tau <= 2.0
+
+
+def test_tree_settings_follow_sglang_bounds():
+    assert tree_settings(5, 4, 8)[0]["num_draft_tokens"] == 8
+    assert pool_size(5, 4) == 4 + 4 * 16
+    assert tree_settings(3, 2)[0]["num_draft_tokens"] == 7  # default: steps * topk + 1
+    with pytest.raises(Eagle3LabError, match="num_draft_tokens"):
+        tree_settings(1, 2, 4)      # pool of 2 candidates cannot fill 3 draft slots
+    with pytest.raises(Eagle3LabError, match="num_steps"):
+        tree_settings(0)
+
+
+def test_tree_mask_gives_each_node_its_own_path_logits():
+    """Target side only: one tree verify forward == plain forwards of each root-to-node path."""
+    from eagle3lab.decoding import new_target_cache
+
+    target = tiny_target(seed=1, scale=1.0)
+    model = target.model
+    ctx = prompts(1, 7)[0]
+    tokens, parents, depths = [5, 9, 11, 13, 2], [-1, 0, 0, 1, 3], [0, 1, 1, 2, 3]
+    with torch.no_grad():
+        cache = new_target_cache(model)
+        model(torch.tensor([ctx]), cache=cache, use_cache=True)
+        P = len(ctx)
+        logits = model(torch.tensor([tokens]), cache=cache, use_cache=True,
+                       position_ids=torch.tensor([[P + d for d in depths]]),
+                       attention_mask=tree_attention_mask(parents, P, torch.float32)).logits[0]
+        for leaf in (2, 4):
+            path, j = [], leaf
+            while j >= 0:
+                path.insert(0, j)
+                j = parents[j]
+            ref = model(torch.tensor([ctx + [tokens[i] for i in path]])).logits[0, P:]
+            torch.testing.assert_close(logits[path], ref, atol=1e-5, rtol=1e-5)
+        # keep the path root->1->3->4: the compacted cache continues exactly like the plain prefix
+        keep_cache_positions(cache, torch.tensor(list(range(P)) + [P + i for i in (0, 1, 3, 4)]))
+        assert cache.get_seq_length() == P + 4
+        nxt = model(torch.tensor([[7]]), cache=cache, use_cache=True).logits[0, -1]
+        ref = model(torch.tensor([ctx + [5, 9, 13, 2, 7]])).logits[0, -1]
+        torch.testing.assert_close(nxt, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_bad_inputs_name_the_setting(pair):
+    target, draft = pair
+    with pytest.raises(Eagle3LabError, match="temperature"):
+        speculative_generate(target, draft, [1, 2, 3], temperature=-1)
+    with pytest.raises(Eagle3LabError, match="prompt"):
+        speculative_generate(target, draft, [])
+    other = tiny_target(hidden=48)
+    with pytest.raises(Eagle3LabError, match="target_hidden_size"):
+        speculative_generate(other, draft, [1, 2, 3])
