@@ -189,6 +189,131 @@ def _check_num_layers(num_layers) -> int | None:
 
 # ----------------------------------------------------------------------------- the translator
 
+class _Notes:
+    """Warnings collected while resolving; ``fatal`` ones break the engine (a crash or a missing state)."""
+
+    def __init__(self):
+        self.warnings: list[str] = []
+        self.fatal: list[str] = []
+
+    def add(self, msg: str | None, fatal: bool = False) -> None:
+        if msg:
+            self.warnings.append(msg)
+            if fatal:
+                self.fatal.append(msg)
+
+
+def _eagle_points(written, n, notes):
+    if written is not None:
+        notes.add(f"SafeAILab/EAGLE ignores layer ids: {list(written)} has no effect; it always captures "
+                  f"resid[2], resid[N//2], resid[N-3] = {list(default_resid(n))}.")
+    return _RULES["eagle"], [2, n // 2, n - 3]
+
+
+def _transformerlens_points(written, n, notes):
+    if written is None:
+        return _RULES["transformerlens"] + " (no EAGLE-3 default; shown: resid[2, N//2, N-3].)", [2, n // 2, n - 3]
+    points = [_tl_point(x) for x in written]
+    for p in points:
+        if p < 0:
+            raise bad_input("transformerlens", None, "hook indices >= 0", p,
+                            "There are no negative block indices; resid[0] is blocks.0.hook_resid_pre.")
+    return _RULES["transformerlens"], points
+
+
+def _vllm_points(engine, written, n, arch, engine_version, notes):
+    """vLLM and speculators (served by vLLM): id k = resid[k]."""
+    if written is None:
+        after, note = _after("vllm#50170", engine_version)
+        notes.add(note)
+        notes.add("Default ids used: the draft config has no eagle_aux_hidden_state_layer_ids, so vLLM falls back "
+                  f"to (2, N//2, N-3) = {list(default_resid(n))}"
+                  + (" and logs a warning (PR #50170)." if after else
+                     " without saying so (PR #50170 adds a warning; open as of 2026-07-28).")
+                  + " If the draft was trained on other states, acceptance collapses while output stays correct.")
+        return _RULES[f"{engine}-default"], [2, n // 2, n - 3]
+    points = [_as_int(engine, x) for x in written]
+    for p in points:
+        if p < 0:
+            raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "ids in 0..N (vLLM convention)", p,
+                            "vLLM tests `idx in layers` while walking the layers, so a negative id is never matched "
+                            "and that state is silently missing. Use 0 for the embedding output (resid[0]).")
+    if n is not None and n in points and is_deepseek_family(arch):
+        after, note = _after("vllm#46973", engine_version)
+        notes.add(note)
+        if not after:
+            notes.add(f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR #46973 "
+                      "(merged 2026-06-28): one state fewer comes back than configured.", fatal=True)
+            points = [p for p in points if p != n]
+    return _RULES[engine], points
+
+
+def _sglang_points(engine, written, n, arch, engine_version, notes):
+    """SGLang, and SpecForge (which captures through SGLang's hook): id k = resid[k+1], with exceptions."""
+    family = is_deepseek_family(arch)
+    if written is None:
+        if engine == "specforge":
+            ids = [1, n // 2 - 1, n - 4]
+            notes.add(f"Default ids used: SpecForge writes [1, N//2-1, N-4] = {ids} (SGLang convention) when "
+                      "none are given.")
+            return _RULES["specforge-default"], [i + 1 for i in ids]
+        notes.add("Default ids used silently: SGLang reads ids only from config.json -> eagle_config -> "
+                  "eagle_aux_hidden_state_layer_ids; a missing eagle_config (or a top-level key in speculators "
+                  f"style) is swallowed and loop indices [2, N//2, N-3] = {list(default_resid(n))} are used, "
+                  "with no log line.")
+        return _RULES["sglang-default"], [2, n // 2, n - 3]
+    ids = [_as_int(engine, x) for x in written]
+    for i in ids:
+        if i < -1:
+            raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "ids >= -1 (SGLang convention)", i,
+                            "SGLang adds 1 and tests `i in layers_to_capture` while walking the layers: this id is "
+                            "never reached and the state is silently missing. -1 is the only negative id with a "
+                            "meaning (the embedding output, resid[0]).")
+    plus_one = True
+    rule = _RULES["sglang"]
+    if family:
+        after, note = _after("sglang#25454", engine_version)
+        notes.add(note)
+        plus_one = not after or ids[0] == 1
+        rule = _RULES["sglang-deepseek-new" if after else "sglang-deepseek-old"]
+        old, new = [i + 1 for i in ids], ([i + 1 for i in ids] if ids[0] == 1 else list(ids))
+        if old != new:
+            notes.add(f"Version-dependent (SGLang PR #25454, merged 2026-05-16, DeepSeek-family targets): the first "
+                      f"id is {ids[0]}, not 1, so builds before it capture loop indices {old} and builds since "
+                      f"capture {new}. Shown: {'since' if after else 'before'} PR #25454"
+                      + (" (pass engine_version to choose)." if engine_version in (None, "", "latest") else "."))
+    elif ids[0] != 1 and arch is None:
+        notes.add("If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) and SGLang includes PR #25454 (merged "
+                  f"2026-05-16), these ids are used as-is: loop indices {ids}. Pass arch= to decide.")
+    if engine == "specforge":
+        rule = _RULES["specforge"] + " SGLang rule for this target: " + rule
+    points = [i + 1 for i in ids] if plus_one else list(ids)
+    if plus_one and -1 in ids:
+        # Verified unguarded in llama.py and deepseek_v2.py; other model files vary.
+        crashes = arch is None or family or "llama" in arch.lower()
+        notes.add("SGLang id -1 means loop index 0 (the embedding output, resid[0]) only in model files that guard "
+                  "`residual is None`; python/sglang/srt/models/llama.py and deepseek_v2.py compute "
+                  "`hidden_states + residual` with residual None there and raise a TypeError at layer 0.",
+                  fatal=crashes)
+    if not plus_one and -1 in points:
+        notes.add("Loop index -1 is never reached (ids used as-is since PR #25454): the embedding state is silently "
+                  "missing.", fatal=True)
+        points = [p for p in points if p >= 0]
+    if not plus_one and 0 in points:
+        notes.add("Loop index 0 with residual None: deepseek_v2.py computes `hidden_states + residual` there and "
+                  "raises a TypeError at layer 0.", fatal=True)
+    if n is not None and n in points:
+        notes.add(f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures before "
+                  f"each layer, for loop indices 0..N-1 only, so resid[{n}] (final layer output) is silently missing "
+                  "and the fc input is narrower than the draft expects (vLLM fixed the analogous case in PR #46973; "
+                  "SGLang fixed GPT-OSS only, PR #32334).", fatal=True)
+        points = [p for p in points if p != n]
+    if engine == "specforge" and n is not None and (n - 1) in ids:
+        notes.add(f"SpecForge's old HF backend took hidden_states[{n}] for id {n - 1}: HF applies the final norm to "
+                  "that entry, so training saw norm(resid[N]), not resid[N].")
+    return rule, points
+
+
 def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arch: str | None = None,
                        engine_version: str | None = None) -> AuxResolution:
     """What ``engine`` captures for ``ids`` as written (``None`` = that engine's default).
@@ -198,177 +323,46 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
     """
     engine = _check_engine(engine)
     n = _check_num_layers(num_layers)
-    warns: list[str] = []
-    fatal: list[str] = []
     written = tuple(ids) if ids is not None else None
     if written is not None and len(written) == 0:
         raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "a non-empty list of layer ids", "[]",
                         "Remove the key to get the engine's default, or write the ids the draft was trained on.")
-    if written is None or engine == "eagle":
-        if n is None:
-            raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None,
-                            "The default ids depend on N (pass --num-layers / num_layers=).")
-    wanted_count = len(written) if written is not None else 3
-    # `points`: the loop indices the engine will test, in the order written (before dedup/sort).
-    defaulted = written is None
+    if n is None and (written is None or engine == "eagle"):
+        raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None,
+                        "The default ids depend on N (pass --num-layers / num_layers=).")
+    notes = _Notes()
+    # points: the loop indices the engine tests, in the order written (dedup and sort come below)
     if engine == "eagle":
-        rule = _RULES["eagle"]
-        if written is not None:
-            warns.append(f"SafeAILab/EAGLE ignores layer ids: {list(written)} has no effect; it always captures "
-                         f"resid[2], resid[N//2], resid[N-3] = {list(default_resid(n))}.")
-            wanted_count = 3
-        points = [2, n // 2, n - 3]
-        defaulted = True
+        rule, points = _eagle_points(written, n, notes)
     elif engine == "transformerlens":
-        rule = _RULES["transformerlens"]
-        if written is None:
-            rule += " (no default: TransformerLens has no EAGLE-3 convention; shown: resid[2, N//2, N-3].)"
-            points = [2, n // 2, n - 3]
-        else:
-            points = [_tl_point(x) for x in written]
-            for p in points:
-                if p < 0:
-                    raise bad_input("transformerlens", None, "hook indices >= 0", p,
-                                    "TransformerLens has no negative block indices here; resid[0] is blocks.0.hook_resid_pre.")
+        rule, points = _transformerlens_points(written, n, notes)
     elif engine in ("vllm", "speculators"):
-        if written is None:
-            rule = _RULES[f"{engine}-default"]
-            points = [2, n // 2, n - 3]
-            after, w = _after("vllm#50170", engine_version)
-            if w:
-                warns.append(w)
-            warns.append(
-                "Default ids used: the draft config has no eagle_aux_hidden_state_layer_ids, so vLLM falls back "
-                f"to (2, N//2, N-3) = {list(default_resid(n))}"
-                + (" and logs a warning (PR #50170)." if after else
-                   " without saying so (PR #50170 adds a warning; open as of 2026-07-28).")
-                + " If the draft was trained on other states, acceptance collapses while output stays correct.")
-        else:
-            rule = _RULES[engine]
-            points = [_as_int(engine, x) for x in written]
-            for p in points:
-                if p < 0:
-                    raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "ids in 0..N (vLLM convention)", p,
-                                    "vLLM tests `idx in layers` while walking the layers, so a negative id is "
-                                    "never matched and that state is silently missing. Use 0 for the embedding "
-                                    "output (resid[0]).")
-            if n is not None and n in points and is_deepseek_family(arch):
-                after, w = _after("vllm#46973", engine_version)
-                if w:
-                    warns.append(w)
-                if not after:
-                    msg = (f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR "
-                           "#46973 (merged 2026-06-28): one state fewer comes back than configured.")
-                    warns.append(msg)
-                    fatal.append(msg)
-                    points = [p for p in points if p != n]
-    else:  # sglang, specforge
-        family = is_deepseek_family(arch)
-        if written is None:
-            if engine == "specforge":
-                rule = _RULES["specforge-default"]
-                written_default = [1, n // 2 - 1, n - 4]
-                points = [i + 1 for i in written_default]
-                warns.append(f"Default ids used: SpecForge writes [1, N//2-1, N-4] = {written_default} "
-                             "(SGLang convention) when none are given.")
-            else:
-                rule = _RULES["sglang-default"]
-                points = [2, n // 2, n - 3]
-                warns.append(
-                    "Default ids used silently: SGLang reads ids only from config.json -> eagle_config -> "
-                    "eagle_aux_hidden_state_layer_ids; a missing eagle_config (or a top-level key in speculators "
-                    f"style) is swallowed and loop indices [2, N//2, N-3] = {list(default_resid(n))} are used, "
-                    "with no log line.")
-        else:
-            ids_int = [_as_int(engine, x) for x in written]
-            for i in ids_int:
-                if i < -1:
-                    raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "ids >= -1 (SGLang convention)", i,
-                                    "SGLang adds 1 and tests `i in layers_to_capture` while walking the layers: "
-                                    "this id is never reached and the state is silently missing. -1 is the only "
-                                    "negative id with a meaning (the embedding output, resid[0]).")
-            plus_one = True
-            if family:
-                after, w = _after("sglang#25454", engine_version)
-                if w:
-                    warns.append(w)
-                old = [i + 1 for i in ids_int]
-                new = [i + 1 for i in ids_int] if ids_int[0] == 1 else list(ids_int)
-                plus_one = (not after) or ids_int[0] == 1
-                rule = _RULES["sglang-deepseek-new" if after else "sglang-deepseek-old"]
-                if old != new:
-                    warns.append(
-                        f"Version-dependent (SGLang PR #25454, merged 2026-05-16, DeepSeek-family targets): the "
-                        f"first id is {ids_int[0]}, not 1, so builds before it capture loop indices {old} and builds "
-                        f"since capture {new}. Shown: {'since' if after else 'before'} PR #25454"
-                        + (" (pass engine_version to choose)." if engine_version in (None, "", "latest") else "."))
-            else:
-                rule = _RULES["sglang"]
-                if ids_int[0] != 1 and arch is None:
-                    warns.append(
-                        "If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) and SGLang includes PR #25454 "
-                        f"(merged 2026-05-16), these ids are used as-is: loop indices {ids_int}. Pass arch= to decide.")
-            if engine == "specforge":
-                rule = _RULES["specforge"] + " SGLang rule for this target: " + rule
-            points = [i + 1 for i in ids_int] if plus_one else list(ids_int)
-            if plus_one and -1 in ids_int:
-                msg = ("SGLang id -1 means loop index 0 (the embedding output, resid[0]) only in model files that "
-                       "guard `residual is None`; python/sglang/srt/models/llama.py and deepseek_v2.py compute "
-                       "`hidden_states + residual` with residual None there and raise a TypeError at layer 0.")
-                warns.append(msg)
-                if arch is None or family or "llama" in arch.lower():
-                    fatal.append(msg)
-            if not plus_one and any(p < 0 for p in points):
-                msg = ("Loop index -1 is never reached (ids used as-is since PR #25454): the embedding state is "
-                       "silently missing.")
-                warns.append(msg)
-                fatal.append(msg)
-                points = [p for p in points if p >= 0]
-            if not plus_one and 0 in points:
-                msg = ("Loop index 0 with residual None: deepseek_v2.py computes `hidden_states + residual` there "
-                       "and raises a TypeError at layer 0.")
-                warns.append(msg)
-                fatal.append(msg)
-            if n is not None and n in points:
-                msg = (f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures "
-                       f"before each layer, for loop indices 0..N-1 only, so resid[{n}] (final layer output) is "
-                       "silently missing and the fc input is narrower than the draft expects (vLLM fixed the "
-                       "analogous case in PR #46973; SGLang fixed GPT-OSS only, PR #32334).")
-                warns.append(msg)
-                fatal.append(msg)
-                points = [p for p in points if p != n]
-            if engine == "specforge" and n is not None and (n - 1) in ids_int:
-                warns.append(f"SpecForge's old HF backend took hidden_states[{n}] for id {n - 1}: HF applies the "
-                             "final norm to that entry, so training saw norm(resid[N]), not resid[N].")
+        rule, points = _vllm_points(engine, written, n, arch, engine_version, notes)
+    else:
+        rule, points = _sglang_points(engine, written, n, arch, engine_version, notes)
+    defaulted = written is None or engine == "eagle"
+    wanted = 3 if defaulted else len(written)
 
-    # Range: points beyond the last layer are never reached by any capture loop.
-    if n is not None:
-        out = [p for p in points if p > n]
-        if out:
-            msg = (f"Ids selecting resid{out} are out of range for N = {n} (valid resid points 0..{n}): the engine "
-                   "never reaches them and those states are silently missing.")
-            warns.append(msg)
-            fatal.append(msg)
-            points = [p for p in points if p <= n]
+    if n is not None and any(p > n for p in points):  # beyond the last layer: no capture loop reaches it
+        notes.add(f"Ids selecting resid{[p for p in points if p > n]} are out of range for N = {n} (valid resid "
+                  f"points 0..{n}): the engine never reaches them and those states are silently missing.", fatal=True)
+        points = [p for p in points if p <= n]
     dups = sorted({p for p in points if points.count(p) > 1})
     if dups:
-        msg = (f"resid{dups} requested more than once: the engine captures each layer once (`idx in layers`), "
-               "so fewer states come back than ids were written.")
-        warns.append(msg)
-        if not defaulted:
-            fatal.append(msg)
+        notes.add(f"resid{dups} requested more than once: the engine captures each layer once (`idx in layers`), "
+                  "so fewer states come back than ids were written.", fatal=not defaulted)
     ordered = tuple(sorted(set(points)))
     if list(dict.fromkeys(points)) != list(ordered):
-        warns.append(f"Ids are not in ascending layer order: the engine appends states while walking the layers, "
-                     f"so fc receives {list(ordered)} in ascending order, not in the written order.")
-    if len(ordered) != wanted_count and not fatal:
-        warns.append(f"{len(ordered)} states come back where {wanted_count} were asked for: the fc input width "
-                     "no longer matches num_aux * hidden_size.")
-    if n is None and written is not None:
-        warns.append("num_layers not given: range and final-layer checks skipped.")
-    return AuxResolution(engine=engine, ids_as_written=written, resid=ordered, rule=rule, warnings=tuple(warns),
-                         defaulted=defaulted, num_layers=n, arch=arch, engine_version=engine_version,
-                         fatal=tuple(fatal))
+        notes.add(f"Ids are not in ascending layer order: the engine appends states while walking the layers, so "
+                  f"fc receives {list(ordered)} in ascending order, not in the written order.")
+    if len(ordered) != wanted and not notes.fatal:
+        notes.add(f"{len(ordered)} states come back where {wanted} were asked for: the fc input width no longer "
+                  "matches num_aux * hidden_size.")
+    if n is None:
+        notes.add("num_layers not given: range and final-layer checks skipped.")
+    return AuxResolution(engine=engine, ids_as_written=written, resid=ordered, rule=rule,
+                         warnings=tuple(notes.warnings), defaulted=defaulted, num_layers=n, arch=arch,
+                         engine_version=engine_version, fatal=tuple(notes.fatal))
 
 
 def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
