@@ -6,3 +6,8 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from pathlib import Path  # noqa: E402
+
+# ../shared sits beside the checkout, in CI too (read-only): real published configs for parser tests.
+REAL_CONFIGS = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "real-configs"

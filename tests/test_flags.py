@@ -1,23 +1,23 @@
 """eagle3lab.flags: every SGLang / vLLM rule reproduced as the engine applies it, plus bad input.
 
 Target and draft configs are excerpts of the real published files in
-/work/shared/fixtures/real-configs/ (the keys the rules read); `test_excerpts_match_real_configs`
+../shared/fixtures/real-configs/ (the keys the rules read); `test_excerpts_match_real_configs`
 checks them against the files when that folder exists.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from conftest import REAL_CONFIGS
 
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags, sglang_what_if
 
-REAL = Path(os.environ.get("EAGLE3LAB_REAL_CONFIGS", "/work/shared/fixtures/real-configs"))
+REAL = REAL_CONFIGS
 
 LLAMA31_8B = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "max_position_embeddings": 131072,
               "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -68,7 +68,6 @@ def _subset(excerpt, real):
         assert real == excerpt, (real, excerpt)
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason="shared real-config fixtures not on this machine")
 def test_excerpts_match_real_configs():
     for name, excerpt in EXCERPTS.items():
         _subset(excerpt, json.loads((REAL / name).read_text()))

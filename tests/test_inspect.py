@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import REAL_CONFIGS
 
 from eagle3lab.checkpoint import save_draft
 from eagle3lab.cli import main
 from eagle3lab.draft import DraftConfig, Eagle3Draft
 from eagle3lab.vocab import build_vocab_map
 
-REAL = Path("/work/shared/fixtures/real-configs")
+REAL = REAL_CONFIGS
 ROOT = Path(__file__).resolve().parent.parent
 KINDS = {
     "SafeAILab__EAGLE__traineagle3-config.json": "eagle",
@@ -34,7 +35,6 @@ def inspect_json(capsys, *args) -> tuple[int, dict]:
     return rc, json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="shared fixtures not mounted")
 @pytest.mark.parametrize("name", sorted(KINDS))
 def test_every_real_config_parses_in_config_only_mode(capsys, name):
     rc, r = inspect_json(capsys, REAL / name)
@@ -47,7 +47,6 @@ def test_every_real_config_parses_in_config_only_mode(capsys, name):
     assert KINDS[name] in capsys.readouterr().out
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="shared fixtures not mounted")
 def test_real_cases_kimi_llama_template_and_eagle31(capsys):
     _, kimi = inspect_json(capsys, REAL / "sgl-project__SpecForge__pr476__kimi-k25-eagle3.json",
                            "--target", REAL / "moonshotai__Kimi-K2.5.json")
