@@ -48,8 +48,8 @@ _RULES = {
                        "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
                        "only from config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids."),
     "vllm": ("vLLM (model_executor/models, EagleModelMixin._maybe_add_hidden_state via "
-             "set_aux_hidden_state_layers): id k = resid[k]; 0 = embedding output, N = last layer output "
-             "before the final norm."),
+             "set_aux_hidden_state_layers, since PR #36063; older model files captured layer inputs, the same "
+             "points for k < N): id k = resid[k]; 0 = embedding output, N = last layer output before the final norm."),
     "vllm-default": ("vLLM (get_eagle3_aux_hidden_state_layers when the draft config has no "
                      "eagle_aux_hidden_state_layer_ids): (2, N//2, N-3) = resid[2], resid[N//2], resid[N-3]."),
     "speculators": ("speculators (eagle_aux_hidden_state_layer_ids, vLLM convention; served by vLLM): id k = "
