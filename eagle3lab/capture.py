@@ -85,6 +85,9 @@ class ResidCapture:
         self.num_layers = len(self.layers)
         self.points = _check_points(points, self.num_layers)
         self.method = method
+        if method == "pre" and self.num_layers in self.points and self.norm is None:
+            raise bad_input("model", "norm", "a final norm module on the decoder", None,
+                            "Use method='auto' or 'post' to read resid[N] from the last layer's output.")
         self.offload = _offload_device(offload, self.embed.weight.device)
         self.stack = decoder_of(model.model if isinstance(model, Target) else model)
         self._states: dict[int, torch.Tensor] = {}
@@ -146,9 +149,6 @@ class ResidCapture:
             elif k < n:
                 h.append(self.layers[k].register_forward_pre_hook(self._pre(k), with_kwargs=True))
             else:  # "pre" for resid[N]: what enters the final norm
-                if self.norm is None:
-                    raise bad_input("model", "norm", "a final norm module on the decoder", None,
-                                    "Use method='auto' or 'post' to read resid[N] from the last layer's output.")
                 h.append(self.norm.register_forward_pre_hook(self._pre(k), with_kwargs=True))
         return self
 
