@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from eagle3lab import bundled
 from eagle3lab.train.corpus import Doc
 from eagle3lab.train.pretrain_target import (
     TargetTrainConfig,
@@ -185,3 +186,25 @@ def test_trained_draft_saves_in_sglang_format_and_loads(tiny, trained_draft, tmp
     from eagle3lab.train.pretrain_target import eval_windows
     windows = eval_windows(heldout_stream, 4, 32)
     assert evaluate_ttt(loaded, target, windows, (1, 3, 4), 3) == evaluate_ttt(draft, target, windows, (1, 3, 4), 3)
+
+
+@pytest.mark.skipif(not (bundled.CORPUS / "train.jsonl.xz").exists(), reason="data/corpus not built")
+def test_build_data_smoke_end_to_end(tmp_path):
+    """`make data` in miniature: every stage on a corpus slice, cards written and reproduced."""
+    import shutil
+
+    from eagle3lab.checkpoint import load_draft
+    from eagle3lab.target import load_target
+    from eagle3lab.train.build_data import main
+    from eagle3lab.train.model_card import verify
+
+    data = tmp_path / "data"
+    shutil.copytree(bundled.CORPUS, data / "corpus")
+    assert main(["--out", str(data), "--run-dir", str(tmp_path / "runs"), "--smoke"]) == 0
+    target = load_target(data / "models" / "target", device="cpu")
+    assert target.num_layers == 12
+    case = load_draft(data / "models" / "draft-case", target=target, device="cpu")
+    assert case.under("sglang").aux_resid == (3, 7, 11)
+    assert json.loads((data / "models" / "draft-case" / "training.json").read_text())["trained_resid"] == [0, 3, 7]
+    assert "acceptance:begin" in (data / "models" / "draft-healthy" / "README.md").read_text()
+    assert verify(data) == []

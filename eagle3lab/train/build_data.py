@@ -33,9 +33,24 @@ from eagle3lab.train.corpus import read_corpus
 
 STAGES = ("tokenizer", "target", "draft-healthy", "draft-case", "cards")
 
+VOCAB_SIZE = 4096
 DRAFT_VOCAB_SIZE = 2048
 DRAFT_TRAIN = dict(ttt_steps=4, seq_len=512, batch_size=4, steps=160, lr=3e-3, min_lr=3e-4, warmup_steps=16,
                    eval_every=40, eval_windows=8, draft_vocab_size=DRAFT_VOCAB_SIZE)
+
+# --smoke (CI): the same pipeline on a corpus slice with tiny models, in seconds.
+SMOKE_DOCS = {"train": 24, "heldout": 4}
+SMOKE_VOCAB_SIZE = 320
+SMOKE_TARGET = dict(hidden_size=32, num_hidden_layers=12, num_attention_heads=4, num_key_value_heads=2,
+                    intermediate_size=64, max_position_embeddings=256, seq_len=64, batch_size=4, steps=12,
+                    warmup_steps=2, eval_every=6, eval_windows=2)
+SMOKE_DRAFT = dict(draft_vocab_size=128, ttt_steps=3, seq_len=64, batch_size=2, steps=6, warmup_steps=1,
+                   eval_every=3, eval_windows=2)
+
+
+def docs(out: Path, split: str, smoke: bool = False):
+    d = read_corpus(out / "corpus", split)
+    return d[:SMOKE_DOCS[split]] if smoke else d
 
 
 def case_wiring(num_layers: int) -> tuple[tuple[int, ...], list[int]]:
@@ -44,20 +59,20 @@ def case_wiring(num_layers: int) -> tuple[tuple[int, ...], list[int]]:
     return (0, 3, n // 2 + 1), [2, n // 2, n - 2]
 
 
-def draft_configs(num_layers: int):
+def draft_configs(num_layers: int, smoke: bool = False):
     from eagle3lab.train.train_draft import DraftTrainConfig
     trained, _ = case_wiring(num_layers)
     healthy = DraftTrainConfig(aux_resid=(2, num_layers // 2, num_layers - 3), norm_before_residual=False,
-                               **DRAFT_TRAIN)
+                               **(SMOKE_DRAFT if smoke else DRAFT_TRAIN))
     case = replace(healthy, aux_resid=trained, norm_before_residual=True)
     return {"draft-healthy": healthy, "draft-case": case}
 
 
-def build_tokenizer(out: Path, run_dir: Path, vocab_size: int = 4096):
+def build_tokenizer(out: Path, run_dir: Path, smoke: bool = False):
     from eagle3lab.train.tokenizer import load_tokenizer, train_tokenizer
     path = run_dir / "tokenizer"
     if not (path / "tokenizer.json").exists():
-        tok = train_tokenizer(read_corpus(out / "corpus", "train"), vocab_size=vocab_size)
+        tok = train_tokenizer(docs(out, "train", smoke), vocab_size=SMOKE_VOCAB_SIZE if smoke else VOCAB_SIZE)
         tok.save_pretrained(str(path))
     return load_tokenizer(path)
 
@@ -68,11 +83,11 @@ def _write_json(path: Path, obj) -> None:
     os.replace(tmp, path)
 
 
-def build_target(out: Path, run_dir: Path, tokenizer, threads: int | None = None) -> dict:
+def build_target(out: Path, run_dir: Path, tokenizer, threads: int | None = None, smoke: bool = False) -> dict:
     from eagle3lab.train.pretrain_target import TargetTrainConfig, pretrain_target, save_hf_dir
-    cfg = TargetTrainConfig()
-    res = pretrain_target(cfg, tokenizer, read_corpus(out / "corpus", "train"),
-                          read_corpus(out / "corpus", "heldout"), run_dir / "target", threads=threads)
+    cfg = TargetTrainConfig(**SMOKE_TARGET) if smoke else TargetTrainConfig()
+    res = pretrain_target(cfg, tokenizer, docs(out, "train", smoke), docs(out, "heldout", smoke),
+                          run_dir / "target", threads=threads, progress=not smoke)
     facts = {"config": asdict(cfg), "steps": res.step, "tokens_seen": res.step * cfg.batch_size * cfg.seq_len,
              "heldout_loss": res.heldout_loss, "train_seconds": round(res.train_seconds),
              "threads": torch.get_num_threads(), "vocab_size": len(tokenizer),
@@ -84,13 +99,12 @@ def build_target(out: Path, run_dir: Path, tokenizer, threads: int | None = None
     return facts
 
 
-def token_streams(out: Path, tokenizer):
+def token_streams(out: Path, tokenizer, smoke: bool = False):
     from eagle3lab.train.pretrain_target import tokenize_docs
-    return (tokenize_docs(tokenizer, read_corpus(out / "corpus", "train")),
-            tokenize_docs(tokenizer, read_corpus(out / "corpus", "heldout")))
+    return tokenize_docs(tokenizer, docs(out, "train", smoke)), tokenize_docs(tokenizer, docs(out, "heldout", smoke))
 
 
-def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None) -> dict:
+def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None, smoke: bool = False) -> dict:
     """Train one bundled draft against the bundled target and save it in SGLang format."""
     from eagle3lab.checkpoint import save_draft
     from eagle3lab.target import load_target
@@ -101,10 +115,11 @@ def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None)
         torch.set_num_threads(threads)
     target = load_target(out / "models" / "target", device="cpu", dtype="float32")
     n = target.num_layers
-    cfg = draft_configs(n)[name]
-    train_stream, heldout_stream = token_streams(out, target.tokenizer)
+    cfg = draft_configs(n, smoke)[name]
+    train_stream, heldout_stream = token_streams(out, target.tokenizer, smoke)
     vocab = select_draft_vocab(token_counts([train_stream], target.vocab_size), cfg.draft_vocab_size)
-    res = train_draft(cfg, target, train_stream, heldout_stream, run_dir / name, vocab=vocab, desc=name)
+    res = train_draft(cfg, target, train_stream, heldout_stream, run_dir / name, vocab=vocab, desc=name,
+                      progress=not smoke)
     draft = res.draft
     model_dir = out / "models" / name
     if name == "draft-healthy":
@@ -120,7 +135,9 @@ def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None)
         config["norm_before_residual"] = True
         _write_json(model_dir / "config.json", config)
         written["aux_ids_written"] = shipped_ids
-    facts = {"config": asdict(cfg), "target_num_layers": n, "trained_resid": list(cfg.aux_resid),
+    facts = {"config": asdict(cfg), "hidden_size": draft.config.hidden_size,
+             "intermediate_size": draft.config.intermediate_size, "target_num_layers": n,
+             "trained_resid": list(cfg.aux_resid),
              "aux_ids_written": written["aux_ids_written"], "save_warnings": written["warnings"],
              "steps": res.step, "tokens_seen": res.step * cfg.batch_size * cfg.seq_len,
              "train_seconds": round(res.train_seconds), "threads": torch.get_num_threads(),
@@ -139,6 +156,7 @@ def main(argv=None) -> int:
     p.add_argument("--run-dir", default="runs/build")
     p.add_argument("--only", nargs="*", choices=STAGES, default=None)
     p.add_argument("--threads", type=int, default=None, help="torch threads (record it: results depend on it)")
+    p.add_argument("--smoke", action="store_true", help="tiny models on a corpus slice (CI), seconds")
     args = p.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     out, run_dir = Path(args.out), Path(args.run_dir)
@@ -146,12 +164,12 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     t0 = time.time()
-    tok = build_tokenizer(out, run_dir)
+    tok = build_tokenizer(out, run_dir, args.smoke)
     if "target" in stages:
-        build_target(out, run_dir, tok, args.threads)
+        build_target(out, run_dir, tok, args.threads, args.smoke)
     for name in ("draft-healthy", "draft-case"):
         if name in stages:
-            build_draft(name, out, run_dir, args.threads)
+            build_draft(name, out, run_dir, args.threads, args.smoke)
     if "cards" in stages:
         from eagle3lab.train.model_card import write_cards
         write_cards(out)

@@ -26,7 +26,6 @@ ACCEPT_PLACEHOLDER = (f"{ACCEPT_BEGIN}\n_To be filled from the decoding engine (
                       f"`data/prompts`, with the command that reproduces them._\n{ACCEPT_END}")
 TARGET_EVAL_WINDOWS = 32
 DRAFT_EVAL_WINDOWS = 16
-EVAL_SEQ_LEN = 512
 
 
 def sha256(path: Path) -> str:
@@ -44,26 +43,28 @@ def file_table(model_dir: Path) -> str:
     return "\n".join(rows)
 
 
-def _heldout_stream(data_dir: Path, tokenizer):
+def _heldout_windows(data_dir: Path, tokenizer, n: int, model_dir: Path):
+    """``n`` fixed held-out windows, as long as the model was trained on (``training.json``)."""
     from eagle3lab.train.corpus import read_corpus
-    from eagle3lab.train.pretrain_target import tokenize_docs
-    return tokenize_docs(tokenizer, read_corpus(data_dir / "corpus", "heldout"))
+    from eagle3lab.train.pretrain_target import eval_windows, tokenize_docs
+    seq_len = json.loads((model_dir / "training.json").read_text())["config"]["seq_len"]
+    return eval_windows(tokenize_docs(tokenizer, read_corpus(data_dir / "corpus", "heldout")), n, seq_len)
 
 
 def measure_target(data_dir: str | Path) -> dict:
     """Held-out next-token loss of the bundled target (nats/token) on fixed held-out windows."""
     from eagle3lab.target import load_target
-    from eagle3lab.train.pretrain_target import eval_windows, heldout_loss
+    from eagle3lab.train.pretrain_target import heldout_loss
 
     data_dir = Path(data_dir)
     target = load_target(data_dir / "models" / "target", device="cpu", dtype="float32")
-    windows = eval_windows(_heldout_stream(data_dir, target.tokenizer), TARGET_EVAL_WINDOWS, EVAL_SEQ_LEN)
+    windows = _heldout_windows(data_dir, target.tokenizer, TARGET_EVAL_WINDOWS, data_dir / "models" / "target")
     loss = heldout_loss(target.model, windows)
     return {"heldout_loss": round(loss, 4), "heldout_ppl": round(math.exp(loss), 2),
-            "eval": f"{len(windows)} windows x {EVAL_SEQ_LEN} tokens of data/corpus/heldout.jsonl.xz"}
+            "eval": f"{len(windows)} windows x {windows.shape[1] - 1} tokens of data/corpus/heldout.jsonl.xz"}
 
 
-def measure_draft(data_dir: str | Path, name: str, ttt_steps: int = 4) -> dict:
+def measure_draft(data_dir: str | Path, name: str) -> dict:
     """Teacher-forced held-out top-1 agreement per chain step and tau estimate, two ways:
 
     ``as_trained``: fed the resid points it was trained on, with the flags it was trained with
@@ -72,7 +73,6 @@ def measure_draft(data_dir: str | Path, name: str, ttt_steps: int = 4) -> dict:
     """
     from eagle3lab.checkpoint import load_draft
     from eagle3lab.target import load_target
-    from eagle3lab.train.pretrain_target import eval_windows
     from eagle3lab.train.train_draft import evaluate_ttt
 
     data_dir = Path(data_dir)
@@ -80,8 +80,10 @@ def measure_draft(data_dir: str | Path, name: str, ttt_steps: int = 4) -> dict:
     model_dir = data_dir / "models" / name
     facts = json.loads((model_dir / "training.json").read_text())
     draft = load_draft(model_dir, target=target, device="cpu")
-    windows = eval_windows(_heldout_stream(data_dir, target.tokenizer), DRAFT_EVAL_WINDOWS, EVAL_SEQ_LEN)
-    out = {"eval": f"{len(windows)} windows x {EVAL_SEQ_LEN} tokens of held-out code, {ttt_steps}-step chains"}
+    windows = _heldout_windows(data_dir, target.tokenizer, DRAFT_EVAL_WINDOWS, model_dir)
+    ttt_steps = facts["config"]["ttt_steps"]
+    out = {"eval": f"{len(windows)} windows x {windows.shape[1] - 1} tokens of held-out code, "
+                   f"{ttt_steps}-step chains"}
     trained = draft.under("speculators")
     out["as_trained"] = {"resid": facts["trained_resid"],
                          **evaluate_ttt(trained, target, windows, tuple(facts["trained_resid"]), ttt_steps)}
@@ -190,7 +192,7 @@ draft.under("sglang")                                                     # the 
 
 ## Architecture and size
 One decoder layer (dual-norm first layer: q/k/v read [input_layernorm(embed) ; hidden_norm(h)], 2H wide),
-hidden {c.get('hidden_size', 'as target')}, fc {len(facts['trained_resid'])} x H -> H, draft vocabulary
+hidden H = {facts['hidden_size']} (the target's), MLP {facts['intermediate_size']}, fc {len(facts['trained_resid'])}H -> H, draft vocabulary
 {c['draft_vocab_size']} of the target's tokens (the most frequent in the training split: {facts['draft_vocab_coverage_train']:.1%}
 of training tokens; `d2t` offsets and `t2d` mask included). The embedding is not stored (SpecForge
 format: the target's is used, and was used frozen in training). {facts['params_trained']:,} trained
