@@ -85,30 +85,26 @@ class OfflineEval:
         acc = self.matches.long().cumprod(-1).sum(-1)
         return torch.where(self.valid.all(-1), acc, torch.full_like(acc, -1))
 
-    def _anchor_rows(self):
-        for b, (n, p) in enumerate(zip(self.lengths, self.prompt_lens)):
-            yield b, range(max(p - 1, 0), n - 1)
+    def _anchors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(batch, row) of every anchor after the prompt whose K draft positions lie inside the sequence."""
+        rows = torch.arange(self.valid.shape[1])[None]
+        start = torch.tensor([max(p - 1, 0) for p in self.prompt_lens])[:, None]
+        return torch.nonzero(self.valid.all(-1) & (rows >= start), as_tuple=True)
 
     @property
     def stats(self) -> AcceptanceStats:
-        """Acceptance over every anchor after the prompt with all K depths inside the sequence."""
-        acc = self.accept_lengths
-        counts = [int(acc[b, t]) for b, rows in self._anchor_rows() for t in rows if acc[b, t] >= 0]
-        if not counts:
+        """Acceptance over every anchor after the prompt (all K positions inside the sequence)."""
+        b, t = self._anchors()
+        if len(b) == 0:
             raise bad_input("sequences", None, f"continuations longer than num_steps={self.num_steps} tokens",
                             "none", "Give longer sequences (prompt + target continuation).")
-        return acceptance_stats(counts, num_positions=self.num_steps)
+        return acceptance_stats(self.accept_lengths[b, t].tolist(), num_positions=self.num_steps)
 
     @property
     def specforge_acc(self) -> list[float]:
         """SpecForge ``acc_i``: unconditional top-1 agreement at depth i over the same anchors."""
-        out = []
-        for k in range(self.num_steps):
-            hits = [(bool(self.matches[b, t, k]), bool(self.valid[b, t, k]))
-                    for b, rows in self._anchor_rows() for t in rows]
-            n = sum(v for _, v in hits)
-            out.append(sum(m and v for m, v in hits) / n if n else float("nan"))
-        return out
+        b, t = self._anchors()
+        return self.matches[b, t].float().mean(0).tolist() if len(b) else [float("nan")] * self.num_steps
 
     @property
     def specforge_simulated_acc_len(self) -> float:
