@@ -209,6 +209,8 @@ parameters, float32 ({mb:.1f} MB).
   the step, but its cumulative mask hides step-0 keys at positions t-i+1..t from step i (as SafeAILab/EAGLE
   `cnets.py` does; questioned in SafeAILab/EAGLE issue #247); here they stay visible, as in chain drafting.
   Inputs at steps >= 1 are corpus tokens (teacher forcing), as in SpecForge.
+- Initialisation: lm_head = the target's output rows of the draft vocabulary and final norm = the
+  target's ({'on' if c.get('init_head_from_target') else 'off'}); the rest random (seed {c['seed']}).
 - Flags: norm_before_residual={c['norm_before_residual']}, norm_before_fc={c['norm_before_fc']},
   fc_norm={c['fc_norm']}, norm_output={c['norm_output']}.
 - AdamW lr {c['lr']} (warmup {c['warmup_steps']}, cosine to {c['min_lr']}), {facts['steps']} steps x

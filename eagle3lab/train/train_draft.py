@@ -48,6 +48,8 @@ class DraftTrainConfig:
     intermediate_size: int | None = None
     num_hidden_layers: int = 1
     draft_vocab_size: int = 2048
+    # start lm_head and the final norm from the target's (rows of the draft vocabulary)
+    init_head_from_target: bool = True
     # training
     ttt_steps: int = 4
     step_weight: float = 0.8
@@ -109,6 +111,9 @@ def build_draft(target, cfg: DraftTrainConfig, vocab: DraftVocab):
         if draft.d2t is not None:
             draft.d2t.copy_(vocab.d2t)
             draft.t2d.copy_(vocab.t2d)
+        if cfg.init_head_from_target:
+            draft.lm_head.weight.copy_(target.model.get_output_embeddings().weight[vocab.draft_ids])
+            draft.norm.weight.copy_(target.final_norm.weight)
     # SpecForge trains with the target's embedding frozen and SGLang swaps it in at load.
     draft.embed_tokens.weight.requires_grad_(False)
     draft.num_target_layers = target.num_layers
