@@ -169,27 +169,36 @@ def tree_settings(num_steps: int, topk: int = 1, num_draft_tokens: int | None = 
     return {"num_steps": num_steps, "topk": topk, "num_draft_tokens": used}, warnings
 
 
-def _sync(device: torch.device):
+def sync_device(device: torch.device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
-def keep_cache_positions(cache, keep: torch.Tensor) -> None:
-    """Keep only positions ``keep`` (sorted, absolute) of a Hugging Face ``DynamicCache``.
+def keep_cache_positions(cache, prefix_len: int, keep_rel: list[int]) -> None:
+    """Keep positions ``[0, prefix_len)`` plus ``prefix_len + keep_rel`` of a Hugging Face ``DynamicCache``.
 
-    A chain keeps a prefix (a plain crop); a tree keeps the prefix plus the accepted path, whose
-    entries were computed at positions ``prefix + depth`` and so land exactly where they belong.
+    A chain keeps a prefix of what it verified (a slice, no copy); a tree keeps the accepted path,
+    whose entries were computed at positions ``prefix + depth`` and so land exactly where they belong
+    once moved next to the prefix.
     """
     from transformers.cache_utils import DynamicLayer
 
+    n = len(keep_rel)
+    contiguous = keep_rel == list(range(n))
+    idx = None if contiguous else torch.tensor(keep_rel)
     for layer in cache.layers:
         if type(layer) is not DynamicLayer:
             raise bad_input("target KV cache", type(layer).__name__, "DynamicLayer (full attention)",
                             type(layer).__name__, "Sliding-window / linear-attention layers cannot be rolled "
                             "back by index here; speculative decoding supports full-attention targets.")
-        if layer.is_initialized and layer.keys.numel():
-            layer.keys = layer.keys.index_select(-2, keep)
-            layer.values = layer.values.index_select(-2, keep)
+        if not layer.is_initialized or not layer.keys.numel():
+            continue
+        if not contiguous:  # move the accepted path's entries next to the prefix
+            src = (prefix_len + idx).to(layer.keys.device)
+            layer.keys[..., prefix_len:prefix_len + n, :] = layer.keys.index_select(-2, src)
+            layer.values[..., prefix_len:prefix_len + n, :] = layer.values.index_select(-2, src)
+        layer.keys = layer.keys[..., :prefix_len + n, :]
+        layer.values = layer.values[..., :prefix_len + n, :]
 
 
 def _forward_kwargs(model) -> str:
@@ -363,9 +372,7 @@ class SpeculativeRun:
     def commit(self, tree: DraftTree, path: list[int], bonus: int, aux: torch.Tensor, extend: bool = True):
         """Keep the accepted path in both caches, then let the draft re-read it with real features."""
         keep_rel = [0] + [i + 1 for i in path]              # root + accepted nodes, verify order
-        keep = torch.arange(self.n, device=self.device)
-        keep = torch.cat([keep, self.n + torch.tensor(keep_rel, device=self.device)])
-        keep_cache_positions(self.cache, keep)
+        keep_cache_positions(self.cache, self.n, keep_rel)
         self.dcache.crop(self.n)
         self.n += len(keep_rel)
         self.root = bonus
@@ -399,10 +406,10 @@ def speculative_generate(target, draft, prompt, num_steps: int = 5, topk: int = 
     run = SpeculativeRun(tgt, d, temperature=temperature, seed=seed)
     rounds: list[RoundLog] = []
     with run.capture:
-        _sync(run.device)
+        sync_device(run.device)
         t0 = time.perf_counter()
         tokens = [run.prefill(ids)]
-        _sync(run.device)
+        sync_device(run.device)
         prefill_s = time.perf_counter() - t0
         finished = "eos" if tokens[0] in stop else ("max_new_tokens" if max_new_tokens == 1 else "")
         extend_s, extend_rows = 0.0, 0
@@ -412,7 +419,7 @@ def speculative_generate(target, draft, prompt, num_steps: int = 5, topk: int = 
                 tree, qs, forwards = run.draft_chain(steps)
             else:
                 (tree, forwards), qs = run.draft_tree(steps, k, settings["num_draft_tokens"] - 1), None
-            _sync(run.device)
+            sync_device(run.device)
             t2 = time.perf_counter()
             logits, aux = run.verify(tree, chain)
             path, bonus = run.accept(tree, logits, qs)
@@ -424,11 +431,11 @@ def speculative_generate(target, draft, prompt, num_steps: int = 5, topk: int = 
                     break
             tokens += emitted
             run.commit(tree, path, bonus, aux, extend=False)
-            _sync(run.device)
+            sync_device(run.device)
             t3 = time.perf_counter()
             if not finished:
                 run.draft_extend([tree.tokens[i] for i in path] + [bonus], aux[[0] + [i + 1 for i in path]])
-            _sync(run.device)
+            sync_device(run.device)
             t4 = time.perf_counter()
             rounds.append(RoundLog(drafted=tuple(tree.tokens), parents=None if chain else tuple(tree.parents),
                                    accepted=len(path), emitted=tuple(emitted), max_accept=steps,
@@ -469,16 +476,16 @@ def target_greedy(target, prompt, max_new_tokens: int = 64, eos_token_id="auto")
     ids, stop = prompt_ids(tgt, prompt), eos_ids(tgt, eos_token_id)
     model, device, kw = tgt.model, tgt.device, _forward_kwargs(tgt.model)
     cache = new_target_cache(model)
-    _sync(device)
+    sync_device(device)
     t0 = time.perf_counter()
     logits = model(input_ids=torch.tensor([ids], device=device), use_cache=True, **{kw: cache}).logits
     tokens = [int(logits[0, -1].argmax())]
-    _sync(device)
+    sync_device(device)
     prefill_s = time.perf_counter() - t0
     while tokens[-1] not in stop and len(tokens) < max_new_tokens:
         logits = model(input_ids=torch.tensor([[tokens[-1]]], device=device), use_cache=True, **{kw: cache}).logits
         tokens.append(int(logits[0, -1].argmax()))
-    _sync(device)
+    sync_device(device)
     decode_s = time.perf_counter() - t0 - prefill_s
     return GreedyResult(ids, tokens, prefill_s, decode_s, "eos" if tokens[-1] in stop else "max_new_tokens")
 
@@ -494,10 +501,10 @@ def hf_generate(target, prompt, max_new_tokens: int = 64, eos_token_id="auto") -
     config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos,
                               pad_token_id=eos[0] if eos else 0)
     x = torch.tensor([ids], device=tgt.device)
-    _sync(tgt.device)
+    sync_device(tgt.device)
     t0 = time.perf_counter()
     out = tgt.model.generate(input_ids=x, attention_mask=torch.ones_like(x), generation_config=config)
-    _sync(tgt.device)
+    sync_device(tgt.device)
     total = time.perf_counter() - t0
     tokens = out[0, len(ids):].tolist()
     return GreedyResult(ids, tokens, 0.0, total, "eos" if tokens and tokens[-1] in stop else "max_new_tokens")

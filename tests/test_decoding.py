@@ -232,7 +232,7 @@ def test_tree_mask_gives_each_node_its_own_path_logits():
             ref = model(torch.tensor([ctx + [tokens[i] for i in path]])).logits[0, P:]
             torch.testing.assert_close(logits[path], ref, atol=1e-5, rtol=1e-5)
         # keep the path root->1->3->4: the compacted cache continues exactly like the plain prefix
-        keep_cache_positions(cache, torch.tensor(list(range(P)) + [P + i for i in (0, 1, 3, 4)]))
+        keep_cache_positions(cache, P, [0, 1, 3, 4])
         assert cache.get_seq_length() == P + 4
         nxt = model(torch.tensor([[7]]), cache=cache, use_cache=True).logits[0, -1]
         ref = model(torch.tensor([ctx + [5, 9, 13, 2, 7]])).logits[0, -1]

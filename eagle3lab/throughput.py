@@ -1,0 +1,466 @@
+"""When speculation pays: the cost model, and its costs measured on this device.
+
+A round of speculative decoding emits tau tokens (accepted drafts + the bonus) and costs
+
+    round = extend(accepted + 1 rows) + draft forwards + verify(M tokens)    (+ bookkeeping)
+
+while plain decoding pays one target step per token. In units of one target step t:
+
+    speedup = tau / (extend/t + (K-1) * c + v(M))        c = draft step / t,  v(M) = verify(M) / t
+
+Leviathan et al. 2023 (arXiv 2211.17192, section 3.2) is the special case of i.i.d. acceptance
+alpha, gamma = K drafts, v(M) = 1 and no separate extend:
+E[tokens per round] = (1 - alpha^(gamma+1)) / (1 - alpha), speedup = that / (gamma*c + 1).
+With per-position rates the expected tokens per round is 1 + sum_k a_k (survival a_k, see
+``eagle3lab.metrics``). Speculation loses whenever tau is below the round cost in target steps
+(``break_even_tau``): a long chain multiplies c, a verify curve that rises with M (big batches,
+MoE layers that touch more experts for more tokens) raises v(M).
+
+``measure_costs`` times the very methods the decoding loop runs (``SpeculativeRun``): the target's
+one-token step (the baseline), its verify cost curve v(M), one draft step (c), the extend, and a
+whole draft phase, at a given context length on the current device.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from eagle3lab.decoding import (
+    SpeculativeRun,
+    as_target,
+    draft_for,
+    hf_generate,
+    keep_cache_positions,
+    speculative_generate,
+    sync_device,
+    target_greedy,
+    tree_settings,
+)
+from eagle3lab.errors import bad_input
+from eagle3lab.metrics import acceptance_stats
+from eagle3lab.tree import DraftTree
+
+# ------------------------------------------------------------------------------------------ formulas
+
+
+def leviathan_tokens_per_step(alpha: float, gamma: int) -> float:
+    """E[tokens per round] with i.i.d. acceptance ``alpha`` and ``gamma`` drafts (bonus included)."""
+    if alpha >= 1.0:
+        return gamma + 1.0
+    return (1 - alpha ** (gamma + 1)) / (1 - alpha)
+
+
+def leviathan_speedup(alpha: float, gamma: int, c: float) -> float:
+    """Leviathan et al.'s walltime improvement (1 - a^(g+1)) / ((1 - a)(g c + 1))."""
+    return leviathan_tokens_per_step(alpha, gamma) / (gamma * c + 1)
+
+
+def tokens_per_round(survival) -> float:
+    """Generalised to per-position rates: 1 + sum_k a_k."""
+    return 1.0 + float(sum(survival))
+
+
+def speedup(tau: float, round_cost: float) -> float:
+    """tau tokens per round over a round costing ``round_cost`` target steps."""
+    return tau / round_cost
+
+
+def break_even_tau(round_cost: float) -> float:
+    """Speculation is faster than plain decoding only if tau exceeds the round cost (target steps)."""
+    return round_cost
+
+
+def implied_round_cost(tau: float, baseline_tps: float, spec_tps: float) -> float:
+    """What a round must have cost, in target steps, for these measured rates (e.g. a served deployment)."""
+    return tau * baseline_tps / spec_tps
+
+
+# ------------------------------------------------------------------------------------------ measured costs
+
+
+def _median_time(fn, repeats: int, warmup: int, device, reset=None) -> float:
+    times = []
+    for i in range(warmup + repeats):
+        sync_device(device)
+        t0 = time.perf_counter()
+        fn()
+        sync_device(device)
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+        if reset is not None:
+            reset()
+    return statistics.median(times)
+
+
+@dataclass
+class CostModel:
+    """Measured costs (seconds) of every piece of a round, at ``context_len`` tokens of KV cache."""
+
+    device: str
+    context_len: int
+    target_step_s: float                     # baseline: one token through the target on its KV cache
+    draft_step_s: float                      # one draft forward of one recycled row
+    verify_s: dict[int, float]               # chain verify (target forward + capture + accept + commit) of n tokens
+    extend_s: dict[int, float]               # draft re-reading r committed rows (fc on target features)
+    draft_phase_s: dict[str, float] = field(default_factory=dict)   # "K=5" / "K=5,topk=4,M=8" -> whole draft phase
+    tree_verify_s: dict[str, float] = field(default_factory=dict)   # "K=5,topk=4,M=8" -> tree verify
+
+    @property
+    def c(self) -> float:
+        """Cost ratio draft step / target step (Leviathan's c)."""
+        return self.draft_step_s / self.target_step_s
+
+    def v(self, n: int) -> float:
+        """Verify cost of n tokens in target steps, linearly interpolated on the measured curve."""
+        xs = sorted(self.verify_s)
+        if n <= xs[0]:
+            return self.verify_s[xs[0]] / self.target_step_s
+        for lo, hi in zip(xs, xs[1:]):
+            if n <= hi:
+                w = (n - lo) / (hi - lo)
+                return ((1 - w) * self.verify_s[lo] + w * self.verify_s[hi]) / self.target_step_s
+        lo, hi = xs[-2], xs[-1]  # extrapolate the last slope
+        slope = (self.verify_s[hi] - self.verify_s[lo]) / (hi - lo)
+        return (self.verify_s[hi] + slope * (n - hi)) / self.target_step_s
+
+    def _extend(self, rows: int) -> float:
+        xs = sorted(self.extend_s)
+        return self.extend_s[min(xs, key=lambda x: abs(x - rows))]
+
+    def round_seconds(self, accept_dist, num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> dict:
+        """Expected seconds per round, by piece. ``accept_dist[a]`` = P(a drafts accepted)."""
+        key = _key(num_steps, topk, num_draft_tokens)
+        extend = sum(p * self._extend(a + 1) for a, p in enumerate(accept_dist))
+        if key in self.draft_phase_s:
+            draft = self.draft_phase_s[key]
+        else:  # chain estimate from single steps
+            draft = (num_steps - 1) * self.draft_step_s
+        if topk == 1:
+            verify = self.v(num_steps + 1) * self.target_step_s
+        else:
+            verify = self.tree_verify_s.get(key, self.v(num_draft_tokens or num_steps * topk + 1) * self.target_step_s)
+        return {"extend_s": extend, "draft_s": draft, "verify_s": verify, "round_s": extend + draft + verify}
+
+    def project(self, stats, num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> Projection:
+        """Projected tokens/s and speedup for an acceptance profile (``AcceptanceStats`` or a tau)."""
+        if hasattr(stats, "survival"):
+            surv = list(stats.survival)
+            tau = stats.tau
+        else:  # a bare tau: spread it as a geometric-free point mass (extend cost at the mean)
+            tau = float(stats)
+            surv = None
+        if surv is not None:
+            probs = [1 - surv[0]] + [surv[i] - surv[i + 1] for i in range(len(surv) - 1)] + [surv[-1]]
+        else:
+            probs = [0.0] * int(round(tau - 1)) + [1.0]
+        pieces = self.round_seconds(probs, num_steps, topk, num_draft_tokens)
+        round_cost = pieces["round_s"] / self.target_step_s
+        return Projection(tau=tau, c=self.c, v_verify=pieces["verify_s"] / self.target_step_s,
+                          round_cost=round_cost, baseline_tps=1 / self.target_step_s,
+                          spec_tps=tau / pieces["round_s"], speedup=speedup(tau, round_cost), pieces=pieces)
+
+    def verify_frame(self) -> pd.DataFrame:
+        """The target's verify-cost curve: seconds and target steps vs verified tokens."""
+        n = sorted(self.verify_s)
+        return pd.DataFrame({"tokens": n, "seconds": [self.verify_s[i] for i in n],
+                             "target_steps": [self.verify_s[i] / self.target_step_s for i in n]}).set_index("tokens")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["c"] = self.c
+        d["verify_target_steps"] = {n: self.v(n) for n in sorted(self.verify_s)}
+        return d
+
+
+@dataclass
+class Projection:
+    tau: float
+    c: float
+    v_verify: float          # verify cost of this setting, in target steps
+    round_cost: float        # whole round, in target steps (= break-even tau)
+    baseline_tps: float
+    spec_tps: float
+    speedup: float
+    pieces: dict
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _key(num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> str:
+    return f"K={num_steps}" if topk == 1 else f"K={num_steps},topk={topk},M={num_draft_tokens}"
+
+
+@torch.no_grad()
+def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 3, 4, 6, 8, 12, 16),
+                  settings=((5, 1, None),), repeats: int = 7, warmup: int = 2, profile=None,
+                  progress: bool = False) -> CostModel:
+    """Time each piece of a round on this device with the decoding loop's own methods.
+
+    ``settings``: (num_steps, topk, num_draft_tokens) whose whole draft phase (and tree verify)
+    is timed too. The KV caches are rolled back after every timed call, so every call sees
+    ``context_len`` tokens of context.
+    """
+    tgt = as_target(target)
+    d = draft_for(draft, tgt, profile)
+    dev = tgt.device
+    gen = torch.Generator().manual_seed(0)
+    vocab = min(tgt.vocab_size, getattr(tgt.tokenizer, "vocab_size", tgt.vocab_size) or tgt.vocab_size)
+    context = torch.randint(0, vocab, (context_len,), generator=gen).tolist()
+    run = SpeculativeRun(tgt, d, temperature=0.0)
+    with run.capture:
+        run.prefill(context)
+    n0, root, last = run.n, run.root, (run.last_logits, run.last_hidden)
+
+    def reset():
+        keep_cache_positions(run.cache, n0, [])
+        run.dcache.crop(n0)
+        run.n, run.root = n0, root
+        run.last_logits, run.last_hidden = last
+
+    def rand_tokens(n):
+        return torch.randint(0, vocab, (n,), generator=gen).tolist()
+
+    bar = tqdm(total=2 + len(verify_sizes) + max(verify_sizes) + 2 * len(settings), desc="measuring costs",
+               disable=not progress)
+    kw = {run.cache_kw: run.cache}
+    step_ids = torch.tensor([[root]], device=dev)
+    target_step = _median_time(lambda: int(tgt.model(input_ids=step_ids, use_cache=True, **kw).logits[0, -1].argmax()),
+                               repeats, warmup, dev, reset)
+    bar.update()
+    h = run.last_hidden[None, None]
+    draft_step = _median_time(lambda: d(step_ids, recycled_hidden=h, cache=run.dcache).logits[0, -1].argmax(),
+                              repeats, warmup, dev, reset)
+    bar.update()
+    verify, extend = {}, {}
+    with run.capture:
+        for n in verify_sizes:
+            tree = DraftTree(tokens=rand_tokens(n - 1), parents=list(range(-1, n - 2)), depths=list(range(1, n)),
+                             scores=[0.0] * (n - 1), pool_size=n - 1)
+
+            def verify_once(tree=tree):
+                logits, aux = run.verify(tree, chain=True)
+                path, bonus = run.accept(tree, logits)
+                run.commit(tree, path, bonus, aux, extend=False)
+            verify[n] = _median_time(verify_once, repeats, warmup, dev, reset)
+            bar.update()
+        _, aux = run.verify(DraftTree(rand_tokens(max(verify_sizes)), list(range(-1, max(verify_sizes) - 1)),
+                                      list(range(1, max(verify_sizes) + 1)), [0.0] * max(verify_sizes), 0), chain=True)
+        reset()
+        for r in range(1, max(verify_sizes) + 1):
+            ids, rows = rand_tokens(r), aux[:r]
+            extend[r] = _median_time(lambda ids=ids, rows=rows: run.draft_extend(ids, rows), repeats, warmup, dev, reset)
+            bar.update()
+        phases, tree_verify = {}, {}
+        for steps, topk, m in settings:
+            s, _ = tree_settings(steps, topk, m)
+            key = _key(s["num_steps"], s["topk"], s["num_draft_tokens"])
+            if s["topk"] == 1:
+                phases[key] = _median_time(lambda s=s: run.draft_chain(s["num_steps"]), repeats, warmup, dev, reset)
+                bar.update(2)
+                continue
+            phases[key] = _median_time(lambda s=s: run.draft_tree(s["num_steps"], s["topk"], s["num_draft_tokens"] - 1),
+                                       repeats, warmup, dev, reset)
+            tree, _ = run.draft_tree(s["num_steps"], s["topk"], s["num_draft_tokens"] - 1)
+            reset()
+            bar.update()
+
+            def tree_once(tree=tree):
+                logits, aux = run.verify(tree, chain=False)
+                path, bonus = run.accept(tree, logits)
+                run.commit(tree, path, bonus, aux, extend=False)
+            tree_verify[key] = _median_time(tree_once, repeats, warmup, dev, reset)
+            bar.update()
+    bar.close()
+    return CostModel(device=str(dev), context_len=context_len, target_step_s=target_step, draft_step_s=draft_step,
+                     verify_s=verify, extend_s=extend, draft_phase_s=phases, tree_verify_s=tree_verify)
+
+
+# ------------------------------------------------------------------------------------------ served targets
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """A forward pass bounded by weight reads or by flops, plus a fixed per-forward overhead.
+
+    For an MoE target, the routed experts a forward must read grow with the number of tokens it
+    processes (uniform routing: E * (1 - (1 - k/E)^tokens) distinct experts per layer), so verifying
+    M tokens per sequence reads more weights than decoding one: v(M) rises even at batch size 1.
+    Every number is an assumption to state, not a measurement; ``verify_curve`` is what to compare
+    with ``CostModel.verify_frame`` measured on a real machine.
+    """
+
+    name: str
+    dense_params: float          # weights every forward reads (attention, shared experts, embeddings, head)
+    expert_params: float         # one routed expert, summed over the MoE layers (0 for a dense model)
+    num_experts: int = 0
+    experts_per_token: int = 0
+    bytes_per_param: float = 2.0
+    active_params: float = 0.0   # per token, for flops (2 * active per token)
+    mem_bw: float = 3.35e12      # bytes/s, all GPUs together
+    flops: float = 7.0e14        # achievable flop/s, all GPUs together
+    overhead_s: float = 0.0      # launches, scheduling, communication per forward
+    assumptions: str = ""
+
+    def touched_experts(self, tokens: int) -> float:
+        if not self.num_experts:
+            return 0.0
+        return self.num_experts * (1 - (1 - self.experts_per_token / self.num_experts) ** tokens)
+
+    def forward_s(self, tokens: int) -> float:
+        weights = (self.dense_params + self.touched_experts(tokens) * self.expert_params) * self.bytes_per_param
+        return max(weights / self.mem_bw, 2 * self.active_params * tokens / self.flops) + self.overhead_s
+
+    def verify_curve(self, sizes=(1, 2, 4, 8, 16), batch: int = 1) -> pd.DataFrame:
+        """v(M) for ``batch`` sequences each verifying M tokens, in units of their one-token step."""
+        base = self.forward_s(batch)
+        return pd.DataFrame({"tokens": list(sizes),
+                             "target_steps": [self.forward_s(batch * m) / base for m in sizes]}).set_index("tokens")
+
+
+# Illustrative shapes (public model cards); bandwidth, flops and overhead are round assumptions.
+ROOFLINE_EXAMPLES = {
+    "llama-3.1-8b bf16, 1 GPU (H100-class)": Roofline(
+        name="llama-3.1-8b", dense_params=8.0e9, expert_params=0.0, bytes_per_param=2, active_params=8.0e9,
+        mem_bw=3.35e12, flops=7.0e14, overhead_s=1.5e-3,
+        assumptions="dense 8B, bf16 weights, 3.35 TB/s, 700 TFLOP/s achievable, 1.5 ms fixed per forward"),
+    "kimi-k2 fp8, 8 GPUs (H200-class)": Roofline(
+        name="kimi-k2", dense_params=11e9, expert_params=2.64e9, num_experts=384, experts_per_token=8,
+        bytes_per_param=1, active_params=32e9, mem_bw=8 * 4.8e12, flops=8 * 1.4e15, overhead_s=8e-3,
+        assumptions="61 layers (60 MoE), 384 experts of 3*7168*2048 weights each, 8 routed per token, "
+                    "~11B always-read weights, fp8, 8 x 4.8 TB/s, 8 ms fixed per forward (TP all-reduces, launches)"),
+}
+
+
+def explain(cases: list[dict]) -> pd.DataFrame:
+    """One row per case: tau, c, v(M), round cost (= break-even tau) and the speedup they imply.
+
+    Each case is a dict with ``name``, ``tau``, ``c``, ``num_steps``, ``v`` (verify cost in target
+    steps) and optionally ``extend`` (target steps, default c) and ``measured_speedup``.
+    """
+    rows = []
+    for case in cases:
+        extend = case.get("extend", case["c"])
+        cost = extend + (case["num_steps"] - 1) * case["c"] + case["v"]
+        row = {"case": case["name"], "tau": case["tau"], "c": case["c"], "num_steps": case["num_steps"],
+               "v_verify": case["v"], "round_cost": cost, "break_even_tau": break_even_tau(cost),
+               "projected_speedup": speedup(case["tau"], cost)}
+        if "measured_speedup" in case:
+            row["measured_speedup"] = case["measured_speedup"]
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("case")
+
+
+# ------------------------------------------------------------------------------------------ benchmark
+
+
+def load_prompts(path=None, n: int | None = None, length: str | None = None) -> list[str]:
+    """Prompt texts from a jsonl file (``text`` field; default ``data/prompts/prompts.jsonl``).
+
+    Taken round-robin over (kind, length) groups so that a prefix of ``n`` mixes code and prose.
+    """
+    from eagle3lab import bundled
+
+    path = Path(path) if path is not None else bundled.PROMPTS / "prompts.jsonl"
+    if not path.exists():
+        raise bad_input(path, None, "a prompts .jsonl file", "no such file",
+                        "The bundled prompts live in data/prompts/prompts.jsonl (part of the repository).")
+    groups: dict[tuple, list[str]] = {}
+    for i, line in enumerate(path.read_text().splitlines()):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            text = row["text"]
+        except (ValueError, KeyError, TypeError):
+            raise bad_input(f"{path}:{i + 1}", "text", "a JSON object with a 'text' field", line[:60]) from None
+        if length is None or row.get("length") == length:
+            groups.setdefault((row.get("kind"), row.get("length")), []).append(text)
+    mixed = [t for batch in zip(*groups.values()) for t in batch] if groups else []
+    rest = [t for g in groups.values() for t in g if t not in mixed]
+    texts = mixed + rest
+    return texts[:n] if n else texts
+
+
+def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, num_draft_tokens: int | None = None,
+                  profile=None, max_new_tokens: int = 64, repeats: int = 3, measure_repeats: int = 7,
+                  progress: bool = False) -> dict:
+    """Baseline and speculative decoding timed side by side in one run, plus the cost model.
+
+    Each repetition decodes every prompt with ``transformers`` ``generate(do_sample=False)``, the
+    plain greedy loop and the speculative loop, interleaved, so machine noise hits all three alike.
+    Rates are medians over repetitions of (tokens / seconds) summed over prompts.
+    """
+    tgt = as_target(target)
+    d = draft_for(draft, tgt, profile)
+    settings, warnings = tree_settings(num_steps, topk, num_draft_tokens)
+    K, k, M = settings["num_steps"], settings["topk"], settings["num_draft_tokens"]
+    prompts = list(prompts)
+    # warm-up: first calls pay one-off allocation and dispatch costs
+    speculative_generate(tgt, d, prompts[0], num_steps=K, topk=k, num_draft_tokens=M, max_new_tokens=8)
+    target_greedy(tgt, prompts[0], 8)
+    hf_generate(tgt, prompts[0], 8)
+    reps: dict[str, list[float]] = {m: [] for m in ("generate", "greedy", "greedy_decode", "spec", "spec_decode")}
+    rounds, identical, prompt_lens = [], 0, []
+    for rep in tqdm(range(repeats), desc="benchmark", disable=not progress):
+        tot = {m: [0, 0.0] for m in reps}
+        for text in prompts:
+            ref = hf_generate(tgt, text, max_new_tokens)
+            base = target_greedy(tgt, text, max_new_tokens)
+            spec = speculative_generate(tgt, d, text, num_steps=K, topk=k, num_draft_tokens=M,
+                                        max_new_tokens=max_new_tokens)
+            for name, n, s in (("generate", len(ref.tokens), ref.decode_s),
+                               ("greedy", len(base.tokens), base.prefill_s + base.decode_s),
+                               ("greedy_decode", len(base.tokens) - 1, base.decode_s),
+                               ("spec", len(spec.tokens), spec.prefill_s + spec.decode_s),
+                               ("spec_decode", len(spec.tokens) - 1, spec.decode_s)):
+                tot[name][0] += n
+                tot[name][1] += s
+            if rep == 0:
+                rounds += spec.rounds
+                identical += spec.tokens == ref.tokens
+                prompt_lens.append(len(spec.prompt_ids) + len(spec.tokens) // 2)
+        for name, (n, s) in tot.items():
+            reps[name].append(n / s)
+    tps = {name: statistics.median(v) for name, v in reps.items()}
+    stats = acceptance_stats(rounds, num_positions=K)
+    context = int(round(statistics.mean(prompt_lens)))
+    sizes = sorted({1, 2, 3, 4, 6, 8, 12, 16, K + 1, M})
+    costs = measure_costs(tgt, d, context_len=context, verify_sizes=sizes, settings=((K, k, M),),
+                          repeats=measure_repeats)
+    proj = costs.project(stats, K, k, M)
+    measured_speedup = tps["spec_decode"] / tps["greedy_decode"]
+    return {
+        "target": tgt.path, "profile": d.profile.name, "aux_resid": list(d.aux_resid),
+        "device": str(tgt.device), "dtype": str(tgt.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
+        "settings": {**settings, "max_new_tokens": max_new_tokens, "prompts": len(prompts), "repeats": repeats},
+        "warnings": warnings,
+        "tokens_per_s": {"generate": tps["generate"], "greedy_loop": tps["greedy"],
+                         "greedy_loop_decode": tps["greedy_decode"], "speculative": tps["spec"],
+                         "speculative_decode": tps["spec_decode"]},
+        "speedup": {"vs_generate": tps["spec"] / tps["generate"], "vs_greedy_loop": tps["spec"] / tps["greedy"],
+                    "decode_vs_greedy_loop": measured_speedup},
+        "lossless": {"identical_to_generate": identical, "prompts": len(prompts)},
+        "acceptance": {"tau": stats.tau, "vllm_mean_acceptance_length": stats.vllm_mean_acceptance_length,
+                       "vllm_draft_acceptance_rate": stats.vllm_draft_acceptance_rate,
+                       "conditional": list(stats.conditional), "survival": list(stats.survival),
+                       "accepted_per_pos": list(stats.accepted_per_pos), "num_drafts": stats.rounds,
+                       "num_draft_tokens": stats.num_draft_tokens, "num_accepted_tokens": stats.num_accepted_tokens,
+                       "specforge_simulated_acc_len": stats.specforge_simulated_acc_len},
+        "cost_model": {"context_len": context, "target_step_s": costs.target_step_s,
+                       "draft_step_s": costs.draft_step_s, "c": costs.c,
+                       "verify_target_steps": {str(n): costs.v(n) for n in sizes},
+                       "round_pieces_s": proj.pieces},
+        "projection": {"round_cost": proj.round_cost, "break_even_tau": break_even_tau(proj.round_cost),
+                       "v_verify": proj.v_verify, "decode_tps": proj.spec_tps, "baseline_decode_tps": proj.baseline_tps,
+                       "speedup": proj.speedup, "measured_speedup": measured_speedup,
+                       "error": proj.speedup / measured_speedup - 1},
+    }
