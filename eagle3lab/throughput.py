@@ -362,10 +362,11 @@ def explain(cases: list[dict]) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------ benchmark
 
 
-def load_prompts(path=None, n: int | None = None, length: str | None = None) -> list[str]:
-    """Prompt texts from a jsonl file (``text`` field; default ``data/prompts/prompts.jsonl``).
+def load_prompts(path=None, n: int | None = None, length: str | None = None) -> list:
+    """Prompts from a jsonl file: ``text`` (a string) or ``ids`` (token ids) per line.
 
-    Taken round-robin over (kind, length) groups so that a prefix of ``n`` mixes code and prose.
+    Default ``data/prompts/prompts.jsonl``, taken round-robin over its (kind, length) groups so that
+    a prefix of ``n`` mixes code and prose.
     """
     from eagle3lab import bundled
 
@@ -379,9 +380,10 @@ def load_prompts(path=None, n: int | None = None, length: str | None = None) -> 
             continue
         try:
             row = json.loads(line)
-            text = row["text"]
+            text = row["text"] if "text" in row else [int(t) for t in row["ids"]]
         except (ValueError, KeyError, TypeError):
-            raise bad_input(f"{path}:{i + 1}", "text", "a JSON object with a 'text' field", line[:60]) from None
+            raise bad_input(f"{path}:{i + 1}", "text", "a JSON object with a 'text' (or 'ids') field",
+                            line[:60]) from None
         if length is None or row.get("length") == length:
             groups.setdefault((row.get("kind"), row.get("length")), []).append(text)
     mixed = [t for batch in zip(*groups.values()) for t in batch] if groups else []

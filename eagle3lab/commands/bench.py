@@ -1,0 +1,95 @@
+"""``eagle3lab bench``: baseline vs speculative tokens/s, acceptance and the cost model, in one run."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from eagle3lab import bundled
+
+
+def add_arguments(parser):
+    parser.add_argument("--target", default=None, help="target model folder (default: data/models/target)")
+    parser.add_argument("--draft", default=None, help="draft checkpoint folder (default: data/models/draft-healthy)")
+    parser.add_argument("--profile", default=None,
+                        help="run the draft as this engine does (speculators, vllm, sglang, specforge, eagle, ...); "
+                             "default: the checkpoint family's trainer")
+    parser.add_argument("--num-steps", type=int, default=5, help="draft forwards per round (default 5)")
+    parser.add_argument("--topk", type=int, default=1, help="1 = chain, > 1 = tree (default 1)")
+    parser.add_argument("--num-draft-tokens", type=int, default=None,
+                        help="tokens verified per round incl. the root (chain: forced to num-steps + 1, as SGLang does)")
+    parser.add_argument("--prompts", default=None,
+                        help="a .jsonl of prompts ('text' or 'ids' per line; default data/prompts/prompts.jsonl)")
+    parser.add_argument("--num-prompts", type=int, default=12, help="how many prompts (default 12)")
+    parser.add_argument("--max-new-tokens", type=int, default=64, help="tokens per prompt (default 64)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repetitions, medians reported (default 3)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ... (default auto)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/bench.md)")
+
+
+def _resolve(path, default, flag):
+    from eagle3lab.errors import bad_input
+
+    if path is not None:
+        return path
+    if not (default / "config.json").exists():
+        raise bad_input(default, None, "the bundled model", "it is not built",
+                        f"Run 'make data' to build the bundled models, or pass {flag} PATH.")
+    return str(default)
+
+
+def _finite(obj):
+    """NaN (e.g. c_k of a position never reached) -> null, so the output is strict JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def run(args) -> int:
+    import torch
+
+    from eagle3lab.checkpoint import load_draft
+    from eagle3lab.target import load_target
+    from eagle3lab.throughput import load_prompts, run_benchmark
+
+    target_path = _resolve(args.target, bundled.TARGET, "--target")
+    draft_path = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    target = load_target(target_path, device=args.device)
+    draft = load_draft(draft_path, target=target, device=args.device)
+    prompts = load_prompts(args.prompts, n=args.num_prompts)
+    result = run_benchmark(target, draft, prompts, num_steps=args.num_steps, topk=args.topk,
+                           num_draft_tokens=args.num_draft_tokens, profile=args.profile,
+                           max_new_tokens=args.max_new_tokens, repeats=args.repeats, progress=not args.json)
+    result["draft"] = str(draft_path)
+    result = _finite(result)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    s, t, sp, acc, cm, pr = (result[k] for k in ("settings", "tokens_per_s", "speedup", "acceptance",
+                                                 "cost_model", "projection"))
+    for w in result["warnings"]:
+        print(f"warning: {w}")
+    print(f"target {result['target']}  draft {result['draft']}  profile {result['profile']}  "
+          f"aux {[f'resid[{k}]' for k in result['aux_resid']]}")
+    print(f"{result['device']} {result['dtype']}, {result['threads']} threads; num_steps {s['num_steps']}, "
+          f"topk {s['topk']}, num_draft_tokens {s['num_draft_tokens']}; {s['prompts']} prompts x "
+          f"{s['max_new_tokens']} tokens, median of {s['repeats']}")
+    print(f"tokens/s   generate {t['generate']:.1f}   greedy loop {t['greedy_loop']:.1f}   "
+          f"speculative {t['speculative']:.1f}")
+    print(f"speedup    vs generate {sp['vs_generate']:.2f}x   vs greedy loop {sp['vs_greedy_loop']:.2f}x   "
+          f"(lossless: {result['lossless']['identical_to_generate']}/{result['lossless']['prompts']} identical)")
+    fmt = lambda xs: "[" + ", ".join("-" if x is None else f"{x:.2f}" for x in xs) + "]"
+    print(f"acceptance tau {acc['tau']:.3f}   conditional c_k {fmt(acc['conditional'])}   "
+          f"survival a_k {fmt(acc['survival'])}")
+    curve = "  ".join(f"{n}:{v:.2f}" for n, v in cm["verify_target_steps"].items())
+    print(f"costs      c = {cm['c']:.3f}   verify v(M) in target steps  {curve}")
+    print(f"model      round cost {pr['round_cost']:.2f} target steps (= break-even tau)   projected speedup "
+          f"{pr['speedup']:.2f}x   measured {pr['measured_speedup']:.2f}x   error {100 * pr['error']:+.1f}%")
+    return 0
