@@ -406,10 +406,10 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
     settings, warnings = tree_settings(num_steps, topk, num_draft_tokens)
     K, k, M = settings["num_steps"], settings["topk"], settings["num_draft_tokens"]
     prompts = list(prompts)
-    # warm-up: first calls pay one-off allocation and dispatch costs
-    speculative_generate(tgt, d, prompts[0], num_steps=K, topk=k, num_draft_tokens=M, max_new_tokens=8)
-    target_greedy(tgt, prompts[0], 8)
-    hf_generate(tgt, prompts[0], 8)
+    # warm-up on a whole prompt: first calls pay one-off allocation and dispatch costs
+    speculative_generate(tgt, d, prompts[0], num_steps=K, topk=k, num_draft_tokens=M, max_new_tokens=max_new_tokens)
+    target_greedy(tgt, prompts[0], max_new_tokens)
+    hf_generate(tgt, prompts[0], max_new_tokens)
     reps: dict[str, list[float]] = {m: [] for m in ("generate", "greedy", "greedy_decode", "spec", "spec_decode")}
     rounds, identical, prompt_lens = [], 0, []
     for rep in tqdm(range(repeats), desc="benchmark", disable=not progress):

@@ -1,0 +1,178 @@
+"""Why is speculative decoding slower than no speculation? Measure both sides, then explain the gap.
+
+    python benchmarks/bench_decode.py [--threads 1] [--out build/bench_decode.json] [--record]
+
+Cases, each timed side by side with plain decoding in the same run (``eagle3lab.throughput.run_benchmark``):
+
+    healthy, chain 5        the healthy bundled draft as trained (goal: >= 1.8x transformers generate on CPU)
+    healthy, tree 5/4/8     SGLang's default tree for Llama targets (steps 5, topk 4, 8 draft tokens)
+    case as SGLang, chain 15  the seed's badly wired draft with the 16-token chain its team tried
+    case as SGLang, chain 1   the same draft under SGLang's cap (steps 1 -> 2 verified tokens)
+
+For each: tau, c, the verify cost v(M), the round cost in target steps (= break-even tau), projected
+and measured speedup and the projection error. Then the same acceptance on a large served target,
+where the verify curve and the per-round engine costs come from stated assumptions (a roofline of a
+Kimi-K2-shaped MoE): the numbers that turn a break-even on this CPU into a loss there.
+``--record`` writes the measured table into the bundled drafts' model cards (between the
+``acceptance`` markers that ``eagle3lab.train.model_card`` keeps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from eagle3lab import bundled
+from eagle3lab.throughput import ROOFLINE_EXAMPLES, explain, implied_round_cost, load_prompts, run_benchmark
+
+CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
+    ("healthy, chain 5", "healthy", None, 5, 1, None),
+    ("healthy, tree 5/4/8", "healthy", None, 5, 4, 8),
+    ("case as SGLang, chain 15", "case", "sglang", 15, 1, None),
+    ("case as SGLang, chain 1", "case", "sglang", 1, 1, None),
+]
+ACCEPT_BEGIN, ACCEPT_END = "<!-- acceptance:begin -->", "<!-- acceptance:end -->"
+
+
+def served_table(case_results: dict, served_c: float, engine_overhead: float, batch: int) -> list[dict]:
+    """The measured acceptance of each case, on a served MoE target under stated assumptions."""
+    roof = ROOFLINE_EXAMPLES["kimi-k2 fp8, 8 GPUs (H200-class)"]
+    rows = []
+    for name, r in case_results.items():
+        s = r["settings"]
+        m = s["num_draft_tokens"]
+        for b in (1, batch):
+            v = float(roof.verify_curve((m,), batch=b)["target_steps"].iloc[0])
+            rows.append({"name": f"{name} | served MoE, batch {b}", "tau": r["acceptance"]["tau"], "c": served_c,
+                         "num_steps": s["num_steps"], "v": v + engine_overhead})
+    return rows
+
+
+def card_block(draft_name: str, results: dict, command: str) -> str:
+    lines = [ACCEPT_BEGIN, "",
+             f"Measured by `{command}` ({time.strftime('%Y-%m-%d')}): greedy decoding of the bundled prompts, "
+             "speculative loop vs plain decoding timed side by side; tau = accepted drafts + 1 per round "
+             "(SGLang's accept length), c = draft step / target step, v(M) = verify of M tokens in target steps, "
+             "round cost = break-even tau.", "",
+             "| case | profile | tau | per-position c_k | c | v(M) | round cost | speedup vs generate | "
+             "measured / projected decode speedup | lossless |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
+    for name, r in results.items():
+        if r["draft_name"] != draft_name:
+            continue
+        a, p = r["acceptance"], r["projection"]
+        ck = ", ".join("-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
+                       for x in a["conditional"][:8])
+        lines.append(f"| {name} | {r['profile']} | {a['tau']:.2f} | [{ck}{', ...' if len(a['conditional']) > 8 else ''}] "
+                     f"| {r['cost_model']['c']:.3f} | {p['v_verify']:.2f} | {p['round_cost']:.2f} | "
+                     f"{r['speedup']['vs_generate']:.2f}x | {p['measured_speedup']:.2f}x / {p['speedup']:.2f}x | "
+                     f"{r['lossless']['identical_to_generate']}/{r['lossless']['prompts']} |")
+    lines += ["", f"Device: {next(iter(results.values()))['device']}, {next(iter(results.values()))['threads']} "
+              "thread(s); medians of repeated runs.", "", ACCEPT_END]
+    return "\n".join(lines)
+
+
+def record(model_dir: Path, block: str) -> None:
+    readme = model_dir / "README.md"
+    text = readme.read_text()
+    if ACCEPT_BEGIN not in text or ACCEPT_END not in text:
+        raise SystemExit(f"{readme}: no {ACCEPT_BEGIN} ... {ACCEPT_END} block to fill (rebuild the cards: make data)")
+    text = text[:text.index(ACCEPT_BEGIN)] + block + text[text.index(ACCEPT_END) + len(ACCEPT_END):]
+    tmp = readme.with_name(readme.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, readme)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--target", default=str(bundled.TARGET))
+    p.add_argument("--healthy", default=str(bundled.DRAFT_HEALTHY))
+    p.add_argument("--case", default=str(bundled.DRAFT_CASE))
+    p.add_argument("--num-prompts", type=int, default=12)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    p.add_argument("--only", nargs="*", default=None, help="case names to run (default: all)")
+    p.add_argument("--served-c", type=float, default=0.1,
+                   help="assumed draft step / target step on the served GPU target (default 0.1)")
+    p.add_argument("--engine-overhead", type=float, default=0.2,
+                   help="assumed extra per-round engine cost in target steps on the server (no overlap "
+                        "scheduling, draft-extend launch, verify bookkeeping; default 0.2)")
+    p.add_argument("--served-batch", type=int, default=48, help="concurrent requests on the server (default 48)")
+    p.add_argument("--out", default="build/bench_decode.json")
+    p.add_argument("--record", action="store_true", help="write the table into the bundled drafts' model cards")
+    args = p.parse_args(argv)
+
+    from eagle3lab.checkpoint import load_draft
+    from eagle3lab.target import load_target
+
+    for path in (args.target, args.healthy, args.case):
+        if not (Path(path) / "config.json").exists():
+            print(f"bench_decode: {path} is not built. Run 'make data' (or pass --target/--healthy/--case).",
+                  file=sys.stderr)
+            return 2
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    target = load_target(args.target, device="cpu")
+    drafts = {"healthy": load_draft(args.healthy, target=target, device="cpu"),
+              "case": load_draft(args.case, target=target, device="cpu")}
+    prompts = load_prompts(n=args.num_prompts)
+    results = {}
+    for name, which, profile, steps, topk, m in CASES:
+        if args.only and name not in args.only:
+            continue
+        print(f"== {name}", flush=True)
+        r = run_benchmark(target, drafts[which], prompts, num_steps=steps, topk=topk, num_draft_tokens=m,
+                          profile=profile, max_new_tokens=args.max_new_tokens, repeats=args.repeats, progress=True)
+        r["draft_name"] = which
+        results[name] = r
+        t, a = r["tokens_per_s"], r["acceptance"]
+        print(f"   tokens/s: generate {t['generate']:.1f}, greedy loop {t['greedy_loop']:.1f}, speculative "
+              f"{t['speculative']:.1f} -> {r['speedup']['vs_generate']:.2f}x vs generate; tau {a['tau']:.2f}; "
+              f"lossless {r['lossless']['identical_to_generate']}/{r['lossless']['prompts']}", flush=True)
+
+    measured = explain([{"name": n, "tau": r["acceptance"]["tau"], "c": r["cost_model"]["c"],
+                         "num_steps": r["settings"]["num_steps"], "v": r["projection"]["v_verify"],
+                         "extend": r["cost_model"]["round_pieces_s"]["extend_s"] / r["cost_model"]["target_step_s"],
+                         "measured_speedup": r["projection"]["measured_speedup"]} for n, r in results.items()])
+    measured["projection_error_%"] = [100 * results[n]["projection"]["error"] for n in measured.index]
+    measured["vs_generate"] = [results[n]["speedup"]["vs_generate"] for n in measured.index]
+    print("\nMeasured on this device (round cost in target steps = break-even tau):")
+    print(measured.round(3).to_string())
+    served = explain(served_table(results, args.served_c, args.engine_overhead, args.served_batch))
+    print(f"\nThe same tau on a served Kimi-K2-shaped MoE target (assumed: c = {args.served_c}, engine overhead "
+          f"{args.engine_overhead} target steps per round; verify curve from the roofline "
+          f"'{ROOFLINE_EXAMPLES['kimi-k2 fp8, 8 GPUs (H200-class)'].assumptions}'):")
+    print(served.round(3).to_string())
+    if "case as SGLang, chain 1" in results:
+        tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
+        print(f"\nThe seed (90 -> 56.8 tok/s) at this case's tau {tau:.2f} implies a served round cost of "
+              f"{implied_round_cost(tau, 90, 56.8):.2f} target steps.")
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"results": results, "measured": measured.reset_index().to_dict("records"),
+               "served_assumptions": {"c": args.served_c, "engine_overhead": args.engine_overhead,
+                                      "batch": args.served_batch},
+               "served": served.reset_index().to_dict("records")}
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1, default=str).replace("NaN", "null"))
+    os.replace(tmp, out)
+    print(f"\nwrote {out}")
+    if args.record:
+        command = "python benchmarks/bench_decode.py" + (f" --threads {args.threads}" if args.threads else "")
+        for which, path in (("healthy", args.healthy), ("case", args.case)):
+            record(Path(path), card_block(which, results, command))
+            print(f"recorded in {Path(path) / 'README.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,159 @@
+"""GPU smoke: a Llama-3.1-8B-shaped random target and a matching EAGLE-3 draft in bf16.
+
+    python benchmarks/gpu_smoke.py [--out build/gpu_smoke.json] [--shape 8b|tiny]
+
+Random weights, so acceptance means nothing here; what is real is the cost of every piece on this
+GPU: capture of three resid points on a batch, the target's one-token step and its verify-cost curve
+v(M) up to 64 tokens, the draft step (c), the whole draft phase of a chain and of SGLang's default
+tree, baseline and speculative tokens/s, and peak memory. ``--shape tiny`` runs the same script on a
+CPU in seconds (to check the script, not the GPU). Budget: well under 5 minutes on one H100/H200.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+SHAPES = {  # Llama-3.1-8B (config.json of meta-llama/Llama-3.1-8B-Instruct) and a CPU-sized stand-in
+    "8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+               num_key_value_heads=8, vocab_size=128256, draft_vocab_size=32000, max_position_embeddings=131072,
+               rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=8, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=512, draft_vocab_size=256, max_position_embeddings=4096,
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+}
+
+
+def build(shape: dict, device: torch.device, dtype: torch.dtype):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from eagle3lab.draft import DraftConfig, Eagle3Draft
+    from eagle3lab.target import Target
+    from eagle3lab.vocab import build_vocab_map
+
+    s = dict(shape)
+    dv = s.pop("draft_vocab_size")
+    rope = s["rope_parameters"]
+    cfg = LlamaConfig(**s, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    torch.manual_seed(0)
+    with torch.device(device):  # initialise on the GPU: 8B parameters on a CPU take minutes
+        model = LlamaForCausalLM(cfg).to(dtype)
+    target = Target.wrap(model)
+    n = cfg.num_hidden_layers
+    scaling = {k: v for k, v in rope.items() if k != "rope_theta"} if rope["rope_type"] != "default" else None
+    dcfg = DraftConfig(hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+                       num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.num_key_value_heads,
+                       vocab_size=cfg.vocab_size, draft_vocab_size=dv, target_hidden_size=cfg.hidden_size,
+                       rope_theta=rope["rope_theta"], rope_scaling=scaling,
+                       max_position_embeddings=cfg.max_position_embeddings, aux_layer_ids=(2, n // 2, n - 3))
+    with torch.device(device):
+        draft = Eagle3Draft(dcfg, profile="speculators").to(dtype)
+    draft.num_target_layers = n
+    ids = torch.randperm(cfg.vocab_size, generator=torch.Generator().manual_seed(0))[:dv].sort().values
+    d2t, t2d = build_vocab_map(ids, cfg.vocab_size)
+    draft.d2t.copy_(d2t.to(device))
+    draft.t2d.copy_(t2d.to(device))
+    draft.eval().requires_grad_(False)
+    return target, draft
+
+
+def timed(fn, device, repeats=3):
+    from eagle3lab.decoding import sync_device
+
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        sync_device(device)
+        t0 = time.perf_counter()
+        fn()
+        sync_device(device)
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shape", choices=sorted(SHAPES), default="8b")
+    p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "build"), "gpu_smoke.json"))
+    p.add_argument("--prompt-len", type=int, default=256)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    args = p.parse_args(argv)
+
+    from eagle3lab.capture import capture_resid
+    from eagle3lab.decoding import hf_generate, speculative_generate, target_greedy
+    from eagle3lab.throughput import measure_costs
+
+    cuda = torch.cuda.is_available()
+    if args.shape == "8b" and not cuda:
+        print("gpu_smoke: the 8b shape needs a CUDA GPU (bf16, ~17 GB for target + draft); "
+              "run --shape tiny to check the script on a CPU.", file=sys.stderr)
+        return 2
+    device = torch.device("cuda" if cuda else "cpu")
+    if not cuda:
+        torch.set_num_threads(1)  # the tiny CPU check: one thread avoids spin-waits on a shared box
+    dtype = torch.bfloat16 if cuda else torch.float32
+    t0 = time.perf_counter()
+    target, draft = build(SHAPES[args.shape], device, dtype)
+    report = {"shape": args.shape, "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+              "dtype": str(dtype).replace("torch.", ""), "torch": torch.__version__, "build_s": time.perf_counter() - t0,
+              "target_params": sum(p.numel() for p in target.model.parameters()),
+              "draft_params": sum(p.numel() for p in draft.parameters())}
+    if cuda:
+        report["memory_after_load_gib"] = torch.cuda.memory_allocated() / 2**30
+        torch.cuda.reset_peak_memory_stats()
+    print(json.dumps(report), flush=True)
+
+    vocab = target.vocab_size
+    gen = torch.Generator().manual_seed(1)
+    batch = torch.randint(0, vocab, (4, 512), generator=gen)
+    points = list(draft.aux_resid)
+    cap_s = timed(lambda: capture_resid(target, batch, points, offload=False), device)
+    report["capture"] = {"batch": [4, 512], "points": points, "seconds": cap_s, "tokens_per_s": 4 * 512 / cap_s}
+    if cuda:
+        report["capture"]["peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    print(json.dumps({"capture": report["capture"]}), flush=True)
+
+    prompt = torch.randint(0, vocab, (args.prompt_len,), generator=gen).tolist()
+    m = args.max_new_tokens
+    rates = {"generate": m / timed(lambda: hf_generate(target, prompt, m, eos_token_id=None), device, 2),
+             "greedy_loop": m / timed(lambda: target_greedy(target, prompt, m, eos_token_id=None), device, 2)}
+    same = {}
+    for name, steps, topk, ndt in (("chain 3", 3, 1, None), ("chain 5", 5, 1, None), ("tree 5/4/8", 5, 4, 8)):
+        out = {}
+
+        def spec(steps=steps, topk=topk, ndt=ndt, out=out):
+            out["r"] = speculative_generate(target, draft, prompt, num_steps=steps, topk=topk, num_draft_tokens=ndt,
+                                            max_new_tokens=m, eos_token_id=None)
+        rates[f"speculative {name}"] = m / timed(spec, device, 2)
+        same[name] = {"tau": out["r"].tau,
+                      "identical_to_greedy_loop": out["r"].tokens == target_greedy(target, prompt, m, None).tokens}
+    report["tokens_per_s"] = rates
+    report["speculative"] = same  # bf16: near-ties may legitimately differ between batched and 1-token forwards
+    print(json.dumps({"tokens_per_s": rates, "speculative": same}), flush=True)
+
+    costs = measure_costs(target, draft, context_len=args.prompt_len + m // 2,
+                          verify_sizes=(1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
+                          settings=((3, 1, None), (5, 1, None), (5, 4, 8)), repeats=5)
+    report["costs"] = costs.to_dict()
+    report["verify_curve"] = costs.verify_frame().reset_index().to_dict("records")
+    if cuda:
+        report["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
+    report["total_s"] = time.perf_counter() - t0
+    print(f"c = {costs.c:.3f}; verify curve (target steps): "
+          + "  ".join(f"{n}:{costs.v(n):.2f}" for n in sorted(costs.verify_s)), flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1, default=str))
+    print(f"wrote {out} in {report['total_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
