@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import torch
 import torch.nn.functional as F
@@ -296,6 +296,7 @@ class Eagle3Draft(nn.Module):
         self.target_arch: str | None = None
         self.load_report = None
         self.embedding_missing = False   # loaded for conversion only: the checkpoint had no embedding
+        self.wiring: dict = {}           # explicit overrides from rewired(): they survive under()
         self._set_profile(profile)
 
     # -- engine view -----------------------------------------------------------------------
@@ -303,6 +304,10 @@ class Eagle3Draft(nn.Module):
         self.profile = get_profile(profile)
         self.settings = resolve_settings(self.config, self.profile, self.format,
                                          has_target_embedding=self.target_embedding is not None)
+        flags = {k: v for k, v in self.wiring.items() if k != "aux_resid"}
+        if flags:
+            self.settings = replace(self.settings, **flags, decisions=self.settings.decisions + tuple(
+                (k, v, "set explicitly with rewired()") for k, v in flags.items()))
         # fp32 and not a buffer, so that draft.to(bfloat16) cannot round the RoPE frequencies
         self._inv_freq = rope_inv_freq(self.config.head_dim, self.config.rope_theta, self.settings.rope_scaling)
         self.hook_points = HookPoints(hook_names(self.config))
@@ -311,6 +316,26 @@ class Eagle3Draft(nn.Module):
         """The same weights (shared, not copied) run with that engine's arithmetic."""
         twin = copy.copy(self)  # shares the parameter/buffer dicts; only profile-derived attributes differ
         twin._set_profile(profile)
+        return twin
+
+    def rewired(self, aux_resid=None, **flags) -> Eagle3Draft:
+        """The same weights fed ``aux_resid`` (canonical resid indices, in fc order) and/or with
+        settings forced (e.g. ``norm_before_residual=True``), whatever the profile says.
+
+        This is how a hypothesis is tested: "was this draft trained on [resid[0], resid[3], resid[7]]
+        with the normed residual?" The overrides survive ``under()``.
+        """
+        unknown = set(flags) - {f.name for f in fields(DraftSettings)} - {"decisions"}
+        if unknown or "decisions" in flags:
+            raise bad_input("rewired", ", ".join(sorted(unknown | ({"decisions"} & set(flags)))),
+                            f"aux_resid or a DraftSettings switch ({', '.join(f.name for f in fields(DraftSettings)[:-1])})",
+                            "an unknown name")
+        if aux_resid is not None and len(aux_resid) != self.config.num_aux:
+            raise bad_input("rewired", "aux_resid", f"{self.config.num_aux} resid indices (fc reads "
+                            f"{self.config.num_aux} x {self.config.target_hidden_size})", list(aux_resid))
+        twin = copy.copy(self)
+        twin.wiring = {**self.wiring, **flags, **({"aux_resid": tuple(int(k) for k in aux_resid)} if aux_resid is not None else {})}
+        twin._set_profile(self.profile)
         return twin
 
     @property
@@ -328,6 +353,8 @@ class Eagle3Draft(nn.Module):
 
     @property
     def aux_resid(self) -> tuple[int, ...]:
+        if "aux_resid" in self.wiring:
+            return self.wiring["aux_resid"]
         return tuple(self.aux_resolution.resid)
 
     # -- the math ----------------------------------------------------------------------------

@@ -302,3 +302,28 @@ def test_inputs_are_checked():
 def test_to_target_ids_uses_offsets():
     draft = make_draft()
     assert draft.to_target_ids(torch.tensor([0, 1, 19])).tolist() == [0, 2, 38]
+
+
+def test_rewired_forces_wiring_and_flags_and_survives_under():
+    trained = make_draft(norm_before_residual=True)          # as written in the checkpoint
+    plain = make_draft(norm_before_residual=False)            # same weights (same seed), flag off
+    ids, aux = torch.randint(0, 40, (1, 6)), torch.randn(1, 6, plain.config.num_aux * plain.config.target_hidden_size)
+    forced = plain.rewired(norm_before_residual=True)
+    assert torch.equal(forced(ids, aux).logits, trained(ids, aux).logits)
+    assert not torch.equal(plain(ids, aux).logits, trained(ids, aux).logits)
+    # SGLang ignores the flag, but an explicit hypothesis is kept when the profile changes
+    assert forced.under("sglang").settings.norm_before_residual is True
+    assert trained.under("sglang").settings.norm_before_residual is False
+    assert ("norm_before_residual", True, "set explicitly with rewired()") in forced.settings.decisions
+    plain.num_target_layers = 12
+    wired = plain.rewired(aux_resid=[0, 3, 7])
+    assert wired.aux_resid == (0, 3, 7) and wired.under("sglang").aux_resid == (0, 3, 7)
+    assert wired.fc.weight is plain.fc.weight                  # shared, not copied
+
+
+def test_rewired_rejects_unknown_names_and_wrong_width():
+    draft = make_draft()
+    with pytest.raises(Eagle3LabError, match="key 'norm_before_residul'.*DraftSettings switch"):
+        draft.rewired(norm_before_residul=True)
+    with pytest.raises(Eagle3LabError, match=r"key 'aux_resid': expected 3 resid indices.*found \[0, 3\]"):
+        draft.rewired(aux_resid=[0, 3])
