@@ -350,7 +350,9 @@ class SpeculativeRun:
                     path.append(i)
                     continue
                 residual = p.index_add(0, self.draft_vocab_ids, -q).clamp_(min=0)  # max(p - q, 0)
-                return path, self._sample(residual / residual.sum())
+                mass = float(residual.sum())
+                # mass 0 only when p == q up to rounding (then rejection had probability ~0): sample p
+                return path, self._sample(residual / mass if mass > 0 else p)
             return path, self._sample(self._probs(logits[len(draft_probs)]))
         # sampled tree: candidates are deterministic (draft top-k), so try siblings in order, each
         # with the target's probability renormalised over what is left: exact sampling from p
@@ -364,7 +366,12 @@ class SpeculativeRun:
                     cur = c
                     break
                 p[x] = 0
-                p = p / p.sum()
+                mass = float(p.sum())
+                if mass <= 0:  # x held all the mass up to rounding: it is the target's token
+                    path.append(c)
+                    cur = c
+                    break
+                p = p / mass
             else:
                 return path, self._sample(p)
 
