@@ -259,6 +259,7 @@ class SpeculativeRun:
         """The target's own next token: argmax (greedy) or a sample at the temperature."""
         return int(logits.argmax()) if self.temperature == 0 else self._sample(self._probs(logits))
 
+    @torch.no_grad()
     def target_forward(self, ids: list[int], *, position_ids=None, mask=None):
         """Target forward on the cache, recording the aux points -> (logits [T, V], fc input [T, F])."""
         x = torch.tensor([ids], device=self.device)
@@ -268,6 +269,7 @@ class SpeculativeRun:
         aux = torch.cat([self.capture.states[k][0] for k in self.points], dim=-1).to(self.draft_dtype)
         return out.logits[0], aux
 
+    @torch.no_grad()
     def draft_extend(self, ids: list[int], aux: torch.Tensor) -> None:
         """Draft reads committed rows (feature at t, token t+1); keeps the last row's logits and state."""
         x = torch.tensor([ids], device=self.device)
@@ -387,6 +389,7 @@ class SpeculativeRun:
             self.draft_extend([tree.tokens[i] for i in path] + [bonus], aux[keep_rel])
 
 
+@torch.no_grad()
 def speculative_generate(target, draft, prompt, num_steps: int = 5, topk: int = 1, num_draft_tokens: int | None = None,
                          temperature: float = 0.0, profile=None, max_new_tokens: int = 64, eos_token_id="auto",
                          seed: int | None = 0) -> SpecResult:
