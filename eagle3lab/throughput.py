@@ -151,15 +151,11 @@ class CostModel:
 
     def project(self, stats, num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> Projection:
         """Projected tokens/s and speedup for an acceptance profile (``AcceptanceStats`` or a tau)."""
-        if hasattr(stats, "survival"):
-            surv = list(stats.survival)
-            tau = stats.tau
-        else:  # a bare tau: spread it as a geometric-free point mass (extend cost at the mean)
-            tau = float(stats)
-            surv = None
-        if surv is not None:
+        if hasattr(stats, "survival"):  # P(a accepted) = a_a - a_{a+1}
+            tau, surv = stats.tau, list(stats.survival)
             probs = [1 - surv[0]] + [surv[i] - surv[i + 1] for i in range(len(surv) - 1)] + [surv[-1]]
-        else:
+        else:  # a bare tau: the extend cost is taken at the mean accepted count
+            tau = float(stats)
             probs = [0.0] * int(round(tau - 1)) + [1.0]
         pieces = self.round_seconds(probs, num_steps, topk, num_draft_tokens)
         round_cost = pieces["round_s"] / self.target_step_s
