@@ -74,14 +74,16 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     ),
     EngineProfile(
         name="vllm", engine="vLLM", versions="after PR #46488",
-        id_engine="vllm", id_keys=(IDS_TOP, IDS_NESTED),
+        id_engine="vllm", id_keys=(IDS_TOP,),
         honours={"norm_before_residual": "all versions", "norm_before_fc": "since PR #38111",
                  "fc_norm": "since PR #46488", "norm_output": "since PR #46488"},
         missing_by_format={"speculators": {"norm_before_residual": True}},
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
         notes=("vLLM concatenates captured states in ascending layer order, whatever the order of the ids.",
-               "Older versions read ids only from the top-level key, not from eagle_config."),
+               "Aux ids come only from the top-level key (get_eagle3_aux_layers_from_config reads "
+               "hf_config.eagle_aux_hidden_state_layer_ids); ids inside eagle_config are ignored and the "
+               "default (2, N//2, N-3) is used."),
     ),
     EngineProfile(
         name="vllm-legacy", engine="vLLM", versions="before PR #38111",

@@ -66,8 +66,10 @@ def test_which_config_keys_each_engine_reads_ids_from():
     assert PROFILES["sglang"].visible_ids([1, 2, 3], IDS_TOP)[0] is None
     assert "ignored" in PROFILES["sglang"].visible_ids([1, 2, 3], IDS_TOP)[1]
     assert PROFILES["sglang"].visible_ids([1, 2, 3], IDS_NESTED) == ((1, 2, 3), None)
-    assert PROFILES["vllm"].visible_ids([1, 2, 3], IDS_NESTED)[0] == (1, 2, 3)
-    assert PROFILES["vllm-legacy"].visible_ids([1, 2, 3], IDS_NESTED)[0] is None
+    # vLLM reads hf_config.eagle_aux_hidden_state_layer_ids only: SpecForge's eagle_config ids are ignored
+    for name in ("vllm", "vllm-legacy"):
+        assert PROFILES[name].visible_ids([1, 2, 3], IDS_NESTED)[0] is None
+        assert PROFILES[name].visible_ids([1, 2, 3], IDS_TOP)[0] == (1, 2, 3)
     assert PROFILES["eagle"].visible_ids([1, 2, 3], IDS_TOP)[0] is None
     assert PROFILES["speculators"].visible_ids([1, 2, 3], None)[0] == (1, 2, 3)   # given in memory
 

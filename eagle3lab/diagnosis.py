@@ -1,0 +1,103 @@
+"""Diagnosis: from a symptom to the cause, and from the weights to the wiring they were trained on.
+
+A draft is fast only when it is fed the target states and the residual it was trained with.
+Nothing in a checkpoint proves which ones that was, but the weights know: the teacher-forced
+evaluator (``eagle3lab.evaluate``) scores each hypothesis in seconds, and the wiring with the
+highest acceptance is the one the draft was trained on. This is the search behind the case-file
+notebook and, later, ``eagle3lab doctor``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from eagle3lab.layer_ids import default_resid, resid_name
+from eagle3lab.profiles import PROFILES
+
+
+def wiring_label(aux_resid) -> str:
+    return "[" + ", ".join(resid_name(k) for k in aux_resid) + "]"
+
+
+def wiring_hypotheses(draft, num_layers: int) -> dict[tuple[int, ...], list[str]]:
+    """Candidate fc inputs for this draft -> why each is a candidate.
+
+    Each engine profile's reading of the written ids (what that engine would feed), the engines'
+    default ``resid[2], resid[N//2], resid[N-3]``, and each of these with the embedding put first
+    and the last state dropped: the seed case's pattern, where the trainer fed
+    ``[embedding, a, b]`` and the server ``[a, b, c]``.
+    """
+    base: dict[tuple[int, ...], list[str]] = {}
+    for name in PROFILES:
+        d = draft.under(name)
+        d.num_target_layers = num_layers
+        try:
+            resid = tuple(d.aux_resid)
+        except ValueError:   # this engine cannot serve the written ids at all: nothing to score
+            continue
+        if len(resid) == draft.config.num_aux:
+            base.setdefault(resid, []).append(f"served by {name}")
+    default = default_resid(num_layers)
+    if len(default) == draft.config.num_aux:
+        base.setdefault(default, []).append("engines' default")
+    out = {k: list(v) for k, v in base.items()}
+    for resid in base:
+        shifted = (0,) + resid[:-1]
+        if shifted != resid and 0 not in resid:
+            out.setdefault(shifted, []).append("embedding first, last dropped, of " + wiring_label(resid))
+    return out
+
+
+def search_wiring(target, draft, sequences, *, prompt_lens=None, num_layers: int | None = None,
+                  hypotheses: dict | None = None, norm_before_residual=(False, True), num_steps: int = 4,
+                  progress: bool = True) -> pd.DataFrame:
+    """Score every (fc wiring x residual rule) hypothesis with the teacher-forced evaluator.
+
+    Returns one row per hypothesis, best first: expected accept length ``tau`` (bonus included),
+    per-position conditional acceptance ``c1..cK``, and why the wiring was a candidate.
+    """
+    from eagle3lab.decoding import as_target
+    from eagle3lab.evaluate import evaluate_offline
+
+    tgt = as_target(target)
+    n = num_layers or tgt.num_layers
+    hypotheses = hypotheses if hypotheses is not None else wiring_hypotheses(draft, n)
+    grid = [(tuple(r), bool(nbr)) for r in hypotheses for nbr in norm_before_residual]
+    rows = []
+    for resid, nbr in tqdm(grid, desc="wiring hypotheses", disable=not progress):
+        d = draft.rewired(aux_resid=resid, norm_before_residual=nbr)
+        stats = evaluate_offline(tgt, d, sequences, num_steps=num_steps, prompt_lens=prompt_lens).stats
+        row = {"wiring": wiring_label(resid), "aux_resid": resid, "norm_before_residual": nbr, "tau": stats.tau}
+        row.update({f"c{k}": c for k, c in enumerate(stats.conditional, start=1)})
+        row["why"] = "; ".join(hypotheses[resid])
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values("tau", ascending=False, ignore_index=True)
+
+
+# symptom -> likely cause -> where to look (the shape of TransformerLens's divergence guide)
+SYMPTOMS = pd.DataFrame([
+    ("Accept length never exceeds 2 (or steps + 1) although many draft tokens were asked for",
+     "SGLang with --speculative-eagle-topk 1 sets num_draft_tokens := num_steps + 1 (one warning line)",
+     "eagle3lab flags sglang -- <launch command>; notebook 01"),
+    ("Accept length close to 1 from a draft whose training accuracy was good",
+     "fc fed other target states than in training: id convention (SGLang +1, PR #25454), ids outside "
+     "eagle_config (SGLang) or inside it (vLLM) silently replaced by defaults",
+     "eagle3lab inspect DRAFT --target T; eagle3lab ids; notebooks 02, 03; diagnosis.search_wiring"),
+    ("Acceptance lower than the training estimate, first position still decent",
+     "first-layer residual or recurrence convention differs: norm_before_residual (ignored by SGLang, "
+     "missing key = true in vLLM), norm_output recycling",
+     "eagle3lab inspect (norm flags and who decided them); notebook 04"),
+    ("Acceptance collapses with a reduced draft vocabulary",
+     "d2t stored as absolute ids, or missing: draft ids map to the first target ids",
+     "eagle3lab inspect (vocab findings)"),
+    ("Acceptance fine on short prompts, worse on long ones",
+     "draft max_position_embeddings or rope_scaling differs from the target's",
+     "eagle3lab flags (context findings); eagle3lab inspect (RoPE)"),
+    ("Decent accept length but slower than no speculation",
+     "verification of many tokens is not free and drafting costs c per step: the chain is too long "
+     "for this tau",
+     "eagle3lab bench; notebook 05 (throughput model)"),
+    ("Crash or fc width mismatch at load", "SGLang id N-1 (never reached) or -1 in llama/deepseek files",
+     "eagle3lab ids sglang IDS --num-layers N"),
+], columns=["symptom", "likely cause", "where to look"])
