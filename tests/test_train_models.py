@@ -75,6 +75,7 @@ def test_cards_list_the_files_sha256():
             assert sha256(folder / name) == digest, f"{folder.name}/{name}"
 
 
+@pytest.mark.slow
 def test_card_numbers_are_reproduced():
     from eagle3lab.train.model_card import verify
     assert verify(bundled.DATA) == []

@@ -35,8 +35,8 @@ STAGES = ("tokenizer", "target", "draft-healthy", "draft-case", "cards")
 
 VOCAB_SIZE = 4096
 DRAFT_VOCAB_SIZE = 2048
-DRAFT_TRAIN = dict(ttt_steps=4, seq_len=512, batch_size=4, steps=160, lr=3e-3, min_lr=3e-4, warmup_steps=16,
-                   eval_every=40, eval_windows=8, draft_vocab_size=DRAFT_VOCAB_SIZE)
+DRAFT_TRAIN = dict(ttt_steps=4, seq_len=512, batch_size=4, steps=600, lr=3e-3, min_lr=3e-4, warmup_steps=30,
+                   eval_every=100, eval_windows=8, draft_vocab_size=DRAFT_VOCAB_SIZE)
 
 # --smoke (CI): the same pipeline on a corpus slice with tiny models, in seconds.
 SMOKE_DOCS = {"train": 24, "heldout": 4}

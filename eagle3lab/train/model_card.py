@@ -60,7 +60,17 @@ def measure_target(data_dir: str | Path) -> dict:
     target = load_target(data_dir / "models" / "target", device="cpu", dtype="float32")
     windows = _heldout_windows(data_dir, target.tokenizer, TARGET_EVAL_WINDOWS, data_dir / "models" / "target")
     loss = heldout_loss(target.model, windows)
+    top1_prob, top1_hit = [], []
+    with torch.no_grad():
+        for w in windows.split(8):
+            probs = target.model(input_ids=w[:, :-1]).logits.float().softmax(-1)
+            top1_prob.append(probs.max(-1).values.flatten())
+            top1_hit.append((probs.argmax(-1) == w[:, 1:]).float().flatten())
+    top1_prob = torch.cat(top1_prob)
     return {"heldout_loss": round(loss, 4), "heldout_ppl": round(math.exp(loss), 2),
+            "top1_accuracy": round(torch.cat(top1_hit).mean().item(), 4),
+            "mean_top1_prob": round(top1_prob.mean().item(), 4),
+            "share_top1_prob_over_0.5": round((top1_prob > 0.5).float().mean().item(), 4),
             "eval": f"{len(windows)} windows x {windows.shape[1] - 1} tokens of data/corpus/heldout.jsonl.xz"}
 
 
@@ -151,7 +161,10 @@ workbook runs, and small enough that all of `data/` stays under 40 MB.
 
 ## Quality
 Held-out loss **{quality['heldout_loss']} nats/token** (perplexity {quality['heldout_ppl']}) on
-{quality['eval']}. Reproduce: `python -m eagle3lab.train.model_card --verify data` or
+{quality['eval']}. Top-1 accuracy {quality['top1_accuracy']:.1%}; the top-1 probability
+averages {quality['mean_top1_prob']:.2f} and exceeds 0.5 at {quality['share_top1_prob_over_0.5']:.1%} of
+positions (peaked where the code is predictable, flat elsewhere).
+Reproduce: `python -m eagle3lab.train.model_card --verify data` or
 `pytest tests/test_train_models.py`.
 
 ## Files

@@ -113,15 +113,13 @@ def atomic_torch_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def save_hf_dir(model, tokenizer, out_dir: str | Path, extra_files: dict[str, str] | None = None) -> Path:
+def save_hf_dir(model, tokenizer, out_dir: str | Path) -> Path:
     """Write a Hugging Face model directory atomically (tmp dir, then rename over the old one)."""
     out_dir = Path(out_dir)
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(str(tmp), safe_serialization=True)
     tokenizer.save_pretrained(str(tmp))
-    for name, text in (extra_files or {}).items():
-        (tmp / name).write_text(text)
     if out_dir.exists():
         old = out_dir.with_name(out_dir.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
@@ -206,7 +204,8 @@ def pretrain_target(cfg: TargetTrainConfig, tokenizer, train_docs: list[Doc], he
         entry = {"step": step, "loss": round(loss.item(), 4), "lr": lr_at(step - 1, cfg)}
         if step % cfg.eval_every == 0 or step == cfg.steps:
             entry["heldout_loss"] = round(heldout_loss(model, heldout), 4)
-            bar.write(f"step {step}: train {loss.item():.3f}  held-out {entry['heldout_loss']:.3f}")
+            if progress:
+                bar.write(f"step {step}: train {loss.item():.3f}  held-out {entry['heldout_loss']:.3f}")
         log.append(entry)
         now = time.time()
         if now - t_last_ckpt >= cfg.ckpt_every_s or step == cfg.steps:

@@ -291,8 +291,9 @@ def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout
         bar.set_postfix(loss=f"{loss.item():.3f}", acc0=entry["agree"][0], refresh=False)
         if step % cfg.eval_every == 0 or step == cfg.steps:
             entry["heldout"] = evaluate_ttt(draft, target, heldout, aux, cfg.ttt_steps)
-            bar.write(f"{desc} step {step}: loss {loss.item():.3f}  held-out agree {entry['heldout']['agree']}"
-                      f"  tau_est {entry['heldout']['tau_est']}")
+            if progress:
+                bar.write(f"{desc} step {step}: loss {loss.item():.3f}  held-out agree {entry['heldout']['agree']}"
+                          f"  tau_est {entry['heldout']['tau_est']}")
         log.append(entry)
         now = time.time()
         if now - t_last >= cfg.ckpt_every_s or step == cfg.steps:
