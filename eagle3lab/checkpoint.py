@@ -405,6 +405,8 @@ def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, requ
     """The resid points the draft was trained on (its family's trainer convention), or None = defaults
     (or unknown, when ``required`` is False and the target's layer count is not known)."""
     trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
+    if "aux_resid" in draft.wiring:   # an explicit hypothesis (draft.rewired) wins over the config
+        return tuple(draft.wiring["aux_resid"]), trainer
     ids, _ = trainer.visible_ids(draft.config.aux_layer_ids, draft.config.aux_ids_key)
     n = num_target_layers or draft.num_target_layers
     if ids is None or (n is None and not required):
@@ -439,8 +441,9 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     n = num_target_layers or draft.num_target_layers
     trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
     same_convention = _CONVENTION[trainer.id_engine] == _CONVENTION[get_profile(FORMAT_PROFILE[fmt]).id_engine]
-    resid, trainer = trained_resid(draft, n, required=not same_convention)
-    if same_convention:  # the ids mean the same there: copied as the trainer reads them
+    rewired = "aux_resid" in draft.wiring
+    resid, trainer = trained_resid(draft, n, required=rewired or not same_convention)
+    if same_convention and not rewired:  # the ids mean the same there: copied as the trainer reads them
         seen, _ = trainer.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
         ids = list(seen) if seen is not None else None
     elif resid is None:
@@ -451,6 +454,9 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     trained = resolve_settings(cfg, trainer, draft.format)
     flags = {"norm_before_residual": trained.norm_before_residual, "norm_before_fc": trained.norm_before_fc,
              "fc_norm": trained.fc_norm, "norm_output": trained.recycle_postnorm}
+    flags.update({k: v for k, v in draft.wiring.items() if k in flags})   # draft.rewired() switches
+    if "recycle_postnorm" in draft.wiring:
+        flags["norm_output"] = draft.wiring["recycle_postnorm"]
     if fmt == "eagle" and (flags["fc_norm"] or flags["norm_before_fc"]):
         raise bad_input(out, "fc_norm / norm_before_fc", "off for the EAGLE official format (it has no such norms)",
                         "on", "Write speculators or sglang format instead.")

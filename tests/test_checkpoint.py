@@ -303,3 +303,19 @@ def test_full_vocabulary_drafts_with_and_without_identity_buffers(tmp_path):
     edit(tmp_path / "d", weights=lambda sd: sd["d2t"].__setitem__(3, 1))
     with pytest.raises(Eagle3LabError, match=r"key 'd2t': expected all-zero offsets .* found 1 non-zero"):
         load_draft(tmp_path / "d")
+
+
+def test_a_rewired_draft_is_saved_with_the_hypothesis_it_carries(tmp_path):
+    # the seed's fix in miniature: shipped for SGLang with ids that mean other states and a flag SGLang
+    # ignores; the weights were trained on [resid[0], resid[2], resid[4]] with the normed residual
+    shipped = make_draft(ids=(1, 3, 5))
+    ids_in, aux = inputs(shipped)
+    save_draft(shipped, tmp_path / "shipped", "sglang")
+    loaded = load_draft(tmp_path / "shipped", num_target_layers=N)
+    fixed = loaded.rewired(aux_resid=(0, 2, 4), norm_before_residual=True)
+    out = save_draft(fixed, tmp_path / "fixed", "speculators")
+    assert out["aux_ids_written"] == [0, 2, 4] and out["flags_written"]["norm_before_residual"] is True
+    served = load_draft(tmp_path / "fixed", profile="vllm", num_target_layers=N)
+    assert served.aux_resid == (0, 2, 4) and served.settings.norm_before_residual is True
+    assert torch.equal(served(ids_in, aux).logits, fixed(ids_in, aux).logits)
+    assert not torch.equal(served(ids_in, aux).logits, loaded(ids_in, aux).logits)
