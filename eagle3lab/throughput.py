@@ -86,18 +86,23 @@ def implied_round_cost(tau: float, baseline_tps: float, spec_tps: float) -> floa
 # ------------------------------------------------------------------------------------------ measured costs
 
 
-def _median_time(fn, repeats: int, warmup: int, device, reset=None) -> float:
-    times = []
-    for i in range(warmup + repeats):
-        sync_device(device)
+class _Clock:
+    """Accumulates timed samples by name; a piece is timed only after ``warmup`` rounds."""
+
+    def __init__(self, device):
+        self.device, self.samples = device, {}
+
+    def time(self, name, fn, keep: bool = True):
+        sync_device(self.device)
         t0 = time.perf_counter()
-        fn()
-        sync_device(device)
-        if i >= warmup:
-            times.append(time.perf_counter() - t0)
-        if reset is not None:
-            reset()
-    return statistics.median(times)
+        out = fn()
+        sync_device(self.device)
+        if keep:
+            self.samples.setdefault(name, []).append(time.perf_counter() - t0)
+        return out
+
+    def median(self, name) -> float:
+        return statistics.median(self.samples[name])
 
 
 @dataclass
@@ -111,7 +116,7 @@ class CostModel:
     verify_s: dict[int, float]               # chain verify (target forward + capture + accept + commit) of n tokens
     extend_s: dict[int, float]               # draft re-reading r committed rows (fc on target features)
     draft_phase_s: dict[str, float] = field(default_factory=dict)   # "K=5" / "K=5,topk=4,M=8" -> whole draft phase
-    tree_verify_s: dict[str, float] = field(default_factory=dict)   # "K=5,topk=4,M=8" -> tree verify
+    setting_verify_s: dict[str, float] = field(default_factory=dict)  # same keys -> verify + accept + commit
 
     @property
     def c(self) -> float:
@@ -143,10 +148,10 @@ class CostModel:
             draft = self.draft_phase_s[key]
         else:  # chain estimate from single steps
             draft = (num_steps - 1) * self.draft_step_s
-        if topk == 1:
-            verify = self.v(num_steps + 1) * self.target_step_s
-        else:
-            verify = self.tree_verify_s.get(key, self.v(num_draft_tokens or num_steps * topk + 1) * self.target_step_s)
+        if key in self.setting_verify_s:
+            verify = self.setting_verify_s[key]
+        else:  # from the chain verify curve
+            verify = self.v(num_steps + 1 if topk == 1 else num_draft_tokens or num_steps * topk + 1) * self.target_step_s
         return {"extend_s": extend, "draft_s": draft, "verify_s": verify, "round_s": extend + draft + verify}
 
     def project(self, stats, num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> Projection:
@@ -201,19 +206,22 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
                   progress: bool = False) -> CostModel:
     """Time each piece of a round on this device with the decoding loop's own methods.
 
-    ``settings``: (num_steps, topk, num_draft_tokens) whose whole draft phase (and tree verify)
-    is timed too. The KV caches are rolled back after every timed call, so every call sees
-    ``context_len`` tokens of context.
+    Pieces are timed in the loop's order (draft phase -> verify + accept + commit -> extend), so
+    each starts with the caches as the loop leaves them: on a CPU the target's weights evict the
+    draft's from the processor caches, and a draft step timed back-to-back in isolation would look
+    up to twice as cheap as it is inside the loop. The baseline step is timed back-to-back, as the
+    plain loop runs it. ``settings``: (num_steps, topk, num_draft_tokens) whose draft phase and verify
+    are timed. KV caches are rolled back after every round, so all see ``context_len`` tokens.
     """
     tgt = as_target(target)
     d = draft_for(draft, tgt, profile)
     dev = tgt.device
     gen = torch.Generator().manual_seed(0)
     vocab = min(tgt.vocab_size, getattr(tgt.tokenizer, "vocab_size", tgt.vocab_size) or tgt.vocab_size)
-    context = torch.randint(0, vocab, (context_len,), generator=gen).tolist()
+    rand = lambda n: torch.randint(0, vocab, (n,), generator=gen).tolist()
     run = SpeculativeRun(tgt, d, temperature=0.0)
     with run.capture:
-        run.prefill(context)
+        run.prefill(rand(context_len))
     n0, root, last = run.n, run.root, (run.last_logits, run.last_hidden)
 
     def reset():
@@ -222,62 +230,79 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
         run.n, run.root = n0, root
         run.last_logits, run.last_hidden = last
 
-    def rand_tokens(n):
-        return torch.randint(0, vocab, (n,), generator=gen).tolist()
+    def chain_of(n):
+        return DraftTree(tokens=rand(n - 1), parents=list(range(-1, n - 2)), depths=list(range(1, n)),
+                         scores=[0.0] * (n - 1), pool_size=n - 1)
 
-    bar = tqdm(total=2 + len(verify_sizes) + max(verify_sizes) + 2 * len(settings), desc="measuring costs",
-               disable=not progress)
-    kw = {run.cache_kw: run.cache}
+    clock = _Clock(dev)
+    rounds = warmup + repeats
+    # baseline: one-token target steps back to back, no capture hooks (what target_greedy runs)
     step_ids = torch.tensor([[root]], device=dev)
-    target_step = _median_time(lambda: int(tgt.model(input_ids=step_ids, use_cache=True, **kw).logits[0, -1].argmax()),
-                               repeats, warmup, dev, reset)
-    bar.update()
-    h = run.last_hidden[None, None]
-    draft_step = _median_time(lambda: d(step_ids, recycled_hidden=h, cache=run.dcache).logits[0, -1].argmax(),
-                              repeats, warmup, dev, reset)
-    bar.update()
-    verify, extend = {}, {}
-    with run.capture:
-        for n in verify_sizes:
-            tree = DraftTree(tokens=rand_tokens(n - 1), parents=list(range(-1, n - 2)), depths=list(range(1, n)),
-                             scores=[0.0] * (n - 1), pool_size=n - 1)
-
-            def verify_once(tree=tree):
-                logits, aux = run.verify(tree, chain=True)
-                path, bonus = run.accept(tree, logits)
-                run.commit(tree, path, bonus, aux, extend=False)
-            verify[n] = _median_time(verify_once, repeats, warmup, dev, reset)
-            bar.update()
-        _, aux = run.verify(DraftTree(rand_tokens(max(verify_sizes)), list(range(-1, max(verify_sizes) - 1)),
-                                      list(range(1, max(verify_sizes) + 1)), [0.0] * max(verify_sizes), 0), chain=True)
+    kw = {run.cache_kw: run.cache}
+    for i in range(rounds):
+        clock.time("target_step", lambda: int(tgt.model(input_ids=step_ids, use_cache=True, **kw).logits[0, -1].argmax()),
+                   keep=i >= warmup)
         reset()
-        for r in range(1, max(verify_sizes) + 1):
-            ids, rows = rand_tokens(r), aux[:r]
-            extend[r] = _median_time(lambda ids=ids, rows=rows: run.draft_extend(ids, rows), repeats, warmup, dev, reset)
-            bar.update()
-        phases, tree_verify = {}, {}
-        for steps, topk, m in settings:
-            s, _ = tree_settings(steps, topk, m)
-            key = _key(s["num_steps"], s["topk"], s["num_draft_tokens"])
-            if s["topk"] == 1:
-                phases[key] = _median_time(lambda s=s: run.draft_chain(s["num_steps"]), repeats, warmup, dev, reset)
-                bar.update(2)
-                continue
-            phases[key] = _median_time(lambda s=s: run.draft_tree(s["num_steps"], s["topk"], s["num_draft_tokens"] - 1),
-                                       repeats, warmup, dev, reset)
-            tree, _ = run.draft_tree(s["num_steps"], s["topk"], s["num_draft_tokens"] - 1)
+    max_rows = max(verify_sizes)
+    specs = []
+    for steps, topk, m in settings:
+        s, _ = tree_settings(steps, topk, m)
+        specs.append((_key(s["num_steps"], s["topk"], s["num_draft_tokens"]), s))
+        max_rows = max(max_rows, s["num_steps"] + 1)
+    total = len(specs) * max_rows * rounds + len(verify_sizes) * rounds + rounds
+    bar = tqdm(total=total, desc="measuring costs", disable=not progress)
+    with run.capture:
+        for key, s in specs:  # whole rounds: draft phase, verify + accept + commit, extend of r rows
+            chain = s["topk"] == 1
+            for r in range(1, max_rows + 1):
+                for i in range(rounds):
+                    keep = i >= warmup
+                    if chain:
+                        tree, _, _ = clock.time(f"phase {key}", lambda s=s: run.draft_chain(s["num_steps"]), keep)
+                    else:
+                        tree, _ = clock.time(f"phase {key}", lambda s=s: run.draft_tree(
+                            s["num_steps"], s["topk"], s["num_draft_tokens"] - 1), keep)
+
+                    def verify_once(tree=tree, chain=chain):
+                        logits, aux = run.verify(tree, chain=chain)
+                        path, bonus = run.accept(tree, logits)
+                        run.commit(tree, path, bonus, aux, extend=False)
+                        return aux
+                    aux = clock.time(f"verify {key}", verify_once, keep)
+                    rows = aux[:1].repeat(r, 1)
+                    clock.time(f"extend {r}", lambda r=r, rows=rows: run.draft_extend(rand(r), rows), keep)
+                    reset()
+                    bar.update()
+        key0, s0 = specs[0]
+        for n in verify_sizes:  # the verify-cost curve, each after the first setting's draft phase
+            tree = chain_of(n)
+            for i in range(rounds):
+                run.draft_chain(s0["num_steps"]) if s0["topk"] == 1 else run.draft_tree(
+                    s0["num_steps"], s0["topk"], s0["num_draft_tokens"] - 1)
+
+                def verify_once(tree=tree):
+                    logits, aux = run.verify(tree, chain=True)
+                    path, bonus = run.accept(tree, logits)
+                    run.commit(tree, path, bonus, aux, extend=False)
+                clock.time(f"curve {n}", verify_once, i >= warmup)
+                reset()
+                bar.update()
+        for i in range(rounds):  # one recycled draft step, where step 2 of a chain sits: after verify + extend
+            _, aux = run.verify(chain_of(2), chain=True)
+            run.commit(chain_of(1), [], root, aux, extend=False)
+            run.draft_extend([root], aux[:1])
+            h = run.last_hidden[None, None]
+            clock.time("draft_step", lambda h=h: d(step_ids, recycled_hidden=h, cache=run.dcache).logits[0, -1].argmax(),
+                       i >= warmup)
             reset()
             bar.update()
-
-            def tree_once(tree=tree):
-                logits, aux = run.verify(tree, chain=False)
-                path, bonus = run.accept(tree, logits)
-                run.commit(tree, path, bonus, aux, extend=False)
-            tree_verify[key] = _median_time(tree_once, repeats, warmup, dev, reset)
-            bar.update()
     bar.close()
-    return CostModel(device=str(dev), context_len=context_len, target_step_s=target_step, draft_step_s=draft_step,
-                     verify_s=verify, extend_s=extend, draft_phase_s=phases, tree_verify_s=tree_verify)
+    return CostModel(
+        device=str(dev), context_len=context_len, target_step_s=clock.median("target_step"),
+        draft_step_s=clock.median("draft_step"), verify_s={n: clock.median(f"curve {n}") for n in verify_sizes},
+        extend_s={r: clock.median(f"extend {r}") for r in range(1, max_rows + 1)},
+        draft_phase_s={k: clock.median(f"phase {k}") for k, _ in specs},
+        setting_verify_s={k: clock.median(f"verify {k}") for k, _ in specs})
 
 
 # ------------------------------------------------------------------------------------------ served targets

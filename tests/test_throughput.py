@@ -95,7 +95,7 @@ def test_measure_costs_on_the_loop_steps():
                        repeats=2, warmup=1)
     assert set(cm.verify_s) == {1, 2, 4} and set(cm.extend_s) == {1, 2, 3, 4}
     assert cm.target_step_s > 0 and cm.draft_step_s > 0 and cm.c > 0
-    assert set(cm.draft_phase_s) == {"K=3", "K=3,topk=2,M=5"} and set(cm.tree_verify_s) == {"K=3,topk=2,M=5"}
+    assert set(cm.draft_phase_s) == set(cm.setting_verify_s) == {"K=3", "K=3,topk=2,M=5"}
     assert list(cm.verify_frame().columns) == ["seconds", "target_steps"]
     d = cm.to_dict()
     assert d["c"] == pytest.approx(cm.c) and set(d["verify_target_steps"]) == {1, 2, 4}
@@ -151,5 +151,5 @@ def test_tree_projection_uses_measured_tree_phases():
                        warmup=1)
     proj = cm.project(2.0, num_steps=3, topk=2, num_draft_tokens=5)
     assert proj.pieces["draft_s"] == cm.draft_phase_s["K=3,topk=2,M=5"]
-    assert proj.pieces["verify_s"] == cm.tree_verify_s["K=3,topk=2,M=5"]
+    assert proj.pieces["verify_s"] == cm.setting_verify_s["K=3,topk=2,M=5"]
     assert torch.isfinite(torch.tensor(proj.speedup))
