@@ -174,6 +174,21 @@ class CostModel:
         return pd.DataFrame({"tokens": n, "seconds": [self.verify_s[i] for i in n],
                              "target_steps": [self.verify_s[i] / self.target_step_s for i in n]}).set_index("tokens")
 
+    def plot_verify_curve(self, ax=None, label: str | None = None):
+        """v(M): verify cost in target steps vs tokens verified (flat = verification is free)."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 3.5))
+        df = self.verify_frame()
+        ax.plot(df.index, df["target_steps"], marker="o", label=label or f"{self.device}, context {self.context_len}")
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel("tokens verified in one target forward (M)")
+        ax.set_ylabel("cost in target steps v(M)")
+        ax.set_title(f"verify-cost curve (c = draft step / target step = {self.c:.3f})")
+        ax.legend(fontsize=8)
+        return ax.figure
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["c"] = self.c
@@ -359,6 +374,25 @@ ROOFLINE_EXAMPLES = {
         assumptions="61 layers (60 MoE), 384 experts of 3*7168*2048 weights each, 8 routed per token, "
                     "~11B always-read weights, fp8, 8 x 4.8 TB/s, 8 ms fixed per forward (TP all-reduces, launches)"),
 }
+
+
+def plot_break_even(table: pd.DataFrame, ax=None):
+    """Each case's tau against its break-even tau (round cost): above the diagonal, speculation wins."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 4.5))
+    top = max(table["tau"].max(), table["break_even_tau"].max()) * 1.1
+    ax.plot([1, top], [1, top], color="grey", lw=0.8, ls="--")
+    ax.fill_between([1, top], [1, top], [top, top], color="tab:green", alpha=0.08)
+    for name, row in table.iterrows():
+        ax.scatter(row["break_even_tau"], row["tau"])
+        ax.annotate(f"{name} ({row['projected_speedup']:.2f}x)", (row["break_even_tau"], row["tau"]), fontsize=7,
+                    xytext=(4, 2), textcoords="offset points")
+    ax.set_xlabel("round cost in target steps (= break-even tau)")
+    ax.set_ylabel("tau (tokens per round)")
+    ax.set_title("speculation pays above the diagonal")
+    return ax.figure
 
 
 def explain(cases: list[dict]) -> pd.DataFrame:

@@ -153,3 +153,17 @@ def test_tree_projection_uses_measured_tree_phases():
     assert proj.pieces["draft_s"] == cm.draft_phase_s["K=3,topk=2,M=5"]
     assert proj.pieces["verify_s"] == cm.setting_verify_s["K=3,topk=2,M=5"]
     assert torch.isfinite(torch.tensor(proj.speedup))
+
+
+def test_plots_return_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from eagle3lab.throughput import plot_break_even
+
+    fig = hand_costs().plot_verify_curve()
+    assert list(fig.axes[0].lines[0].get_ydata()) == pytest.approx([1.0, 1.1, 1.3, 1.7])
+    table = explain([{"name": "a", "tau": 2.0, "c": 0.1, "num_steps": 3, "v": 1.2},
+                     {"name": "b", "tau": 1.1, "c": 0.1, "num_steps": 15, "v": 1.6}])
+    fig = plot_break_even(table)
+    assert len(fig.axes[0].collections) >= 2
