@@ -378,15 +378,18 @@ class SpeculativeRun:
                 return path, self._sample(p)
 
     @torch.no_grad()
-    def commit(self, tree: DraftTree, path: list[int], bonus: int, aux: torch.Tensor, extend: bool = True):
-        """Keep the accepted path in both caches, then let the draft re-read it with real features."""
-        keep_rel = [0] + [i + 1 for i in path]              # root + accepted nodes, verify order
+    def commit(self, path: list[int], bonus: int) -> list[int]:
+        """Keep the accepted path in the target cache and roll the draft cache back to the committed prefix.
+
+        Returns the verify rows kept (root + accepted nodes): the features the draft re-reads next,
+        paired with ``accepted tokens + [bonus]`` (``draft_extend``).
+        """
+        keep_rel = [0] + [i + 1 for i in path]
         keep_cache_positions(self.cache, self.n, keep_rel)
         self.dcache.crop(self.n)
         self.n += len(keep_rel)
         self.root = bonus
-        if extend:
-            self.draft_extend([tree.tokens[i] for i in path] + [bonus], aux[keep_rel])
+        return keep_rel
 
 
 @torch.no_grad()
@@ -440,11 +443,11 @@ def speculative_generate(target, draft, prompt, num_steps: int = 5, topk: int = 
                     emitted = emitted[: j + 1]
                     break
             tokens += emitted
-            run.commit(tree, path, bonus, aux, extend=False)
+            keep = run.commit(path, bonus)
             sync_device(run.device)
             t3 = time.perf_counter()
             if not finished:
-                run.draft_extend([tree.tokens[i] for i in path] + [bonus], aux[[0] + [i + 1 for i in path]])
+                run.draft_extend([tree.tokens[i] for i in path] + [bonus], aux[keep])
             sync_device(run.device)
             t4 = time.perf_counter()
             rounds.append(RoundLog(drafted=tuple(tree.tokens), parents=None if chain else tuple(tree.parents),

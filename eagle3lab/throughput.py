@@ -281,7 +281,7 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
                     def verify_once(tree=tree, chain=chain):
                         logits, aux = run.verify(tree, chain=chain)
                         path, bonus = run.accept(tree, logits)
-                        run.commit(tree, path, bonus, aux, extend=False)
+                        run.commit(path, bonus)
                         return aux
                     aux = clock.time(f"verify {key}", verify_once, keep)
                     rows = aux[:1].repeat(r, 1)
@@ -298,13 +298,13 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
                 def verify_once(tree=tree):
                     logits, aux = run.verify(tree, chain=True)
                     path, bonus = run.accept(tree, logits)
-                    run.commit(tree, path, bonus, aux, extend=False)
+                    run.commit(path, bonus)
                 clock.time(f"curve {n}", verify_once, i >= warmup)
                 reset()
                 bar.update()
         for i in range(rounds):  # one recycled draft step, where step 2 of a chain sits: after verify + extend
             _, aux = run.verify(chain_of(2), chain=True)
-            run.commit(chain_of(1), [], root, aux, extend=False)
+            run.commit([], root)
             run.draft_extend([root], aux[:1])
             h = run.last_hidden[None, None]
             clock.time("draft_step", lambda h=h: d(step_ids, recycled_hidden=h, cache=run.dcache).logits[0, -1].argmax(),
