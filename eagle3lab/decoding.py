@@ -325,6 +325,10 @@ class SpeculativeRun:
         ids = [self.root] + tree.tokens
         if chain:
             return self.target_forward(ids)
+        impl = str(getattr(self.model.config, "_attn_implementation", "") or "")
+        if impl.startswith("flash"):  # flash-attention kernels take no 4D mask: every node would see all others
+            raise bad_input("target", "attn_implementation", "'sdpa' or 'eager' for tree verification (topk > 1)",
+                            repr(impl), "Load the target with attn_implementation='sdpa', or draft a chain (topk=1).")
         parents = [-1] + [p + 1 for p in tree.parents]    # indices into the verified sequence
         pos = torch.tensor([[self.n] + [self.n + d for d in tree.depths]], device=self.device)
         mask = tree_attention_mask(parents, self.n, self.model.dtype, self.device)
