@@ -288,3 +288,29 @@ def paths_agreement(target: Target, input_ids, attention_mask=None):
                      "HF hidden_states[k] vs pre": float((h - pre[k]).abs().max()),
                      "bit-identical": bool(torch.equal(pre[k], post[k]) and (k == n or torch.equal(h, pre[k])))})
     return pd.DataFrame(rows).set_index("point")
+
+
+def fc_input_difference(a: FcInput, b: FcInput, attention_mask=None, names=("a", "b")):
+    """Slot by slot, how far apart two fc inputs of the same batch are (a DataFrame).
+
+    Per slot: the point each input puts there, the mean per-token cosine similarity and the
+    relative distance ``|b - a| / |a|`` over valid tokens; a last row compares the whole inputs.
+    A slot fed the same point in both reads cosine 1, distance 0.
+    """
+    import pandas as pd
+
+    if a.num_aux != b.num_aux or a.tensor.shape != b.tensor.shape:
+        raise bad_input("fc inputs", None, f"two inputs of the same shape {tuple(a.tensor.shape)} "
+                        f"({a.num_aux} slots)", f"{tuple(b.tensor.shape)} ({b.num_aux} slots)",
+                        "Build both from the same captured batch with orders of the same length.")
+    pairs = [(f"slot {i}", a.chunk(i), b.chunk(i), a.order[i], b.order[i]) for i in range(a.num_aux)]
+    pairs.append(("whole fc input", a.tensor, b.tensor, None, None))
+    rows = []
+    for slot, x, y, ka, kb in pairs:
+        flat = _valid_tokens({0: x, 1: y}, attention_mask)
+        x, y = flat[0], flat[1]
+        rows.append({"slot": slot, names[0]: a.label if ka is None else resid_name(ka),
+                     names[1]: b.label if kb is None else resid_name(kb),
+                     "cosine": float(torch.nn.functional.cosine_similarity(x, y, dim=-1).mean()),
+                     "relative distance": float((y - x).norm() / x.norm())})
+    return pd.DataFrame(rows).set_index("slot")

@@ -9,9 +9,12 @@ notebook and, later, ``eagle3lab doctor``.
 
 from __future__ import annotations
 
+from itertools import permutations
+
 import pandas as pd
 from tqdm.auto import tqdm
 
+from eagle3lab.errors import bad_input
 from eagle3lab.layer_ids import default_resid, resid_name
 from eagle3lab.profiles import PROFILES
 
@@ -47,6 +50,41 @@ def wiring_hypotheses(draft, num_layers: int) -> dict[tuple[int, ...], list[str]
         if shifted != resid and 0 not in resid:
             out.setdefault(shifted, []).append("embedding first, last dropped, of " + wiring_label(resid))
     return out
+
+
+def wiring_neighbourhood(aux_resid, num_layers: int) -> dict[tuple[int, ...], list[str]]:
+    """Hypotheses around one wiring, for ``search_wiring``: the wiring itself, every reordering of
+    it, and each slot alone fed every ``resid[k]``, k = 0..N (repeats allowed: the fc reads any state
+    twice). ``slot_scan`` turns the scores back into a slot x resid[k] grid."""
+    wiring = tuple(int(k) for k in aux_resid)
+    bad = [k for k in wiring if not 0 <= k <= num_layers]
+    if not wiring or bad:
+        raise bad_input("aux_resid", None, f"resid indices in 0..{num_layers}", list(aux_resid),
+                        "Give canonical resid points (eagle3lab ids translates engine ids).")
+    out: dict[tuple[int, ...], list[str]] = {wiring: ["as given"]}
+    for order in permutations(wiring):
+        out.setdefault(order, ["reordered"])
+    for i in range(len(wiring)):
+        for k in range(num_layers + 1):
+            sub = wiring[:i] + (k,) + wiring[i + 1:]
+            if sub != wiring:
+                out.setdefault(sub, []).append(f"slot {i} fed resid[{k}]")
+    return out
+
+
+def slot_scan(scores: pd.DataFrame, aux_resid, num_layers: int, value: str = "tau") -> pd.DataFrame:
+    """``search_wiring`` rows -> a grid: row i = slot i of ``aux_resid``, column k = ``value`` when that
+    slot alone is fed resid[k] (NaN where not scored). Scores of one residual rule only."""
+    rules = scores["norm_before_residual"].unique()
+    if len(rules) != 1:
+        raise bad_input("scores", "norm_before_residual", "rows of one residual rule",
+                        sorted(map(bool, rules)), "Filter the rows first, e.g. scores[scores.norm_before_residual].")
+    by_wiring = dict(zip(scores["aux_resid"].map(tuple), scores[value]))
+    wiring = tuple(int(k) for k in aux_resid)
+    grid = [[by_wiring.get(wiring[:i] + (k,) + wiring[i + 1:], float("nan")) for k in range(num_layers + 1)]
+            for i in range(len(wiring))]
+    return pd.DataFrame(grid, index=[f"slot {i} ({resid_name(k)})" for i, k in enumerate(wiring)],
+                        columns=[f"resid[{k}]" for k in range(num_layers + 1)])
 
 
 def search_wiring(target, draft, sequences, *, prompt_lens=None, num_layers: int | None = None,
