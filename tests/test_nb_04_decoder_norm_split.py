@@ -1,0 +1,172 @@
+"""The claims of notebooks/04_decoder_norm_split.ipynb, on the bundled models, as relations.
+
+The drafts are retrained from time to time, so thresholds are generous; each one still fails
+if the mechanism the notebook teaches stops holding (scales, patch identity, acceptance cost).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from eagle3lab import bundled
+from eagle3lab.capture import ResidCapture
+from eagle3lab.checkpoint import load_draft
+from eagle3lab.evaluate import evaluate_offline, greedy_dataset
+from eagle3lab.profiles import resolve_settings
+from eagle3lab.target import load_target
+from eagle3lab.throughput import load_prompts
+
+pytestmark = pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built (make data)")
+
+CASE_WIRING = (0, 3, 7)   # what draft-case was trained on (its model card)
+NUM_STEPS = 4
+
+
+@pytest.fixture(scope="module")
+def models():
+    target = load_target(bundled.TARGET, device="cpu")
+    case = load_draft(bundled.DRAFT_CASE, target=target, device="cpu")
+    healthy = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")
+    return target, {"case": (case, CASE_WIRING), "healthy": (healthy, tuple(healthy.aux_resid))}
+
+
+@pytest.fixture(scope="module")
+def probe(models):
+    """First draft pass on bundled prompts, both drafts x both residual rules, every layer-0 hook."""
+    target, drafts = models
+    batch = target.encode(load_prompts(n=6))
+    points = sorted({k for _, wiring in drafts.values() for k in wiring})
+    with torch.no_grad(), ResidCapture(target, points) as cap:
+        greedy = target.model(**batch).logits.argmax(-1)
+    ids_in, valid, nxt = batch["input_ids"][:, 1:], batch["attention_mask"][:, 1:].bool(), greedy[:, 1:]
+    runs = {}
+    for name, (d, wiring) in drafts.items():
+        fc_in = cap.fc_input(wiring).tensor[:, :-1]
+        for nbr in (False, True):
+            dd = d.rewired(aux_resid=wiring, norm_before_residual=nbr)
+            out, cache = dd.run_with_cache(ids_in, fc_in, names=["embed", "fc_out", "layers.0.*"])
+            runs[name, nbr] = (dd, out, cache, fc_in)
+
+    def agreement(dd, out):
+        return float((dd.to_target_ids(out.logits.argmax(-1)) == nxt)[valid].float().mean())
+
+    return {"runs": runs, "ids_in": ids_in, "rms": lambda x: x.float().pow(2).mean(-1).sqrt()[valid],
+            "valid": valid, "agreement": agreement}
+
+
+@pytest.fixture(scope="module")
+def acceptance(models, probe):
+    target, _ = models
+    seqs, lens = greedy_dataset(target, load_prompts(n=6, length="short"), max_new_tokens=40)
+    evals = {key: evaluate_offline(target, run[0], seqs, num_steps=NUM_STEPS, prompt_lens=lens)
+             for key, run in probe["runs"].items()}
+    return seqs, lens, evals
+
+
+def median(x) -> float:
+    return float(x.median())
+
+
+def test_the_norms_bring_two_very_different_halves_to_one_scale(probe):
+    rms = probe["rms"]
+    for name in ("case", "healthy"):
+        cache = probe["runs"][name, False][2]
+        raw_emb, raw_h = median(rms(cache["embed"])), median(rms(cache["fc_out"]))
+        emb_n, hid_n = median(rms(cache["layers.0.emb_normed"])), median(rms(cache["layers.0.hid_normed"]))
+        assert raw_h / raw_emb > 10, (name, raw_emb, raw_h)
+        assert 0.5 < emb_n < 2 and 0.5 < hid_n < 2 and max(emb_n, hid_n) / min(emb_n, hid_n) < 1.5, (emb_n, hid_n)
+
+
+def test_raw_and_normed_residual_point_the_same_way_but_differ_in_scale(probe):
+    for name in ("case", "healthy"):
+        cache = probe["runs"][name, False][2]
+        cos = F.cosine_similarity(cache["fc_out"], cache["layers.0.hid_normed"], dim=-1)[probe["valid"]]
+        assert median(cos) > 0.95
+        assert median(probe["rms"](cache["fc_out"])) / median(probe["rms"](cache["layers.0.hid_normed"])) > 3
+
+
+def test_the_flag_only_changes_the_residual_tensor(probe):
+    runs = probe["runs"]
+    for name in ("case", "healthy"):
+        (_, out_off, c_off, _), (_, out_on, c_on, _) = runs[name, False], runs[name, True]
+        for hook in ("embed", "fc_out", "layers.0.emb_normed", "layers.0.hid_normed", "layers.0.attn_in",
+                     "layers.0.attn_out"):
+            assert torch.equal(c_off[hook], c_on[hook]), hook
+        assert not torch.equal(c_off["layers.0.residual"], c_on["layers.0.residual"])
+        assert not torch.equal(out_off.logits, out_on.logits)
+
+
+def test_patching_the_residual_reproduces_the_other_rule_exactly(probe):
+    runs, ids_in = probe["runs"], probe["ids_in"]
+    off, out_off, c_off, fc_in = runs["case", False]
+    on, out_on, _, _ = runs["case", True]
+    hidden_norm = off.layers[0].hidden_norm
+    patched = off.run_with_patches(ids_in, fc_in, patches={"layers.0.residual": lambda h, name: hidden_norm(h)})
+    assert torch.equal(patched.logits, out_on.logits)
+    back = on.run_with_patches(ids_in, fc_in, patches={"layers.0.residual": c_off["fc_out"]})
+    assert torch.equal(back.logits, out_off.logits)
+
+
+def test_each_draft_sized_its_attention_output_for_the_rule_it_was_trained_with(probe):
+    rms = probe["rms"]
+
+    def log_balance(name, nbr):
+        cache = probe["runs"][name, nbr][2]
+        return abs(math.log(median(rms(cache["layers.0.attn_out"]) / rms(cache["layers.0.residual"]))))
+
+    for name, trained in (("case", True), ("healthy", False)):
+        assert log_balance(name, trained) + math.log(3) < log_balance(name, not trained), name
+
+
+def test_scaling_the_normed_residual_towards_rms_h_costs_what_the_raw_residual_costs(probe):
+    runs, agreement = probe["runs"], probe["agreement"]
+    on, out_on, _, fc_in = runs["case", True]
+    off, out_off, c_off, _ = runs["case", False]
+    h_scale = median(probe["rms"](c_off["fc_out"]))
+    scaled = on.run_with_patches(probe["ids_in"], fc_in, patches={"layers.0.residual": lambda r, n: r * h_scale})
+    trained, raw, at_scale = agreement(on, out_on), agreement(off, out_off), agreement(on, scaled)
+    assert trained > at_scale + 0.15
+    assert abs(at_scale - raw) < 0.1, (at_scale, raw)
+
+
+def test_profiles_decide_the_rule_from_the_config_and_their_engine(models):
+    _, drafts = models
+    case, healthy = drafts["case"][0], drafts["healthy"][0]
+
+    def rule(d, profile):
+        return next((v, how) for f, v, how in d.under(profile).settings.decisions if f == "norm_before_residual")
+
+    for profile in ("speculators", "vllm"):
+        assert rule(case, profile)[0] is True and "explicit" in rule(case, profile)[1]
+    for profile in ("sglang", "specforge", "eagle"):
+        assert rule(case, profile)[0] is False and "ignored" in rule(case, profile)[1]
+        assert rule(healthy, profile)[0] is False
+    unwritten = replace(healthy.config, norm_before_residual=None)
+    trap = {(fmt, p): resolve_settings(unwritten, p, fmt).norm_before_residual
+            for fmt, p in [("speculators", "speculators"), ("speculators", "vllm"), ("sglang", "vllm")]}
+    assert trap == {("speculators", "speculators"): False, ("speculators", "vllm"): True, ("sglang", "vllm"): False}
+
+
+def test_the_wrong_residual_rule_costs_acceptance_in_both_directions(acceptance):
+    _, _, evals = acceptance
+    tau = {key: ev.stats.tau for key, ev in evals.items()}
+    assert tau["case", True] - tau["case", False] >= 0.5, tau
+    assert tau["healthy", False] - tau["healthy", True] >= 0.5, tau
+    for name, trained in (("case", True), ("healthy", False)):
+        right, wrong = evals[name, trained].stats.survival, evals[name, not trained].stats.survival
+        assert right[0] > wrong[0] + 0.2 and right[-1] > wrong[-1], (name, right, wrong)
+
+
+def test_engine_profiles_reproduce_the_measured_rules(models, acceptance):
+    target, drafts = models
+    seqs, lens, evals = acceptance
+    case, wiring = drafts["case"]
+    for profile, nbr in (("vllm", True), ("sglang", False)):
+        ev = evaluate_offline(target, case.under(profile).rewired(aux_resid=wiring), seqs, num_steps=NUM_STEPS,
+                              prompt_lens=lens)
+        assert ev.stats.tau == evals["case", nbr].stats.tau, profile
