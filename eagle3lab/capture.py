@@ -293,9 +293,10 @@ def paths_agreement(target: Target, input_ids, attention_mask=None):
 def fc_input_difference(a: FcInput, b: FcInput, attention_mask=None, names=("a", "b")):
     """Slot by slot, how far apart two fc inputs of the same batch are (a DataFrame).
 
-    Per slot: the point each input puts there, the mean per-token cosine similarity and the
-    relative distance ``|b - a| / |a|`` over valid tokens; a last row compares the whole inputs.
-    A slot fed the same point in both reads cosine 1, distance 0.
+    Per slot: the point each input puts there, the mean per-token cosine similarity, the relative
+    distance ``|b - a| / |a|`` and the norm ratio ``|b| / |a|`` over valid tokens (the embedding is
+    often far smaller than later streams); a last row compares the whole inputs. A slot fed the
+    same point in both reads cosine 1, distance 0, ratio 1.
     """
     import pandas as pd
 
@@ -312,5 +313,6 @@ def fc_input_difference(a: FcInput, b: FcInput, attention_mask=None, names=("a",
         rows.append({"slot": slot, names[0]: a.label if ka is None else resid_name(ka),
                      names[1]: b.label if kb is None else resid_name(kb),
                      "cosine": float(torch.nn.functional.cosine_similarity(x, y, dim=-1).mean()),
-                     "relative distance": float((y - x).norm() / x.norm())})
+                     "relative distance": float((y - x).norm() / x.norm()),
+                     "norm ratio": float(y.norm() / x.norm())})
     return pd.DataFrame(rows).set_index("slot")
