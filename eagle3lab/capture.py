@@ -308,8 +308,7 @@ def fc_input_difference(a: FcInput, b: FcInput, attention_mask=None, names=("a",
     pairs.append(("whole fc input", a.tensor, b.tensor, None, None))
     rows = []
     for slot, x, y, ka, kb in pairs:
-        flat = _valid_tokens({0: x, 1: y}, attention_mask)
-        x, y = flat[0], flat[1]
+        x, y = _valid_tokens({0: x, 1: y}, attention_mask).values()
         rows.append({"slot": slot, names[0]: a.label if ka is None else resid_name(ka),
                      names[1]: b.label if kb is None else resid_name(kb),
                      "cosine": float(torch.nn.functional.cosine_similarity(x, y, dim=-1).mean()),
