@@ -1,0 +1,94 @@
+"""Notebook 06's claims, on the bundled models: the case file's investigation reaches the truth.
+
+The claims are relations with margins (the drafts can be retrained); timing claims are not
+asserted here (they belong to benchmarks), only acceptance and what each engine is fed.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import eagle3lab
+from eagle3lab import bundled
+from eagle3lab.checkpoint import inspect_checkpoint, load_draft, save_draft
+from eagle3lab.diagnosis import Scenario, compare_scenarios, search_wiring
+from eagle3lab.draft import DraftConfig, Eagle3Draft
+from eagle3lab.evaluate import greedy_dataset
+from eagle3lab.flags import resolve_flags
+from eagle3lab.layer_ids import resolve_aux_layers, to_engine_ids
+from eagle3lab.target import tiny_target
+from eagle3lab.throughput import load_prompts
+
+LAUNCH = ("python -m sglang.launch_server --model-path data/models/target --speculative-draft-model-path "
+          "data/models/draft-case --speculative-algorithm EAGLE3 --speculative-num-steps 1 "
+          "--speculative-eagle-topk 1 --speculative-num-draft-tokens 16")
+
+
+def test_compare_scenarios_on_a_tiny_target_is_lossless_and_reports_caps():
+    torch.manual_seed(0)
+    target = tiny_target("llama", num_layers=4, hidden_size=32)
+    cfg = DraftConfig(hidden_size=32, intermediate_size=48, num_attention_heads=4, vocab_size=target.vocab_size,
+                      aux_layer_ids=(1, 2, 3))
+    draft = Eagle3Draft(cfg)
+    draft.num_target_layers = 4
+    prompts = [[5, 6, 7, 8], [9, 10, 11]]
+    df = compare_scenarios(target, [Scenario("chain 3", draft, 3), Scenario("capped", draft, 1, 1, 16)],
+                           prompts, max_new_tokens=6, repeats=1, progress=False)
+    assert list(df.index) == ["no speculation", "chain 3", "capped"]
+    assert df.identical_to_target.all()
+    assert df.loc["capped", "max_tau"] == 2 and df.loc["chain 3", "max_tau"] == 4   # SGLang's topk-1 rule
+    assert df.loc["no speculation", "speedup"] == 1.0
+    assert (df.tau >= 1).all() and (df.tau <= df.max_tau).all()
+
+
+@pytest.fixture(scope="module")
+def case():
+    if not bundled.available()["draft-case"]:
+        pytest.fail("data/models/draft-case is missing: run `make data` (the bundled models are committed)")
+    target = eagle3lab.load_target(bundled.TARGET, device="cpu")
+    draft = load_draft(bundled.DRAFT_CASE, target=target, device="cpu")
+    seqs, lens = greedy_dataset(target, load_prompts(n=6), max_new_tokens=40)
+    return target, draft, seqs, lens
+
+
+def test_step1_flags_cap_accept_length_at_two():
+    flags = resolve_flags("sglang", LAUNCH)
+    assert flags.effective["num_draft_tokens"] == 2 and flags.max_accept_length == 2
+    assert "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED" in flags.codes()
+    assert flags.effective["aux_resid"] == [3, 7, 11]
+
+
+def test_step2_engines_feed_this_checkpoint_different_states():
+    report = inspect_checkpoint(bundled.DRAFT_CASE, num_target_layers=12)["aux_ids"]
+    assert report["as_written"] == [2, 6, 10]
+    assert report["by_engine"]["sglang"]["resid"] == [3, 7, 11]
+    assert report["by_engine"]["vllm"]["resid"] == [2, 6, 9] and report["by_engine"]["vllm"]["defaulted"]
+
+
+def test_step3_the_weights_pick_the_trained_wiring_and_residual(case):
+    target, draft, seqs, lens = case
+    search = search_wiring(target, draft, seqs, prompt_lens=lens, num_steps=4, progress=False)
+    best = search.iloc[0]
+    assert best.aux_resid == (0, 3, 7) and bool(best.norm_before_residual) is True
+    as_sglang = search.set_index(["aux_resid", "norm_before_residual"]).tau[((3, 7, 11), False)]
+    assert as_sglang < 1.5, "served as SGLang runs it, the case draft must be nearly useless"
+    assert best.tau > as_sglang + 1.0
+
+
+def test_step4_sglang_cannot_express_the_fix_and_vllm_can(case, tmp_path):
+    target, draft, seqs, lens = case
+    with pytest.raises(ValueError, match="resid\\[0\\]"):
+        to_engine_ids("sglang", [0, 3, 7], 12, arch="LlamaForCausalLM")
+    assert resolve_aux_layers("sglang", [-1, 2, 6], 12, arch="LlamaForCausalLM").fatal
+    fixed = draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=True)
+    written = save_draft(fixed, tmp_path / "fixed", "speculators", num_target_layers=12)
+    assert written["aux_ids_written"] == [0, 3, 7] and written["flags_written"]["norm_before_residual"]
+    served = load_draft(tmp_path / "fixed", target=target, device="cpu", profile="vllm")
+    assert served.aux_resid == (0, 3, 7) and served.settings.norm_before_residual
+    # step 5: real decoding, lossless, with acceptance restored
+    df = compare_scenarios(target, [Scenario("sglang", draft, 4, profile="sglang"),
+                                    Scenario("fixed", served, 4, profile="vllm")],
+                           load_prompts(n=2), max_new_tokens=32, repeats=1, progress=False)
+    assert df.identical_to_target.all()
+    assert df.loc["sglang", "tau"] < 1.5 and df.loc["fixed", "tau"] > df.loc["sglang", "tau"] + 0.8
