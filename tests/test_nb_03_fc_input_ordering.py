@@ -133,7 +133,7 @@ def test_served_wiring_costs_acceptance_and_both_causes_together_cost_most(bundl
     scores = _scores(bundle, bundle["case"], {TRAINED: ["trained"], served: ["served"]})
     as_trained, wiring_only = _tau(scores, TRAINED, True), _tau(scores, served, True)
     as_served = _tau(scores, served, False)      # SGLang also ignores norm_before_residual
-    assert as_trained - wiring_only >= 0.3, scores
+    assert as_trained - wiring_only >= 0.5, scores
     assert as_trained - as_served >= 1.0, scores
     assert float(scores.c1[(scores.aux_resid == TRAINED) & scores.norm_before_residual].iloc[0]) > 0.4
 
@@ -146,7 +146,7 @@ def test_search_without_the_training_log_finds_the_trained_wiring(bundle):
     assert best.tau > scores.tau.iloc[1], scores
 
 
-def test_reordering_the_trained_states_costs_more_than_any_neighbour(bundle):
+def test_reorderings_cost_and_the_embedding_slot_has_no_substitute(bundle):
     # reorderings and slot 0 only: the full 42-wiring scan is the notebook's
     hyp = {w: why for w, why in wiring_neighbourhood(TRAINED, 12).items()
            if why[0] in ("as given", "reordered") or why[0].startswith("slot 0")}
@@ -157,6 +157,8 @@ def test_reordering_the_trained_states_costs_more_than_any_neighbour(bundle):
     assert as_trained >= scores.tau.max() - 0.3, scores     # at (or within noise of) the top
     grid = slot_scan(scores, TRAINED, 12)
     assert grid.iloc[0].notna().all() and grid.iloc[1:].isna().sum().sum() == 2 * 13 - 2
+    # the notebook's section 4: SGLang's nearest servable point, resid[1], is no fix for this draft
+    assert grid.iloc[0, 1:].max() <= as_trained - 0.5, grid.iloc[0]
 
 
 def test_healthy_draft_is_served_the_wiring_it_was_trained_on(bundle):
