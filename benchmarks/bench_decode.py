@@ -153,8 +153,15 @@ def main(argv=None) -> int:
     print(served.round(3).to_string())
     if "case as SGLang, chain 1" in results:
         tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
-        print(f"\nThe seed (90 -> 56.8 tok/s) at this case's tau {tau:.2f} implies a served round cost of "
-              f"{implied_round_cost(tau, 90, 56.8):.2f} target steps.")
+        here = measured.loc["case as SGLang, chain 1", "break_even_tau"]
+        there = served.loc[[i for i in served.index if i.startswith("case as SGLang, chain 1")], "break_even_tau"]
+        print(f"\nA 1-step chain breaks even here once tau >= {here:.2f}; on the served MoE target it needs "
+              f"tau >= {there.min():.2f} (batch 1) to {there.max():.2f} (batch {args.served_batch}): a draft between "
+              "the two wins here and loses there. This case draft, served by SGLang, has tau "
+              f"{tau:.2f}: it loses on both.")
+        print(f"The seed (90 -> 56.8 tok/s) at tau {tau:.2f} implies a served round cost of "
+              f"{implied_round_cost(tau, 90, 56.8):.2f} target steps (at tau 2, the cap of a 1-step chain: "
+              f"{implied_round_cost(2.0, 90, 56.8):.2f}).")
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

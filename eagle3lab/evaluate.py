@@ -12,9 +12,8 @@ with ``h_{k-1,t}`` the draft's recycled state from pass k-1 (the profile's recur
 target's argmax ``g`` from the one target pass as the reference. On text the target itself wrote
 greedily (``greedy_dataset``) this reproduces the loop round by round (``OfflineEval.replay``);
 averaged over every anchor (``OfflineEval.stats``) it is the low-variance estimate that the
-diagnosis tools search with. The two differ on purpose: the loop starts a round right after each
-rejection, where the draft tends to be weaker, so its tau is lower than the every-anchor tau
-(bundled healthy draft, 5 steps: 2.16 in the loop and the replay, 2.47 over every anchor). SpecForge's training metric ``acc_i`` (``specforge_acc``) is the same
+diagnosis tools search with. The two can differ by several percent either way: the loop only
+visits the anchors right after each rejection, a biased subset of all positions. SpecForge's training metric ``acc_i`` (``specforge_acc``) is the same
 match at depth i *without* the condition on earlier depths (SpecForge ``OnlineEagle3Model``: top-1
 agreement per TTT step over loss-masked positions).
 """
