@@ -451,13 +451,15 @@ def load_prompts(path=None, n: int | None = None, length: str | None = None) -> 
 
 
 def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, num_draft_tokens: int | None = None,
-                  profile=None, max_new_tokens: int = 64, repeats: int = 3, measure_repeats: int = 7,
+                  profile=None, max_new_tokens: int = 64, repeats: int = 3, measure_repeats: int = 5,
                   progress: bool = False) -> dict:
     """Baseline and speculative decoding timed side by side in one run, plus the cost model.
 
     Each repetition decodes every prompt with ``transformers`` ``generate(do_sample=False)``, the
-    plain greedy loop and the speculative loop, interleaved, so machine noise hits all three alike.
-    Rates are medians over repetitions of (tokens / seconds) summed over prompts.
+    plain greedy loop and the speculative loop, interleaved so that machine noise hits all three
+    alike, then measures the cost model in the same time window and projects that repetition's
+    speedup from it. Reported numbers are medians over repetitions (rates: tokens / seconds summed
+    over prompts); ``projection.error`` is the median of the per-repetition errors.
     """
     tgt = as_target(target)
     d = draft_for(draft, tgt, profile)
@@ -468,36 +470,40 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
     speculative_generate(tgt, d, prompts[0], num_steps=K, topk=k, num_draft_tokens=M, max_new_tokens=max_new_tokens)
     target_greedy(tgt, prompts[0], max_new_tokens)
     hf_generate(tgt, prompts[0], max_new_tokens)
-    reps: dict[str, list[float]] = {m: [] for m in ("generate", "greedy", "greedy_decode", "spec", "spec_decode")}
-    rounds, identical, prompt_lens = [], 0, []
+    sizes = sorted({1, 2, 3, 4, 6, 8, 12, 16, K + 1, M})
+    reps: dict[str, list[float]] = {}
+    rounds, identical, prompt_lens, projections = [], 0, [], []
     for rep in tqdm(range(repeats), desc="benchmark", disable=not progress):
-        tot = {m: [0, 0.0] for m in reps}
+        tot = {m: [0, 0.0] for m in ("generate", "greedy", "greedy_decode", "spec", "spec_decode")}
         for text in prompts:
             ref = hf_generate(tgt, text, max_new_tokens)
             base = target_greedy(tgt, text, max_new_tokens)
             spec = speculative_generate(tgt, d, text, num_steps=K, topk=k, num_draft_tokens=M,
                                         max_new_tokens=max_new_tokens)
-            for name, n, s in (("generate", len(ref.tokens), ref.decode_s),
-                               ("greedy", len(base.tokens), base.prefill_s + base.decode_s),
-                               ("greedy_decode", len(base.tokens) - 1, base.decode_s),
-                               ("spec", len(spec.tokens), spec.prefill_s + spec.decode_s),
-                               ("spec_decode", len(spec.tokens) - 1, spec.decode_s)):
+            for name, n, sec in (("generate", len(ref.tokens), ref.decode_s),
+                                 ("greedy", len(base.tokens), base.prefill_s + base.decode_s),
+                                 ("greedy_decode", len(base.tokens) - 1, base.decode_s),
+                                 ("spec", len(spec.tokens), spec.prefill_s + spec.decode_s),
+                                 ("spec_decode", len(spec.tokens) - 1, spec.decode_s)):
                 tot[name][0] += n
-                tot[name][1] += s
-            if rep == 0:
+                tot[name][1] += sec
+            if rep == 0:  # greedy: every repetition produces the same rounds
                 rounds += spec.rounds
                 identical += spec.tokens == ref.tokens
                 prompt_lens.append(len(spec.prompt_ids) + len(spec.tokens) // 2)
-        for name, (n, s) in tot.items():
-            reps[name].append(n / s)
-    tps = {name: statistics.median(v) for name, v in reps.items()}
-    stats = acceptance_stats(rounds, num_positions=K)
-    context = int(round(statistics.mean(prompt_lens)))
-    sizes = sorted({1, 2, 3, 4, 6, 8, 12, 16, K + 1, M})
-    costs = measure_costs(tgt, d, context_len=context, verify_sizes=sizes, settings=((K, k, M),),
-                          repeats=measure_repeats)
-    proj = costs.project(stats, K, k, M)
-    measured_speedup = tps["spec_decode"] / tps["greedy_decode"]
+        for name, (n, sec) in tot.items():
+            reps.setdefault(name, []).append(n / sec)
+        if rep == 0:
+            stats = acceptance_stats(rounds, num_positions=K)
+            context = int(round(statistics.mean(prompt_lens)))
+        costs = measure_costs(tgt, d, context_len=context, verify_sizes=sizes, settings=((K, k, M),),
+                              repeats=measure_repeats)
+        proj = costs.project(stats, K, k, M)
+        measured = reps["spec_decode"][-1] / reps["greedy_decode"][-1]
+        projections.append((costs, proj, measured))
+    med = statistics.median
+    tps = {name: med(v) for name, v in reps.items()}
+    measured_speedup = med(m for _, _, m in projections)
     return {
         "target": tgt.path, "profile": d.profile.name, "aux_resid": list(d.aux_resid),
         "device": str(tgt.device), "dtype": str(tgt.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
@@ -515,12 +521,17 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
                        "accepted_per_pos": list(stats.accepted_per_pos), "num_drafts": stats.rounds,
                        "num_draft_tokens": stats.num_draft_tokens, "num_accepted_tokens": stats.num_accepted_tokens,
                        "specforge_simulated_acc_len": stats.specforge_simulated_acc_len},
-        "cost_model": {"context_len": context, "target_step_s": costs.target_step_s,
-                       "draft_step_s": costs.draft_step_s, "c": costs.c,
-                       "verify_target_steps": {str(n): costs.v(n) for n in sizes},
-                       "round_pieces_s": proj.pieces},
-        "projection": {"round_cost": proj.round_cost, "break_even_tau": break_even_tau(proj.round_cost),
-                       "v_verify": proj.v_verify, "decode_tps": proj.spec_tps, "baseline_decode_tps": proj.baseline_tps,
-                       "speedup": proj.speedup, "measured_speedup": measured_speedup,
-                       "error": proj.speedup / measured_speedup - 1},
+        "cost_model": {"context_len": context, "target_step_s": med(c.target_step_s for c, _, _ in projections),
+                       "draft_step_s": med(c.draft_step_s for c, _, _ in projections),
+                       "c": med(c.c for c, _, _ in projections),
+                       "verify_target_steps": {str(n): med(c.v(n) for c, _, _ in projections) for n in sizes},
+                       "round_pieces_s": {key: med(p.pieces[key] for _, p, _ in projections)
+                                          for key in projections[0][1].pieces}},
+        "projection": {"round_cost": med(p.round_cost for _, p, _ in projections),
+                       "break_even_tau": med(p.round_cost for _, p, _ in projections),
+                       "v_verify": med(p.v_verify for _, p, _ in projections),
+                       "decode_tps": med(p.spec_tps for _, p, _ in projections),
+                       "baseline_decode_tps": med(p.baseline_tps for _, p, _ in projections),
+                       "speedup": med(p.speedup for _, p, _ in projections), "measured_speedup": measured_speedup,
+                       "error": med(p.speedup / m - 1 for _, p, m in projections)},
     }
