@@ -264,12 +264,12 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
         s, _ = tree_settings(steps, topk, m)
         specs.append((_key(s["num_steps"], s["topk"], s["num_draft_tokens"]), s))
         max_rows = max(max_rows, s["num_steps"] + 1)
-    total = len(specs) * max_rows * rounds + len(verify_sizes) * rounds + rounds
+    total = (max_rows + len(specs) - 1 + len(verify_sizes) + 1) * rounds
     bar = tqdm(total=total, desc="measuring costs", disable=not progress)
     with run.capture:
-        for key, s in specs:  # whole rounds: draft phase, verify + accept + commit, extend of r rows
+        for j, (key, s) in enumerate(specs):  # whole rounds: draft phase, verify + accept + commit, extend
             chain = s["topk"] == 1
-            for r in range(1, max_rows + 1):
+            for r in range(1, max_rows + 1) if j == 0 else (1,):  # extend costs do not depend on the setting
                 for i in range(rounds):
                     keep = i >= warmup
                     if chain:
@@ -285,7 +285,7 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
                         return aux
                     aux = clock.time(f"verify {key}", verify_once, keep)
                     rows = aux[:1].repeat(r, 1)
-                    clock.time(f"extend {r}", lambda r=r, rows=rows: run.draft_extend(rand(r), rows), keep)
+                    clock.time(f"extend {r}", lambda r=r, rows=rows: run.draft_extend(rand(r), rows), keep and j == 0)
                     reset()
                     bar.update()
         key0, s0 = specs[0]
