@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
 from eagle3lab import checkpoint_formats as cf
+from eagle3lab.atomic import atomic_dir
 from eagle3lab.draft import DraftConfig, Eagle3Draft
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.profiles import FORMAT_PROFILE, get_profile, resolve_settings
@@ -481,17 +480,9 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     config = cf.draft_to_config(new_cfg, fmt, ids, flags)
 
     from safetensors.torch import save_file
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return {"path": str(out), "format": fmt, "aux_ids_written": ids, "trained_resid": list(resid) if resid else None,
             "flags_written": flags, "embedding_written": "embed_tokens.weight" in tensors, "warnings": warnings}
 

@@ -11,32 +11,19 @@ vLLM's ``eagle_aux_hidden_state_layer_ids`` are already resid indices.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from eagle3lab.atomic import atomic_file, write_json
 from eagle3lab.capture import FcInput, build_fc_input, capture_resid
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.layer_ids import default_resid, resolve_aux_layers
 
 FORMAT = "eagle3lab-hidden-dump/1"
 MANIFEST = "manifest.json"
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Write through a temp file in the same folder, then rename: never a half-written file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _as_token_lists(target, prompts, max_length):
@@ -94,7 +81,8 @@ def dump_hidden_states(target, prompts, out_dir, points=None, *, batch_size: int
             index = start + j
             name = f"sample_{index:06d}.safetensors"
             tensors = {"hidden_states": stacked[j, :len(s)].contiguous(), "token_ids": torch.tensor(s, dtype=torch.long)}
-            _atomic_write(out / name, lambda tmp, t=tensors: save_file(t, tmp))
+            with atomic_file(out / name) as tmp:
+                save_file(tensors, str(tmp))
             samples.append({"file": name, "num_tokens": len(s), "prompt_index": index})
         bar.update(len(chunk))
     bar.close()
@@ -109,7 +97,7 @@ def dump_hidden_states(target, prompts, out_dir, points=None, *, batch_size: int
         "dtype": str(target.dtype).replace("torch.", ""),
         "samples": samples,
     }
-    _atomic_write(out / MANIFEST, lambda tmp: Path(tmp).write_text(json.dumps(manifest, indent=1)))
+    write_json(out / MANIFEST, manifest)
     return HiddenDump(out)
 
 

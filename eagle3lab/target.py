@@ -286,20 +286,11 @@ def tiny_target(arch: str = "llama", num_layers: int = 4, hidden_size: int = 64,
 
 def save_target(target: Target, out_dir) -> Path:
     """Write model (safetensors) + tokenizer to ``out_dir`` atomically (temp folder, then rename)."""
-    import shutil
-    import tempfile
+    from eagle3lab.atomic import atomic_dir
 
     out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         target.model.save_pretrained(tmp, safe_serialization=True)
         if target.tokenizer is not None:
             target.tokenizer.save_pretrained(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lab.atomic import write_text
 from eagle3lab.bundled import ROOT
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -107,12 +108,6 @@ class NotebookResult:
     error: str | None = None
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEBOOKS, timeout: int = 900,
                    only: list[str] | None = None, parameters: dict | None = None) -> tuple[Path, list[NotebookResult]]:
     """Execute every notebook in order, write executed copies + HTML and ``index.html``."""
@@ -139,13 +134,13 @@ def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEB
         errors = error_outputs(nb)
         if errors and not error:
             error = errors[0]
-        _write_atomic(out / path.name, nbformat.writes(nb))
+        write_text(out / path.name, nbformat.writes(nb))
         body, _ = HTMLExporter().from_notebook_node(nb)
-        _write_atomic(out / f"{path.stem}.html", body)
+        write_text(out / f"{path.stem}.html", body)
         results.append(NotebookResult(path.name, notebook_title(path), error is None, seconds, find_summary(nb), error))
     index = out / "index.html"
-    _write_atomic(index, render_index(results))
-    _write_atomic(out / "summary.json", json.dumps([r.__dict__ for r in results], indent=2))
+    write_text(index, render_index(results))
+    write_text(out / "summary.json", json.dumps([r.__dict__ for r in results], indent=2))
     return index, results
 
 

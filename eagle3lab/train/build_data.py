@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from eagle3lab.atomic import write_json
 from eagle3lab.train.corpus import read_corpus
 
 STAGES = ("tokenizer", "target", "draft-healthy", "draft-case", "cards")
@@ -77,12 +78,6 @@ def build_tokenizer(out: Path, run_dir: Path, smoke: bool = False):
     return load_tokenizer(path)
 
 
-def _write_json(path: Path, obj) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1) + "\n")
-    os.replace(tmp, path)
-
-
 def build_target(out: Path, run_dir: Path, tokenizer, threads: int | None = None, smoke: bool = False) -> dict:
     from eagle3lab.train.pretrain_target import TargetTrainConfig, pretrain_target, save_hf_dir
     cfg = TargetTrainConfig(**SMOKE_TARGET) if smoke else TargetTrainConfig()
@@ -94,7 +89,7 @@ def build_target(out: Path, run_dir: Path, tokenizer, threads: int | None = None
              "train_tokens": int(res.train_tokens), "params": sum(p.numel() for p in res.model.parameters()),
              "log": [e for e in res.log if "heldout_loss" in e]}
     save_hf_dir(res.model, tokenizer, out / "models" / "target")
-    _write_json(out / "models" / "target" / "training.json", facts)
+    write_json(out / "models" / "target" / "training.json", facts)
     print(f"target: {res.step} steps, held-out loss {res.heldout_loss}, {facts['train_seconds']} s", flush=True)
     return facts
 
@@ -133,7 +128,7 @@ def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None,
         config = json.loads((model_dir / "config.json").read_text())
         config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = shipped_ids
         config["norm_before_residual"] = True
-        _write_json(model_dir / "config.json", config)
+        write_json(model_dir / "config.json", config)
         written["aux_ids_written"] = shipped_ids
     facts = {"config": asdict(cfg), "hidden_size": draft.config.hidden_size,
              "intermediate_size": draft.config.intermediate_size, "target_num_layers": n,
@@ -145,7 +140,7 @@ def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None,
              "params_trained": sum(p.numel() for p in draft.parameters() if p.requires_grad),
              "heldout": res.heldout, "log": [{"step": e["step"], "heldout": e["heldout"]}
                                              for e in res.log if "heldout" in e]}
-    _write_json(model_dir / "training.json", facts)
+    write_json(model_dir / "training.json", facts)
     print(f"{name}: {res.step} steps, held-out {res.heldout}, {facts['train_seconds']} s", flush=True)
     return facts
 

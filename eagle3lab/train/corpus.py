@@ -14,12 +14,12 @@ import ast
 import hashlib
 import json
 import lzma
-import os
 import re
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lab.atomic import write_bytes
 from eagle3lab.errors import bad_input
 
 SPLITS = ("train", "heldout")
@@ -67,12 +67,6 @@ def split_docs(docs: list[Doc], heldout_per_mille: int = 60) -> dict[str, list[D
     return out
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
 
 def write_corpus(corpus_dir: str | Path, splits: dict[str, list[Doc]]) -> dict[str, Path]:
     """Write ``{split}.jsonl.xz`` (xz preset 9, deterministic bytes for the same docs)."""
@@ -82,7 +76,7 @@ def write_corpus(corpus_dir: str | Path, splits: dict[str, list[Doc]]) -> dict[s
         lines = "".join(json.dumps({"path": d.path, "text": d.text}, ensure_ascii=False) + "\n"
                         for d in splits[split])
         paths[split] = corpus_dir / f"{split}.jsonl.xz"
-        _atomic_write_bytes(paths[split], lzma.compress(lines.encode("utf-8"), preset=9))
+        write_bytes(paths[split], lzma.compress(lines.encode("utf-8"), preset=9))
     return paths
 
 
@@ -168,7 +162,7 @@ def make_prompts(heldout: list[Doc], per_group: int = 12) -> list[dict]:
 def write_prompts(prompts_dir: str | Path, prompts: list[dict]) -> Path:
     path = Path(prompts_dir) / "prompts.jsonl"
     body = "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in prompts)
-    _atomic_write_bytes(path, body.encode("utf-8"))
+    write_bytes(path, body.encode("utf-8"))
     return path
 
 
@@ -198,8 +192,8 @@ def extract(out: str | Path, stdlib: str | Path | None = None, heldout_per_mille
     write_corpus(out / "corpus", splits)
     license_src = root / "LICENSE.txt"
     if license_src.exists():
-        _atomic_write_bytes(out / "corpus" / "PSF-LICENSE.txt", license_src.read_bytes())
-    _atomic_write_bytes(out / "corpus" / "LICENSE.md", _LICENSE_NOTE.encode())
+        write_bytes(out / "corpus" / "PSF-LICENSE.txt", license_src.read_bytes())
+    write_bytes(out / "corpus" / "LICENSE.md", _LICENSE_NOTE.encode())
     prompts = make_prompts(splits["heldout"])
     write_prompts(out / "prompts", prompts)
     return {split: {"files": len(docs), "chars": sum(len(d.text) for d in docs)} for split, docs in splits.items()} | {

@@ -14,10 +14,11 @@ import argparse
 import hashlib
 import json
 import math
-import os
 from pathlib import Path
 
 import torch
+
+from eagle3lab.atomic import write_text
 
 ACCEPT_BEGIN = "<!-- acceptance:begin -->"
 ACCEPT_END = "<!-- acceptance:end -->"
@@ -110,12 +111,6 @@ def _keep_acceptance(readme: Path) -> str:
         if ACCEPT_BEGIN in text and ACCEPT_END in text:
             return text[text.index(ACCEPT_BEGIN):text.index(ACCEPT_END) + len(ACCEPT_END)]
     return ACCEPT_PLACEHOLDER
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 def _minutes(seconds) -> str:
@@ -266,7 +261,7 @@ def write_cards(data_dir: str | Path, names=("target", "draft-healthy", "draft-c
         readme = model_dir / "README.md"
         text = (target_card(model_dir, facts, quality) if name == "target"
                 else draft_card(name, model_dir, facts, quality, _keep_acceptance(readme)))
-        _write(readme, text)
+        write_text(readme, text)
         out[name] = quality
     return out
 

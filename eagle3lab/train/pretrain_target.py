@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from eagle3lab.atomic import atomic_dir, atomic_file
 from eagle3lab.train.corpus import Doc
 
 
@@ -107,27 +106,17 @@ def lr_at(step: int, cfg: TargetTrainConfig) -> float:
 
 
 def atomic_torch_save(obj, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
+    """A training checkpoint (our own, read back with weights_only=True), never half-written."""
+    with atomic_file(path) as tmp:
+        torch.save(obj, tmp)
 
 
 def save_hf_dir(model, tokenizer, out_dir: str | Path) -> Path:
     """Write a Hugging Face model directory atomically (tmp dir, then rename over the old one)."""
     out_dir = Path(out_dir)
-    tmp = out_dir.with_name(out_dir.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp), safe_serialization=True)
-    tokenizer.save_pretrained(str(tmp))
-    if out_dir.exists():
-        old = out_dir.with_name(out_dir.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(out_dir, old)
-        os.replace(tmp, out_dir)
-        shutil.rmtree(old)
-    else:
-        os.replace(tmp, out_dir)
+    with atomic_dir(out_dir) as tmp:
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tokenizer.save_pretrained(str(tmp))
     return out_dir
 
 
