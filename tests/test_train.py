@@ -26,7 +26,6 @@ from eagle3lab.train.train_draft import (
     build_draft,
     target_features,
     train_draft,
-    ttt_mask,
     unroll,
 )
 
@@ -97,15 +96,6 @@ def test_saved_target_loads_with_transformers_and_load_target(tiny, tmp_path):
         assert torch.allclose(plain(input_ids=ids).logits, ref, atol=1e-5)
         assert torch.allclose(loaded.model(input_ids=ids).logits, ref, atol=1e-5)
     assert loaded.num_layers == 6
-
-
-def test_ttt_mask_is_causal_prefix_plus_diagonals():
-    assert ttt_mask(4, 0) is None
-    m = ttt_mask(4, 2)[0, 0]
-    assert m.shape == (4, 12)
-    assert torch.equal(m[:, :4], torch.ones(4, 4, dtype=torch.bool).tril())
-    assert torch.equal(m[:, 4:8], torch.eye(4, dtype=torch.bool))
-    assert torch.equal(m[:, 8:], torch.eye(4, dtype=torch.bool))
 
 
 def test_ttt_unroll_equals_chain_drafting(tiny):

@@ -73,19 +73,6 @@ class DraftTrainConfig:
         return (2, num_layers // 2, num_layers - 3)
 
 
-def ttt_mask(T: int, step: int, device=None) -> torch.Tensor | None:
-    """Bool ``[1, 1, T, (step+1)*T]`` (True = may attend) for TTT step ``step``.
-
-    Keys are laid out step by step as the cache grows: block 0 is causal (prefix <= t), block j
-    (1..step) is the diagonal (the same chain's step j at t).
-    """
-    if step == 0:
-        return None  # the draft's default: causal
-    causal = torch.ones(T, T, dtype=torch.bool, device=device).tril()
-    diag = torch.eye(T, dtype=torch.bool, device=device)
-    return torch.cat([causal] + [diag] * step, dim=1)[None, None]
-
-
 def build_draft(target, cfg: DraftTrainConfig, vocab: DraftVocab):
     """A fresh ``Eagle3Draft`` shaped for ``target`` with ``cfg``'s flags, frozen target embedding."""
     from eagle3lab.draft import DraftConfig, Eagle3Draft
@@ -134,25 +121,17 @@ def target_features(target, input_ids: torch.Tensor, aux_resid: tuple[int, ...])
 def unroll(draft, input_ids, fc_in, ttt_steps: int):
     """Yield ``(i, src, valid, out)`` for TTT steps 0..ttt_steps-1 on one window batch.
 
-    ``src[t] = t+1+i`` is where index t reads its token and its label at step i; ``valid[t]``
-    says that ``src[t]`` is inside the window. The draft's cache grows by T keys per step.
+    The passes are the offline evaluator's (``eagle3lab.evaluate.draft_passes``): training sees
+    exactly what evaluation and chain drafting see. Row t reads its step-i token, and its label,
+    at ``src[t] = t+1+i``; ``valid[t]`` says that ``src[t]`` is inside the window.
     """
-    from eagle3lab.draft import DraftCache
+    from eagle3lab.evaluate import draft_passes
 
-    B, T = input_ids.shape
-    t_idx = torch.arange(T, device=input_ids.device)
-    cache, hidden = DraftCache(), None
-    for i in range(ttt_steps):
-        src = (t_idx + 1 + i).clamp(max=T - 1)
-        valid = t_idx + 1 + i <= T - 1
-        pos = (t_idx + i)[None]
-        if i == 0:
-            out = draft(input_ids[:, src], fc_in, position_ids=pos, cache=cache)
-        else:
-            out = draft(input_ids[:, src], recycled_hidden=hidden, position_ids=pos, cache=cache,
-                        attention_mask=ttt_mask(T, i, input_ids.device))
-        hidden = out.hidden
-        yield i, src, valid, out
+    T = input_ids.shape[1]
+    t_idx = torch.arange(T - 1, device=input_ids.device)
+    for i, out in enumerate(draft_passes(draft, input_ids, fc_in, ttt_steps)):
+        src = t_idx + 1 + i
+        yield i, src.clamp(max=T - 1), src <= T - 1, out
 
 
 def ttt_loss(draft, input_ids, fc_in, target_logits, ttt_steps: int, step_weight: float = 0.8):
