@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from eagle3lab.atomic import write_text
+from eagle3lab.atomic import write_json, write_text
 
 ACCEPT_BEGIN = "<!-- acceptance:begin -->"
 ACCEPT_END = "<!-- acceptance:end -->"
@@ -102,6 +102,108 @@ def measure_draft(data_dir: str | Path, name: str) -> dict:
     out["sglang"] = {"resid": list(served.aux_resid),
                      "norm_before_residual_applied": served.settings.norm_before_residual,
                      **evaluate_ttt(served, target, windows, tuple(served.aux_resid), ttt_steps)}
+    return out
+
+
+ACCEPT_CHAINS = (1, 2, 4, 6)
+ACCEPT_PROMPTS = 12
+ACCEPT_NEW_TOKENS = 48
+
+
+def acceptance_runs(draft, facts: dict) -> dict:
+    """How the card measures a draft: as SGLang serves the shipped checkpoint and, when that differs
+    from training, with the trained wiring and residual restored (what vLLM runs after the fix)."""
+    runs = {"as shipped, served by SGLang": draft.under("sglang")}
+    trained = (tuple(facts["trained_resid"]), bool(facts["config"]["norm_before_residual"]))
+    served = runs["as shipped, served by SGLang"]
+    if (tuple(served.aux_resid), served.settings.norm_before_residual) != trained:
+        runs["trained wiring and residual restored"] = draft.rewired(
+            aux_resid=trained[0], norm_before_residual=trained[1]).under("vllm")
+    return runs
+
+
+def measure_acceptance(data_dir: str | Path, name: str, chains=ACCEPT_CHAINS, n_prompts: int = ACCEPT_PROMPTS,
+                       max_new_tokens: int = ACCEPT_NEW_TOKENS) -> dict:
+    """Real greedy speculative decoding on the held-out prompts: tau and per-position acceptance per
+    chain length, each output checked token for token against the target's own greedy decoding."""
+    from eagle3lab.checkpoint import load_draft
+    from eagle3lab.decoding import speculative_generate, target_greedy
+    from eagle3lab.metrics import acceptance_stats
+    from eagle3lab.target import load_target
+    from eagle3lab.throughput import load_prompts
+
+    data_dir = Path(data_dir)
+    target = load_target(data_dir / "models" / "target", device="cpu", dtype="float32")
+    model_dir = data_dir / "models" / name
+    facts = json.loads((model_dir / "training.json").read_text())
+    draft = load_draft(model_dir, target=target, device="cpu")
+    prompts = load_prompts(data_dir / "prompts" / "prompts.jsonl", n=n_prompts)
+    greedy = [target_greedy(target, p, max_new_tokens).tokens for p in prompts]
+    out = {"prompts": n_prompts, "max_new_tokens": max_new_tokens, "runs": {}}
+    for label, d in acceptance_runs(draft, facts).items():
+        per_chain = {}
+        for k in chains:
+            rounds, lossless = [], True
+            for p, ref in zip(prompts, greedy):
+                res = speculative_generate(target, d, p, num_steps=k, max_new_tokens=max_new_tokens)
+                rounds += res.rounds
+                lossless &= res.tokens == ref
+            st = acceptance_stats(rounds, num_positions=k)
+            per_chain[str(k)] = {"tau": round(st.tau, 4), "conditional": [round(c, 4) for c in st.conditional],
+                                 "survival": [round(a, 4) for a in st.survival], "rounds": st.rounds,
+                                 "lossless": lossless}
+        out["runs"][label] = {"profile": d.profile.name, "aux_resid": list(d.aux_resid),
+                              "norm_before_residual": d.settings.norm_before_residual, "chains": per_chain}
+    return out
+
+
+def acceptance_section(acc: dict, bench: dict | None = None) -> str:
+    lines = [ACCEPT_BEGIN,
+             f"Real greedy speculative decoding (`eagle3lab.decoding.speculative_generate`, chains) on the first "
+             f"{acc['prompts']} held-out prompts of `data/prompts/prompts.jsonl`, {acc['max_new_tokens']} new tokens "
+             "each. tau = tokens per verify round including the bonus token (SGLang's accept length, vLLM's mean "
+             "acceptance length); c_k = P(position k accepted | 1..k-1 accepted); every output was compared token "
+             "for token with the target's own greedy decoding (lossless column).", ""]
+    for label, run in acc["runs"].items():
+        lines += [f"**{label}** (profile `{run['profile']}`, fc fed resid{run['aux_resid']}, "
+                  f"norm_before_residual {run['norm_before_residual']}):", "",
+                  "| chain K | tau | c_1 .. c_K | survival a_1 .. a_K | rounds | lossless |", "|---:|---:|---|---|---:|---|"]
+        for k, r in run["chains"].items():
+            lines.append(f"| {k} | **{r['tau']:.2f}** | {', '.join(f'{c:.2f}' for c in r['conditional'])} | "
+                         f"{', '.join(f'{a:.2f}' for a in r['survival'])} | {r['rounds']} | {r['lossless']} |")
+        lines.append("")
+    lines.append("Reproduce: `python -m eagle3lab.train.model_card --acceptance data` (rewrites this section and "
+                 "`acceptance.json`); `pytest tests/test_train_models.py -k acceptance` re-measures the K = 4 rows.")
+    if bench:
+        lines += ["", "### Throughput on the machine that built the card", "",
+                  "`eagle3lab bench` (baseline and speculative decoding timed side by side in one run; ratios, not "
+                  "absolute rates, are what carries over):", "",
+                  "| run | chain K | tau | speedup vs `generate` | speedup vs own greedy loop | projected speedup | "
+                  "projection error | c |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for label, b in bench.items():
+            lines.append(f"| {label} | {b['settings']['num_steps']} | {b['acceptance']['tau']:.2f} | "
+                         f"{b['speedup']['vs_generate']:.2f}x | {b['speedup']['vs_greedy_loop']:.2f}x | "
+                         f"{b['projection']['speedup']:.2f}x | {b['projection']['error']:+.0%} | "
+                         f"{b['cost_model']['c']:.3f} |")
+        lines += ["", "Commands: " + "; ".join(f"`{b['command']}`" for b in bench.values() if b.get("command"))]
+    lines.append(ACCEPT_END)
+    return "\n".join(lines)
+
+
+def write_acceptance(data_dir: str | Path, names=("draft-healthy", "draft-case")) -> dict:
+    """Measure acceptance, write ``acceptance.json`` and the card's acceptance section and file table."""
+    data_dir, out = Path(data_dir), {}
+    for name in names:
+        model_dir = data_dir / "models" / name
+        acc = out[name] = measure_acceptance(data_dir, name)
+        write_json(model_dir / "acceptance.json", acc)
+        bench_file = model_dir / "bench.json"
+        bench = json.loads(bench_file.read_text()) if bench_file.exists() else None
+        readme = model_dir / "README.md"
+        text = readme.read_text()
+        text = text[:text.index(ACCEPT_BEGIN)] + acceptance_section(acc, bench) + text[text.index(ACCEPT_END) + len(ACCEPT_END):]
+        text = text[:text.index("## Files\n")] + f"## Files\n{file_table(model_dir)}\n"
+        write_text(readme, text)
     return out
 
 
@@ -257,7 +359,7 @@ def write_cards(data_dir: str | Path, names=("target", "draft-healthy", "draft-c
             continue
         facts = json.loads((model_dir / "training.json").read_text())
         quality = measure_target(data_dir) if name == "target" else measure_draft(data_dir, name)
-        (model_dir / "quality.json").write_text(json.dumps(quality, indent=1) + "\n")
+        write_json(model_dir / "quality.json", quality)
         readme = model_dir / "README.md"
         text = (target_card(model_dir, facts, quality) if name == "target"
                 else draft_card(name, model_dir, facts, quality, _keep_acceptance(readme)))
@@ -298,8 +400,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Write or verify the bundled models' cards.")
     p.add_argument("data", nargs="?", default="data")
     p.add_argument("--verify", action="store_true", help="re-measure and compare with quality.json")
+    p.add_argument("--acceptance", action="store_true",
+                   help="measure acceptance with the decoding engine and rewrite that section of the draft cards")
     args = p.parse_args(argv)
     torch.manual_seed(0)
+    if args.acceptance:
+        print(json.dumps(write_acceptance(args.data), indent=1))
+        return 0
     if args.verify:
         problems = verify(args.data)
         print("\n".join(problems) or "all card numbers reproduced")
