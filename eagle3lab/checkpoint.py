@@ -37,6 +37,11 @@ WEIGHT_FILES = ("model.safetensors.index.json", "model.safetensors", "pytorch_mo
                 "pytorch_model.bin")
 
 
+# LoadReport.embedding -> words
+EMBEDDING_SOURCE = {"checkpoint": "embedding stored in the checkpoint", "target": "embedding taken from the target",
+                    "missing": "no embedding stored (engines that serve it take the target's)"}
+
+
 @dataclass
 class LoadReport:
     """What ``load_draft`` found: format, defaults and by whose rule, vocab findings, warnings."""
@@ -59,7 +64,7 @@ class LoadReport:
 
     def __str__(self) -> str:
         lines = [f"{self.path}: {self.format} format ({self.format_reason}); run as {self.profile}",
-                 f"  weights: {', '.join(self.weight_files) or 'none'}; embedding from {self.embedding}",
+                 f"  weights: {', '.join(self.weight_files) or 'none'}; {EMBEDDING_SOURCE[self.embedding]}",
                  f"  aux ids as written: {self.aux_ids} at {self.aux_ids_key or '-'}"]
         lines += [f"  {d['flag']} = {d['value']}: {d['how']}" for d in self.settings]
         lines += [f"  defaulted {d['field']}" + (f" = {d['value']}" if d["value"] is not None else "")
@@ -542,8 +547,8 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
     draft = None
     if files:
         try:
-            draft = load_draft(config_file.parent, device="cpu", dtype=None, require_embedding=False,
-                               check_vocab=False, num_target_layers=n)
+            draft = load_draft(config_file.parent, target=target, device="cpu", dtype=None,
+                               require_embedding=False, check_vocab=False, num_target_layers=n)
             cfg = draft.config
             rep = draft.load_report
             out["vocab"] = {"checked": True, "findings": rep.vocab_findings}
@@ -590,7 +595,8 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
         flags[flag] = {"written": getattr(cfg, flag), "by_engine": {}}
     for name, profile in PROFILES.items():
         try:
-            settings = resolve_settings(cfg, profile, kind)
+            # serving always has the target, so engines that swap in its embedding do
+            settings = resolve_settings(cfg, profile, kind, has_target_embedding=True)
         except Eagle3LabError as err:
             for flag in FLAGS:
                 flags[flag]["by_engine"][name] = {"value": None, "how": str(err)}

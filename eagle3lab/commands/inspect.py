@@ -25,6 +25,8 @@ def run(args) -> int:
 
 
 def render(r: dict) -> str:
+    from eagle3lab.checkpoint import EMBEDDING_SOURCE
+
     lines = [f"{r['config_file']}", f"  kind: {r['kind']} ({r['format_reason']})"]
     if not r["is_eagle3_draft"]:
         lines.append(f"  not an EAGLE-3 draft; geometry: {r.get('target_like')}")
@@ -38,7 +40,7 @@ def render(r: dict) -> str:
     if "weights" in r:
         w = r["weights"]
         lines.append(f"  weights: {', '.join(w['files']) or 'none (config only)'}"
-                     + (f"; embedding from {w['embedding']}, {w['dtype']}, {w['num_parameters']:,} parameters"
+                     + (f"; {EMBEDDING_SOURCE[w['embedding']]}, {w['dtype']}, {w['num_parameters']:,} parameters"
                         if w.get("checked") else ""))
     if "aux_ids" in r:
         a = r["aux_ids"]
