@@ -195,3 +195,38 @@ def compare_definitions(stats: AcceptanceStats, specforge_acc: Sequence[float] |
         rows.append(("SpecForge simulated_acc_len (acc_i)", simulated_acc_len(specforge_acc),
                      "from unconditional teacher-forced acc_i"))
     return pd.DataFrame(rows, columns=["definition", "value", "formula"]).set_index("definition")
+
+
+def engine_log_lines(stats: AcceptanceStats, num_draft_tokens: int | None = None,
+                     elapsed_s: float | None = None) -> dict[str, str]:
+    """The acceptance part of each engine's periodic log line, as it would read for this log.
+
+    Compare with your server's log to know which number is which. ``num_draft_tokens``: tokens
+    verified per round, root included (SGLang's ``--speculative-num-draft-tokens``; default
+    ``num_positions + 1``, a chain). ``elapsed_s``: the logging interval, for vLLM's throughputs.
+
+    - SGLang ``Decode batch`` line (``scheduler.py``, later ``scheduler_metrics_mixin.py``):
+      ``accept len`` = tau in every version. ``accept rate`` (added 2025-10, PRs #11441 / #11572)
+      was ``(accepted + rounds) / (rounds * num_draft_tokens)`` = tau / num_draft_tokens until
+      PR #23530 (2026-04) made it ``accepted / (rounds * (num_draft_tokens - 1))``, drafts only.
+    - vLLM V1 ``SpecDecoding metrics`` line (``vllm/v1/spec_decode/metrics.py``): mean acceptance
+      length = tau, per-position rates = survival a_k (not conditional), draft acceptance in percent.
+    """
+    m = num_draft_tokens if num_draft_tokens is not None else stats.num_positions + 1
+    n, acc = stats.rounds, stats.num_accepted_tokens
+    old_rate = (acc + n) / (n * m) if n else 0.0
+    new_rate = acc / (n * (m - 1)) if n and m > 1 else 0.0
+    sglang = f"Decode batch ... accept len: {stats.tau:.2f}, "
+    rate = (lambda x: f"{x / elapsed_s:.2f}") if elapsed_s else (lambda x: "?")
+    per_pos = ", ".join(f"{a:.3f}" for a in stats.survival)
+    vllm = (f"SpecDecoding metrics: Mean acceptance length: {stats.vllm_mean_acceptance_length:.2f}, "
+            f"Accepted throughput: {rate(acc)} tokens/s, Drafted throughput: {rate(stats.num_draft_tokens)} "
+            f"tokens/s, Accepted: {acc} tokens, Drafted: {stats.num_draft_tokens} tokens, "
+            f"Per-position acceptance rate: {per_pos}, "
+            f"Avg Draft acceptance rate: {100 * stats.vllm_draft_acceptance_rate:.1f}%")
+    return {
+        "SGLang before 2025-10": sglang + "gen throughput (token/s): ...",
+        "SGLang 2025-10 to PR #23530": sglang + f"accept rate: {old_rate:.2f}, gen throughput (token/s): ...",
+        "SGLang from PR #23530": sglang + f"accept rate: {new_rate:.2f}, gen throughput (token/s): ...",
+        "vLLM V1": vllm,
+    }

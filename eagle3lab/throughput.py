@@ -535,3 +535,161 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
                        "speedup": med(p.speedup for _, p, _ in projections), "measured_speedup": measured_speedup,
                        "error": med(p.speedup / m - 1 for _, p, m in projections)},
     }
+
+
+# ------------------------------------------------------------------------------------------ sweeps
+
+
+def equivalent_alpha(tau: float, gamma: int) -> float:
+    """The i.i.d. acceptance alpha that gives ``tau`` tokens per round with ``gamma`` drafts (Leviathan's model)."""
+    if not 1.0 <= tau <= gamma + 1:
+        raise bad_input("tau", None, f"a value in [1, {gamma + 1}] (gamma = {gamma} drafts)", tau)
+    if tau in (1.0, gamma + 1.0):
+        return 0.0 if tau == 1.0 else 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # tokens per round rises monotonically with alpha
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if leviathan_tokens_per_step(mid, gamma) < tau else (lo, mid)
+    return (lo + hi) / 2
+
+
+@dataclass
+class DecodeSweep:
+    """Output of :func:`decode_sweep`: every case's decoding of every prompt, timed side by side."""
+
+    results: dict[str, list]          # case -> SpecResult per prompt (first repetition)
+    reference: list[list[int]]        # transformers generate(do_sample=False) tokens per prompt
+    decode_tps: dict[str, float]      # case and "no speculation" -> median decode tokens/s
+    context_len: int                  # mean prompt length + half the new tokens: where rounds ran
+
+    def settings(self, name: str) -> dict:
+        return self.results[name][0].settings
+
+    def stats(self, name: str):
+        """Acceptance of one case, pooled over prompts (``AcceptanceStats``)."""
+        res = self.results[name]
+        return acceptance_stats([r for out in res for r in out.rounds], num_positions=self.settings(name)["num_steps"])
+
+    def identical(self, name: str) -> int | None:
+        """Prompts whose output equals ``generate(do_sample=False)`` token for token; None when sampled."""
+        if self.settings(name)["temperature"] > 0:
+            return None
+        return sum(out.tokens == ref for out, ref in zip(self.results[name], self.reference))
+
+    def speedup(self, name: str) -> float:
+        return self.decode_tps[name] / self.decode_tps["no speculation"]
+
+    def table(self) -> pd.DataFrame:
+        """One row per case: settings, tau (and its cap), decode tokens/s, speedup, lossless count."""
+        rows = []
+        for name in self.results:
+            s, st, same = self.settings(name), self.stats(name), self.identical(name)
+            rows.append({"case": name, "profile": s["profile"], "num_steps": s["num_steps"], "topk": s["topk"],
+                         "verified": s["num_draft_tokens"], "temperature": s["temperature"], "rounds": st.rounds,
+                         "tau": st.tau, "max_tau": s["num_steps"] + 1, "decode_tps": self.decode_tps[name],
+                         "speedup": self.speedup(name),
+                         "identical": "sampled" if same is None else f"{same}/{len(self.reference)}"})
+        return pd.DataFrame(rows).set_index("case")
+
+    def projection(self, costs: CostModel, names=None) -> pd.DataFrame:
+        """Each case's acceptance priced with measured costs, next to its measured speedup.
+
+        ``c_round``: the draft phase (extend + drafting) per draft forward, in target steps: the c a
+        round really pays (a chain of K tokens runs K draft forwards, the extend included; a tree one
+        per level). ``alpha_equiv``: Leviathan's i.i.d. alpha with the same tau.
+        """
+        rows = []
+        for name in names or self.results:
+            s, st = self.settings(name), self.stats(name)
+            K = s["num_steps"]
+            p = costs.project(st, K, s["topk"], s["num_draft_tokens"])
+            draft_phase = (p.pieces["extend_s"] + p.pieces["draft_s"]) / costs.target_step_s
+            rows.append({"case": name, "tau": st.tau, "num_steps": K, "verified": s["num_draft_tokens"],
+                         "alpha_equiv": equivalent_alpha(st.tau, K), "c": costs.c, "c_round": draft_phase / K,
+                         "draft_phase": draft_phase, "v_verify": p.v_verify, "round_cost": p.round_cost,
+                         "break_even_tau": break_even_tau(p.round_cost), "projected_speedup": p.speedup,
+                         "measured_speedup": self.speedup(name)})
+        df = pd.DataFrame(rows).set_index("case")
+        df["error_%"] = 100 * (df.projected_speedup / df.measured_speedup - 1)
+        return df
+
+
+def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int = 48, repeats: int = 1,
+                 progress: bool = True) -> DecodeSweep:
+    """Decode every prompt with plain greedy decoding and with every case, interleaved.
+
+    ``cases``: name -> keyword arguments of ``speculative_generate`` (``draft`` required; ``num_steps``,
+    ``topk``, ``num_draft_tokens``, ``temperature``, ``profile``, ``seed``). Interleaving per prompt
+    makes machine noise hit every case alike; decode rates (tokens after the first over the rounds'
+    time) are medians over ``repeats``. The first repetition's outputs are kept, with
+    ``generate(do_sample=False)`` of each prompt as the lossless reference.
+    """
+    tgt = as_target(target)
+    prompts = list(prompts)
+    if not prompts or not cases:
+        raise bad_input("decode_sweep", "prompts / cases", "at least one prompt and one case",
+                        f"{len(prompts)} prompts, {len(cases)} cases")
+    target_greedy(tgt, prompts[0], 8)  # warm-up: first calls pay one-off allocation costs
+    for kw in cases.values():
+        speculative_generate(tgt, prompt=prompts[0], **{**kw, "max_new_tokens": 8})
+    reference = [hf_generate(tgt, p, max_new_tokens).tokens for p in prompts]
+    results: dict[str, list] = {name: [] for name in cases}
+    rates: dict[str, list[float]] = {"no speculation": []} | {name: [] for name in cases}
+    bar = tqdm(total=repeats * len(prompts), desc="decode sweep", disable=not progress)
+    for rep in range(repeats):
+        done = dict.fromkeys(rates, (0, 0.0))
+        for prompt in prompts:
+            base = target_greedy(tgt, prompt, max_new_tokens)
+            done["no speculation"] = _add_decode(done["no speculation"], base)
+            for name, kw in cases.items():
+                out = speculative_generate(tgt, prompt=prompt, **{**kw, "max_new_tokens": max_new_tokens})
+                done[name] = _add_decode(done[name], out)
+                if rep == 0:
+                    results[name].append(out)
+            bar.update()
+        for name, (n, secs) in done.items():
+            rates[name].append(n / secs if secs > 0 else float("nan"))
+    bar.close()
+    first = next(iter(results.values()))
+    context = round(statistics.mean(len(o.prompt_ids) + len(o.tokens) / 2 for o in first))
+    return DecodeSweep(results=results, reference=reference, context_len=int(context),
+                       decode_tps={name: statistics.median(v) for name, v in rates.items()})
+
+
+def _add_decode(acc: tuple[int, float], result) -> tuple[int, float]:
+    return acc[0] + len(result.tokens) - 1, acc[1] + result.decode_s
+
+
+def plot_speedup_vs_c(table: pd.DataFrame, ax=None, c_max: float | None = None):
+    """Speedup against the draft cost c, one curve per case, with the measured points on them.
+
+    ``table``: rows of :meth:`DecodeSweep.projection`. Solid: this cost model, tau / (K c + v(M)) with
+    the measured tau and verify cost; dotted: Leviathan et al.'s model with the same tau, verification
+    free (v = 1). Hollow marker: the projection at the measured c; filled: the measured speedup.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 4.5))
+    c_max = c_max or max(0.5, 1.3 * float(table.c_round.max()))
+    cs = [c_max * i / 200 for i in range(201)]
+    for i, (name, row) in enumerate(table.iterrows()):
+        color, K = f"C{i}", row.num_steps
+        ax.plot(cs, [row.tau / (K * c + row.v_verify) for c in cs], color=color,
+                label=f"{name}: tau {row.tau:.2f}, K {K}, v({row.verified}) {row.v_verify:.2f}")
+        ax.plot(cs, [row.tau / (K * c + 1) for c in cs], color=color, ls=":", lw=1)
+        ax.scatter([row.c_round], [row.projected_speedup], s=60, facecolors="none", edgecolors=color, zorder=3)
+        ax.scatter([row.c_round], [row.measured_speedup], s=30, color=color, zorder=4)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], color="k", ls=":", lw=1, label="Leviathan, same tau, verify free (v = 1)"),
+                Line2D([], [], marker="o", ls="", mfc="none", mec="k", label="projected at the measured c"),
+                Line2D([], [], marker="o", ls="", color="k", label="measured")]
+    ax.legend(handles=handles, fontsize=7)
+    ax.set_xlim(0, c_max)
+    ax.set_ylim(0, None)
+    ax.set_xlabel("c = draft forward / target step (per forward, as the round pays it)")
+    ax.set_ylabel("speedup over plain decoding")
+    ax.set_title("speedup vs draft cost: above the dashed line speculation pays")
+    return ax.figure

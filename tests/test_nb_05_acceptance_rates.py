@@ -1,0 +1,203 @@
+"""Notebook 05's claims, and the sweep / log-line / speedup-plot helpers it calls.
+
+On the bundled models the claims are relations with margins (the drafts can be retrained); no
+timing is asserted (speed claims belong to benchmarks/), only acceptance, losslessness and the
+cost model's arithmetic.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+from test_decoding import one_thread, prompts, tiny_pair  # noqa: E402
+from test_throughput import hand_costs  # noqa: E402
+
+import eagle3lab  # noqa: E402
+from eagle3lab import bundled  # noqa: E402
+from eagle3lab.checkpoint import load_draft  # noqa: E402
+from eagle3lab.errors import Eagle3LabError  # noqa: E402
+from eagle3lab.evaluate import evaluate_offline  # noqa: E402
+from eagle3lab.metrics import acceptance_stats, compare_definitions, engine_log_lines  # noqa: E402
+from eagle3lab.throughput import (  # noqa: E402
+    decode_sweep,
+    equivalent_alpha,
+    leviathan_tokens_per_step,
+    load_prompts,
+    plot_speedup_vs_c,
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_thread():
+        yield
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def test_equivalent_alpha_inverts_leviathan():
+    for alpha, gamma in [(0.3, 1), (0.8, 5), (0.95, 15)]:
+        tau = leviathan_tokens_per_step(alpha, gamma)
+        assert equivalent_alpha(tau, gamma) == pytest.approx(alpha, abs=1e-6)
+    assert equivalent_alpha(1.0, 4) == 0.0 and equivalent_alpha(5.0, 4) == 1.0
+    with pytest.raises(Eagle3LabError, match="tau"):
+        equivalent_alpha(6.0, 4)        # more tokens than a 4-draft round can emit
+
+
+def test_engine_log_lines_by_hand():
+    st = acceptance_stats([2, 0, 3], num_positions=3)   # 5 accepted in 3 rounds of 3 drafts
+    lines = engine_log_lines(st, elapsed_s=2.0)
+    assert "accept len: 2.67, " in lines["SGLang before 2025-10"]
+    assert "accept rate" not in lines["SGLang before 2025-10"]
+    # 2025-10 .. #23530: (accepted + rounds) / (rounds * 4 verified) = 8/12; after: drafts only, 5/9
+    assert "accept rate: 0.67," in lines["SGLang 2025-10 to PR #23530"]
+    assert "accept rate: 0.56," in lines["SGLang from PR #23530"]
+    vllm = lines["vLLM V1"]
+    assert "Mean acceptance length: 2.67," in vllm and "Accepted: 5 tokens, Drafted: 9 tokens" in vllm
+    assert "Per-position acceptance rate: 0.667, 0.667, 0.333," in vllm     # survival, not conditional
+    assert "Avg Draft acceptance rate: 55.6%" in vllm and "Accepted throughput: 2.50 tokens/s" in vllm
+    # a tree verifies more than depth + 1 tokens: SGLang divides by the verify width
+    tree = engine_log_lines(st, num_draft_tokens=8)
+    assert "accept rate: 0.33," in tree["SGLang 2025-10 to PR #23530"]      # 8 / (3 * 8)
+    assert "Accepted throughput: ? tokens/s" in tree["vLLM V1"]
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep():
+    target, draft = tiny_pair()
+    cases = {"chain 3": dict(draft=draft, num_steps=3), "tree 3/2/5": dict(draft=draft, num_steps=3, topk=2,
+                                                                          num_draft_tokens=5),
+             "capped": dict(draft=draft, num_steps=1, num_draft_tokens=16),
+             "sampled": dict(draft=draft, num_steps=3, temperature=1.0)}
+    return decode_sweep(target, cases, prompts(n=2), max_new_tokens=10, repeats=2, progress=False)
+
+
+def test_decode_sweep_is_lossless_and_tabulates_every_case(tiny_sweep):
+    sw = tiny_sweep
+    df = sw.table()
+    assert list(df.index) == ["chain 3", "tree 3/2/5", "capped", "sampled"]
+    assert list(df.identical) == ["2/2", "2/2", "2/2", "sampled"]
+    assert df.loc["capped", "verified"] == 2 and df.loc["capped", "max_tau"] == 2      # SGLang's topk-1 rule
+    assert df.loc["tree 3/2/5", "verified"] == 5
+    assert (df.tau >= 1).all() and (df.tau <= df.max_tau).all()
+    for name in sw.results:
+        st = sw.stats(name)
+        assert st.rounds == sum(len(o.rounds) for o in sw.results[name])
+        assert st.tau == pytest.approx(st.tau_from_survival)
+        assert all(len(o.tokens) == 10 for o in sw.results[name])
+    assert set(sw.decode_tps) == {"no speculation", *sw.results} and all(v > 0 for v in sw.decode_tps.values())
+    assert sw.speedup("chain 3") == pytest.approx(sw.decode_tps["chain 3"] / sw.decode_tps["no speculation"])
+    assert sw.context_len == 6 + 5
+
+
+def test_projection_prices_each_case_with_the_cost_model(tiny_sweep):
+    cm = hand_costs()      # target step 1 s, draft step 0.1 s, verify curve up to 8 tokens
+    proj = tiny_sweep.projection(cm, names=["chain 3", "capped"])
+    assert list(proj.index) == ["chain 3", "capped"]
+    for name, row in proj.iterrows():
+        p = cm.project(tiny_sweep.stats(name), row.num_steps)
+        assert row.round_cost == pytest.approx(p.round_cost) == pytest.approx(row.break_even_tau)
+        assert row.projected_speedup == pytest.approx(row.tau / row.round_cost)
+        assert row.c_round * row.num_steps == pytest.approx(row.draft_phase)
+        assert row.draft_phase + row.v_verify == pytest.approx(row.round_cost)   # the curve passes the point
+        assert row.measured_speedup == pytest.approx(tiny_sweep.speedup(name))
+    assert proj.loc["capped", "v_verify"] == pytest.approx(1.1)      # 2 tokens verified, whatever was asked
+    fig = plot_speedup_vs_c(proj)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2 * 2 + 1 and len(ax.collections) == 2 * 2   # solid + dotted per case, break-even
+    y = ax.lines[0].get_ydata()
+    assert y[0] == pytest.approx(proj.tau.iloc[0] / proj.v_verify.iloc[0])   # c = 0: only the verify is paid
+
+
+def test_decode_sweep_needs_prompts_and_cases():
+    target, draft = tiny_pair()
+    with pytest.raises(Eagle3LabError, match="prompt"):
+        decode_sweep(target, {"x": dict(draft=draft)}, [], progress=False)
+
+
+# ------------------------------------------------------------------------------------------ the bundled models
+
+
+@pytest.fixture(scope="module")
+def bundled_sweep():
+    if not all(bundled.available().values()):
+        pytest.fail("data/models is incomplete: run `make data` (the bundled models are committed)")
+    with one_thread():
+        target = eagle3lab.load_target(bundled.TARGET, device="cpu")
+        healthy = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")
+        case = load_draft(bundled.DRAFT_CASE, target=target, device="cpu")
+        cases = {f"chain {k}": dict(draft=healthy, num_steps=k) for k in (1, 3, 5)}
+        cases |= {"tree 5/4/8": dict(draft=healthy, num_steps=5, topk=4, num_draft_tokens=8),
+                  "sampled": dict(draft=healthy, num_steps=5, temperature=1.0),
+                  "case as launched": dict(draft=case, num_steps=1, num_draft_tokens=16, profile="sglang"),
+                  "case chain 15": dict(draft=case, num_steps=15, profile="sglang"),
+                  "healthy chain 15": dict(draft=healthy, num_steps=15, num_draft_tokens=16)}
+        sw = decode_sweep(target, cases, load_prompts(n=3), max_new_tokens=40, progress=False)
+    return target, healthy, sw
+
+
+def test_bundled_greedy_speculation_is_token_identical_to_generate(bundled_sweep):
+    _, _, sw = bundled_sweep
+    for name in sw.results:
+        if name != "sampled":
+            assert sw.identical(name) == 3, name
+    assert sw.identical("sampled") is None
+
+
+def test_bundled_healthy_acceptance_per_position_and_chain_length(bundled_sweep):
+    _, _, sw = bundled_sweep
+    st = sw.stats("chain 5")
+    assert st.tau == pytest.approx(st.tau_from_survival) == pytest.approx(st.vllm_mean_acceptance_length)
+    assert min(st.conditional[:3]) > 0.5, "the healthy draft's first positions are accepted most of the time"
+    assert all(a >= b for a, b in zip(st.survival, st.survival[1:]))
+    taus = [sw.stats(f"chain {k}").tau for k in (1, 3, 5)]
+    assert taus[0] <= 2 and taus[0] < taus[1] < taus[2] and taus[2] > taus[0] + 1
+    # the 5-chain's survival predicts the 3-chain's tau (a prediction, so a margin)
+    assert 1 + sum(st.survival[:3]) == pytest.approx(taus[1], abs=0.4)
+    defs = compare_definitions(st)["value"]
+    assert defs["SpecForge simulated_acc_len (loop c_k)"] == pytest.approx(st.tau - 1)
+
+
+def test_bundled_tree_and_sampling(bundled_sweep):
+    _, _, sw = bundled_sweep
+    tree = sw.stats("tree 5/4/8")
+    assert 1.5 < tree.tau <= 6 and tree.num_draft_tokens == 7 * tree.rounds
+    greedy, sampled = sw.stats("chain 5"), sw.stats("sampled")
+    assert 1.5 < sampled.tau < greedy.tau + 0.5, "sampling at T=1 accepts about as much as greedy, or less"
+
+
+def test_bundled_seed_case_caps_and_collapse(bundled_sweep):
+    _, _, sw = bundled_sweep
+    launched, retry = sw.stats("case as launched"), sw.stats("case chain 15")
+    assert sw.settings("case as launched")["num_draft_tokens"] == 2 and max(r.accepted for o in
+                                                                            sw.results["case as launched"]
+                                                                            for r in o.rounds) <= 1
+    assert launched.tau < 1.5 and retry.tau < 1.5, "the case draft served as shipped is rejected at position 1"
+    # notebook 01's demo: the same launch with a healthy draft is capped at 2; the 16-token chain is not
+    healthy15 = sw.stats("healthy chain 15")
+    assert sw.stats("chain 1").tau <= 2 < healthy15.tau and healthy15.tau > sw.stats("chain 1").tau + 1
+
+
+def test_bundled_offline_acc_matches_the_loop_definitions(bundled_sweep):
+    target, healthy, sw = bundled_sweep
+    outs = sw.results["chain 5"]
+    off = evaluate_offline(target, healthy, [o.prompt_ids + o.tokens for o in outs], num_steps=5,
+                           prompt_lens=[len(o.prompt_ids) for o in outs])
+    acc = off.specforge_acc
+    assert len(acc) == 5 and min(acc) > 0.4
+    # unconditional acc_i vs the loop's conditional: same order of magnitude, both from one draft
+    assert abs(off.specforge_simulated_acc_len - (sw.stats("chain 5").tau - 1)) < 1.5
+
+
+def test_seed_symptom_arithmetic():
+    """tau ~ 1 on a 15-step chain cannot pay: the round costs 14 draft steps and a 16-token verify."""
+    cm = hand_costs()
+    st = acceptance_stats([0] * 9 + [1], num_positions=15)      # tau 1.1
+    proj = cm.project(st, num_steps=15)
+    extend = 0.9 * cm.extend_s[1] + 0.1 * cm.extend_s[2]
+    assert proj.round_cost == pytest.approx(extend + 14 * cm.c + cm.v(16))
+    assert proj.tau == pytest.approx(1.1) and proj.speedup < 0.5
