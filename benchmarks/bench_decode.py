@@ -13,24 +13,29 @@ For each: tau, c, the verify cost v(M), the round cost in target steps (= break-
 and measured speedup and the projection error. Then the same acceptance on a large served target,
 where the verify curve and the per-round engine costs come from stated assumptions (a roofline of a
 Kimi-K2-shaped MoE): the numbers that turn a break-even on this CPU into a loss there.
-``--record`` writes the measured table into the bundled drafts' model cards (between the
-``acceptance`` markers that ``eagle3lab.train.model_card`` keeps).
+``--record`` writes each draft's results to ``bench.json`` beside it and re-renders the
+throughput table of its model card (``eagle3lab.train.model_card.acceptance_section``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 from eagle3lab import bundled
-from eagle3lab.throughput import ROOFLINE_EXAMPLES, explain, implied_round_cost, load_prompts, run_benchmark
+from eagle3lab.throughput import (
+    ROOFLINE_EXAMPLES,
+    explain,
+    finite_json,
+    implied_round_cost,
+    load_prompts,
+    run_benchmark,
+)
 
 CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
     ("healthy, chain 5", "healthy", None, 5, 1, None),
@@ -38,7 +43,6 @@ CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
     ("case as SGLang, chain 15", "case", "sglang", 15, 1, None),
     ("case as SGLang, chain 1", "case", "sglang", 1, 1, None),
 ]
-ACCEPT_BEGIN, ACCEPT_END = "<!-- acceptance:begin -->", "<!-- acceptance:end -->"
 
 
 def served_table(case_results: dict, served_c: float, engine_overhead: float, batch: int) -> list[dict]:
@@ -55,39 +59,28 @@ def served_table(case_results: dict, served_c: float, engine_overhead: float, ba
     return rows
 
 
-def card_block(draft_name: str, results: dict, command: str) -> str:
-    lines = [ACCEPT_BEGIN, "",
-             f"Measured by `{command}` ({time.strftime('%Y-%m-%d')}): greedy decoding of the bundled prompts, "
-             "speculative loop vs plain decoding timed side by side; tau = accepted drafts + 1 per round "
-             "(SGLang's accept length), c = draft step / target step, v(M) = verify of M tokens in target steps, "
-             "round cost = break-even tau.", "",
-             "| case | profile | tau | per-position c_k | c | v(M) | round cost | speedup vs generate | "
-             "measured / projected decode speedup | lossless |",
-             "|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
-    for name, r in results.items():
-        if r["draft_name"] != draft_name:
-            continue
-        a, p = r["acceptance"], r["projection"]
-        ck = ", ".join("-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
-                       for x in a["conditional"][:8])
-        lines.append(f"| {name} | {r['profile']} | {a['tau']:.2f} | [{ck}{', ...' if len(a['conditional']) > 8 else ''}] "
-                     f"| {r['cost_model']['c']:.3f} | {p['v_verify']:.2f} | {p['round_cost']:.2f} | "
-                     f"{r['speedup']['vs_generate']:.2f}x | {p['measured_speedup']:.2f}x / {p['speedup']:.2f}x | "
-                     f"{r['lossless']['identical_to_generate']}/{r['lossless']['prompts']} |")
-    lines += ["", f"Device: {next(iter(results.values()))['device']}, {next(iter(results.values()))['threads']} "
-              "thread(s); medians of repeated runs.", "", ACCEPT_END]
-    return "\n".join(lines)
+def record(model_dir: Path, bench: dict) -> None:
+    """Write ``bench.json`` beside the draft and re-render its card's acceptance section with it.
 
+    The section is ``eagle3lab.train.model_card``'s (acceptance from ``acceptance.json``, measured by
+    ``python -m eagle3lab.train.model_card --acceptance data``; throughput from ``bench.json``).
+    """
+    from eagle3lab.atomic import write_json, write_text
+    from eagle3lab.train.model_card import ACCEPT_BEGIN, ACCEPT_END, acceptance_section, file_table
 
-def record(model_dir: Path, block: str) -> None:
-    readme = model_dir / "README.md"
+    write_json(model_dir / "bench.json", bench)
+    acc_file, readme = model_dir / "acceptance.json", model_dir / "README.md"
+    if not acc_file.exists():
+        print(f"{acc_file} missing: 'python -m eagle3lab.train.model_card --acceptance data' measures it and "
+              "renders the card with this bench.json")
+        return
     text = readme.read_text()
-    if ACCEPT_BEGIN not in text or ACCEPT_END not in text:
-        raise SystemExit(f"{readme}: no {ACCEPT_BEGIN} ... {ACCEPT_END} block to fill (rebuild the cards: make data)")
-    text = text[:text.index(ACCEPT_BEGIN)] + block + text[text.index(ACCEPT_END) + len(ACCEPT_END):]
-    tmp = readme.with_name(readme.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, readme)
+    if ACCEPT_BEGIN not in text or ACCEPT_END not in text or "## Files\n" not in text:
+        raise SystemExit(f"{readme}: no acceptance section to fill (rebuild the cards: make data)")
+    section = acceptance_section(json.loads(acc_file.read_text()), bench)
+    text = text[:text.index(ACCEPT_BEGIN)] + section + text[text.index(ACCEPT_END) + len(ACCEPT_END):]
+    text = text[:text.index("## Files\n")] + f"## Files\n{file_table(model_dir)}\n"
+    write_text(readme, text)
 
 
 def main(argv=None) -> int:
@@ -107,7 +100,8 @@ def main(argv=None) -> int:
                         "scheduling, draft-extend launch, verify bookkeeping; default 0.2)")
     p.add_argument("--served-batch", type=int, default=48, help="concurrent requests on the server (default 48)")
     p.add_argument("--out", default="build/bench_decode.json")
-    p.add_argument("--record", action="store_true", help="write the table into the bundled drafts' model cards")
+    p.add_argument("--record", action="store_true",
+                   help="write bench.json beside each draft and its throughput table into the model card")
     args = p.parse_args(argv)
 
     from eagle3lab.checkpoint import load_draft
@@ -155,10 +149,13 @@ def main(argv=None) -> int:
         tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
         here = measured.loc["case as SGLang, chain 1", "break_even_tau"]
         there = served.loc[[i for i in served.index if i.startswith("case as SGLang, chain 1")], "break_even_tau"]
+        verdict = lambda be: "wins" if tau > be else "loses"
         print(f"\nA 1-step chain breaks even here once tau >= {here:.2f}; on the served MoE target it needs "
-              f"tau >= {there.min():.2f} (batch 1) to {there.max():.2f} (batch {args.served_batch}): a draft between "
-              "the two wins here and loses there. This case draft, served by SGLang, has tau "
-              f"{tau:.2f}: it loses on both.")
+              f"tau >= {there.min():.2f} (batch 1) to {there.max():.2f} (batch {args.served_batch})"
+              + (f": a draft with tau between {here:.2f} and {there.max():.2f} wins here and loses there."
+                 if here < there.max() else "."))
+        print(f"This case draft, served by SGLang, has tau {tau:.2f}: it {verdict(here)} here and "
+              f"{verdict(there.max())} on the served target at batch {args.served_batch}.")
         print(f"The seed (90 -> 56.8 tok/s) at tau {tau:.2f} implies a served round cost of "
               f"{implied_round_cost(tau, 90, 56.8):.2f} target steps (at tau 2, the cap of a 1-step chain: "
               f"{implied_round_cost(2.0, 90, 56.8):.2f}).")
@@ -170,14 +167,16 @@ def main(argv=None) -> int:
                                       "batch": args.served_batch},
                "served": served.reset_index().to_dict("records")}
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1, default=str).replace("NaN", "null"))
+    tmp.write_text(json.dumps(finite_json(payload), indent=1, default=str))
     os.replace(tmp, out)
     print(f"\nwrote {out}")
     if args.record:
         command = "python benchmarks/bench_decode.py" + (f" --threads {args.threads}" if args.threads else "")
         for which, path in (("healthy", args.healthy), ("case", args.case)):
-            record(Path(path), card_block(which, results, command))
-            print(f"recorded in {Path(path) / 'README.md'}")
+            bench = {name: {**r, "command": command} for name, r in results.items() if r["draft_name"] == which}
+            if bench:
+                record(Path(path), finite_json(bench))
+                print(f"recorded in {Path(path) / 'bench.json'}")
     return 0
 
 

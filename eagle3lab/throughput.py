@@ -24,6 +24,7 @@ whole draft phase, at a given context length on the current device.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -418,6 +419,17 @@ def explain(cases: list[dict]) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------------ benchmark
+
+
+def finite_json(obj):
+    """NaN / inf (e.g. c_k at a position no round reached) -> None, so the object dumps to strict JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
 
 
 def load_prompts(path=None, n: int | None = None, length: str | None = None) -> list:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 from eagle3lab import bundled
 
@@ -39,23 +38,12 @@ def _resolve(path, default, flag):
     return str(default)
 
 
-def _finite(obj):
-    """NaN (e.g. c_k of a position never reached) -> null, so the output is strict JSON."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
 def run(args) -> int:
     import torch
 
     from eagle3lab.checkpoint import load_draft
     from eagle3lab.target import load_target
-    from eagle3lab.throughput import load_prompts, run_benchmark
+    from eagle3lab.throughput import finite_json, load_prompts, run_benchmark
 
     target_path = _resolve(args.target, bundled.TARGET, "--target")
     draft_path = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")
@@ -68,7 +56,7 @@ def run(args) -> int:
                            num_draft_tokens=args.num_draft_tokens, profile=args.profile,
                            max_new_tokens=args.max_new_tokens, repeats=args.repeats, progress=not args.json)
     result["draft"] = str(draft_path)
-    result = _finite(result)
+    result = finite_json(result)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
