@@ -687,9 +687,9 @@ def plot_speedup_vs_c(table: pd.DataFrame, ax=None, c_max: float | None = None):
     c_max = c_max or max(0.5, 1.3 * float(table.c_round.max()))
     cs = [c_max * i / 200 for i in range(201)]
     for i, (name, row) in enumerate(table.iterrows()):
-        color, K = f"C{i}", row.num_steps
+        color, K = f"C{i}", int(row.num_steps)
         ax.plot(cs, [row.tau / (K * c + row.v_verify) for c in cs], color=color,
-                label=f"{name}: tau {row.tau:.2f}, K {K}, v({row.verified}) {row.v_verify:.2f}")
+                label=f"{name}: tau {row.tau:.2f}, K {K}, v({int(row.verified)}) {row.v_verify:.2f}")
         ax.plot(cs, [row.tau / (K * c + 1) for c in cs], color=color, ls=":", lw=1)
         ax.scatter([row.c_round], [row.projected_speedup], s=60, facecolors="none", edgecolors=color, zorder=3)
         ax.scatter([row.c_round], [row.measured_speedup], s=30, color=color, zorder=4)
