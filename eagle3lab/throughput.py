@@ -664,7 +664,7 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
     bar.close()
     first = next(iter(results.values()))
     context = round(statistics.mean(len(o.prompt_ids) + len(o.tokens) / 2 for o in first))
-    return DecodeSweep(results=results, reference=reference, context_len=int(context),
+    return DecodeSweep(results=results, reference=reference, context_len=context,
                        decode_tps={name: statistics.median(v) for name, v in rates.items()})
 
 
