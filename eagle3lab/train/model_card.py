@@ -149,7 +149,8 @@ def measure_acceptance(data_dir: str | Path, name: str, chains=ACCEPT_CHAINS, n_
                 rounds += res.rounds
                 lossless &= res.tokens == ref
             st = acceptance_stats(rounds, num_positions=k)
-            per_chain[str(k)] = {"tau": round(st.tau, 4), "conditional": [round(c, 4) for c in st.conditional],
+            per_chain[str(k)] = {"tau": round(st.tau, 4),    # c_k of a position never reached: null
+                                 "conditional": [round(c, 4) if math.isfinite(c) else None for c in st.conditional],
                                  "survival": [round(a, 4) for a in st.survival], "rounds": st.rounds,
                                  "lossless": lossless}
         out["runs"][label] = {"profile": d.profile.name, "aux_resid": list(d.aux_resid),
@@ -169,7 +170,8 @@ def acceptance_section(acc: dict, bench: dict | None = None) -> str:
                   f"norm_before_residual {run['norm_before_residual']}):", "",
                   "| chain K | tau | c_1 .. c_K | survival a_1 .. a_K | rounds | lossless |", "|---:|---:|---|---|---:|---|"]
         for k, r in run["chains"].items():
-            lines.append(f"| {k} | **{r['tau']:.2f}** | {', '.join(f'{c:.2f}' for c in r['conditional'])} | "
+            cond = ", ".join("-" if c is None else f"{c:.2f}" for c in r["conditional"])
+            lines.append(f"| {k} | **{r['tau']:.2f}** | {cond} | "
                          f"{', '.join(f'{a:.2f}' for a in r['survival'])} | {r['rounds']} | {r['lossless']} |")
         lines.append("")
     lines.append("Reproduce: `python -m eagle3lab.train.model_card --acceptance data` (rewrites this section and "
