@@ -148,7 +148,7 @@ def main(argv=None) -> int:
     if "case as SGLang, chain 1" in results:
         tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
         here = measured.loc["case as SGLang, chain 1", "break_even_tau"]
-        there = served.loc[[i for i in served.index if i.startswith("case as SGLang, chain 1")], "break_even_tau"]
+        there = served.loc[[i for i in served.index if i.startswith("case as SGLang, chain 1 | ")], "break_even_tau"]
         verdict = lambda be: "wins" if tau > be else "loses"
         print(f"\nA 1-step chain breaks even here once tau >= {here:.2f}; on the served MoE target it needs "
               f"tau >= {there.min():.2f} (batch 1) to {there.max():.2f} (batch {args.served_batch})"
