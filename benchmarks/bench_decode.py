@@ -25,6 +25,7 @@ import os
 import sys
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 from eagle3lab import bundled
@@ -132,12 +133,13 @@ def main(argv=None) -> int:
               f"{t['speculative']:.1f} -> {r['speedup']['vs_generate']:.2f}x vs generate; tau {a['tau']:.2f}; "
               f"lossless {r['lossless']['identical_to_generate']}/{r['lossless']['prompts']}", flush=True)
 
-    measured = explain([{"name": n, "tau": r["acceptance"]["tau"], "c": r["cost_model"]["c"],
-                         "num_steps": r["settings"]["num_steps"], "v": r["projection"]["v_verify"],
-                         "extend": r["cost_model"]["round_pieces_s"]["extend_s"] / r["cost_model"]["target_step_s"],
-                         "measured_speedup": r["projection"]["measured_speedup"]} for n, r in results.items()])
-    measured["projection_error_%"] = [100 * results[n]["projection"]["error"] for n in measured.index]
-    measured["vs_generate"] = [results[n]["speedup"]["vs_generate"] for n in measured.index]
+    measured = pd.DataFrame([{
+        "case": n, "tau": r["acceptance"]["tau"], "emitted_per_round": r["projection"]["tokens_per_round"],
+        "c": r["cost_model"]["c"], "num_steps": r["settings"]["num_steps"], "v_verify": r["projection"]["v_verify"],
+        "round_cost": r["projection"]["round_cost"], "projected_speedup": r["projection"]["speedup"],
+        "measured_speedup": r["projection"]["measured_speedup"], "projection_error_%": 100 * r["projection"]["error"],
+        "vs_generate": r["speedup"]["vs_generate"]} for n, r in results.items()]).set_index("case")
+    measured["break_even_tau"] = measured["round_cost"]
     print("\nMeasured on this device (round cost in target steps = break-even tau):")
     print(measured.round(3).to_string())
     served = explain(served_table(results, args.served_c, args.engine_overhead, args.served_batch))

@@ -155,8 +155,14 @@ class CostModel:
             verify = self.v(num_steps + 1 if topk == 1 else num_draft_tokens or num_steps * topk + 1) * self.target_step_s
         return {"extend_s": extend, "draft_s": draft, "verify_s": verify, "round_s": extend + draft + verify}
 
-    def project(self, stats, num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> Projection:
-        """Projected tokens/s and speedup for an acceptance profile (``AcceptanceStats`` or a tau)."""
+    def project(self, stats, num_steps: int, topk: int = 1, num_draft_tokens: int | None = None,
+                tokens_per_round: float | None = None) -> Projection:
+        """Projected tokens/s and speedup for an acceptance profile (``AcceptanceStats`` or a tau).
+
+        ``tokens_per_round`` (default tau): tokens a round really emits. Finite generations emit
+        fewer than tau (the last round is cut at EOS or the token budget); pass the log's mean to
+        compare with a measured run.
+        """
         if hasattr(stats, "survival"):  # P(a accepted) = a_a - a_{a+1}
             tau, surv = stats.tau, list(stats.survival)
             probs = [1 - surv[0]] + [surv[i] - surv[i + 1] for i in range(len(surv) - 1)] + [surv[-1]]
@@ -165,9 +171,10 @@ class CostModel:
             probs = [0.0] * int(round(tau - 1)) + [1.0]
         pieces = self.round_seconds(probs, num_steps, topk, num_draft_tokens)
         round_cost = pieces["round_s"] / self.target_step_s
-        return Projection(tau=tau, c=self.c, v_verify=pieces["verify_s"] / self.target_step_s,
+        emitted = tau if tokens_per_round is None else float(tokens_per_round)
+        return Projection(tau=tau, tokens_per_round=emitted, c=self.c, v_verify=pieces["verify_s"] / self.target_step_s,
                           round_cost=round_cost, baseline_tps=1 / self.target_step_s,
-                          spec_tps=tau / pieces["round_s"], speedup=speedup(tau, round_cost), pieces=pieces)
+                          spec_tps=emitted / pieces["round_s"], speedup=speedup(emitted, round_cost), pieces=pieces)
 
     def verify_frame(self) -> pd.DataFrame:
         """The target's verify-cost curve: seconds and target steps vs verified tokens."""
@@ -200,6 +207,7 @@ class CostModel:
 @dataclass
 class Projection:
     tau: float
+    tokens_per_round: float  # tau, or what a finite run really emitted per round
     c: float
     v_verify: float          # verify cost of this setting, in target steps
     round_cost: float        # whole round, in target steps (= break-even tau)
@@ -508,9 +516,10 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
         if rep == 0:
             stats = acceptance_stats(rounds, num_positions=K)
             context = int(round(statistics.mean(prompt_lens)))
+            emitted = sum(len(r.emitted) for r in rounds) / len(rounds) if rounds else 1.0
         costs = measure_costs(tgt, d, context_len=context, verify_sizes=sizes, settings=((K, k, M),),
                               repeats=measure_repeats)
-        proj = costs.project(stats, K, k, M)
+        proj = costs.project(stats, K, k, M, tokens_per_round=emitted)
         measured = reps["spec_decode"][-1] / reps["greedy_decode"][-1]
         projections.append((costs, proj, measured))
     med = statistics.median
@@ -539,7 +548,7 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
                        "verify_target_steps": {str(n): med(c.v(n) for c, _, _ in projections) for n in sizes},
                        "round_pieces_s": {key: med(p.pieces[key] for _, p, _ in projections)
                                           for key in projections[0][1].pieces}},
-        "projection": {"round_cost": med(p.round_cost for _, p, _ in projections),
+        "projection": {"tokens_per_round": emitted, "round_cost": med(p.round_cost for _, p, _ in projections),
                        "break_even_tau": med(p.round_cost for _, p, _ in projections),
                        "v_verify": med(p.v_verify for _, p, _ in projections),
                        "decode_tps": med(p.spec_tps for _, p, _ in projections),

@@ -62,6 +62,7 @@ def test_cost_model_projection_by_hand():
     assert proj.round_cost == pytest.approx(round_s)
     assert proj.speedup == pytest.approx(2.75 / round_s)
     assert proj.spec_tps == pytest.approx(2.75 / round_s) and proj.baseline_tps == 1.0
+    assert cm.project(stats, num_steps=3, tokens_per_round=2.5).speedup == pytest.approx(2.5 / round_s)
 
 
 def test_explain_table_by_hand():
@@ -133,7 +134,9 @@ def test_bench_command_json(tmp_path, capsys):
     assert acc["tau"] == pytest.approx(1 + sum(acc["survival"]))
     assert len(acc["conditional"]) == 3 and set(out["cost_model"]["verify_target_steps"]) >= {"1", "4"}
     pr = out["projection"]
-    assert pr["break_even_tau"] == pr["round_cost"] and pr["speedup"] == pytest.approx(acc["tau"] / pr["round_cost"])
+    assert pr["break_even_tau"] == pr["round_cost"]
+    assert pr["speedup"] == pytest.approx(pr["tokens_per_round"] / pr["round_cost"])
+    assert 1 <= pr["tokens_per_round"] <= acc["tau"]
 
 
 def test_bench_without_bundled_models_says_what_to_do(tmp_path, capsys):
