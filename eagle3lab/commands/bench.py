@@ -78,6 +78,7 @@ def run(args) -> int:
           f"survival a_k {fmt(acc['survival'])}")
     curve = "  ".join(f"{n}:{v:.2f}" for n, v in cm["verify_target_steps"].items())
     print(f"costs      c = {cm['c']:.3f}   verify v(M) in target steps  {curve}")
-    print(f"model      round cost {pr['round_cost']:.2f} target steps (= break-even tau)   projected speedup "
-          f"{pr['speedup']:.2f}x   measured {pr['measured_speedup']:.2f}x   error {100 * pr['error']:+.1f}%")
+    print(f"model      round cost {pr['round_cost']:.2f} target steps (= break-even tau), {pr['tokens_per_round']:.2f} "
+          f"tokens emitted per round   projected decode speedup {pr['speedup']:.2f}x   measured "
+          f"{pr['measured_speedup']:.2f}x   error {100 * pr['error']:+.1f}%")
     return 0
