@@ -66,22 +66,15 @@ def record(model_dir: Path, bench: dict) -> None:
     The section is ``eagle3lab.train.model_card``'s (acceptance from ``acceptance.json``, measured by
     ``python -m eagle3lab.train.model_card --acceptance data``; throughput from ``bench.json``).
     """
-    from eagle3lab.atomic import write_json, write_text
-    from eagle3lab.train.model_card import ACCEPT_BEGIN, ACCEPT_END, acceptance_section, file_table
+    from eagle3lab.atomic import write_json
+    from eagle3lab.train.model_card import render_acceptance
 
     write_json(model_dir / "bench.json", bench)
-    acc_file, readme = model_dir / "acceptance.json", model_dir / "README.md"
-    if not acc_file.exists():
-        print(f"{acc_file} missing: 'python -m eagle3lab.train.model_card --acceptance data' measures it and "
-              "renders the card with this bench.json")
+    if not (model_dir / "acceptance.json").exists():
+        print(f"{model_dir / 'acceptance.json'} missing: 'python -m eagle3lab.train.model_card --acceptance data' "
+              "measures it and renders the card with this bench.json")
         return
-    text = readme.read_text()
-    if ACCEPT_BEGIN not in text or ACCEPT_END not in text or "## Files\n" not in text:
-        raise SystemExit(f"{readme}: no acceptance section to fill (rebuild the cards: make data)")
-    section = acceptance_section(json.loads(acc_file.read_text()), bench)
-    text = text[:text.index(ACCEPT_BEGIN)] + section + text[text.index(ACCEPT_END) + len(ACCEPT_END):]
-    text = text[:text.index("## Files\n")] + f"## Files\n{file_table(model_dir)}\n"
-    write_text(readme, text)
+    render_acceptance(model_dir)
 
 
 def main(argv=None) -> int:
