@@ -627,6 +627,28 @@ def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Findi
     return out
 
 
+def aux_unknown(prefix: str, rule: str, versions: str, eff: dict) -> Finding:
+    """No draft config: which target layers feed the draft cannot be known (either engine)."""
+    eff.update(aux_layer_ids=None, aux_source="unknown (no draft config)", aux_resid=None)
+    return Finding(f"{prefix}_AUX_UNKNOWN", "info", "Which target layers feed the draft depends on the draft's "
+                   "config.json, which was not given.", rule, versions, "Pass --draft-config DRAFT/config.json.",
+                   "aux_resid")
+
+
+def aux_needs_layers(prefix: str, ids, rule: str, versions: str, eff: dict) -> list[Finding]:
+    """No target layer count: the ids (or the engine's N-dependent default) cannot be placed on resid[k]."""
+    eff["aux_resid"] = None
+    out = []
+    if ids is None:
+        out.append(Finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", "No aux layer ids where this engine reads them: "
+                           "it captures its default resid[2], resid[N//2], resid[N-3] (N = target layers), silently.",
+                           rule, versions, None, "aux_resid"))
+    out.append(Finding(f"{prefix}_AUX_NEEDS_LAYERS", "info", "The target's num_hidden_layers is unknown, so the ids "
+                       "cannot be placed on resid[k].", rule, versions, "Pass --target-config TARGET/config.json.",
+                       "aux_resid"))
+    return out
+
+
 def truthy_env(env: dict, name: str) -> bool:
     return str(env.get(name, "")).strip().lower() in ("1", "true", "yes", "on")
 

@@ -21,6 +21,8 @@ from eagle3lab.flags import (
     Finding,
     FlagSpec,
     Inputs,
+    aux_needs_layers,
+    aux_unknown,
     config_value,
     first_arch,
     parse_command,
@@ -406,10 +408,7 @@ def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, ou
     src = "draft config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids"
     rule = "python/sglang/srt/model_executor/model_runner.py: eagle_config[...] inside a bare try/except"
     if inp.draft is None:
-        eff.update(aux_layer_ids=None, aux_source="unknown (no draft config)", aux_resid=None)
-        out.append(_f("SGL_AUX_UNKNOWN", "info", "Which target layers feed the draft depends on the draft's "
-                      "config.json, which was not given.", rule, fix="Pass --draft-config DRAFT/config.json.",
-                      setting="aux_resid"))
+        out.append(aux_unknown("SGL", rule, ALL, eff))
         return
     if isinstance(eagle_cfg, dict) and eagle_cfg.get("use_aux_hidden_state") is False:
         out.append(_f("SGL_AUX_NOT_USED", "info", "eagle_config.use_aux_hidden_state is false: SGLang feeds the "
@@ -435,14 +434,7 @@ def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, ou
                       f"numbering: resid{trained}), but SGLang reads ids only under eagle_config: the key is ignored "
                       "and the defaults are used with no log line.", rule, fix=fix, setting="aux_source"))
     if inp.num_layers is None:
-        eff["aux_resid"] = None
-        if ids is None:
-            out.append(_f("SGL_AUX_IDS_DEFAULTED", "warning", "No aux layer ids where this engine reads them: it "
-                          "captures its default resid[2], resid[N//2], resid[N-3] (N = target layers), silently.",
-                          rule, setting="aux_resid"))
-        out.append(_f("SGL_AUX_NEEDS_LAYERS", "info", "The target's num_hidden_layers is unknown, so the ids cannot "
-                      "be placed on resid[k].", rule, fix="Pass --target-config TARGET/config.json.",
-                      setting="aux_resid"))
+        out.extend(aux_needs_layers("SGL", ids, rule, ALL, eff))
         return
     res = resolve_aux_layers("sglang", ids, inp.num_layers, arch=inp.target_arch, engine_version=_aux_version(inp))
     eff["aux_resid"] = list(res.resid)

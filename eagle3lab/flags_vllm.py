@@ -21,6 +21,8 @@ from eagle3lab.flags import (
     Finding,
     FlagSpec,
     Inputs,
+    aux_needs_layers,
+    aux_unknown,
     config_value,
     first_arch,
     is_speculators,
@@ -360,10 +362,7 @@ def _aux(inp: Inputs, draft, eff: dict, out: list):
 
     rule = "vllm/v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (top-level key only)"
     if draft is None:
-        eff.update(aux_layer_ids=None, aux_source="unknown (no draft config)", aux_resid=None)
-        out.append(_f("VLLM_AUX_UNKNOWN", "info", "Which target layers feed the draft depends on the draft's "
-                      "config.json, which was not given.", rule, fix="Pass --draft-config DRAFT/config.json.",
-                      setting="aux_resid"))
+        out.append(aux_unknown("VLLM", rule, ALL, eff))
         return
     engine = "speculators" if is_speculators(draft) else "vllm"
     top = draft.get("eagle_aux_hidden_state_layer_ids") or None
@@ -393,14 +392,7 @@ def _aux(inp: Inputs, draft, eff: dict, out: list):
                       "capture ids from the top-level key only, so it captures its default layers instead.", rule,
                       fix=fix, setting="aux_source"))
     if inp.num_layers is None:
-        eff["aux_resid"] = None
-        if ids is None:
-            out.append(_f("VLLM_AUX_IDS_DEFAULTED", "warning", "No aux layer ids where this engine reads them: it "
-                          "captures its default resid[2], resid[N//2], resid[N-3] (N = target layers), silently.",
-                          rule, setting="aux_resid"))
-        out.append(_f("VLLM_AUX_NEEDS_LAYERS", "info", "The target's num_hidden_layers is unknown, so the ids cannot "
-                      "be placed on resid[k].", rule, fix="Pass --target-config TARGET/config.json.",
-                      setting="aux_resid"))
+        out.extend(aux_needs_layers("VLLM", ids, rule, ALL, eff))
         return
     res = resolve_aux_layers(engine, ids, inp.num_layers, arch=inp.target_arch, engine_version=inp.engine_version)
     eff["aux_resid"] = list(res.resid)
