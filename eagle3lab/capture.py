@@ -21,7 +21,7 @@ import torch
 
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.layer_ids import resid_name
-from eagle3lab.target import Target, _text_config, decoder_of
+from eagle3lab.target import Target, decoder_layers, decoder_of
 
 METHODS = ("auto", "pre", "post")
 
@@ -29,11 +29,8 @@ METHODS = ("auto", "pre", "post")
 def resid_modules(model):
     """(embedding, decoder layers as HF runs them, final norm) of a causal LM or a Target."""
     if isinstance(model, Target):
-        return model.model.get_input_embeddings(), model.layers, model.final_norm
-    dec = decoder_of(model)
-    n = getattr(_text_config(model.config), "num_hidden_layers", None) if hasattr(model, "config") else None
-    layers = dec.layers[: n or len(dec.layers)]
-    return model.get_input_embeddings(), layers, getattr(dec, "norm", None)
+        model = model.model
+    return model.get_input_embeddings(), decoder_layers(model), getattr(decoder_of(model), "norm", None)
 
 
 def _first_tensor(x):

@@ -37,6 +37,13 @@ def decoder_of(model):
                     "eagle3lab supports Llama, Qwen2/3, Mistral and DeepSeek-V3 style models.")
 
 
+def decoder_layers(model):
+    """The decoder layers HF runs: ``layers[:num_hidden_layers]`` (DeepSeek MTP layers sit after them, unrun)."""
+    dec = decoder_of(model)
+    n = getattr(_text_config(model.config), "num_hidden_layers", None) if hasattr(model, "config") else None
+    return dec.layers[: n or len(dec.layers)]
+
+
 @dataclass
 class Target:
     """A loaded target model. ``model`` is in eval mode with gradients off."""
@@ -97,9 +104,7 @@ class Target:
 
     @property
     def layers(self):
-        dec = self.decoder
-        n = getattr(_text_config(self.config), "num_hidden_layers", None) or len(dec.layers)
-        return dec.layers[:n]  # HF iterates layers[:num_hidden_layers]; DeepSeek MTP layers are not run
+        return decoder_layers(self.model)
 
     @property
     def final_norm(self):
