@@ -319,6 +319,13 @@ class SpeculativeRun:
                                    num_steps=num_steps, topk=topk, num_nodes=num_nodes)
         return tree, forwards + 1
 
+    def draft_phase(self, settings: dict) -> tuple[DraftTree, list | None, int]:
+        """The draft phase ``tree_settings`` asks for -> (tree, draft probs if a sampled chain, forwards)."""
+        if settings["topk"] == 1:
+            return self.draft_chain(settings["num_steps"])
+        tree, forwards = self.draft_tree(settings["num_steps"], settings["topk"], settings["num_draft_tokens"] - 1)
+        return tree, None, forwards
+
     @torch.no_grad()
     def verify(self, tree: DraftTree, chain: bool):
         """One target forward over ``[root] + tree.tokens`` -> (logits [M, V], fc input [M, F])."""
@@ -418,7 +425,7 @@ def speculative_generate(target, draft, prompt, num_steps: int = 5, topk: int = 
     settings.update(temperature=float(temperature), profile=d.profile.name, aux_resid=list(d.aux_resid),
                     max_new_tokens=int(max_new_tokens))
     stop = eos_ids(tgt, eos_token_id)
-    steps, k, chain = settings["num_steps"], settings["topk"], settings["topk"] == 1
+    steps, chain = settings["num_steps"], settings["topk"] == 1
 
     run = SpeculativeRun(tgt, d, temperature=temperature, seed=seed)
     rounds: list[RoundLog] = []
@@ -432,10 +439,7 @@ def speculative_generate(target, draft, prompt, num_steps: int = 5, topk: int = 
         extend_s, extend_rows = 0.0, 0
         while not finished:
             t1 = time.perf_counter()
-            if chain:
-                tree, qs, forwards = run.draft_chain(steps)
-            else:
-                (tree, forwards), qs = run.draft_tree(steps, k, settings["num_draft_tokens"] - 1), None
+            tree, qs, forwards = run.draft_phase(settings)
             sync_device(run.device)
             t2 = time.perf_counter()
             logits, aux = run.verify(tree, chain)

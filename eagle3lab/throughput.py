@@ -258,6 +258,12 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
         return DraftTree(tokens=rand(n - 1), parents=list(range(-1, n - 2)), depths=list(range(1, n)),
                          scores=[0.0] * (n - 1), pool_size=n - 1)
 
+    def verify_once(tree, chain=True):  # verify + accept + commit, as one round of the loop
+        logits, aux = run.verify(tree, chain=chain)
+        path, bonus = run.accept(tree, logits)
+        run.commit(path, bonus)
+        return aux
+
     clock = _Clock(dev)
     rounds = warmup + repeats
     # baseline: bursts of one-token target steps, no capture hooks (what target_greedy runs)
@@ -285,34 +291,18 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
             for r in range(1, max_rows + 1) if j == 0 else (1,):  # extend costs do not depend on the setting
                 for i in range(rounds):
                     keep = i >= warmup
-                    if chain:
-                        tree, _, _ = clock.time(f"phase {key}", lambda s=s: run.draft_chain(s["num_steps"]), keep)
-                    else:
-                        tree, _ = clock.time(f"phase {key}", lambda s=s: run.draft_tree(
-                            s["num_steps"], s["topk"], s["num_draft_tokens"] - 1), keep)
-
-                    def verify_once(tree=tree, chain=chain):
-                        logits, aux = run.verify(tree, chain=chain)
-                        path, bonus = run.accept(tree, logits)
-                        run.commit(path, bonus)
-                        return aux
-                    aux = clock.time(f"verify {key}", verify_once, keep)
+                    tree, _, _ = clock.time(f"phase {key}", lambda s=s: run.draft_phase(s), keep)
+                    aux = clock.time(f"verify {key}", lambda tree=tree, chain=chain: verify_once(tree, chain), keep)
                     rows = aux[:1].repeat(r, 1)
                     clock.time(f"extend {r}", lambda r=r, rows=rows: run.draft_extend(rand(r), rows), keep and j == 0)
                     reset()
                     bar.update()
-        key0, s0 = specs[0]
+        s0 = specs[0][1]
         for n in verify_sizes:  # the verify-cost curve, each after the first setting's draft phase
             tree = chain_of(n)
             for i in range(rounds):
-                run.draft_chain(s0["num_steps"]) if s0["topk"] == 1 else run.draft_tree(
-                    s0["num_steps"], s0["topk"], s0["num_draft_tokens"] - 1)
-
-                def verify_once(tree=tree):
-                    logits, aux = run.verify(tree, chain=True)
-                    path, bonus = run.accept(tree, logits)
-                    run.commit(path, bonus)
-                clock.time(f"curve {n}", verify_once, i >= warmup)
+                run.draft_phase(s0)
+                clock.time(f"curve {n}", lambda tree=tree: verify_once(tree), i >= warmup)
                 reset()
                 bar.update()
         for i in range(rounds):  # one recycled draft step, where step 2 of a chain sits: after verify + extend
