@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from eagle3lab.errors import Eagle3LabError, bad_input
-from eagle3lab.layer_ids import resid_name
+from eagle3lab.layer_ids import resid_label, resid_name
 from eagle3lab.target import Target, decoder_layers, decoder_of
 
 METHODS = ("auto", "pre", "post")
@@ -240,8 +240,7 @@ def build_fc_input(states: dict[int, torch.Tensor], order, num_layers: int | Non
     if len(shapes) != 1:
         raise bad_input("states", None, "one shape [B, T, H] for every point", sorted(shapes))
     tensor = torch.cat([states[k] for k in order], dim=-1)
-    label = "[" + ", ".join(resid_name(k, num_layers) for k in order) + "]"
-    return FcInput(tensor=tensor, order=order, label=label)
+    return FcInput(tensor=tensor, order=order, label=resid_label(order, num_layers))
 
 
 # ----------------------------------------------------------------------------- looking at the stream

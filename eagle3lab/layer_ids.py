@@ -86,7 +86,7 @@ class AuxResolution:
 
     @property
     def label(self) -> str:
-        return "[" + ", ".join(resid_name(k) for k in self.resid) + "]"
+        return resid_label(self.resid)
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -105,6 +105,11 @@ def resid_name(k: int, num_layers: int | None = None) -> str:
     if num_layers is not None and k == num_layers:
         return f"resid[{k}] (final, pre-norm)"
     return f"resid[{k}]"
+
+
+def resid_label(points, num_layers: int | None = None) -> str:
+    """``[resid[0] (embedding), resid[3], ...]``: a list of points as the fc input reads them."""
+    return "[" + ", ".join(resid_name(k, num_layers) for k in points) + "]"
 
 
 def default_resid(num_layers: int) -> tuple[int, ...]:

@@ -31,7 +31,7 @@ def _parse_ids(raw: list[str]):
 
 def run(args) -> int:
     from eagle3lab.errors import Eagle3LabError
-    from eagle3lab.layer_ids import resid_name, resolve_aux_layers, to_engine_ids
+    from eagle3lab.layer_ids import resid_label, resolve_aux_layers, to_engine_ids
 
     res = resolve_aux_layers(args.engine, _parse_ids(args.ids), args.num_layers, arch=args.arch,
                              engine_version=args.engine_version)
@@ -49,7 +49,7 @@ def run(args) -> int:
     written = "default (no ids)" if res.ids_as_written is None else list(res.ids_as_written)
     print(f"{res.engine} ids {written} with N = {res.num_layers}"
           + (f", arch {res.arch}" if res.arch else "") + (f", version {res.engine_version}" if res.engine_version else ""))
-    print("  fc input: [" + ", ".join(resid_name(k, res.num_layers) for k in res.resid) + "]")
+    print("  fc input: " + resid_label(res.resid, res.num_layers))
     print(f"  rule: {res.rule}")
     for w in res.warnings:
         print(f"  {'BREAKS' if w in res.fatal else 'warning'}: {w}")
