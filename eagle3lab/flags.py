@@ -609,6 +609,17 @@ def _verifier_arch(draft: dict | None) -> str | None:
     return first_arch(verifier)
 
 
+def written_aux_ids(draft: dict | None) -> tuple:
+    """The draft config's ``eagle_aux_hidden_state_layer_ids``: (top level, under ``eagle_config``).
+
+    vLLM's runner reads only the top-level key, SGLang only the one under ``eagle_config``.
+    """
+    draft = draft or {}
+    nested = draft.get("eagle_config")
+    return (draft.get("eagle_aux_hidden_state_layer_ids"),
+            nested.get("eagle_aux_hidden_state_layer_ids") if isinstance(nested, dict) else None)
+
+
 def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Finding]:
     """Findings from an ``eagle3lab.layer_ids.AuxResolution``: DEFAULTED, BREAKS (fatal) or NOTE."""
     out, defaulted = [], False

@@ -29,6 +29,7 @@ from eagle3lab.flags import (
     translator_findings,
     truthy_env,
     version_state,
+    written_aux_ids,
 )
 
 CURRENT = "SGLang release (main as read in 2026, python/sglang/srt/arg_groups/speculative_hook.py)"
@@ -168,9 +169,8 @@ def resolve(inp: Inputs):
     v, arch, n = inp.parsed.values, inp.target_arch, inp.num_layers
     out: list[Finding] = []
     draft_cfg = inp.draft
-    ids_top = (draft_cfg or {}).get("eagle_aux_hidden_state_layer_ids")
+    ids_top, ids_nested = written_aux_ids(draft_cfg)
     eagle_cfg = (draft_cfg or {}).get("eagle_config")
-    ids_nested = eagle_cfg.get("eagle_aux_hidden_state_layer_ids") if isinstance(eagle_cfg, dict) else None
     as_given = {
         "algorithm": v.get("--speculative-algorithm"), "num_steps": v.get("--speculative-num-steps"),
         "topk": v.get("--speculative-eagle-topk"), "num_draft_tokens": v.get("--speculative-num-draft-tokens"),

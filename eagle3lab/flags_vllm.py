@@ -30,6 +30,7 @@ from eagle3lab.flags import (
     parse_count,
     translator_findings,
     version_state,
+    written_aux_ids,
 )
 
 CURRENT = "vLLM release (main as read in 2026, vllm/config/speculative.py)"
@@ -180,13 +181,8 @@ def resolve(inp: Inputs):
 
 
 def _written_ids(draft):
-    if not draft:
-        return None
-    ids = draft.get("eagle_aux_hidden_state_layer_ids")
-    nested = draft.get("eagle_config")
-    if ids is None and isinstance(nested, dict):
-        ids = nested.get("eagle_aux_hidden_state_layer_ids")
-    return ids
+    top, nested = written_aux_ids(draft)
+    return top if top is not None else nested
 
 
 def _removed_flags(inp: Inputs, spec, as_given: dict, out: list):
@@ -365,9 +361,8 @@ def _aux(inp: Inputs, draft, eff: dict, out: list):
         out.append(aux_unknown("VLLM", rule, ALL, eff))
         return
     engine = "speculators" if is_speculators(draft) else "vllm"
-    top = draft.get("eagle_aux_hidden_state_layer_ids") or None
-    nested = (draft.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids") \
-        if isinstance(draft.get("eagle_config"), dict) else None
+    top, nested = written_aux_ids(draft)
+    top = top or None  # [] is treated as no ids: the default applies
     state = version_state(CHANGES["aux-from-config"], inp.engine_version)
     ids = top if state != "before" else None
     eff["aux_layer_ids"] = ids
