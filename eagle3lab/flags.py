@@ -248,7 +248,7 @@ class FlagSpec:
     """One engine flag: its canonical spelling, value kind and the result key it feeds."""
 
     name: str
-    kind: str = "str"          # "int", "str", "bool", "json", "float"
+    kind: str = "str"          # "int", "str", "bool", "json", "float", "size" (vLLM's 32k / 32K)
     key: str | None = None
     aliases: tuple[str, ...] = ()
 
