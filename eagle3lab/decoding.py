@@ -34,6 +34,20 @@ _SGLANG_ADJUST = ("speculative_num_draft_tokens is adjusted to speculative_num_s
                   "speculative_eagle_topk == 1 (as SGLang does): {given} -> {used}")
 
 
+class _Rates:
+    """Tokens/s of a decoded sequence (``tokens``, ``prefill_s``, ``decode_s``)."""
+
+    @property
+    def tokens_per_s(self) -> float:
+        """End to end, prefill included (as ``generate`` is timed)."""
+        return len(self.tokens) / (self.prefill_s + self.decode_s)
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        """Tokens after the first (which the prefill produces) per second of decoding."""
+        return (len(self.tokens) - 1) / self.decode_s if self.decode_s > 0 else float("nan")
+
+
 @dataclass
 class RoundLog:
     """One draft-verify round."""
@@ -50,7 +64,7 @@ class RoundLog:
 
 
 @dataclass
-class SpecResult:
+class SpecResult(_Rates):
     """Output and log of :func:`speculative_generate`."""
 
     prompt_ids: list[int]
@@ -70,16 +84,6 @@ class SpecResult:
     @property
     def tau(self) -> float:
         return self.stats.tau
-
-    @property
-    def tokens_per_s(self) -> float:
-        """End to end, prefill included (as ``generate`` is timed)."""
-        return len(self.tokens) / (self.prefill_s + self.decode_s)
-
-    @property
-    def decode_tokens_per_s(self) -> float:
-        """Tokens after the first (which the prefill produces) per second of rounds."""
-        return (len(self.tokens) - 1) / self.decode_s if self.decode_s > 0 else float("nan")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per round."""
@@ -474,20 +478,12 @@ def speculative_generate(target, draft, prompt, num_steps: int = 5, topk: int = 
 # ------------------------------------------------------------------------------------------ baselines
 
 @dataclass
-class GreedyResult:
+class GreedyResult(_Rates):
     prompt_ids: list[int]
     tokens: list[int]
     prefill_s: float
     decode_s: float
     finished_by: str
-
-    @property
-    def tokens_per_s(self) -> float:
-        return len(self.tokens) / (self.prefill_s + self.decode_s)
-
-    @property
-    def decode_tokens_per_s(self) -> float:
-        return (len(self.tokens) - 1) / self.decode_s if self.decode_s > 0 else float("nan")
 
 
 @torch.no_grad()
@@ -513,7 +509,10 @@ def target_greedy(target, prompt, max_new_tokens: int = 64, eos_token_id="auto")
 
 @torch.no_grad()
 def hf_generate(target, prompt, max_new_tokens: int = 64, eos_token_id="auto") -> GreedyResult:
-    """``transformers`` ``generate(do_sample=False)``: the reference output and the reference speed."""
+    """``transformers`` ``generate(do_sample=False)``: the reference output and the reference speed.
+
+    ``generate`` is timed whole: ``decode_s`` holds it all, prefill included (``prefill_s`` is 0).
+    """
     from transformers import GenerationConfig
 
     tgt = as_target(target)
