@@ -203,12 +203,13 @@ def check_engine_version(engine_version) -> str | None:
     if engine_version in (None, "", "latest", "main", "current"):
         return None
     v = str(engine_version).strip()
-    if _MARK.match(v.lower()) or re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-            try:
-                date.fromisoformat(v)
-            except ValueError:
-                raise bad_input("--engine-version", None, "a real date YYYY-MM-DD", repr(v)) from None
+    if _MARK.match(v.lower()):
+        return v
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+        try:
+            date.fromisoformat(v)
+        except ValueError:
+            raise bad_input("--engine-version", None, "a real date YYYY-MM-DD", repr(v)) from None
         return v
     try:
         Version(v)
