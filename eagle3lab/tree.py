@@ -51,16 +51,22 @@ def pool_size(num_steps: int, topk: int) -> int:
     return topk + (num_steps - 1) * topk * topk
 
 
+def path_to_root(parents: list[int], node: int) -> list[int]:
+    """``node`` and its ancestors, up to (not including) the root (-1)."""
+    path = []
+    while node >= 0:
+        path.append(node)
+        node = parents[node]
+    return path
+
+
 def ancestor_mask(parents: list[int], prefix_len: int, device=None) -> torch.Tensor:
     """Bool ``[n, prefix_len + n]``: node i may see the prefix, its ancestors and itself."""
     n = len(parents)
     allow = torch.zeros(n, prefix_len + n, dtype=torch.bool)
     allow[:, :prefix_len] = True
     for i in range(n):
-        j = i
-        while j >= 0:
-            allow[i, prefix_len + j] = True
-            j = parents[j]
+        allow[i, [prefix_len + j for j in path_to_root(parents, i)]] = True
     return allow.to(device)
 
 
@@ -105,10 +111,7 @@ def grow_tree(draft, cache, first_logits: torch.Tensor, first_hidden: torch.Tens
         allow = torch.zeros(len(frontier), base + len(frontier), dtype=torch.bool)
         allow[:, :prefix] = True
         for i, node in enumerate(frontier):
-            j = node
-            while j >= 0:
-                allow[i, row[j]] = True
-                j = parent[j]
+            allow[i, [row[j] for j in path_to_root(parent, node)]] = True
         ids = draft.to_target_ids(torch.tensor(tok, device=device)[frontier])
         pos = torch.full((1, len(frontier)), prefix - 1 + step - 1, device=device)
         out = draft(ids[None], recycled_hidden=frontier_hidden[None], position_ids=pos,
