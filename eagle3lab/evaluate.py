@@ -145,7 +145,7 @@ def evaluate_offline(target, draft, sequences, num_steps: int = 5, *, prompt_len
     ``sequences``: token-id lists (prompt + continuation). ``prompt_lens`` (default: 1 each) marks
     where the continuation starts; anchors inside the prompt are skipped.
     """
-    from eagle3lab.capture import ResidCapture
+    from eagle3lab.capture import ResidCapture, build_fc_input
 
     tgt = as_target(target)
     d = draft_for(draft, tgt, profile)
@@ -172,7 +172,7 @@ def evaluate_offline(target, draft, sequences, num_steps: int = 5, *, prompt_len
         ids, mask = ids.to(dev), mask.to(dev)
         with ResidCapture(tgt.model, sorted(set(points)), offload=False) as cap:
             greedy = tgt.model(input_ids=ids, attention_mask=mask, use_cache=False).logits.argmax(-1)
-        aux = torch.cat([cap.states[k] for k in points], dim=-1).to(d.fc.weight.dtype)
+        aux = build_fc_input(cap.states, points).tensor.to(d.fc.weight.dtype)
         outs = draft_passes(d, ids, aux, K)
         R = L - 1
         greedy_ext = torch.cat([greedy, torch.full((len(chunk), K), -1, device=dev, dtype=greedy.dtype)], dim=1)
