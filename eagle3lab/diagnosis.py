@@ -18,11 +18,8 @@ from tqdm.auto import tqdm
 
 from eagle3lab.errors import bad_input
 from eagle3lab.layer_ids import default_resid, resid_name
+from eagle3lab.layer_ids import resid_label as wiring_label  # a wiring reads as its fc input's points
 from eagle3lab.profiles import PROFILES
-
-
-def wiring_label(aux_resid) -> str:
-    return "[" + ", ".join(resid_name(k) for k in aux_resid) + "]"
 
 
 def wiring_hypotheses(draft, num_layers: int) -> dict[tuple[int, ...], list[str]]:
