@@ -459,7 +459,7 @@ def speculative_generate(target, draft, prompt, num_steps: int = 5, topk: int = 
             sync_device(run.device)
             t3 = time.perf_counter()
             if not finished:
-                run.draft_extend([tree.tokens[i] for i in path] + [bonus], aux[keep])
+                run.draft_extend(emitted, aux[keep])     # not finished, so nothing was cut
             sync_device(run.device)
             t4 = time.perf_counter()
             rounds.append(RoundLog(drafted=tuple(tree.tokens), parents=None if chain else tuple(tree.parents),

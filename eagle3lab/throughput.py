@@ -88,7 +88,7 @@ def implied_round_cost(tau: float, baseline_tps: float, spec_tps: float) -> floa
 
 
 class _Clock:
-    """Accumulates timed samples by name; a piece is timed only after ``warmup`` rounds."""
+    """Accumulates timed samples by name; ``keep=False`` runs a piece untimed (the caller's warm-up)."""
 
     def __init__(self, device):
         self.device, self.samples = device, {}
