@@ -26,8 +26,11 @@ import pandas as pd
 import torch
 
 from eagle3lab.errors import bad_input
+from eagle3lab.flags_sglang import (
+    tree_pool_size,  # SGLang's candidate-pool rule, shared with the flags resolver
+)
 from eagle3lab.metrics import AcceptanceStats, acceptance_stats
-from eagle3lab.tree import DraftTree, grow_tree, pool_size, tree_attention_mask
+from eagle3lab.tree import DraftTree, grow_tree, tree_attention_mask
 
 # SGLang's warning when it rewrites the verify width of a chain (facts section 6)
 _SGLANG_ADJUST = ("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
@@ -164,7 +167,7 @@ def tree_settings(num_steps: int, topk: int = 1, num_draft_tokens: int | None = 
         if num_draft_tokens is not None and int(num_draft_tokens) != used:
             warnings.append(_SGLANG_ADJUST.format(given=num_draft_tokens, used=used))
     else:
-        pool = pool_size(num_steps, topk)
+        pool = tree_pool_size(num_steps, topk)
         used = min(pool, num_steps * topk) + 1 if num_draft_tokens is None else int(num_draft_tokens)
         if not 2 <= used <= pool + 1:
             raise bad_input("num_draft_tokens", None, f"2..{pool + 1} (the pool of topk + (steps-1)*topk^2 = "

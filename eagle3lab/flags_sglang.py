@@ -115,6 +115,12 @@ CHANGES = {
 }
 
 
+
+def tree_pool_size(num_steps: int, topk: int) -> int:
+    """SGLang's tree candidate pool: topk at the first step, topk^2 at each later one (the best
+    num_draft_tokens - 1 are kept; eagle_utils.py organize_draft_results)."""
+    return topk + (num_steps - 1) * topk * topk
+
 def parse(args):
     return parse_command("sglang", args, SPECS, KNOWN, underscores=False, abbreviations=True)
 
@@ -374,7 +380,7 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
                           setting="num_draft_tokens"))
             eff.update(num_steps=steps, topk=topk, num_draft_tokens=None)
             return
-        pool = topk + (steps - 1) * topk * topk
+        pool = tree_pool_size(steps, topk)
         if ndt - 1 > pool:
             out.append(_f("SGL_TREE_POOL_TOO_SMALL", "error",
                           f"The tree keeps the best num_draft_tokens - 1 = {ndt - 1} of a candidate pool of "

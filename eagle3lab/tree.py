@@ -46,11 +46,6 @@ class DraftTree:
         return max(self.depths, default=0)
 
 
-def pool_size(num_steps: int, topk: int) -> int:
-    """Candidates a tree of ``num_steps`` draft forwards and ``topk`` branching can choose from."""
-    return topk + (num_steps - 1) * topk * topk
-
-
 def path_to_root(parents: list[int], node: int) -> list[int]:
     """``node`` and its ancestors, up to (not including) the root (-1)."""
     path = []

@@ -22,7 +22,8 @@ from eagle3lab.decoding import (
     tree_settings,
 )
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.tree import pool_size, tree_attention_mask
+from eagle3lab.flags_sglang import tree_pool_size as pool_size
+from eagle3lab.tree import tree_attention_mask
 
 V, H = 64, 32
 
