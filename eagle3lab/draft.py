@@ -215,10 +215,8 @@ class Attention(nn.Module):
         v = hp(names["v"], v)
         if cache is not None:
             k, v = cache.update(layer, k, v)
-        if self.n_kv != self.n_heads:  # grouped-query attention: each kv head serves a group of q heads
-            k = k.repeat_interleave(self.n_heads // self.n_kv, dim=1)
-            v = v.repeat_interleave(self.n_heads // self.n_kv, dim=1)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        # grouped-query attention: each kv head serves n_heads / n_kv query heads (SDPA expands them)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
 
 
