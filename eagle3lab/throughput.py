@@ -521,6 +521,7 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
     measured_speedup = med(m for _, _, m in projections)
     return {
         "target": tgt.path, "profile": d.profile.name, "aux_resid": list(d.aux_resid),
+        "norm_before_residual": d.settings.norm_before_residual,
         "device": str(tgt.device), "dtype": str(tgt.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
         "settings": {**settings, "max_new_tokens": max_new_tokens, "prompts": len(prompts), "repeats": repeats},
         "warnings": warnings,

@@ -139,6 +139,30 @@ def test_bench_command_json(tmp_path, capsys):
     assert 1 <= pr["tokens_per_round"] <= acc["tau"]
 
 
+def test_bench_what_if_overrides(tmp_path, capsys):
+    """--aux-resid / --norm-before-residual replace the profile's choice, and the output says so."""
+    from eagle3lab.checkpoint import save_draft
+
+    target, draft = tiny_pair()
+    target.model.save_pretrained(tmp_path / "target")
+    save_draft(draft, tmp_path / "draft", format="speculators")
+    ps = tmp_path / "prompts.jsonl"
+    ps.write_text(json.dumps({"ids": prompts(1)[0]}) + "\n")
+    base = ["bench", "--target", str(tmp_path / "target"), "--draft", str(tmp_path / "draft"), "--prompts", str(ps),
+            "--num-steps", "1", "--max-new-tokens", "8", "--repeats", "1", "--device", "cpu", "--json"]
+    assert cli_main(base) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["overrides"] == {} and plain["norm_before_residual"] is False
+    assert cli_main(base + ["--aux-resid", "0,1,2", "--norm-before-residual", "true"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert plain["aux_resid"] != [0, 1, 2]
+    assert out["aux_resid"] == [0, 1, 2] and out["norm_before_residual"] is True
+    assert out["overrides"] == {"aux_resid": [0, 1, 2], "norm_before_residual": True}
+    assert out["lossless"] == {"identical_to_generate": 1, "prompts": 1}   # wiring changes acceptance, never output
+    assert cli_main(base + ["--aux-resid", "0,x,2"]) == 2
+    assert "--aux-resid" in capsys.readouterr().err
+
+
 def test_bench_without_bundled_models_says_what_to_do(tmp_path, capsys):
     from eagle3lab.commands.bench import _resolve
 

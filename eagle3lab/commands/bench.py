@@ -13,6 +13,11 @@ def add_arguments(parser):
     parser.add_argument("--profile", default=None,
                         help="run the draft as this engine does (speculators, vllm, sglang, specforge, eagle, ...); "
                              "default: the checkpoint family's trainer")
+    parser.add_argument("--aux-resid", default=None, metavar="K,K,K",
+                        help="what-if: feed fc these target states instead (resid indices, 0 = embedding output), "
+                             "e.g. the wiring the draft was trained on")
+    parser.add_argument("--norm-before-residual", choices=("true", "false"), default=None,
+                        help="what-if: force the first layer's residual rule (true = hidden_norm(h), false = raw h)")
     parser.add_argument("--num-steps", type=int, default=5, help="draft forwards per round (default 5)")
     parser.add_argument("--topk", type=int, default=1, help="1 = chain, > 1 = tree (default 1)")
     parser.add_argument("--num-draft-tokens", type=int, default=None,
@@ -38,6 +43,22 @@ def _resolve(path, default, flag):
     return str(default)
 
 
+def wiring_overrides(args) -> dict:
+    """``--aux-resid`` / ``--norm-before-residual`` -> keyword arguments of ``Eagle3Draft.rewired``."""
+    from eagle3lab.errors import bad_input
+
+    out: dict = {}
+    if args.aux_resid is not None:
+        try:
+            out["aux_resid"] = [int(k) for k in args.aux_resid.split(",")]
+        except ValueError:
+            raise bad_input("--aux-resid", None, "comma-separated resid indices, e.g. 0,3,7", repr(args.aux_resid)) \
+                from None
+    if args.norm_before_residual is not None:
+        out["norm_before_residual"] = args.norm_before_residual == "true"
+    return out
+
+
 def run(args) -> int:
     import torch
 
@@ -51,11 +72,15 @@ def run(args) -> int:
         torch.set_num_threads(args.threads)
     target = load_target(target_path, device=args.device)
     draft = load_draft(draft_path, target=target, device=args.device)
+    overrides = wiring_overrides(args)
+    if overrides:   # they survive the profile: the engine's own choice is what they replace
+        draft = draft.rewired(**overrides)
     prompts = load_prompts(args.prompts, n=args.num_prompts)
     result = run_benchmark(target, draft, prompts, num_steps=args.num_steps, topk=args.topk,
                            num_draft_tokens=args.num_draft_tokens, profile=args.profile,
                            max_new_tokens=args.max_new_tokens, repeats=args.repeats, progress=not args.json)
     result["draft"] = str(draft_path)
+    result["overrides"] = overrides
     result = finite_json(result)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -65,7 +90,8 @@ def run(args) -> int:
     for w in result["warnings"]:
         print(f"warning: {w}")
     print(f"target {result['target']}  draft {result['draft']}  profile {result['profile']}  "
-          f"aux {[f'resid[{k}]' for k in result['aux_resid']]}")
+          f"aux {[f'resid[{k}]' for k in result['aux_resid']]}"
+          + (f"  (what-if overrides: {result['overrides']})" if result["overrides"] else ""))
     print(f"{result['device']} {result['dtype']}, {result['threads']} threads; num_steps {s['num_steps']}, "
           f"topk {s['topk']}, num_draft_tokens {s['num_draft_tokens']}; {s['prompts']} prompts x "
           f"{s['max_new_tokens']} tokens, median of {s['repeats']}")
