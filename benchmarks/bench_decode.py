@@ -8,6 +8,9 @@ Cases, each timed side by side with plain decoding in the same run (``eagle3lab.
     healthy, tree 5/4/8     SGLang's default tree for Llama targets (steps 5, topk 4, 8 draft tokens)
     case as SGLang, chain 15  the seed's badly wired draft with the 16-token chain its team tried
     case as SGLang, chain 1   the same draft under SGLang's cap (steps 1 -> 2 verified tokens)
+    case half fixed, chain 1  its trained wiring restored (from its training.json), but the residual
+                              rule still as SGLang runs it (norm_before_residual ignored): a draft
+                              that is bad, not useless
 
 For each: tau, c, the verify cost v(M), the round cost in target steps (= break-even tau), projected
 and measured speedup and the projection error. Then the same acceptance on a large served target,
@@ -38,12 +41,22 @@ from eagle3lab.throughput import (
     run_benchmark,
 )
 
+HALF_FIXED = "case half fixed, chain 1"
 CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
     ("healthy, chain 5", "healthy", None, 5, 1, None),
     ("healthy, tree 5/4/8", "healthy", None, 5, 4, 8),
     ("case as SGLang, chain 15", "case", "sglang", 15, 1, None),
     ("case as SGLang, chain 1", "case", "sglang", 1, 1, None),
+    (HALF_FIXED, "case-half-fixed", "sglang", 1, 1, None),
 ]
+
+
+def half_fixed(case, case_dir: Path):
+    """The case draft fed the states it was trained on (its training.json), residual rule left to SGLang."""
+    facts = Path(case_dir) / "training.json"
+    if not facts.exists():
+        return None
+    return case.rewired(aux_resid=json.loads(facts.read_text())["trained_resid"])
 
 
 def served_table(case_results: dict, served_c: float, engine_overhead: float, batch: int) -> list[dict]:
@@ -56,8 +69,33 @@ def served_table(case_results: dict, served_c: float, engine_overhead: float, ba
         for b in (1, batch):
             v = float(roof.verify_curve((m,), batch=b)["target_steps"].iloc[0])
             rows.append({"name": f"{name} | served MoE, batch {b}", "tau": r["acceptance"]["tau"], "c": served_c,
-                         "num_steps": s["num_steps"], "v": v + engine_overhead})
+                         "num_steps": s["num_steps"], "v": v, "overhead": engine_overhead})
     return rows
+
+
+def verdict_of(tau: float, break_even: float, margin: float = 0.05) -> str:
+    """'wins' / 'loses' beyond ``margin`` of the break-even; between them the noise of one run decides."""
+    return "wins" if tau > break_even * (1 + margin) else "loses" if tau < break_even * (1 - margin) else "breaks even"
+
+
+def verdicts(results: dict, measured: pd.DataFrame, served: pd.DataFrame, batch: int) -> str:
+    """For each 1-step chain: does its tau clear the break-even here, and on the served target?"""
+    lines = []
+    for name, r in results.items():
+        if r["settings"]["num_steps"] != 1:
+            continue
+        tau, here = r["acceptance"]["tau"], measured.loc[name, "break_even_tau"]
+        there = served.loc[[i for i in served.index if i.startswith(f"{name} | ")], "break_even_tau"]
+        verdict = lambda be, tau=tau: verdict_of(tau, be)
+        lines.append(f"{name}: tau {tau:.2f}; break-even here {here:.2f} -> {verdict(here)} "
+                     f"({r['projection']['measured_speedup']:.2f}x measured); served MoE {there.iloc[0]:.2f} (batch 1) "
+                     f"-> {verdict(there.iloc[0])}, {there.iloc[-1]:.2f} (batch {batch}) -> {verdict(there.iloc[-1])}")
+    if "case as SGLang, chain 1" in results:
+        tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
+        lines.append(f"The seed (90 -> 56.8 tok/s) at this case's tau {tau:.2f} implies a served round cost of "
+                     f"{implied_round_cost(tau, 90, 56.8):.2f} target steps for a 1-step chain (at tau 2, the most a "
+                     f"1-step chain can emit: {implied_round_cost(2.0, 90, 56.8):.2f}).")
+    return "\n".join(["", "1-step chains: break-even here vs on the served target"] + lines) if lines else ""
 
 
 def record(model_dir: Path, bench: dict) -> None:
@@ -111,15 +149,19 @@ def main(argv=None) -> int:
     target = load_target(args.target, device="cpu")
     drafts = {"healthy": load_draft(args.healthy, target=target, device="cpu"),
               "case": load_draft(args.case, target=target, device="cpu")}
+    drafts["case-half-fixed"] = half_fixed(drafts["case"], Path(args.case))
     prompts = load_prompts(n=args.num_prompts)
     results = {}
     for name, which, profile, steps, topk, m in CASES:
         if args.only and name not in args.only:
             continue
+        if drafts[which] is None:
+            print(f"== {name}: skipped ({Path(args.case) / 'training.json'} says nothing of the trained wiring)")
+            continue
         print(f"== {name}", flush=True)
         r = run_benchmark(target, drafts[which], prompts, num_steps=steps, topk=topk, num_draft_tokens=m,
                           profile=profile, max_new_tokens=args.max_new_tokens, repeats=args.repeats, progress=True)
-        r["draft_name"] = which
+        r["draft_name"] = "case" if which.startswith("case") else which
         results[name] = r
         t, a = r["tokens_per_s"], r["acceptance"]
         print(f"   tokens/s: generate {t['generate']:.1f}, greedy loop {t['greedy_loop']:.1f}, speculative "
@@ -140,20 +182,7 @@ def main(argv=None) -> int:
           f"{args.engine_overhead} target steps per round; verify curve from the roofline "
           f"'{ROOFLINE_EXAMPLES['kimi-k2 fp8, 8 GPUs (H200-class)'].assumptions}'):")
     print(served.round(3).to_string())
-    if "case as SGLang, chain 1" in results:
-        tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
-        here = measured.loc["case as SGLang, chain 1", "break_even_tau"]
-        there = served.loc[[i for i in served.index if i.startswith("case as SGLang, chain 1 | ")], "break_even_tau"]
-        verdict = lambda be: "wins" if tau > be else "loses"
-        print(f"\nA 1-step chain breaks even here once tau >= {here:.2f}; on the served MoE target it needs "
-              f"tau >= {there.min():.2f} (batch 1) to {there.max():.2f} (batch {args.served_batch})"
-              + (f": a draft with tau between {here:.2f} and {there.max():.2f} wins here and loses there."
-                 if here < there.max() else "."))
-        print(f"This case draft, served by SGLang, has tau {tau:.2f}: it {verdict(here)} here and "
-              f"{verdict(there.max())} on the served target at batch {args.served_batch}.")
-        print(f"The seed (90 -> 56.8 tok/s) at tau {tau:.2f} implies a served round cost of "
-              f"{implied_round_cost(tau, 90, 56.8):.2f} target steps (at tau 2, the cap of a 1-step chain: "
-              f"{implied_round_cost(2.0, 90, 56.8):.2f}).")
+    print(verdicts(results, measured, served, args.served_batch))
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

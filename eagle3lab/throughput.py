@@ -405,14 +405,15 @@ def explain(cases: list[dict]) -> pd.DataFrame:
     """One row per case: tau, c, v(M), round cost (= break-even tau) and the speedup they imply.
 
     Each case is a dict with ``name``, ``tau``, ``c``, ``num_steps``, ``v`` (verify cost in target
-    steps) and optionally ``extend`` (target steps, default c) and ``measured_speedup``.
+    steps) and optionally ``extend`` (target steps, default c), ``overhead`` (engine work per round
+    outside the forwards, target steps, default 0) and ``measured_speedup``.
     """
     rows = []
     for case in cases:
-        extend = case.get("extend", case["c"])
-        cost = extend + (case["num_steps"] - 1) * case["c"] + case["v"]
+        extend, overhead = case.get("extend", case["c"]), case.get("overhead", 0.0)
+        cost = extend + (case["num_steps"] - 1) * case["c"] + case["v"] + overhead
         row = {"case": case["name"], "tau": case["tau"], "c": case["c"], "num_steps": case["num_steps"],
-               "v_verify": case["v"], "round_cost": cost, "break_even_tau": break_even_tau(cost),
+               "v_verify": case["v"], "overhead": overhead, "round_cost": cost, "break_even_tau": break_even_tau(cost),
                "projected_speedup": speedup(case["tau"], cost)}
         if "measured_speedup" in case:
             row["measured_speedup"] = case["measured_speedup"]

@@ -72,6 +72,9 @@ def test_explain_table_by_hand():
     assert df.loc["cpu, case, K=1", "projected_speedup"] == pytest.approx(1.3 / 1.25)
     assert df.loc["long chain", "round_cost"] == pytest.approx(0.15 * 15 + 1.6)
     assert df.loc["long chain", "projected_speedup"] < 1
+    served = explain([{"name": "served", "tau": 1.3, "c": 0.1, "num_steps": 1, "v": 1.05, "overhead": 0.2}])
+    assert served.loc["served", "round_cost"] == pytest.approx(0.1 + 1.05 + 0.2)
+    assert served.loc["served", "overhead"] == 0.2 and df.loc["long chain", "overhead"] == 0
 
 
 def test_roofline_moe_reads_more_experts_for_more_tokens():

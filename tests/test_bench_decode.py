@@ -1,0 +1,47 @@
+"""benchmarks/bench_decode.py on the bundled models, at a size that takes seconds (speed is not asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+from test_decoding import one_thread
+
+from eagle3lab import bundled
+
+spec = importlib.util.spec_from_file_location("bench_decode", bundled.ROOT / "benchmarks" / "bench_decode.py")
+bench_decode = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench_decode)
+
+pytestmark = pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built")
+
+
+def test_verdict_has_a_noise_band():
+    assert bench_decode.verdict_of(1.50, 1.30) == "wins"
+    assert bench_decode.verdict_of(1.20, 1.30) == "loses"
+    assert bench_decode.verdict_of(1.33, 1.30) == "breaks even"
+
+
+def test_one_step_cases_priced_here_and_served(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    with one_thread():
+        rc = bench_decode.main(["--num-prompts", "1", "--max-new-tokens", "12", "--repeats", "1", "--out", str(out),
+                                "--only", "case as SGLang, chain 1", bench_decode.HALF_FIXED])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    payload = json.loads(out.read_text())
+    trained = json.loads((bundled.DRAFT_CASE / "training.json").read_text())["trained_resid"]
+    half = payload["results"][bench_decode.HALF_FIXED]
+    shipped = payload["results"]["case as SGLang, chain 1"]
+    # the half fix restores the trained wiring; SGLang still drops the residual rule
+    assert half["aux_resid"] == trained != shipped["aux_resid"]
+    assert half["norm_before_residual"] is False and half["profile"] == "sglang"
+    assert half["lossless"] == {"identical_to_generate": 1, "prompts": 1}
+    served = {r["case"]: r for r in payload["served"]}
+    row = served[f"{bench_decode.HALF_FIXED} | served MoE, batch 1"]
+    assert row["overhead"] == payload["served_assumptions"]["engine_overhead"]
+    assert row["round_cost"] == pytest.approx(row["c"] + row["v_verify"] + row["overhead"])
+    for name in (bench_decode.HALF_FIXED, "case as SGLang, chain 1"):
+        assert f"{name}: tau" in printed
+    assert "implies a served round cost" in printed
