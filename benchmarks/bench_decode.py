@@ -34,10 +34,11 @@ import torch
 from eagle3lab import bundled
 from eagle3lab.throughput import (
     ROOFLINE_EXAMPLES,
-    explain,
+    SERVED,
     finite_json,
     implied_round_cost,
     load_prompts,
+    price_on_served,
     run_benchmark,
 )
 
@@ -57,20 +58,6 @@ def half_fixed(case, case_dir: Path):
     if not facts.exists():
         return None
     return case.rewired(aux_resid=json.loads(facts.read_text())["trained_resid"])
-
-
-def served_table(case_results: dict, served_c: float, engine_overhead: float, batch: int) -> list[dict]:
-    """The measured acceptance of each case, on a served MoE target under stated assumptions."""
-    roof = ROOFLINE_EXAMPLES["kimi-k2 fp8, 8 GPUs (H200-class)"]
-    rows = []
-    for name, r in case_results.items():
-        s = r["settings"]
-        m = s["num_draft_tokens"]
-        for b in (1, batch):
-            v = float(roof.verify_curve((m,), batch=b)["target_steps"].iloc[0])
-            rows.append({"name": f"{name} | served MoE, batch {b}", "tau": r["acceptance"]["tau"], "c": served_c,
-                         "num_steps": s["num_steps"], "v": v, "overhead": engine_overhead})
-    return rows
 
 
 def verdict_of(tau: float, break_even: float, margin: float = 0.05) -> str:
@@ -125,12 +112,13 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--only", nargs="*", default=None, help="case names to run (default: all)")
-    p.add_argument("--served-c", type=float, default=0.1,
-                   help="assumed draft step / target step on the served GPU target (default 0.1)")
-    p.add_argument("--engine-overhead", type=float, default=0.2,
+    p.add_argument("--served-c", type=float, default=SERVED["c"],
+                   help=f"assumed draft step / target step on the served GPU target (default {SERVED['c']})")
+    p.add_argument("--engine-overhead", type=float, default=SERVED["overhead"],
                    help="assumed extra per-round engine cost in target steps on the server (no overlap "
-                        "scheduling, draft-extend launch, verify bookkeeping; default 0.2)")
-    p.add_argument("--served-batch", type=int, default=48, help="concurrent requests on the server (default 48)")
+                        f"scheduling, draft-extend launch, verify bookkeeping; default {SERVED['overhead']})")
+    p.add_argument("--served-batch", type=int, default=SERVED["batch"],
+                   help=f"concurrent requests on the server (default {SERVED['batch']})")
     p.add_argument("--out", default="build/bench_decode.json")
     p.add_argument("--record", action="store_true",
                    help="write bench.json beside each draft and its throughput table into the model card")
@@ -177,10 +165,11 @@ def main(argv=None) -> int:
     measured["break_even_tau"] = measured["round_cost"]
     print("\nMeasured on this device (round cost in target steps = break-even tau):")
     print(measured.round(3).to_string())
-    served = explain(served_table(results, args.served_c, args.engine_overhead, args.served_batch))
+    served = price_on_served({n: {"tau": r["acceptance"]["tau"], **r["settings"]} for n, r in results.items()},
+                             c=args.served_c, overhead=args.engine_overhead, batches=(1, args.served_batch))
     print(f"\nThe same tau on a served Kimi-K2-shaped MoE target (assumed: c = {args.served_c}, engine overhead "
           f"{args.engine_overhead} target steps per round; verify curve from the roofline "
-          f"'{ROOFLINE_EXAMPLES['kimi-k2 fp8, 8 GPUs (H200-class)'].assumptions}'):")
+          f"'{ROOFLINE_EXAMPLES[SERVED['roofline']].assumptions}'):")
     print(served.round(3).to_string())
     print(verdicts(results, measured, served, args.served_batch))
 

@@ -382,6 +382,31 @@ ROOFLINE_EXAMPLES = {
 }
 
 
+# What a round costs on a served target beyond its forwards (stated assumptions, not measurements):
+# c: a one-layer draft against a 61-layer target, launches included; overhead: SGLang turns its
+# overlap scheduler off for EAGLE before spec-v2 (facts section 6), so the CPU work a plain decoding
+# step hides behind the GPU is paid in every speculative round; batch: SGLang's EAGLE default
+# max_running_requests (48). Override them when your server says otherwise.
+SERVED = {"roofline": "kimi-k2 fp8, 8 GPUs (H200-class)", "c": 0.1, "overhead": 0.2, "batch": 48}
+
+
+def price_on_served(cases: dict[str, dict], roofline: str | Roofline = SERVED["roofline"], c: float = SERVED["c"],
+                    overhead: float = SERVED["overhead"], batches=(1, SERVED["batch"])) -> pd.DataFrame:
+    """The same acceptance on a served target: ``{name: {tau, num_steps, num_draft_tokens}}`` -> ``explain`` table.
+
+    One row per case and batch size (``"name | served, batch b"``); v(M) comes from the roofline's
+    verify curve at that batch, c and the per-round engine overhead are the stated assumptions.
+    """
+    roof = ROOFLINE_EXAMPLES[roofline] if isinstance(roofline, str) else roofline
+    rows = []
+    for name, case in cases.items():
+        for b in batches:
+            v = float(roof.verify_curve((case["num_draft_tokens"],), batch=b)["target_steps"].iloc[0])
+            rows.append({"name": f"{name} | served, batch {b}", "tau": case["tau"], "c": c,
+                         "num_steps": case["num_steps"], "v": v, "overhead": overhead})
+    return explain(rows)
+
+
 def plot_break_even(table: pd.DataFrame, ax=None):
     """Each case's tau against its break-even tau (round cost): above the diagonal, speculation wins."""
     import matplotlib.pyplot as plt

@@ -39,7 +39,7 @@ def test_one_step_cases_priced_here_and_served(tmp_path, capsys):
     assert half["norm_before_residual"] is False and half["profile"] == "sglang"
     assert half["lossless"] == {"identical_to_generate": 1, "prompts": 1}
     served = {r["case"]: r for r in payload["served"]}
-    row = served[f"{bench_decode.HALF_FIXED} | served MoE, batch 1"]
+    row = served[f"{bench_decode.HALF_FIXED} | served, batch 1"]
     assert row["overhead"] == payload["served_assumptions"]["engine_overhead"]
     assert row["round_cost"] == pytest.approx(row["c"] + row["v_verify"] + row["overhead"])
     for name in (bench_decode.HALF_FIXED, "case as SGLang, chain 1"):

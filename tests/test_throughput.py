@@ -142,6 +142,21 @@ def test_bench_command_json(tmp_path, capsys):
     assert 1 <= pr["tokens_per_round"] <= acc["tau"]
 
 
+def test_price_on_served_uses_the_roofline_and_stated_costs():
+    from eagle3lab.throughput import SERVED, price_on_served
+
+    roof = ROOFLINE_EXAMPLES[SERVED["roofline"]]
+    table = price_on_served({"one step": {"tau": 1.4, "num_steps": 1, "num_draft_tokens": 2}}, batches=(1, 48))
+    assert list(table.index) == ["one step | served, batch 1", "one step | served, batch 48"]
+    for b in (1, 48):
+        row = table.loc[f"one step | served, batch {b}"]
+        v = roof.forward_s(2 * b) / roof.forward_s(b)
+        assert row.v_verify == pytest.approx(v) and row.overhead == SERVED["overhead"]
+        assert row.break_even_tau == pytest.approx(SERVED["c"] + v + SERVED["overhead"])
+    # a busier server pays more for the second token: the MoE reads more experts, then compute binds
+    assert table.break_even_tau.iloc[1] > table.break_even_tau.iloc[0] > 1
+
+
 def test_bench_what_if_overrides(tmp_path, capsys):
     """--aux-resid / --norm-before-residual replace the profile's choice, and the output says so."""
     from eagle3lab.checkpoint import save_draft
