@@ -40,6 +40,7 @@ from eagle3lab.throughput import (
     load_prompts,
     price_on_served,
     run_benchmark,
+    verdict,
 )
 
 HALF_FIXED = "case half fixed, chain 1"
@@ -60,11 +61,6 @@ def half_fixed(case, case_dir: Path):
     return case.rewired(aux_resid=json.loads(facts.read_text())["trained_resid"])
 
 
-def verdict_of(tau: float, break_even: float, margin: float = 0.05) -> str:
-    """'wins' / 'loses' beyond ``margin`` of the break-even; between them the noise of one run decides."""
-    return "wins" if tau > break_even * (1 + margin) else "loses" if tau < break_even * (1 - margin) else "breaks even"
-
-
 def verdicts(results: dict, measured: pd.DataFrame, served: pd.DataFrame, batch: int) -> str:
     """For each 1-step chain: does its tau clear the break-even here, and on the served target?"""
     lines = []
@@ -73,10 +69,9 @@ def verdicts(results: dict, measured: pd.DataFrame, served: pd.DataFrame, batch:
             continue
         tau, here = r["acceptance"]["tau"], measured.loc[name, "break_even_tau"]
         there = served.loc[[i for i in served.index if i.startswith(f"{name} | ")], "break_even_tau"]
-        verdict = lambda be, tau=tau: verdict_of(tau, be)
-        lines.append(f"{name}: tau {tau:.2f}; break-even here {here:.2f} -> {verdict(here)} "
+        lines.append(f"{name}: tau {tau:.2f}; break-even here {here:.2f} -> {verdict(tau, here)} "
                      f"({r['projection']['measured_speedup']:.2f}x measured); served MoE {there.iloc[0]:.2f} (batch 1) "
-                     f"-> {verdict(there.iloc[0])}, {there.iloc[-1]:.2f} (batch {batch}) -> {verdict(there.iloc[-1])}")
+                     f"-> {verdict(tau, there.iloc[0])}, {there.iloc[-1]:.2f} (batch {batch}) -> {verdict(tau, there.iloc[-1])}")
     if "case as SGLang, chain 1" in results:
         tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
         lines.append(f"The seed (90 -> 56.8 tok/s) at this case's tau {tau:.2f} implies a served round cost of "

@@ -390,6 +390,13 @@ ROOFLINE_EXAMPLES = {
 SERVED = {"roofline": "kimi-k2 fp8, 8 GPUs (H200-class)", "c": 0.1, "overhead": 0.2, "batch": 48}
 
 
+def verdict(tau: float, break_even: float, margin: float = 0.05) -> str:
+    """'wins' / 'loses' beyond ``margin`` of the break-even tau; within it, 'breaks even' (one run's noise)."""
+    if tau > break_even * (1 + margin):
+        return "wins"
+    return "loses" if tau < break_even * (1 - margin) else "breaks even"
+
+
 def price_on_served(cases: dict[str, dict], roofline: str | Roofline = SERVED["roofline"], c: float = SERVED["c"],
                     overhead: float = SERVED["overhead"], batches=(1, SERVED["batch"])) -> pd.DataFrame:
     """The same acceptance on a served target: ``{name: {tau, num_steps, num_draft_tokens}}`` -> ``explain`` table.

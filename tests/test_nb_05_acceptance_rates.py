@@ -11,6 +11,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import json  # noqa: E402
+
 import pytest  # noqa: E402
 from test_decoding import one_thread, prompts, tiny_pair  # noqa: E402
 from test_throughput import hand_costs  # noqa: E402
@@ -27,6 +29,8 @@ from eagle3lab.throughput import (  # noqa: E402
     leviathan_tokens_per_step,
     load_prompts,
     plot_speedup_vs_c,
+    price_on_served,
+    verdict,
 )
 
 
@@ -122,6 +126,10 @@ def test_decode_sweep_needs_prompts_and_cases():
 # ------------------------------------------------------------------------------------------ the bundled models
 
 
+def trained_resid() -> list[int]:
+    return json.loads((bundled.DRAFT_CASE / "training.json").read_text())["trained_resid"]
+
+
 @pytest.fixture(scope="module")
 def bundled_sweep():
     if not all(bundled.available().values()):
@@ -135,7 +143,8 @@ def bundled_sweep():
                   "sampled": dict(draft=healthy, num_steps=5, temperature=1.0),
                   "case as launched": dict(draft=case, num_steps=1, num_draft_tokens=16, profile="sglang"),
                   "case chain 15": dict(draft=case, num_steps=15, profile="sglang"),
-                  "healthy chain 15": dict(draft=healthy, num_steps=15, num_draft_tokens=16)}
+                  "healthy chain 15": dict(draft=healthy, num_steps=15, num_draft_tokens=16),
+                  "case half fixed": dict(draft=case.rewired(aux_resid=trained_resid()), num_steps=1, profile="sglang")}
         sw = decode_sweep(target, cases, load_prompts(n=3), max_new_tokens=40, progress=False)
     return target, healthy, sw
 
@@ -180,6 +189,20 @@ def test_bundled_seed_case_caps_and_collapse(bundled_sweep):
     # notebook 01's demo: the same launch with a healthy draft is capped at 2; the 16-token chain is not
     healthy15 = sw.stats("healthy chain 15")
     assert sw.stats("chain 1").tau <= 2 < healthy15.tau and healthy15.tau > sw.stats("chain 1").tau + 1
+
+
+def test_bundled_half_fixed_case_is_bad_not_useless(bundled_sweep):
+    """Section 9: trained wiring restored, SGLang's residual rule kept -> a 1-step tau between the two."""
+    target, _, sw = bundled_sweep
+    half = sw.results["case half fixed"][0]
+    assert half.settings["aux_resid"] == trained_resid() and half.settings["profile"] == "sglang"
+    d = load_draft(bundled.DRAFT_CASE, target=target, device="cpu").rewired(aux_resid=trained_resid()).under("sglang")
+    assert d.settings.norm_before_residual is False, "SGLang ignores norm_before_residual (facts section 3)"
+    launched, fixed = sw.stats("case as launched").tau, sw.stats("case half fixed").tau
+    assert launched + 0.1 < fixed < 1.6
+    # the notebook's served verdict: at SGLang's 48 requests the stated costs need more than this tau
+    served = price_on_served({"half": {"tau": fixed, "num_steps": 1, "num_draft_tokens": 2}}, batches=(1, 48))
+    assert verdict(fixed, served.loc["half | served, batch 48", "break_even_tau"]) == "loses"
 
 
 def test_bundled_offline_acc_matches_the_loop_definitions(bundled_sweep):

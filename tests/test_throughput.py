@@ -142,6 +142,14 @@ def test_bench_command_json(tmp_path, capsys):
     assert 1 <= pr["tokens_per_round"] <= acc["tau"]
 
 
+def test_verdict_has_a_noise_band():
+    from eagle3lab.throughput import verdict
+
+    assert verdict(1.50, 1.30) == "wins" and verdict(1.20, 1.30) == "loses"
+    assert verdict(1.33, 1.30) == "breaks even" == verdict(1.27, 1.30)
+    assert verdict(1.33, 1.30, margin=0.0) == "wins"
+
+
 def test_price_on_served_uses_the_roofline_and_stated_costs():
     from eagle3lab.throughput import SERVED, price_on_served
 
