@@ -65,17 +65,13 @@ def build(shape: dict, device: torch.device, dtype: torch.dtype):
 
 
 def timed(fn, device, repeats=3):
-    from eagle3lab.decoding import sync_device
+    """Median seconds of ``repeats`` calls after one warm-up, synchronised (``throughput.Clock``)."""
+    from eagle3lab.throughput import Clock
 
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        sync_device(device)
-        t0 = time.perf_counter()
-        fn()
-        sync_device(device)
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
+    clock = Clock(device)
+    for i in range(repeats + 1):
+        clock.time("fn", fn, keep=i > 0)
+    return clock.median("fn")
 
 
 def main(argv=None) -> int:
@@ -86,6 +82,7 @@ def main(argv=None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=64)
     args = p.parse_args(argv)
 
+    from eagle3lab.atomic import write_text
     from eagle3lab.capture import capture_resid
     from eagle3lab.decoding import hf_generate, speculative_generate, target_greedy
     from eagle3lab.throughput import measure_costs
@@ -150,7 +147,7 @@ def main(argv=None) -> int:
           + "  ".join(f"{n}:{costs.v(n):.2f}" for n in sorted(costs.verify_s)), flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, default=str))
+    write_text(out, json.dumps(report, indent=1, default=str))
     print(f"wrote {out} in {report['total_s']:.0f} s")
     return 0
 

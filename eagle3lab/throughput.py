@@ -87,7 +87,7 @@ def implied_round_cost(tau: float, baseline_tps: float, spec_tps: float) -> floa
 # ------------------------------------------------------------------------------------------ measured costs
 
 
-class _Clock:
+class Clock:
     """Accumulates timed samples by name; ``keep=False`` runs a piece untimed (the caller's warm-up)."""
 
     def __init__(self, device):
@@ -264,7 +264,7 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
         run.commit(path, bonus)
         return aux
 
-    clock = _Clock(dev)
+    clock = Clock(dev)
     rounds = warmup + repeats
     # baseline: bursts of one-token target steps, no capture hooks (what target_greedy runs)
     step_ids = torch.tensor([[root]], device=dev)
