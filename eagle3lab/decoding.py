@@ -209,7 +209,8 @@ def keep_cache_positions(cache, prefix_len: int, keep_rel: list[int]) -> None:
 
 
 def _forward_kwargs(model) -> str:
-    """transformers >= 5.2x names the cache argument ``cache``; earlier 5.x ``past_key_values``."""
+    """The forward's cache argument: ``cache`` in transformers 5.24 (our pin), whose deprecation shim
+    accepts ``past_key_values`` until 5.40.0; releases before the rename know only ``past_key_values``."""
     import inspect
 
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
