@@ -8,8 +8,9 @@ settings the engine ends up with (``effective``), the cap on accept length they 
 applies to, and a fix written in the engine's own flag syntax).
 
 Engine rules live in ``flags_sglang.py`` and ``flags_vllm.py`` as data plus one short function
-each; this module parses command lines, loads configs and places an ``engine_version`` relative to
-the changes those rules depend on. Pure Python (pandas only for ``table()``): no torch import.
+each; this module parses command lines and loads configs; ``eagle3lab.versions`` places an
+``engine_version`` relative to the changes those rules depend on. Pure Python (pandas only for
+``table()``): no torch import.
 """
 
 from __future__ import annotations
@@ -19,15 +20,15 @@ import json
 import re
 import shlex
 from dataclasses import asdict, dataclass, field
-from datetime import date
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.versions import Change, parse_engine_version
+from eagle3lab.versions import place as place_change
 
 SEVERITIES = ("error", "warning", "info")
 SCHEMA_VERSION = 1
+VERSION_UNPLACED = "ENGINE_VERSION_UNPLACED"  # a build that cannot be placed relative to a change (either engine)
 
 # The seed case: Kimi-K2 (DeepseekV3ForCausalLM, 61 layers) served by SGLang with a SpecForge
 # EAGLE-3 draft; one flag caps every verify step at 2 tokens (eagle3-facts.md sections 2 and 6).
@@ -172,74 +173,6 @@ def _show(value, empty: str) -> str:
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value) if isinstance(value, dict) else str(list(value))
     return str(value)
-
-
-# ----------------------------------------------------------------------------- versions
-
-@dataclass(frozen=True)
-class Change:
-    """A change in engine behaviour. Semver bounds are approximate where no release note pins them."""
-
-    what: str
-    pr: int | None = None
-    merged: str | None = None          # YYYY-MM-DD, when known
-    last_without: str | None = None    # newest release known to lack it (PEP 440)
-    first_with: str | None = None      # oldest release known to have it (PEP 440)
-
-    def span(self) -> str:
-        """The change in words: PR, merge date and the release bounds known for it."""
-        parts = [f"PR #{self.pr}" if self.pr else None, f"merged {self.merged}" if self.merged else None]
-        if self.last_without or self.first_with:
-            parts.append(f"releases <= {self.last_without or '?'} lack it, >= {self.first_with or '? (current main)'} "
-                         "have it (release bounds approximate)")
-        return "; ".join(p for p in parts if p)
-
-
-_MARK = re.compile(r"^(pre|post)-?#?(\d+)$")
-
-
-def check_engine_version(engine_version) -> str | None:
-    """Validate ``engine_version``: PEP 440 (``0.5.4``), a build date ``YYYY-MM-DD``, ``pre-#N``/``post-#N``."""
-    if engine_version in (None, "", "latest", "main", "current"):
-        return None
-    v = str(engine_version).strip()
-    if _MARK.match(v.lower()):
-        return v
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-        try:
-            date.fromisoformat(v)
-        except ValueError:
-            raise bad_input("--engine-version", None, "a real date YYYY-MM-DD", repr(v)) from None
-        return v
-    try:
-        Version(v)
-    except InvalidVersion:
-        raise bad_input("--engine-version", None,
-                        "a release like 0.5.4 (PEP 440), a build date YYYY-MM-DD, or pre-#N / post-#N for a PR",
-                        repr(engine_version), "Leave it out to get the current release's behaviour.") from None
-    return v
-
-
-def version_state(change: Change, engine_version: str | None) -> str:
-    """'before', 'after' or 'uncertain': where this build sits relative to ``change``."""
-    if engine_version is None:
-        return "after"
-    v = engine_version.lower()
-    m = _MARK.match(v)
-    if m:
-        if change.pr is not None and int(m.group(2)) == change.pr:
-            return "after" if m.group(1) == "post" else "before"
-        return "uncertain"
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-        if change.merged is None:
-            return "uncertain"
-        return "after" if v >= change.merged else "before"
-    ver = Version(v)
-    if change.first_with and ver >= Version(change.first_with):
-        return "after"
-    if change.last_without and ver <= Version(change.last_without):
-        return "before"
-    return "uncertain"
 
 
 # ----------------------------------------------------------------------------- command lines
@@ -622,17 +555,11 @@ def written_aux_ids(draft: dict | None) -> tuple:
 
 
 def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Finding]:
-    """Findings from an ``eagle3lab.layer_ids.AuxResolution``: DEFAULTED, BREAKS (fatal) or NOTE."""
-    out, defaulted = [], False
-    for msg in res.warnings:
-        if msg in res.fatal:
-            code, severity = f"{prefix}_AUX_BREAKS", "error"
-        elif res.defaulted and not defaulted and "default" in msg.lower():
-            code, severity, defaulted = f"{prefix}_AUX_IDS_DEFAULTED", "warning", True
-        else:
-            code, severity = f"{prefix}_AUX_NOTE", "warning"
-        out.append(Finding(code, severity, msg, res.rule, versions, fix, "aux_resid"))
-    if res.defaulted and not defaulted:
+    """Findings from an ``eagle3lab.layer_ids.AuxResolution``, one per note, by the note's kind."""
+    codes = {"breaks": (f"{prefix}_AUX_BREAKS", "error"), "defaulted": (f"{prefix}_AUX_IDS_DEFAULTED", "warning"),
+             "version": (VERSION_UNPLACED, "warning"), "note": (f"{prefix}_AUX_NOTE", "warning")}
+    out = [Finding(*codes[n.kind], n.text, res.rule, versions, fix, "aux_resid") for n in res.notes]
+    if res.defaulted and not any(n.kind == "defaulted" for n in res.notes):
         out.insert(0, Finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", f"No aux layer ids where the engine reads "
                               f"them: it captures its default {res.label}, silently.", res.rule, versions, fix,
                               "aux_resid"))
@@ -683,6 +610,14 @@ class Inputs:
     num_layers: int | None
     sources: dict
     served_speculator: bool = False   # the served model's own config is a speculators checkpoint
+    unplaced: dict = field(default_factory=dict)  # warning -> the Change this build cannot be placed by
+
+    def place(self, change: Change) -> str:
+        """'before', 'after' or 'uncertain' (which behaves as 'after'); uncertain ones become findings."""
+        where = place_change(change, self.engine_version)
+        if where.warning:
+            self.unplaced.setdefault(where.warning, change)
+        return where.state
 
 
 def resolve_flags(engine: str, args, target_config=None, draft_config=None, engine_version=None,
@@ -693,15 +628,16 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
     for vLLM ``{"model": ..., "speculative_config": {...}}``). ``target_config`` / ``draft_config``: a dict,
     a config.json path or a checkpoint folder (read from the command's own paths when those exist
     locally). ``engine_version``: ``0.5.4``, a build date ``YYYY-MM-DD`` or ``pre-#N``/``post-#N``;
-    None = the current release (said so in ``version_note``). ``target_arch`` overrides the config's
-    ``architectures[0]``.
+    None = the current release (said so in ``version_note``); a build that cannot be placed relative to a
+    change behaves as the newest code and gets an ``ENGINE_VERSION_UNPLACED`` finding. ``target_arch``
+    overrides the config's ``architectures[0]``.
     """
     name = str(engine).strip().lower()
     if name not in ENGINES:
         close = difflib.get_close_matches(name, ENGINES, n=1)
         raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine),
                         f"Did you mean '{close[0]}'?" if close else None)
-    version = check_engine_version(engine_version)
+    version = parse_engine_version(engine_version)
     if name == "sglang":
         from eagle3lab import flags_sglang as rules
     else:
@@ -727,6 +663,12 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
         layers = parse_count("num_target_layers", layers, minimum=1)
     inputs = Inputs(name, version, parsed, target, draft, arch, layers, sources, served_speculator)
     as_given, effective, findings = rules.resolve(inputs)
+    unplaced = {msg: Finding(VERSION_UNPLACED, "warning", msg, "eagle3lab.versions.place", change.span(),
+                             setting="engine_version") for msg, change in inputs.unplaced.items()}
+    for f in findings:  # the translator words an unplaceable build the same way: one finding per change
+        if f.code == VERSION_UNPLACED:
+            unplaced.setdefault(f.message, f)
+    findings = list(unplaced.values()) + [f for f in findings if f.code != VERSION_UNPLACED]
     note = (f"engine_version {version}" if version else
             f"engine_version not given: assumed the current {rules.CURRENT}")
     effective = {"engine": name, "engine_version": version or "current", **effective}

@@ -17,7 +17,6 @@ import difflib
 
 from eagle3lab.errors import bad_input
 from eagle3lab.flags import (
-    Change,
     Finding,
     FlagSpec,
     Inputs,
@@ -28,9 +27,10 @@ from eagle3lab.flags import (
     parse_command,
     translator_findings,
     truthy_env,
-    version_state,
     written_aux_ids,
 )
+from eagle3lab.layer_ids import CHANGES as ID_CHANGES
+from eagle3lab.versions import Change
 
 CURRENT = "SGLang release (main as read in 2026, python/sglang/srt/arg_groups/speculative_hook.py)"
 HOOK = "python/sglang/srt/server_args.py (2025) / arg_groups/speculative_hook.py (2026)"
@@ -100,18 +100,21 @@ MTP_ARCHS = ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV4ForCa
 CHANGES = {
     # An early-2025 server_args.py (reads config.json itself) gives DeepSeek (5, 4, 8); PR #9470's
     # diff (2025-08-22) already shows DeepSeek at (3, 1, 4).
-    "auto-deepseek": Change("auto (3, 1, 4) for DeepseekV2/V3 instead of (5, 4, 8)", None, None, "0.4.3", "0.5.0"),
-    "auto-gptoss": Change("auto (3, 1, 4) for GptOssForCausalLM", 9470, "2025-08-22", "0.4.10", "0.5.2"),
+    "auto-deepseek": Change("sglang", "auto (3, 1, 4) for DeepseekV2/V3 instead of (5, 4, 8)", None, None, "0.4.3",
+                            "0.5.0"),
+    "auto-gptoss": Change("sglang", "auto (3, 1, 4) for GptOssForCausalLM", 9470, "2025-08-22", "0.4.10", "0.5.2"),
     # A late-2025 server_args.py (spec-v2 env era) still gives other architectures (5, 4, 8);
     # 2026 speculative_hook.py gives them (3, 1, 4).
-    "auto-others": Change("auto (3, 1, 4) for every architecture not listed (was (5, 4, 8))", None, None,
-                          "0.5.4", None),
-    "spec-v2-opt-in": Change("SGLANG_ENABLE_SPEC_V2=1 keeps the overlap scheduler on with EAGLE/EAGLE3 "
+    "auto-others": Change("sglang", "auto (3, 1, 4) for every architecture not listed (was (5, 4, 8))", None,
+                          None, "0.5.4", None),
+    "spec-v2-opt-in": Change("sglang", "SGLANG_ENABLE_SPEC_V2=1 keeps the overlap scheduler on with EAGLE/EAGLE3 "
                              "(before it: always off)", 11398, None, "0.5.3", "0.5.4"),
-    "spec-v1-retired": Change("spec V2 worker always; overlap scheduler on unless --disable-overlap-schedule",
-                              25464, "2026-05-16", "0.5.4", None),
-    "deepseek-ids": Change("DeepSeek-family aux ids: +1 only if the first id is 1", 25454, "2026-05-16",
-                           "0.5.4", None),
+    # Kept as first read, known inexact: #25464 ("[Spec] Deprecate Spec V1") reached main as 28c1a3cb45 on
+    # 2026-06-08, and v0.5.11 (2026-05-05) had already made spec V2 the default. Moving the date alone would
+    # show overlap off for May 2026 builds; the default flip needs its own change first.
+    "spec-v1-retired": Change("sglang", "spec V2 worker always; overlap scheduler on unless "
+                              "--disable-overlap-schedule", 25464, "2026-05-16", "0.5.4", None),
+    "deepseek-ids": ID_CHANGES["sglang#25454"],  # one record: the layer-id translator places it too
 }
 
 
@@ -145,8 +148,11 @@ def _algorithm(raw: str, written: str) -> str:
                     f"Did you mean {close[0]}?" if close else "SGLang's argparse rejects it.")
 
 
-def auto_params(arch: str | None, algorithm: str, version: str | None):
-    """(steps, topk, draft tokens) SGLang picks when none are given, the rule, and an older variant if unsure."""
+def auto_params(arch: str | None, algorithm: str, place):
+    """(steps, topk, draft tokens) SGLang picks when none are given, the rule, and an older variant if unsure.
+
+    ``place``: Change -> 'before' / 'after' / 'uncertain' for the build (``Inputs.place``).
+    """
     def pick(when: dict):
         if algorithm == "STANDALONE":
             return (3, 1, 4), "STANDALONE -> (3, 1, 4)"
@@ -161,7 +167,7 @@ def auto_params(arch: str | None, algorithm: str, version: str | None):
             return (3, 1, 4), f"{arch} ({'listed' if listed else 'not listed: else branch'}) -> (3, 1, 4)"
         return (5, 4, 8), f"{arch} (else branch of older versions) -> (5, 4, 8)"
 
-    states = {k: version_state(CHANGES[k], version) for k in ("auto-deepseek", "auto-gptoss", "auto-others")}
+    states = {k: place(CHANGES[k]) for k in ("auto-deepseek", "auto-gptoss", "auto-others")}
     newer, why = pick({k: s != "before" for k, s in states.items()})
     older, _ = pick({k: s == "after" for k, s in states.items()})
     return newer, why, (older if older != newer else None)
@@ -262,7 +268,7 @@ def resolve(inp: Inputs):
 
 
 def _side_effects(inp: Inputs, algo: str, eff: dict, out: list):
-    v, env, ver = inp.parsed.values, inp.parsed.env, inp.engine_version
+    v, env = inp.parsed.values, inp.parsed.env
     if eff["max_running_requests"] is None:
         eff["max_running_requests"] = 48
         msg = ("--max-running-requests is not set: SGLang resets it to 48 for speculative decoding, so at most 48 "
@@ -275,8 +281,8 @@ def _side_effects(inp: Inputs, algo: str, eff: dict, out: list):
                       fix="Set --max-running-requests N to the concurrency you mean to serve.",
                       setting="max_running_requests"))
     disabled = bool(v.get("--disable-overlap-schedule"))
-    retired = version_state(CHANGES["spec-v1-retired"], ver)
-    opt_in = version_state(CHANGES["spec-v2-opt-in"], ver)
+    retired = inp.place(CHANGES["spec-v1-retired"])
+    opt_in = inp.place(CHANGES["spec-v2-opt-in"])
     env_on = truthy_env(env, "SGLANG_ENABLE_SPEC_V2")
     if retired != "before":
         on = not disabled and str(v.get("--device", "cuda")).lower() != "cpu"
@@ -290,10 +296,11 @@ def _side_effects(inp: Inputs, algo: str, eff: dict, out: list):
         rule = "before spec V2: EAGLE/EAGLE3 always set disable_overlap_schedule = True"
     eff["overlap_schedule"] = on
     versions = "; ".join(f"{k}: {CHANGES[k].span()}" for k in ("spec-v2-opt-in", "spec-v1-retired"))
-    note = ""
-    if "uncertain" in (retired, opt_in):
-        note = (" This build cannot be placed relative to PR #25464 (2026-05-16): older builds keep overlap off "
-                "unless SGLANG_ENABLE_SPEC_V2=1; pass --engine-version YYYY-MM-DD to decide.")
+    note = ""  # an unplaced build shows the newer rule; say what the older one does (ENGINE_VERSION_UNPLACED says why)
+    if retired == "uncertain":
+        note = " Builds before PR #25464 keep it off unless SGLANG_ENABLE_SPEC_V2=1."
+    elif opt_in == "uncertain":
+        note = " Builds before PR #11398 always keep it off."
     out.append(_f("SGL_OVERLAP_SCHEDULE", "info", f"Overlap scheduler {'on' if on else 'off'} with {algo}: {rule}."
                   + note, f"{HOOK}: overlap handling for the EAGLE family", versions, setting="overlap_schedule"))
     eff["mixed_chunk"] = False
@@ -318,7 +325,7 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
                           fix="Give all three (e.g. --speculative-num-steps 3 --speculative-eagle-topk 1 "
                               "--speculative-num-draft-tokens 4) or none of them.", setting="num_steps"))
             return
-        triple, why, older = auto_params(inp.target_arch, algo, inp.engine_version)
+        triple, why, older = auto_params(inp.target_arch, algo, inp.place)
         if inp.target_arch is None and algo != "STANDALONE":
             out.append(_f("SGL_AUTO_PARAMS_UNKNOWN_ARCH", "warning",
                           "No steps/topk/draft tokens given and the target architecture is unknown: SGLang picks "
@@ -430,7 +437,7 @@ def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, ou
         if inp.num_layers:
             try:
                 sg = to_engine_ids("sglang", trained, inp.num_layers, arch=inp.target_arch,
-                                   engine_version=_aux_version(inp))
+                                   engine_version=inp.engine_version)
                 fix = ('Add "eagle_config": {"eagle_aux_hidden_state_layer_ids": ' + str(sg) + "} to the draft's "
                        "config.json (SGLang numbering of the same resid points).")
             except ValueError as err:
@@ -442,7 +449,7 @@ def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, ou
     if inp.num_layers is None:
         out.extend(aux_needs_layers("SGL", ids, rule, ALL, eff))
         return
-    res = resolve_aux_layers("sglang", ids, inp.num_layers, arch=inp.target_arch, engine_version=_aux_version(inp))
+    res = resolve_aux_layers("sglang", ids, inp.num_layers, arch=inp.target_arch, engine_version=inp.engine_version)
     eff["aux_resid"] = list(res.resid)
     eff["aux_label"] = res.label
     versions = CHANGES["deepseek-ids"].span() if inp.target_arch and is_deepseek_family(inp.target_arch) else ALL
@@ -451,15 +458,6 @@ def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, ou
     if not res.warnings:
         out.append(_f("SGL_AUX_IDS", "info", f"SGLang reads {ids} from {src} and feeds fc {res.label}.", res.rule,
                       setting="aux_resid"))
-
-
-def _aux_version(inp: Inputs) -> str | None:
-    """engine_version in the form eagle3lab.layer_ids understands (dates and PR marks pass through)."""
-    ver = inp.engine_version
-    if ver is None or not ver[0].isdigit() or "-" in ver:
-        return ver
-    state = version_state(CHANGES["deepseek-ids"], ver)
-    return {"before": "pre-#25454", "after": "post-#25454"}.get(state, ver)
 
 
 CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")

@@ -17,7 +17,6 @@ import json
 
 from eagle3lab.errors import bad_input
 from eagle3lab.flags import (
-    Change,
     Finding,
     FlagSpec,
     Inputs,
@@ -29,9 +28,9 @@ from eagle3lab.flags import (
     parse_command,
     parse_count,
     translator_findings,
-    version_state,
     written_aux_ids,
 )
+from eagle3lab.versions import Change
 
 CURRENT = "vLLM release (main as read in 2026, vllm/config/speculative.py)"
 SPEC = "vllm/config/speculative.py SpeculativeConfig"
@@ -82,12 +81,13 @@ OTHER_METHODS = ("ngram", "medusa", "mlp_speculator", "draft_model", "suffix", "
                  "dspark", "ngram_gpu", "extract_hidden_states", "deepseek_mtp")
 
 CHANGES = {
-    "removed-flags": Change("--speculative-model / --num-speculative-tokens removed; use --speculative-config",
-                            15466, "2025-03-31", "0.8.2", "0.8.3"),
-    "aux-from-config": Change("capture ids read from the draft config's top-level eagle_aux_hidden_state_layer_ids "
-                              "(before: always the default 2, N//2, N-3)", 25961, "2025-10-01", "0.11.0", "0.11.1"),
-    "draft-mpe-raised": Change("EAGLE draft max_position_embeddings raised to the target's max_model_len (issue "
-                               "#48894)", None, None, None, None),
+    "removed-flags": Change("vllm", "--speculative-model / --num-speculative-tokens removed; use "
+                            "--speculative-config", 15466, "2025-03-31", "0.8.2", "0.8.3"),
+    "aux-from-config": Change("vllm", "capture ids read from the draft config's top-level "
+                              "eagle_aux_hidden_state_layer_ids (before: always the default 2, N//2, N-3)", 25961,
+                              "2025-10-01", "0.11.0", "0.11.1"),
+    "draft-mpe-raised": Change("vllm", "EAGLE draft max_position_embeddings raised to the target's max_model_len "
+                               "(issue #48894)"),
 }
 
 
@@ -190,7 +190,7 @@ def _removed_flags(inp: Inputs, spec, as_given: dict, out: list):
     old = {REMOVED[f]: v[f] for f in REMOVED if f in v}
     if not old:
         return spec
-    state = version_state(CHANGES["removed-flags"], inp.engine_version)
+    state = inp.place(CHANGES["removed-flags"])
     written = " ".join(inp.parsed.written[f] for f in REMOVED if f in v)
     new = {"method": "eagle3", **old} if "model" in old else old
     if state == "before" and spec is None:
@@ -363,7 +363,7 @@ def _aux(inp: Inputs, draft, eff: dict, out: list):
     engine = "speculators" if is_speculators(draft) else "vllm"
     top, nested = written_aux_ids(draft)
     top = top or None  # [] is treated as no ids: the default applies
-    state = version_state(CHANGES["aux-from-config"], inp.engine_version)
+    state = inp.place(CHANGES["aux-from-config"])
     ids = top if state != "before" else None
     eff["aux_layer_ids"] = ids
     eff["aux_source"] = ("draft config.json -> eagle_aux_hidden_state_layer_ids (top level)" if ids is not None
@@ -405,8 +405,8 @@ def _positions(inp: Inputs, target, draft, eff: dict, out: list):
     eff["context_length"] = serving
     if not serving or not draft_mpe or serving <= draft_mpe:
         return
-    state = version_state(CHANGES["draft-mpe-raised"], inp.engine_version)
-    if state == "after":
+    state = inp.place(CHANGES["draft-mpe-raised"])
+    if state != "before":  # an unplaced build is the newest code, which raises it
         eff["draft_max_position_embeddings"] = serving
     out.append(_f("VLLM_DRAFT_MAX_POSITION", "info" if state == "after" else "warning",
                   f"The draft's max_position_embeddings ({draft_mpe}) is below the target's max_model_len ({serving}). "

@@ -25,24 +25,32 @@ import re
 from dataclasses import asdict, dataclass
 
 from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.versions import Change, parse_engine_version, place
 
 ENGINES = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
 
-# Changes in meaning, by engine and pull request; merge dates place a build (engine_version) before/after.
+# Changes in meaning; eagle3lab.versions places a build (engine_version) before or after each.
 CHANGES = {
-    "sglang#25454": ("sglang", "2026-05-16", "DeepSeek-family (deepseek_v2.py): +1 only if the first id is 1"),
-    "vllm#46973": ("vllm", "2026-06-28", "deepseek_v2 backbone: id N (final layer output) captured"),
-    "vllm#50170": ("vllm", None, "warning when the aux layers fall back to the default (open as of 2026-07-28)"),
+    # Confirmed: PR #25454 (opened 2026-05-16) reached main as f5049709b323 on 2026-05-18; v0.5.12 was
+    # published 2026-05-16, before it, so releases <= 0.5.12 lack it. v0.5.12.post1 cherry-picked fixes
+    # onto the release branch and v0.5.13 (2026-06-13) was cut from main later, but neither was read at
+    # its tag: no first release with it is encoded, so releases above 0.5.12 stay uncertain.
+    "sglang#25454": Change("sglang", "DeepSeek-family aux ids (deepseek_v2.py): +1 only if the first id is 1",
+                           25454, "2026-05-18", last_without="0.5.12"),
+    "vllm#46973": Change("vllm", "deepseek_v2 backbone: id N (final layer output) captured", 46973, "2026-06-28"),
+    "vllm#50170": Change("vllm", "a warning when the aux layers fall back to the default ids", 50170,
+                         landed=False),  # open as of 2026-07-28
 }
+_PR25454 = CHANGES["sglang#25454"]
 
 _RULES = {
     "sglang": ("SGLang (python/sglang/srt/models/llama.py, qwen2/qwen3 and the other model files: "
                "set_eagle3_layers_to_capture, every version read): config id k is stored as loop index "
                "k+1 and captured before layer k+1 runs, so id k = resid[k+1] (the output of layer k)."),
     "sglang-deepseek-old": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
-                            "#25454 merged 2026-05-16): config id k = resid[k+1], as in llama.py."),
+                            "#25454 merged 2026-05-18): config id k = resid[k+1], as in llama.py."),
     "sglang-deepseek-new": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, since PR #25454 "
-                            "merged 2026-05-16): +1 only when the FIRST id is 1 (id k = resid[k+1]); "
+                            "merged 2026-05-18): +1 only when the FIRST id is 1 (id k = resid[k+1]); "
                             "otherwise ids are loop indices used as-is (id k = resid[k])."),
     "sglang-default": ("SGLang (set_eagle3_layers_to_capture with layer_ids None, every version read): loop "
                        "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
@@ -70,6 +78,19 @@ _RULES = {
 
 
 @dataclass(frozen=True)
+class AuxNote:
+    """One thing said about a resolution; ``kind`` is what it is, ``text`` says it.
+
+    defaulted: the engine uses its default (or fixed) points instead of ids from the config.
+    breaks: the engine crashes or a state is missing. version: the engine build cannot be placed
+    relative to a change (it behaves as the newest code). note: anything else worth knowing.
+    """
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
 class AuxResolution:
     """Which ``resid`` points an engine feeds the draft's fc for the ids as written."""
 
@@ -77,12 +98,21 @@ class AuxResolution:
     ids_as_written: tuple | None
     resid: tuple[int, ...]  # in the order the engine concatenates them into fc
     rule: str
-    warnings: tuple[str, ...] = ()
+    notes: tuple[AuxNote, ...] = ()
     defaulted: bool = False
     num_layers: int | None = None
     arch: str | None = None
     engine_version: str | None = None
-    fatal: tuple[str, ...] = ()  # what breaks the engine (a crash or a missing state), also in warnings
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Every note as text, in the order found."""
+        return tuple(n.text for n in self.notes)
+
+    @property
+    def fatal(self) -> tuple[str, ...]:
+        """The notes that break the engine (a crash or a missing state), as text."""
+        return tuple(n.text for n in self.notes if n.kind == "breaks")
 
     @property
     def label(self) -> str:
@@ -120,31 +150,6 @@ def default_resid(num_layers: int) -> tuple[int, ...]:
 def is_deepseek_family(arch: str | None) -> bool:
     """Targets served by SGLang's / vLLM's deepseek_v2.py (DeepSeek-V2/V3, Kimi-K2, Kimi-K2.5)."""
     return arch is not None and any(s in arch.lower() for s in ("deepseek", "kimi"))
-
-
-# ----------------------------------------------------------------------------- versions
-
-_PR_MARK = re.compile(r"^(pre|post)-?#?(\d+)$")
-
-
-def _after(change: str, engine_version: str | None) -> tuple[bool, str | None]:
-    """Is this build after the change? (answer, warning). None -> latest behaviour, with a warning."""
-    engine, merged, what = CHANGES[change]
-    pr = "#" + change.split("#")[1]
-    if engine_version in (None, "", "latest"):
-        return merged is not None, None
-    v = str(engine_version).strip().lower()
-    m = _PR_MARK.match(v)
-    if m:
-        if "#" + m.group(2) == pr:
-            return m.group(1) == "post", None
-        return merged is not None, None  # a mark about another PR says nothing about this one
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
-        return (merged is not None and v >= merged), None
-    return merged is not None, (
-        f"engine_version={engine_version!r} cannot be placed relative to {engine} PR {pr} "
-        f"({what}; merged {merged or 'not yet'}): assumed the newer behaviour. Pass the engine build's "
-        f"commit date as YYYY-MM-DD, or 'pre-{pr}' / 'post-{pr}'.")
 
 
 # ----------------------------------------------------------------------------- id parsing
@@ -195,23 +200,31 @@ def _check_num_layers(num_layers) -> int | None:
 # ----------------------------------------------------------------------------- the translator
 
 class _Notes:
-    """Warnings collected while resolving; ``fatal`` ones break the engine (a crash or a missing state)."""
+    """Notes collected while resolving, each with its kind, and the build's placement per change."""
 
-    def __init__(self):
-        self.warnings: list[str] = []
-        self.fatal: list[str] = []
+    def __init__(self, engine_version):
+        self.engine_version = engine_version
+        self.items: list[AuxNote] = []
 
-    def add(self, msg: str | None, fatal: bool = False) -> None:
-        if msg:
-            self.warnings.append(msg)
-            if fatal:
-                self.fatal.append(msg)
+    def add(self, text: str, kind: str = "note") -> None:
+        self.items.append(AuxNote(kind, text))
+
+    def after(self, change: str) -> bool:
+        """Does this build have ``CHANGES[change]``? An unplaceable build is the newest code, with a note."""
+        where = place(CHANGES[change], self.engine_version)
+        if where.warning:
+            self.add(where.warning, "version")
+        return where.after
+
+    @property
+    def breaks(self) -> bool:
+        return any(n.kind == "breaks" for n in self.items)
 
 
 def _eagle_points(written, n, notes):
     if written is not None:
         notes.add(f"SafeAILab/EAGLE ignores layer ids: {list(written)} has no effect; it always captures "
-                  f"resid[2], resid[N//2], resid[N-3] = {list(default_resid(n))}.")
+                  f"resid[2], resid[N//2], resid[N-3] = {list(default_resid(n))}.", "defaulted")
     return _RULES["eagle"], [2, n // 2, n - 3]
 
 
@@ -226,16 +239,16 @@ def _transformerlens_points(written, n, notes):
     return _RULES["transformerlens"], points
 
 
-def _vllm_points(engine, written, n, arch, engine_version, notes):
+def _vllm_points(engine, written, n, arch, notes):
     """vLLM and speculators (served by vLLM): id k = resid[k]."""
     if written is None:
-        after, note = _after("vllm#50170", engine_version)
-        notes.add(note)
+        warns = notes.after("vllm#50170")
         notes.add("Default ids used: the draft config has no eagle_aux_hidden_state_layer_ids, so vLLM falls back "
                   f"to (2, N//2, N-3) = {list(default_resid(n))}"
-                  + (" and logs a warning (PR #50170)." if after else
+                  + (" and logs a warning (PR #50170)." if warns else
                      " without saying so (PR #50170 adds a warning; open as of 2026-07-28).")
-                  + " If the draft was trained on other states, acceptance collapses while output stays correct.")
+                  + " If the draft was trained on other states, acceptance collapses while output stays correct.",
+                  "defaulted")
         return _RULES[f"{engine}-default"], [2, n // 2, n - 3]
     points = [_as_int(engine, x) for x in written]
     for p in points:
@@ -244,28 +257,26 @@ def _vllm_points(engine, written, n, arch, engine_version, notes):
                             "vLLM tests `idx in layers` while walking the layers, so a negative id is never matched "
                             "and that state is silently missing. Use 0 for the embedding output (resid[0]).")
     if n is not None and n in points and is_deepseek_family(arch):
-        after, note = _after("vllm#46973", engine_version)
-        notes.add(note)
-        if not after:
+        if not notes.after("vllm#46973"):
             notes.add(f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR #46973 "
-                      "(merged 2026-06-28): one state fewer comes back than configured.", fatal=True)
+                      "(merged 2026-06-28): one state fewer comes back than configured.", "breaks")
             points = [p for p in points if p != n]
     return _RULES[engine], points
 
 
-def _sglang_points(engine, written, n, arch, engine_version, notes):
+def _sglang_points(engine, written, n, arch, notes):
     """SGLang, and SpecForge (which captures through SGLang's hook): id k = resid[k+1], with exceptions."""
     family = is_deepseek_family(arch)
     if written is None:
         if engine == "specforge":
             ids = [1, n // 2 - 1, n - 4]
             notes.add(f"Default ids used: SpecForge writes [1, N//2-1, N-4] = {ids} (SGLang convention) when "
-                      "none are given.")
+                      "none are given.", "defaulted")
             return _RULES["specforge-default"], [i + 1 for i in ids]
         notes.add("Default ids used silently: SGLang reads ids only from config.json -> eagle_config -> "
                   "eagle_aux_hidden_state_layer_ids; a missing eagle_config (or a top-level key in speculators "
                   f"style) is swallowed and loop indices [2, N//2, N-3] = {list(default_resid(n))} are used, "
-                  "with no log line.")
+                  "with no log line.", "defaulted")
         return _RULES["sglang-default"], [2, n // 2, n - 3]
     ids = [_as_int(engine, x) for x in written]
     for i in ids:
@@ -277,19 +288,18 @@ def _sglang_points(engine, written, n, arch, engine_version, notes):
     plus_one = True
     rule = _RULES["sglang"]
     if family:
-        after, note = _after("sglang#25454", engine_version)
-        notes.add(note)
+        after = notes.after("sglang#25454")
         plus_one = not after or ids[0] == 1
         rule = _RULES["sglang-deepseek-new" if after else "sglang-deepseek-old"]
         old, new = [i + 1 for i in ids], ([i + 1 for i in ids] if ids[0] == 1 else list(ids))
         if old != new:
-            notes.add(f"Version-dependent (SGLang PR #25454, merged 2026-05-16, DeepSeek-family targets): the first "
-                      f"id is {ids[0]}, not 1, so builds before it capture loop indices {old} and builds since "
+            notes.add(f"Version-dependent (SGLang PR #25454, merged {_PR25454.merged}, DeepSeek-family targets): the "
+                      f"first id is {ids[0]}, not 1, so builds before it capture loop indices {old} and builds since "
                       f"capture {new}. Shown: {'since' if after else 'before'} PR #25454"
-                      + (" (pass engine_version to choose)." if engine_version in (None, "", "latest") else "."))
+                      + (" (pass engine_version to choose)." if notes.engine_version is None else "."))
     elif ids[0] != 1 and arch is None:
         notes.add("If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) and SGLang includes PR #25454 (merged "
-                  f"2026-05-16), these ids are used as-is: loop indices {ids}. Pass arch= to decide.")
+                  f"{_PR25454.merged}), these ids are used as-is: loop indices {ids}. Pass arch= to decide.")
     if engine == "specforge":
         rule = _RULES["specforge"] + " SGLang rule for this target: " + rule
     points = [i + 1 for i in ids] if plus_one else list(ids)
@@ -299,19 +309,19 @@ def _sglang_points(engine, written, n, arch, engine_version, notes):
         notes.add("SGLang id -1 means loop index 0 (the embedding output, resid[0]) only in model files that guard "
                   "`residual is None`; python/sglang/srt/models/llama.py and deepseek_v2.py compute "
                   "`hidden_states + residual` with residual None there and raise a TypeError at layer 0.",
-                  fatal=crashes)
+                  "breaks" if crashes else "note")
     if not plus_one and -1 in points:
         notes.add("Loop index -1 is never reached (ids used as-is since PR #25454): the embedding state is silently "
-                  "missing.", fatal=True)
+                  "missing.", "breaks")
         points = [p for p in points if p >= 0]
     if not plus_one and 0 in points:
         notes.add("Loop index 0 with residual None: deepseek_v2.py computes `hidden_states + residual` there and "
-                  "raises a TypeError at layer 0.", fatal=True)
+                  "raises a TypeError at layer 0.", "breaks")
     if n is not None and n in points:
         notes.add(f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures before "
                   f"each layer, for loop indices 0..N-1 only, so resid[{n}] (final layer output) is silently missing "
                   "and the fc input is narrower than the draft expects (vLLM fixed the analogous case in PR #46973; "
-                  "SGLang fixed GPT-OSS only, PR #32334).", fatal=True)
+                  "SGLang fixed GPT-OSS only, PR #32334).", "breaks")
         points = [p for p in points if p != n]
     if engine == "specforge" and n is not None and (n - 1) in ids:
         notes.add(f"SpecForge's old HF backend took hidden_states[{n}] for id {n - 1}: HF applies the final norm to "
@@ -324,7 +334,10 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
     """What ``engine`` captures for ``ids`` as written (``None`` = that engine's default).
 
     Never silent: defaults, dropped ids, reordering, crashes in the engine and version-dependent
-    meanings all come back as ``warnings``; ``fatal`` lists the ones that break the engine.
+    meanings all come back as ``notes`` (each with its kind; ``warnings`` is their text, ``fatal``
+    the text of the ones that break the engine). ``engine_version``: see ``eagle3lab.versions``;
+    one that cannot be placed relative to a change here gives the newest behaviour and a "version"
+    note; one that is not a date, PR mark or release raises ``Eagle3LabError``.
     """
     engine = _check_engine(engine)
     n = _check_num_layers(num_layers)
@@ -335,39 +348,38 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
     if n is None and (written is None or engine == "eagle"):
         raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None,
                         "The default ids depend on N (pass --num-layers / num_layers=).")
-    notes = _Notes()
+    notes = _Notes(parse_engine_version(engine_version, "engine_version"))
     # points: the loop indices the engine tests, in the order written (dedup and sort come below)
     if engine == "eagle":
         rule, points = _eagle_points(written, n, notes)
     elif engine == "transformerlens":
         rule, points = _transformerlens_points(written, n, notes)
     elif engine in ("vllm", "speculators"):
-        rule, points = _vllm_points(engine, written, n, arch, engine_version, notes)
+        rule, points = _vllm_points(engine, written, n, arch, notes)
     else:
-        rule, points = _sglang_points(engine, written, n, arch, engine_version, notes)
+        rule, points = _sglang_points(engine, written, n, arch, notes)
     defaulted = written is None or engine == "eagle"
     wanted = 3 if defaulted else len(written)
 
     if n is not None and any(p > n for p in points):  # beyond the last layer: no capture loop reaches it
         notes.add(f"Ids selecting resid{[p for p in points if p > n]} are out of range for N = {n} (valid resid "
-                  f"points 0..{n}): the engine never reaches them and those states are silently missing.", fatal=True)
+                  f"points 0..{n}): the engine never reaches them and those states are silently missing.", "breaks")
         points = [p for p in points if p <= n]
     dups = sorted({p for p in points if points.count(p) > 1})
     if dups:
         notes.add(f"resid{dups} requested more than once: the engine captures each layer once (`idx in layers`), "
-                  "so fewer states come back than ids were written.", fatal=not defaulted)
+                  "so fewer states come back than ids were written.", "note" if defaulted else "breaks")
     ordered = tuple(sorted(set(points)))
     if list(dict.fromkeys(points)) != list(ordered):
         notes.add(f"Ids are not in ascending layer order: the engine appends states while walking the layers, so "
                   f"fc receives {list(ordered)} in ascending order, not in the written order.")
-    if len(ordered) != wanted and not notes.fatal:
+    if len(ordered) != wanted and not notes.breaks:
         notes.add(f"{len(ordered)} states come back where {wanted} were asked for: the fc input width no longer "
                   "matches num_aux * hidden_size.")
     if n is None:
         notes.add("num_layers not given: range and final-layer checks skipped.")
-    return AuxResolution(engine=engine, ids_as_written=written, resid=ordered, rule=rule,
-                         warnings=tuple(notes.warnings), defaulted=defaulted, num_layers=n, arch=arch,
-                         engine_version=engine_version, fatal=tuple(notes.fatal))
+    return AuxResolution(engine=engine, ids_as_written=written, resid=ordered, rule=rule, notes=tuple(notes.items),
+                         defaulted=defaulted, num_layers=n, arch=arch, engine_version=notes.engine_version)
 
 
 def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,

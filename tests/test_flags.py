@@ -15,7 +15,15 @@ import pytest
 from conftest import REAL_CONFIGS
 
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags, sglang_what_if
+from eagle3lab.flags import (
+    SEED_COMMAND,
+    SEED_DRAFT_CONFIG,
+    SEED_TARGET_CONFIG,
+    resolve_flags,
+    sglang_what_if,
+    translator_findings,
+)
+from eagle3lab.layer_ids import AuxNote, AuxResolution, resolve_aux_layers
 
 REAL = REAL_CONFIGS
 
@@ -549,6 +557,7 @@ def test_every_finding_code_is_documented():
     src = "".join((root / "eagle3lab" / f).read_text() for f in ("flags.py", "flags_sglang.py", "flags_vllm.py"))
     codes = set(re.findall(r'(?:_f|Finding)\(\s*"([A-Z0-9_]+)"', src))
     codes |= {p + s for s in re.findall(r'f"\{prefix\}(_AUX_[A-Z_]+)"', src) for p in ("SGL", "VLLM")}
+    codes |= set(re.findall(r'^[A-Z_]+ = "([A-Z0-9_]+)"', src, re.MULTILINE))  # codes kept in a constant
     doc = (root / "docs" / "cli" / "flags.md").read_text()
     assert len(codes) > 40
     assert sorted(c for c in codes if f"`{c}`" not in doc) == []
@@ -571,3 +580,34 @@ def test_vllm_final_layer_id_on_deepseek_before_pr_46973():
     assert old.effective["aux_resid"] == [2, 30] and old.finding("VLLM_AUX_BREAKS").severity == "error"
     new = vllm(spec, target=DEEPSEEK_V3, draft=draft, version="post-#46973")
     assert new.effective["aux_resid"] == [2, 30, 61] and "VLLM_AUX_BREAKS" not in new.codes()
+
+
+# ----------------------------------------------------------------------------- translator notes -> findings
+
+def test_translator_findings_follow_the_note_kind_not_its_text():
+    # A note that mentions "default" but is not a defaulting, ahead of the real one (matching the text
+    # used to turn the first into the DEFAULTED finding and the real one into a NOTE).
+    real = resolve_aux_layers("sglang", None, 32)
+    mention = AuxNote("note", "resid[2] is also the first point of vLLM's default; the ids agree there.")
+    res = AuxResolution(real.engine, None, real.resid, real.rule, (mention, *real.notes), defaulted=True,
+                        num_layers=32)
+    found = translator_findings("SGL", res, "all", "fix")
+    assert [(f.code, f.message) for f in found] == [("SGL_AUX_NOTE", mention.text),
+                                                    ("SGL_AUX_IDS_DEFAULTED", real.warnings[0])]
+    assert "Default ids used silently" in real.warnings[0]
+
+
+def test_a_defaulting_not_worded_default_is_still_defaulted():
+    res = resolve_aux_layers("eagle", [1, 2, 3], 32)  # SafeAILab/EAGLE "ignores layer ids"
+    assert [n.kind for n in res.notes] == ["defaulted"] and "default" not in res.warnings[0].lower()
+    found = translator_findings("SGL", res, "all", "fix")
+    assert [(f.code, f.message) for f in found] == [("SGL_AUX_IDS_DEFAULTED", res.warnings[0])]
+
+
+def test_translator_note_kinds_map_to_codes():
+    res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch="DeepseekV3ForCausalLM", engine_version="0.5.13")
+    kinds = {n.kind for n in res.notes}
+    assert {"breaks", "version"} <= kinds and res.fatal == tuple(n.text for n in res.notes if n.kind == "breaks")
+    codes = {f.code: f.severity for f in translator_findings("SGL", res, "all", "fix")}
+    assert codes["SGL_AUX_BREAKS"] == "error" and codes["ENGINE_VERSION_UNPLACED"] == "warning"
+    assert res.to_dict()["notes"][0].keys() == {"kind", "text"} and res.to_dict()["fatal"] == list(res.fatal)

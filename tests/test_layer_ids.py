@@ -83,8 +83,9 @@ def test_same_ids_differ_between_engines_llama():
 
 
 def test_kimi_k2_ids_before_and_after_pr_25454():
-    before = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="2026-05-01")
-    after = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="2026-05-16")
+    # Merged 2026-05-18 (opened 2026-05-16): a build from the 17th still adds 1.
+    before = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="2026-05-17")
+    after = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="2026-05-18")
     assert before.resid == (3, 31, 59)
     assert after.resid == (2, 30, 58)
     assert "before PR #25454" in before.rule and "since PR #25454" in after.rule
@@ -107,9 +108,14 @@ def test_specforge_follows_sglang_rule_for_the_target():
 
 
 def test_version_that_cannot_be_placed_warns():
-    res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.9")
+    # 0.5.13 was cut after the merge but its source was not read: no release is known to have #25454.
+    res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.13")
     assert res.resid == (2, 30, 58)
     assert _has(res, "cannot be placed", "YYYY-MM-DD")
+    assert [n.kind for n in res.notes if "cannot be placed" in n.text] == ["version"]
+    # v0.5.12 was published before the merge: placed, no warning.
+    old = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.12")
+    assert old.resid == (3, 31, 59) and not _has(old, "cannot be placed")
 
 
 def test_seed_story_training_vs_serving_wiring():

@@ -16,7 +16,8 @@ def add_arguments(parser):
     parser.add_argument("--num-layers", type=int, metavar="N", help="the target's num_hidden_layers")
     parser.add_argument("--arch", help="target architecture, e.g. DeepseekV3ForCausalLM (DeepSeek-family rules)")
     parser.add_argument("--engine-version", metavar="V",
-                        help="engine build date YYYY-MM-DD, or pre-#PR / post-#PR (e.g. post-#25454)")
+                        help="engine build date YYYY-MM-DD, pre-#PR / post-#PR (e.g. post-#25454), or a "
+                             "release where its bounds are known (e.g. 0.5.12)")
     parser.add_argument("--to", metavar="ENGINE", choices=ENGINES,
                         help="also print the ids to write in ENGINE's convention for the same resid points")
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/ids.md)")
@@ -51,8 +52,8 @@ def run(args) -> int:
           + (f", arch {res.arch}" if res.arch else "") + (f", version {res.engine_version}" if res.engine_version else ""))
     print("  fc input: " + resid_label(res.resid, res.num_layers))
     print(f"  rule: {res.rule}")
-    for w in res.warnings:
-        print(f"  {'BREAKS' if w in res.fatal else 'warning'}: {w}")
+    for n in res.notes:
+        print(f"  {'BREAKS' if n.kind == 'breaks' else 'warning'} ({n.kind}): {n.text}")
     if args.to:
         to = out["to"]
         print(f"  in {to['engine']}: " + (f"write {to['ids']}" if to["ids"] is not None else f"cannot: {to['error']}"))

@@ -1,0 +1,127 @@
+"""Where one engine build sits relative to a change in engine behaviour.
+
+An ``engine_version`` names a build in one of three ways:
+
+    2026-04-01        the build's commit date: placed by the change's merge date
+    pre-#N / post-#N  built before / after pull request N: places that PR only
+    0.5.4             a release (PEP 440): placed where the change's release bounds are known
+
+``place(change, engine_version)`` answers 'before', 'after' or 'uncertain'. An uncertain build
+behaves as the newest code read, and the answer carries the one warning every caller shows
+(engine, PR, merge date, and how to pass a placeable version). Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+from packaging.version import InvalidVersion, Version
+
+from eagle3lab.errors import bad_input
+
+ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
+CURRENT = ("", "latest", "main", "current")  # spellings of "the newest code read", besides None
+
+_MARK = re.compile(r"^(pre|post)-?#?(\d+)$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change in one engine's behaviour: its PR, merge date and the releases known to bound it."""
+
+    engine: str                        # "sglang" or "vllm"
+    what: str
+    pr: int | None = None
+    merged: str | None = None          # YYYY-MM-DD the PR reached main, when known
+    last_without: str | None = None    # newest release known to lack it (PEP 440)
+    first_with: str | None = None      # oldest release known to have it (PEP 440)
+    landed: bool = True                # False: still open in the newest code read, so no build has it
+
+    def span(self) -> str:
+        """The change in words: PR, merge date and the release bounds known for it."""
+        parts = [f"PR #{self.pr}" if self.pr else None, f"merged {self.merged}" if self.merged else None,
+                 None if self.landed else "not merged in the newest code read"]
+        if self.last_without or self.first_with:
+            parts.append(f"releases <= {self.last_without or '?'} lack it, >= {self.first_with or '?'} have it")
+        return "; ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """'before', 'after' or 'uncertain'; ``warning`` is set exactly when uncertain."""
+
+    state: str
+    warning: str | None = None
+
+    @property
+    def after(self) -> bool:
+        """Behave as a build with the change? An uncertain build behaves as the newest code, which has it."""
+        return self.state != "before"
+
+
+def parse_engine_version(engine_version, where: str = "--engine-version") -> str | None:
+    """``engine_version`` checked and stripped; None for the newest code (None, 'latest', 'main').
+
+    Raises ``Eagle3LabError`` naming ``where`` for anything that is not a date, a PR mark or a release.
+    """
+    v = "" if engine_version is None else str(engine_version).strip()
+    if v.lower() in CURRENT:
+        return None
+    if _MARK.match(v.lower()):
+        return v
+    if _DATE.match(v):
+        try:
+            date.fromisoformat(v)
+        except ValueError:
+            raise bad_input(where, None, "a real date YYYY-MM-DD", repr(v)) from None
+        return v
+    try:
+        Version(v)
+    except InvalidVersion:
+        raise bad_input(where, None, "a build date YYYY-MM-DD, pre-#N / post-#N for a pull request, or a release "
+                        "like 0.5.4 (PEP 440)", repr(engine_version),
+                        "Leave it out to get the newest behaviour.") from None
+    return v
+
+
+def place(change: Change, engine_version) -> Placement:
+    """Where this build sits relative to ``change``; see the module docstring."""
+    v = parse_engine_version(engine_version)
+    mark = _MARK.match(v.lower()) if v else None
+    if mark and change.pr is not None and int(mark.group(2)) == change.pr:
+        return Placement("after" if mark.group(1) == "post" else "before")
+    if not change.landed:
+        return Placement("before")  # no build has it yet, whatever its date, release or other marks
+    if v is None:
+        return Placement("after")
+    if _DATE.match(v):
+        if change.merged:
+            return Placement("after" if v >= change.merged else "before")
+    elif not mark:  # a release (a mark for another PR says nothing about this one)
+        release = Version(v)
+        if change.first_with and release >= Version(change.first_with):
+            return Placement("after")
+        if change.last_without and release <= Version(change.last_without):
+            return Placement("before")
+    return Placement("uncertain", unplaced_warning(change, v))
+
+
+def unplaced_warning(change: Change, engine_version: str) -> str:
+    """The one wording for a build that cannot be placed: it behaves as the newest code, which has the change."""
+    engine = ENGINE_NAMES.get(change.engine, change.engine)
+    name = f"{engine} PR #{change.pr}" if change.pr else f"{engine}'s change"
+    ways = ["the build's commit date as YYYY-MM-DD" if change.merged else None,
+            f"'pre-#{change.pr}' / 'post-#{change.pr}'" if change.pr else None,
+            f"a release <= {change.last_without} (lacks it)" if change.last_without else None,
+            f"a release >= {change.first_with} (has it)" if change.first_with else None]
+    ways = [w for w in ways if w]
+    how = ("Pass " + ", or ".join(ways) + " to place it." if ways else
+           "Nothing known places a build relative to it: check your build's source.")
+    if not (change.last_without or change.first_with):
+        how += " No release numbers are known to bound it."
+    return (f"engine_version {engine_version!r} cannot be placed relative to {name} ({change.what}; "
+            f"{'merged ' + change.merged if change.merged else 'merge date unknown'}): assumed the newest code "
+            f"read, which has it. {how}")

@@ -1,0 +1,91 @@
+"""One placement of an engine build relative to a change, shared by `eagle3lab flags` and the layer-id translator."""
+
+import pytest
+
+from eagle3lab import flags_sglang
+from eagle3lab.errors import Eagle3LabError
+from eagle3lab.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
+from eagle3lab.layer_ids import CHANGES, resolve_aux_layers
+from eagle3lab.versions import Change, parse_engine_version, place
+
+KIMI = "DeepseekV3ForCausalLM"
+PR = CHANGES["sglang#25454"]  # merged 2026-05-18; releases <= 0.5.12 lack it; no release known to have it
+
+CASES = [
+    ("2026-05-17", "before"), ("2026-05-18", "after"),       # by the merge date
+    ("pre-#25454", "before"), ("post-25454", "after"),       # by a mark for this PR
+    ("pre-#25464", "uncertain"), ("post-#46973", "uncertain"),  # a mark for another PR says nothing
+    ("0.5.4", "before"), ("0.5.12", "before"),               # a release within the known bound
+    ("0.5.12.post1", "uncertain"), ("0.5.13", "uncertain"),  # releases no bound covers
+    (None, "after"), ("latest", "after"),                    # the newest code read
+]
+
+
+@pytest.mark.parametrize("version,state", CASES)
+def test_placement(version, state):
+    where = place(PR, version)
+    assert where.state == state
+    assert where.after is (state != "before")  # an uncertain build behaves as the newest code
+    if state != "uncertain":
+        assert where.warning is None
+        return
+    for part in ("SGLang PR #25454", "merged 2026-05-18", "assumed the newest code", "YYYY-MM-DD",
+                 "'pre-#25454' / 'post-#25454'", "a release <= 0.5.12 (lacks it)"):
+        assert part in where.warning, part
+
+
+@pytest.mark.parametrize("version,state", CASES)
+def test_flags_and_layer_ids_place_a_build_the_same_way(version, state):
+    assert flags_sglang.CHANGES["deepseek-ids"] is PR  # one record for both paths
+    expected = [3, 31, 59] if state == "before" else [2, 30, 58]
+    ids = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version=version)
+    flags = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version=version)
+    assert list(ids.resid) == flags.effective["aux_resid"] == expected
+    said_ids = [n.text for n in ids.notes if n.kind == "version"]
+    said_flags = [f.message for f in flags.findings if f.code == "ENGINE_VERSION_UNPLACED"
+                  and "PR #25454 (" in f.message]
+    assert said_ids == said_flags == ([place(PR, version).warning] if state == "uncertain" else [])
+
+
+@pytest.mark.parametrize("bad", ["banana", "2026-13-40", "0.5.x", "pre-#"])
+def test_garbage_version_is_a_clear_error_on_both_paths(bad):
+    with pytest.raises(Eagle3LabError, match="engine_version") as err:
+        resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version=bad)
+    assert repr(bad) in str(err.value) and "YYYY-MM-DD" in str(err.value)
+    with pytest.raises(Eagle3LabError, match="--engine-version") as err:
+        resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version=bad)
+    assert repr(bad) in str(err.value)
+
+
+def test_parse_engine_version_spellings():
+    assert [parse_engine_version(v) for v in (None, "", " latest ", "main", "current")] == [None] * 5
+    assert parse_engine_version(" 0.5.4 ") == "0.5.4" and parse_engine_version("Post-#25454") == "Post-#25454"
+
+
+def test_a_change_nothing_places_says_so():
+    change = Change("vllm", "draft max_position_embeddings raised")  # no PR, no date, no releases
+    for version in ("2026-01-01", "0.8.0", "pre-#15466"):
+        where = place(change, version)
+        assert where.state == "uncertain" and where.after
+        assert "vLLM's change" in where.warning and "merge date unknown" in where.warning
+        assert "No release numbers are known" in where.warning
+    assert place(change, None).state == "after"
+
+
+def test_an_open_pr_is_in_no_build_but_its_own_marks_place_it():
+    open_pr = CHANGES["vllm#50170"]
+    for version in (None, "2026-09-01", "0.20.0", "pre-#46973", "post-#46973"):
+        assert place(open_pr, version) == place(open_pr, "pre-#50170")
+        assert place(open_pr, version).state == "before"
+    assert place(open_pr, "post-#50170").state == "after"
+    # The translator follows the same answer: the default is used without a log line, no version note.
+    res = resolve_aux_layers("vllm", None, 32, engine_version="2026-09-01")
+    assert not [n for n in res.notes if n.kind == "version"]
+    assert any("without saying so" in w for w in res.warnings)
+
+
+def test_release_bounds_on_both_sides():
+    change = Change("sglang", "x", 1, "2025-08-22", last_without="0.4.10", first_with="0.5.2")
+    assert [place(change, v).state for v in ("0.4.10", "0.5.0", "0.5.2", "0.5.3")] == \
+        ["before", "uncertain", "after", "after"]
+    assert "a release <= 0.4.10 (lacks it), or a release >= 0.5.2 (has it)" in place(change, "0.5.0").warning
