@@ -32,12 +32,12 @@ import pandas as pd
 import torch
 
 from eagle3lab import bundled
+from eagle3lab.bundled import load_prompts
 from eagle3lab.throughput import (
     ROOFLINE_EXAMPLES,
     SERVED,
     finite_json,
     implied_round_cost,
-    load_prompts,
     price_on_served,
     run_benchmark,
     verdict,

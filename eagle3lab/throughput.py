@@ -23,12 +23,10 @@ whole draft phase, at a given context length on the current device.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import pandas as pd
 import torch
@@ -465,36 +463,6 @@ def finite_json(obj):
     if isinstance(obj, (list, tuple)):
         return [finite_json(v) for v in obj]
     return obj
-
-
-def load_prompts(path=None, n: int | None = None, length: str | None = None) -> list:
-    """Prompts from a jsonl file: ``text`` (a string) or ``ids`` (token ids) per line.
-
-    Default ``data/prompts/prompts.jsonl``, taken round-robin over its (kind, length) groups so that
-    a prefix of ``n`` mixes code and prose.
-    """
-    from eagle3lab import bundled
-
-    path = Path(path) if path is not None else bundled.PROMPTS / "prompts.jsonl"
-    if not path.exists():
-        raise bad_input(path, None, "a prompts .jsonl file", "no such file",
-                        "The bundled prompts live in data/prompts/prompts.jsonl (part of the repository).")
-    groups: dict[tuple, list[str]] = {}
-    for i, line in enumerate(path.read_text().splitlines()):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            text = row["text"] if "text" in row else [int(t) for t in row["ids"]]
-        except (ValueError, KeyError, TypeError):
-            raise bad_input(f"{path}:{i + 1}", "text", "a JSON object with a 'text' (or 'ids') field",
-                            line[:60]) from None
-        if length is None or row.get("length") == length:
-            groups.setdefault((row.get("kind"), row.get("length")), []).append(text)
-    mixed = [t for batch in zip(*groups.values()) for t in batch] if groups else []
-    rest = [t for g in groups.values() for t in g if t not in mixed]
-    texts = mixed + rest
-    return texts[:n] if n else texts
 
 
 def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, num_draft_tokens: int | None = None,

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from eagle3lab import bundled
+from eagle3lab.bundled import load_prompts, prompt_rows
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.train.corpus import (
     Doc,
@@ -17,7 +18,6 @@ from eagle3lab.train.corpus import (
     is_heldout,
     make_prompts,
     read_corpus,
-    read_prompts,
     split_docs,
 )
 from eagle3lab.train.draft_vocab import check_draft_vocab, select_draft_vocab, token_counts
@@ -78,7 +78,7 @@ def test_extract_round_trip_and_prompts_from_heldout_only(fake_stdlib, tmp_path)
     assert summary["train"]["files"] == len(train) and summary["heldout"]["files"] == len(held)
     assert {d.path for d in train}.isdisjoint({d.path for d in held})
     assert (out / "corpus" / "PSF-LICENSE.txt").read_text().startswith("PSF")
-    prompts = read_prompts(out / "prompts")
+    prompts = prompt_rows(out / "prompts")
     assert prompts and {p["kind"] for p in prompts} == {"code", "prose"}
     assert {p["source"] for p in prompts} <= {d.path for d in held}
     # Same input -> same bytes (xz preset is fixed).
@@ -138,8 +138,24 @@ def test_shipped_corpus_and_prompts():
     with lzma.open(bundled.CORPUS / "train.jsonl.xz", "rt") as f:
         train = {json.loads(line)["path"] for line in f}
     assert held and train and held.isdisjoint(train)
-    prompts = read_prompts(bundled.PROMPTS)
+    prompts = prompt_rows(bundled.PROMPTS)
     assert {p["source"] for p in prompts} <= held
     assert {(p["kind"], p["length"]) for p in prompts} == {
         ("code", "short"), ("code", "long"), ("prose", "short"), ("prose", "long")}
     assert (bundled.CORPUS / "LICENSE.md").exists() and (bundled.CORPUS / "PSF-LICENSE.txt").exists()
+
+
+def test_load_prompts_mixes_groups_filters_and_reads_ids(tmp_path):
+    texts = load_prompts(n=4)
+    rows = {r["text"]: r for r in prompt_rows()}
+    assert len(texts) == 4 and {(rows[t]["kind"], rows[t]["length"]) for t in texts} == {
+        ("code", "short"), ("code", "long"), ("prose", "short"), ("prose", "long")}
+    assert {rows[t]["kind"] for t in load_prompts(kind="prose")} == {"prose"}
+    assert {rows[t]["length"] for t in load_prompts(length="long", n=5)} == {"long"}
+    assert prompt_rows(bundled.PROMPTS) == prompt_rows()      # a folder means its prompts.jsonl
+    f = tmp_path / "p.jsonl"
+    f.write_text('{"ids": [1, 2, 3]}\n{"text": "x"}\n')
+    assert load_prompts(f) == [[1, 2, 3], "x"]
+    f.write_text('{"prompt": "no"}\n')
+    with pytest.raises(Eagle3LabError, match="'text'"):
+        load_prompts(f)

@@ -83,10 +83,10 @@ TRAINED = (0, 3, 7)         # data/models/draft-case/training.json "trained_resi
 def bundle():
     if not all(bundled.available().values()):
         pytest.fail("bundled models missing: run `make data`")
+    from eagle3lab.bundled import load_prompts
     from eagle3lab.checkpoint import load_draft
     from eagle3lab.evaluate import greedy_dataset
     from eagle3lab.target import load_target
-    from eagle3lab.throughput import load_prompts
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)        # tiny matmuls: one thread avoids spin-waits on a busy 2-core box

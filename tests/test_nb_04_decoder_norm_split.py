@@ -14,12 +14,12 @@ import torch
 import torch.nn.functional as F
 
 from eagle3lab import bundled
+from eagle3lab.bundled import load_prompts
 from eagle3lab.capture import ResidCapture
 from eagle3lab.checkpoint import load_draft
 from eagle3lab.evaluate import evaluate_offline, greedy_dataset
 from eagle3lab.profiles import resolve_settings
 from eagle3lab.target import load_target
-from eagle3lab.throughput import load_prompts
 
 pytestmark = pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built (make data)")
 

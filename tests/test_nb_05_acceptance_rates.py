@@ -19,6 +19,7 @@ from test_throughput import hand_costs  # noqa: E402
 
 import eagle3lab  # noqa: E402
 from eagle3lab import bundled  # noqa: E402
+from eagle3lab.bundled import load_prompts  # noqa: E402
 from eagle3lab.checkpoint import load_draft  # noqa: E402
 from eagle3lab.errors import Eagle3LabError  # noqa: E402
 from eagle3lab.evaluate import evaluate_offline  # noqa: E402
@@ -27,7 +28,6 @@ from eagle3lab.throughput import (  # noqa: E402
     decode_sweep,
     equivalent_alpha,
     leviathan_tokens_per_step,
-    load_prompts,
     plot_speedup_vs_c,
     price_on_served,
     verdict,

@@ -11,6 +11,7 @@ import torch
 
 import eagle3lab
 from eagle3lab import bundled
+from eagle3lab.bundled import load_prompts
 from eagle3lab.checkpoint import inspect_checkpoint, load_draft, save_draft
 from eagle3lab.diagnosis import Scenario, compare_scenarios, search_wiring
 from eagle3lab.draft import DraftConfig, Eagle3Draft
@@ -18,7 +19,6 @@ from eagle3lab.evaluate import greedy_dataset
 from eagle3lab.flags import resolve_flags
 from eagle3lab.layer_ids import resolve_aux_layers, to_engine_ids
 from eagle3lab.target import tiny_target
-from eagle3lab.throughput import load_prompts
 
 LAUNCH = ("python -m sglang.launch_server --model-path data/models/target --speculative-draft-model-path "
           "data/models/draft-case --speculative-algorithm EAGLE3 --speculative-num-steps 1 "

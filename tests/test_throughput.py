@@ -20,7 +20,6 @@ from eagle3lab.throughput import (
     implied_round_cost,
     leviathan_speedup,
     leviathan_tokens_per_step,
-    load_prompts,
     measure_costs,
     tokens_per_round,
 )
@@ -103,17 +102,6 @@ def test_measure_costs_on_the_loop_steps():
     assert list(cm.verify_frame().columns) == ["seconds", "target_steps"]
     d = cm.to_dict()
     assert d["c"] == pytest.approx(cm.c) and set(d["verify_target_steps"]) == {1, 2, 4}
-
-
-def test_load_prompts_mixes_groups_and_reads_ids(tmp_path):
-    texts = load_prompts(n=4)
-    assert len(texts) == 4 and all(isinstance(t, str) and t for t in texts)
-    f = tmp_path / "p.jsonl"
-    f.write_text('{"ids": [1, 2, 3]}\n{"text": "x"}\n')
-    assert load_prompts(f) == [[1, 2, 3], "x"]
-    f.write_text('{"prompt": "no"}\n')
-    with pytest.raises(Eagle3LabError, match="'text'"):
-        load_prompts(f)
 
 
 def test_bench_command_json(tmp_path, capsys):

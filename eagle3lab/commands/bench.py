@@ -62,9 +62,10 @@ def wiring_overrides(args) -> dict:
 def run(args) -> int:
     import torch
 
+    from eagle3lab.bundled import load_prompts
     from eagle3lab.checkpoint import load_draft
     from eagle3lab.target import load_target
-    from eagle3lab.throughput import finite_json, load_prompts, run_benchmark
+    from eagle3lab.throughput import finite_json, run_benchmark
 
     target_path = _resolve(args.target, bundled.TARGET, "--target")
     draft_path = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")

@@ -166,16 +166,6 @@ def write_prompts(prompts_dir: str | Path, prompts: list[dict]) -> Path:
     return path
 
 
-def read_prompts(prompts_dir: str | Path, kind: str | None = None) -> list[dict]:
-    """The held-out prompts (``kind`` = "code" or "prose" to filter)."""
-    path = Path(prompts_dir) / "prompts.jsonl"
-    if not path.exists():
-        raise bad_input(path, None, "the held-out prompts file", "no such file",
-                        "Rebuild with `make data` or `python -m eagle3lab.train.corpus --out data`.")
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r for r in rows if kind is None or r["kind"] == kind]
-
-
 _LICENSE_NOTE = """\
 The corpus in this directory is the Python 3.11 standard-library source code (``*.py`` files,
 tests, charmap tables and pydoc topic dumps excluded), Copyright (c) 2001-2023 Python Software

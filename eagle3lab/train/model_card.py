@@ -126,11 +126,11 @@ def measure_acceptance(data_dir: str | Path, name: str, chains=ACCEPT_CHAINS, n_
                        max_new_tokens: int = ACCEPT_NEW_TOKENS) -> dict:
     """Real greedy speculative decoding on the held-out prompts: tau and per-position acceptance per
     chain length, each output checked token for token against the target's own greedy decoding."""
+    from eagle3lab.bundled import load_prompts
     from eagle3lab.checkpoint import load_draft
     from eagle3lab.decoding import speculative_generate, target_greedy
     from eagle3lab.metrics import acceptance_stats
     from eagle3lab.target import load_target
-    from eagle3lab.throughput import load_prompts
 
     data_dir = Path(data_dir)
     target = load_target(data_dir / "models" / "target", device="cpu", dtype="float32")
