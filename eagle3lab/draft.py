@@ -308,6 +308,7 @@ class Eagle3Draft(nn.Module):
                 (k, v, "set explicitly with rewired()") for k, v in flags.items()))
         # fp32 and not a buffer, so that draft.to(bfloat16) cannot round the RoPE frequencies
         self._inv_freq = rope_inv_freq(self.config.head_dim, self.config.rope_theta, self.settings.rope_scaling)
+        self._rope_table: dict = {}   # (device, dtype) -> (cos, sin) rows by position, grown on demand
         self.hook_points = HookPoints(hook_names(self.config))
 
     def under(self, profile: str | EngineProfile) -> Eagle3Draft:
@@ -383,13 +384,7 @@ class Eagle3Draft(nn.Module):
             self._check_width("recycled_hidden", recycled_hidden, cfg.hidden_size, B, T)
             h = hp("recycled_in", recycled_hidden)
 
-        if position_ids is None:
-            position_ids = torch.arange(past, past + T, device=input_ids.device)[None]
-        if self._inv_freq.device != input_ids.device:
-            self._inv_freq = self._inv_freq.to(input_ids.device)
-        freqs = position_ids[..., None].float() * self._inv_freq         # [B|1, T, head_dim/2]
-        angles = torch.cat([freqs, freqs], dim=-1)[:, None]              # [B|1, 1, T, head_dim]
-        cos, sin = angles.cos().to(h.dtype), angles.sin().to(h.dtype)
+        cos, sin = self._rope(past, T, position_ids, h.dtype, input_ids.device)   # [B|1, 1, T, head_dim]
         mask = self._mask(attention_mask, T, past, input_ids.device)
 
         for layer in self.layers:
@@ -399,6 +394,26 @@ class Eagle3Draft(nn.Module):
         logits = hp("logits", self.lm_head(normed))
         hidden = hp("hidden_out", normed if s.recycle_postnorm else h)
         return DraftOutput(logits=logits, hidden=hidden, cache=cache)
+
+    def _rope_angles(self, position_ids: torch.Tensor) -> torch.Tensor:
+        if self._inv_freq.device != position_ids.device:
+            self._inv_freq = self._inv_freq.to(position_ids.device)
+        freqs = position_ids[..., None].float() * self._inv_freq         # [..., T, head_dim/2]
+        return torch.cat([freqs, freqs], dim=-1)                         # [..., T, head_dim]
+
+    def _rope(self, past: int, T: int, position_ids, dtype, device):
+        """cos, sin [B|1, 1, T, head_dim]. Consecutive positions (every chain step) are rows of a table
+        computed once, so a one-token draft step pays no trigonometry; explicit ones are computed."""
+        if position_ids is not None:
+            angles = self._rope_angles(position_ids)[:, None]
+            return angles.cos().to(dtype), angles.sin().to(dtype)
+        key = (device, dtype)
+        table = self._rope_table.get(key)
+        if table is None or table[0].shape[0] < past + T:
+            rows = max(past + T, 2 * (table[0].shape[0] if table is not None else 128))
+            angles = self._rope_angles(torch.arange(rows, device=device))
+            table = self._rope_table[key] = (angles.cos().to(dtype), angles.sin().to(dtype))
+        return table[0][None, None, past:past + T], table[1][None, None, past:past + T]
 
     @staticmethod
     def _mask(attention_mask, T: int, past: int, device):
