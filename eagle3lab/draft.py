@@ -404,6 +404,9 @@ class Eagle3Draft(nn.Module):
     def _rope(self, past: int, T: int, position_ids, dtype, device):
         """cos, sin [B|1, 1, T, head_dim]. Consecutive positions (every chain step) are rows of a table
         computed once, so a one-token draft step pays no trigonometry; explicit ones are computed."""
+        if position_ids is None and torch.is_inference_mode_enabled():
+            # a table made here would be an inference tensor, unusable by a later training forward
+            position_ids = torch.arange(past, past + T, device=device)[None]
         if position_ids is not None:
             angles = self._rope_angles(position_ids)[:, None]
             return angles.cos().to(dtype), angles.sin().to(dtype)
@@ -412,7 +415,9 @@ class Eagle3Draft(nn.Module):
         if table is None or table[0].shape[0] < past + T:
             rows = max(past + T, 2 * (table[0].shape[0] if table is not None else 128))
             angles = self._rope_angles(torch.arange(rows, device=device))
-            table = self._rope_table[key] = (angles.cos().to(dtype), angles.sin().to(dtype))
+            table = (angles.cos().to(dtype), angles.sin().to(dtype))
+            # one device at a time: a draft moved with .to() does not keep its old tables alive
+            self._rope_table = {k: v for k, v in self._rope_table.items() if k[0] == device} | {key: table}
         return table[0][None, None, past:past + T], table[1][None, None, past:past + T]
 
     @staticmethod

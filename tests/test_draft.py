@@ -327,3 +327,28 @@ def test_rewired_rejects_unknown_names_and_wrong_width():
         draft.rewired(norm_before_residul=True)
     with pytest.raises(Eagle3LabError, match=r"key 'aux_resid': expected 3 resid indices.*found \[0, 3\]"):
         draft.rewired(aux_resid=[0, 3])
+
+
+def test_rope_table_rows_equal_the_angles_computed_per_call():
+    """Consecutive positions read a cached cos/sin table: bit-identical to computing them, per dtype."""
+    draft = make_draft(rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 64})
+    for dtype in (torch.float32, torch.bfloat16):
+        for past, T in ((0, 1), (0, 7), (130, 1), (300, 40)):     # 300 + 40 grows the table past its first size
+            cos, sin = draft._rope(past, T, None, dtype, torch.device("cpu"))
+            pos = torch.arange(past, past + T)[None]
+            ref_cos, ref_sin = draft._rope(past, T, pos, dtype, torch.device("cpu"))
+            assert cos.dtype == dtype and torch.equal(cos, ref_cos) and torch.equal(sin, ref_sin)
+    twin = draft.under("vllm")
+    assert twin._rope_table == {} and len(draft._rope_table) == 2   # a twin builds its own
+
+
+def test_rope_table_survives_inference_mode_for_training():
+    """A forward under inference_mode must not leave a table that a training forward cannot use."""
+    draft = make_draft()
+    ids, aux = torch.randint(0, 50, (1, 5)), torch.randn(1, 5, 72)
+    with torch.inference_mode():
+        draft(ids, aux)
+    draft(ids, aux).logits.sum().backward()
+    assert draft.fc.weight.grad is not None
+
