@@ -289,18 +289,6 @@ def test_max_running_requests_and_mixed_chunk():
     assert res.effective["max_running_requests"] == 128 and not res.finding("SGL_MAX_RUNNING_REQUESTS")
 
 
-@pytest.mark.parametrize("prefix,extra,version,on", [
-    ("", "", "0.5.2", False), ("", "", "0.5.4", False), ("SGLANG_ENABLE_SPEC_V2=1 ", "", "0.5.4", True),
-    ("SGLANG_ENABLE_SPEC_V2=1 ", "", "2026-01-10", True), ("", "", "2026-01-10", False), ("", "", None, True),
-    ("", "--disable-overlap-schedule", None, False), ("", "", "2026-06-01", True), ("", "--device cpu", None, False),
-])
-def test_overlap_scheduler_by_version(prefix, extra, version, on):
-    res = sgl(f"--speculative-num-steps 3 --speculative-eagle-topk 1 {extra}", version=version,
-              base=prefix + SGL)
-    assert res.effective["overlap_schedule"] is on
-    assert res.finding("SGL_OVERLAP_SCHEDULE").severity == "info"
-
-
 def test_draft_context_shorter_than_the_target():
     res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1")
     f = res.finding("SGL_DRAFT_CONTEXT_TOO_SHORT")
