@@ -23,8 +23,6 @@ throughput table of its model card (``eagle3lab.train.model_card.acceptance_sect
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -32,6 +30,7 @@ import pandas as pd
 import torch
 
 from eagle3lab import bundled
+from eagle3lab.atomic import write_json
 from eagle3lab.bundled import load_prompts
 from eagle3lab.throughput import (
     ROOFLINE_EXAMPLES,
@@ -55,10 +54,8 @@ CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
 
 def half_fixed(case, case_dir: Path):
     """The case draft fed the states it was trained on (its training.json), residual rule left to SGLang."""
-    facts = Path(case_dir) / "training.json"
-    if not facts.exists():
-        return None
-    return case.rewired(aux_resid=json.loads(facts.read_text())["trained_resid"])
+    trained = bundled.trained_resid(case_dir)
+    return case.rewired(aux_resid=trained) if trained is not None else None
 
 
 def verdicts(results: dict, measured: pd.DataFrame, served: pd.DataFrame, batch: int) -> str:
@@ -86,7 +83,6 @@ def record(model_dir: Path, bench: dict) -> None:
     The section is ``eagle3lab.train.model_card``'s (acceptance from ``acceptance.json``, measured by
     ``python -m eagle3lab.train.model_card --acceptance data``; throughput from ``bench.json``).
     """
-    from eagle3lab.atomic import write_json
     from eagle3lab.train.model_card import render_acceptance
 
     write_json(model_dir / "bench.json", bench)
@@ -145,6 +141,7 @@ def main(argv=None) -> int:
         r = run_benchmark(target, drafts[which], prompts, num_steps=steps, topk=topk, num_draft_tokens=m,
                           profile=profile, max_new_tokens=args.max_new_tokens, repeats=args.repeats, progress=True)
         r["draft_name"] = "case" if which.startswith("case") else which
+        r["overrides"] = dict(drafts[which].wiring)   # what-if settings this case ran with ({} = as shipped)
         results[name] = r
         t, a = r["tokens_per_s"], r["acceptance"]
         print(f"   tokens/s: generate {t['generate']:.1f}, greedy loop {t['greedy_loop']:.1f}, speculative "
@@ -171,12 +168,10 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"results": results, "measured": measured.reset_index().to_dict("records"),
-               "served_assumptions": {"c": args.served_c, "engine_overhead": args.engine_overhead,
-                                      "batch": args.served_batch},
+               "served_assumptions": {"roofline": SERVED["roofline"], "c": args.served_c,
+                                      "engine_overhead": args.engine_overhead, "batch": args.served_batch},
                "served": served.reset_index().to_dict("records")}
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(finite_json(payload), indent=1, default=str))
-    os.replace(tmp, out)
+    write_json(out, finite_json(payload))
     print(f"\nwrote {out}")
     if args.record:
         command = "python benchmarks/bench_decode.py" + (f" --threads {args.threads}" if args.threads else "")

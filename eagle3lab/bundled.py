@@ -33,21 +33,31 @@ def prompt_rows(path=None) -> list[dict]:
     if not path.exists():
         raise bad_input(path, None, "a prompts .jsonl file", "no such file",
                         "The bundled prompts live in data/prompts/prompts.jsonl (part of the repository).")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise bad_input(path, None, "UTF-8 text (one JSON object per line)", f"undecodable bytes at offset {e.start}") \
+            from None
     rows = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+    for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            if "text" in row:
-                if not isinstance(row["text"], str):
-                    raise TypeError
-            else:
+        except ValueError:
+            raise bad_input(f"{path}:{i + 1}", None, "a JSON object per line", line[:60]) from None
+        key = "text" if isinstance(row, dict) and "text" in row else "ids"
+        try:
+            if key == "text" and not isinstance(row["text"], str):
+                raise TypeError
+            if key == "ids":
                 row["ids"] = [int(t) for t in row["ids"]]
-        except (ValueError, KeyError, TypeError):
-            raise bad_input(f"{path}:{i + 1}", "text", "a JSON object with a 'text' (or 'ids') field",
-                            line[:60]) from None
+        except (KeyError, TypeError, ValueError):
+            raise bad_input(f"{path}:{i + 1}", key, "a 'text' string or an 'ids' list of token ids", line[:60]) \
+                from None
         rows.append(row)
+    if not rows:
+        raise bad_input(path, None, "at least one prompt", "an empty file")
     return rows
 
 
@@ -57,11 +67,27 @@ def load_prompts(path=None, n: int | None = None, length: str | None = None, kin
     Taken round-robin over the (kind, length) groups, so that a prefix of ``n`` mixes code and prose;
     ``length`` / ``kind`` keep one group.
     """
+    if n is not None and n < 1:
+        raise bad_input("load_prompts", "n", "a positive number of prompts (or None for all)", n)
+    rows = prompt_rows(path)
     groups: dict[tuple, list] = {}
-    for row in prompt_rows(path):
+    for row in rows:
         if (length is None or row.get("length") == length) and (kind is None or row.get("kind") == kind):
             groups.setdefault((row.get("kind"), row.get("length")), []).append(row.get("text", row.get("ids")))
-    mixed = [t for batch in zip(*groups.values()) for t in batch] if groups else []
-    rest = [t for g in groups.values() for t in g if t not in mixed]
-    texts = mixed + rest
+    if not groups:
+        raise bad_input(path or PROMPTS / "prompts.jsonl", "kind / length", f"prompts with kind={kind!r}, "
+                        f"length={length!r}", f"none of {len(rows)} rows (kinds "
+                        f"{sorted({str(r.get('kind')) for r in rows})}, lengths {sorted({str(r.get('length')) for r in rows})})")
+    depth = max(len(g) for g in groups.values())   # round-robin: row r of every group, then row r + 1
+    texts = [g[r] for r in range(depth) for g in groups.values() if r < len(g)]
     return texts[:n] if n else texts
+
+
+def trained_resid(model_dir) -> list[int] | None:
+    """The resid points a draft was trained on, from the ``training.json`` eagle3lab's trainer writes
+    beside it (the bundled drafts have one); None when there is no such record."""
+    facts = Path(model_dir) / "training.json"
+    if not facts.exists():
+        return None
+    resid = json.loads(facts.read_text()).get("trained_resid")
+    return [int(k) for k in resid] if resid is not None else None

@@ -159,3 +159,17 @@ def test_load_prompts_mixes_groups_filters_and_reads_ids(tmp_path):
     f.write_text('{"prompt": "no"}\n')
     with pytest.raises(Eagle3LabError, match="'text'"):
         load_prompts(f)
+    f.write_text('{"ids": [1, "x"]}\n')
+    with pytest.raises(Eagle3LabError, match=r"p.jsonl:1.*key 'ids'"):
+        load_prompts(f)
+    f.write_text("")
+    with pytest.raises(Eagle3LabError, match="empty file"):
+        load_prompts(f)
+    f.write_bytes(b'{"text": "\xff"}\n')
+    with pytest.raises(Eagle3LabError, match="UTF-8"):
+        load_prompts(f)
+    f.write_text('{"text": "x", "kind": "code"}\n')
+    with pytest.raises(Eagle3LabError, match="kind='prose'.*none of 1 rows"):
+        load_prompts(f, kind="prose")
+    with pytest.raises(Eagle3LabError, match="positive"):
+        load_prompts(f, n=0)

@@ -173,8 +173,9 @@ def test_bench_what_if_overrides(tmp_path, capsys):
     assert out["aux_resid"] == [0, 1, 2] and out["norm_before_residual"] is True
     assert out["overrides"] == {"aux_resid": [0, 1, 2], "norm_before_residual": True}
     assert out["lossless"] == {"identical_to_generate": 1, "prompts": 1}   # wiring changes acceptance, never output
-    assert cli_main(base + ["--aux-resid", "0,x,2"]) == 2
-    assert "--aux-resid" in capsys.readouterr().err
+    for bad in ("0,x,2", "0,1", "0,1,99"):          # not a number, wrong count, past the last layer
+        assert cli_main(base + ["--aux-resid", bad]) == 2
+        assert "--aux-resid" in capsys.readouterr().err
 
 
 def test_bench_without_bundled_models_says_what_to_do(tmp_path, capsys):

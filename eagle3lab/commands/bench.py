@@ -43,17 +43,21 @@ def _resolve(path, default, flag):
     return str(default)
 
 
-def wiring_overrides(args) -> dict:
+def wiring_overrides(args, num_aux: int, num_layers: int) -> dict:
     """``--aux-resid`` / ``--norm-before-residual`` -> keyword arguments of ``Eagle3Draft.rewired``."""
     from eagle3lab.errors import bad_input
 
     out: dict = {}
     if args.aux_resid is not None:
+        expected = f"{num_aux} comma-separated resid indices in 0..{num_layers} (0 = embedding output), e.g. 0,3,7"
         try:
-            out["aux_resid"] = [int(k) for k in args.aux_resid.split(",")]
+            resid = [int(k) for k in args.aux_resid.split(",")]
         except ValueError:
-            raise bad_input("--aux-resid", None, "comma-separated resid indices, e.g. 0,3,7", repr(args.aux_resid)) \
-                from None
+            raise bad_input("--aux-resid", None, expected, repr(args.aux_resid)) from None
+        if len(resid) != num_aux or not all(0 <= k <= num_layers for k in resid):
+            raise bad_input("--aux-resid", None, expected, repr(args.aux_resid),
+                            f"The draft's fc reads {num_aux} target states; the target has {num_layers} layers.")
+        out["aux_resid"] = resid
     if args.norm_before_residual is not None:
         out["norm_before_residual"] = args.norm_before_residual == "true"
     return out
@@ -73,7 +77,7 @@ def run(args) -> int:
         torch.set_num_threads(args.threads)
     target = load_target(target_path, device=args.device)
     draft = load_draft(draft_path, target=target, device=args.device)
-    overrides = wiring_overrides(args)
+    overrides = wiring_overrides(args, draft.config.num_aux, target.num_layers)
     if overrides:   # they survive the profile: the engine's own choice is what they replace
         draft = draft.rewired(**overrides)
     prompts = load_prompts(args.prompts, n=args.num_prompts)
@@ -91,7 +95,7 @@ def run(args) -> int:
     for w in result["warnings"]:
         print(f"warning: {w}")
     print(f"target {result['target']}  draft {result['draft']}  profile {result['profile']}  "
-          f"aux {[f'resid[{k}]' for k in result['aux_resid']]}"
+          f"aux {[f'resid[{k}]' for k in result['aux_resid']]}  norm_before_residual {result['norm_before_residual']}"
           + (f"  (what-if overrides: {result['overrides']})" if result["overrides"] else ""))
     print(f"{result['device']} {result['dtype']}, {result['threads']} threads; num_steps {s['num_steps']}, "
           f"topk {s['topk']}, num_draft_tokens {s['num_draft_tokens']}; {s['prompts']} prompts x "

@@ -183,6 +183,8 @@ def acceptance_section(acc: dict, bench: dict | None = None) -> str:
                   "| run | chain K | tau | end to end vs `generate` | decode vs own greedy loop: measured | "
                   "projected (cost model) | projection error | c |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for label, b in bench.items():
+            if b.get("overrides"):   # a what-if run (bench --aux-resid ...), not the checkpoint as shipped
+                label += " (what-if: " + ", ".join(f"{k}={v}" for k, v in b["overrides"].items()) + ")"
             lines.append(f"| {label} | {b['settings']['num_steps']} | {b['acceptance']['tau']:.2f} | "
                          f"{b['speedup']['vs_generate']:.2f}x | {b['speedup']['decode_vs_greedy_loop']:.2f}x | "
                          f"{b['projection']['speedup']:.2f}x | {b['projection']['error']:+.0%} | "
