@@ -381,10 +381,11 @@ ROOFLINE_EXAMPLES = {
 
 
 # What a round costs on a served target beyond its forwards (stated assumptions, not measurements):
-# c: a one-layer draft against a 61-layer target, launches included; overhead: SGLang turns its
-# overlap scheduler off for EAGLE before spec-v2 (facts section 6), so the CPU work a plain decoding
-# step hides behind the GPU is paid in every speculative round; batch: SGLang's EAGLE default
-# max_running_requests (48). Override them when your server says otherwise.
+# c: a one-layer draft against a 61-layer target, launches included; overhead: the CPU work a plain
+# decoding step hides behind the GPU with the overlap scheduler, paid in every speculative round when
+# EAGLE runs without it (SGLang <= 0.5.10.post1; from 0.5.11, PR #21062, a chain keeps it on unless
+# SGLANG_ENABLE_SPEC_V2=0 or --disable-overlap-schedule: pass overhead=0 there; `eagle3lab flags`
+# places a build); batch: SGLang's EAGLE default max_running_requests (48).
 SERVED = {"roofline": "kimi-k2 fp8, 8 GPUs (H200-class)", "c": 0.1, "overhead": 0.2, "batch": 48}
 
 
@@ -400,7 +401,9 @@ def price_on_served(cases: dict[str, dict], roofline: str | Roofline = SERVED["r
     """The same acceptance on a served target: ``{name: {tau, num_steps, num_draft_tokens}}`` -> ``explain`` table.
 
     One row per case and batch size (``"name | served, batch b"``); v(M) comes from the roofline's
-    verify curve at that batch, c and the per-round engine overhead are the stated assumptions.
+    verify curve at that batch (M = ``num_draft_tokens`` per sequence, a tree's width included), c and
+    the per-round engine overhead are the stated assumptions; a tree's draft levels are priced as
+    chain steps.
     """
     roof = ROOFLINE_EXAMPLES[roofline] if isinstance(roofline, str) else roofline
     rows = []

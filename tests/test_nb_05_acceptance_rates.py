@@ -201,8 +201,12 @@ def test_bundled_half_fixed_case_is_bad_not_useless(bundled_sweep):
     launched, fixed = sw.stats("case as launched").tau, sw.stats("case half fixed").tau
     assert launched + 0.1 < fixed < 1.6
     # the notebook's served verdict: at SGLang's 48 requests the stated costs need more than this tau
-    served = price_on_served({"half": {"tau": fixed, "num_steps": 1, "num_draft_tokens": 2}}, batches=(1, 48))
+    taus = {"half": {"tau": fixed, "num_steps": 1, "num_draft_tokens": 2}}
+    served = price_on_served(taus, batches=(1, 48))
     assert verdict(fixed, served.loc["half | served, batch 48", "break_even_tau"]) == "loses"
+    # ... and no longer loses once the engine overlaps its CPU work (SGLang spec V2): the overhead decided it
+    overlap_on = price_on_served(taus, overhead=0.0, batches=(48,))
+    assert verdict(fixed, overlap_on.loc["half | served, batch 48", "break_even_tau"]) != "loses"
 
 
 def test_bundled_offline_acc_matches_the_loop_definitions(bundled_sweep):

@@ -149,7 +149,7 @@ def test_price_on_served_uses_the_roofline_and_stated_costs():
         v = roof.forward_s(2 * b) / roof.forward_s(b)
         assert row.v_verify == pytest.approx(v) and row.overhead == SERVED["overhead"]
         assert row.break_even_tau == pytest.approx(SERVED["c"] + v + SERVED["overhead"])
-    # a busier server pays more for the second token: the MoE reads more experts, then compute binds
+    # a busier server pays more for the second token: a second token per sequence reads more routed experts
     assert table.break_even_tau.iloc[1] > table.break_even_tau.iloc[0] > 1
 
 
