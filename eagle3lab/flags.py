@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from eagle3lab.errors import Eagle3LabError, bad_input
-from eagle3lab.versions import Change, parse_engine_version
+from eagle3lab.versions import Change, parse_engine_version, unplaced_warning
 from eagle3lab.versions import place as place_change
 
 SEVERITIES = ("error", "warning", "info")
@@ -554,11 +554,19 @@ def written_aux_ids(draft: dict | None) -> tuple:
             nested.get("eagle_aux_hidden_state_layer_ids") if isinstance(nested, dict) else None)
 
 
+def unplaced_finding(change: Change, engine_version: str) -> Finding:
+    """The one shape of ``ENGINE_VERSION_UNPLACED``, whichever rule or translator placed the build: the
+    newest behaviour is shown; ``engine_versions`` is the change's span, ``setting`` is ``engine_version``."""
+    return Finding(VERSION_UNPLACED, "warning", unplaced_warning(change, engine_version), "eagle3lab.versions.place",
+                   change.span(), setting="engine_version")
+
+
 def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Finding]:
     """Findings from an ``eagle3lab.layer_ids.AuxResolution``, one per note, by the note's kind."""
     codes = {"breaks": (f"{prefix}_AUX_BREAKS", "error"), "defaulted": (f"{prefix}_AUX_IDS_DEFAULTED", "warning"),
-             "version": (VERSION_UNPLACED, "warning"), "note": (f"{prefix}_AUX_NOTE", "warning")}
-    out = [Finding(*codes[n.kind], n.text, res.rule, versions, fix, "aux_resid") for n in res.notes]
+             "note": (f"{prefix}_AUX_NOTE", "warning")}
+    out = [unplaced_finding(n.change, res.engine_version) if n.kind == "version" else
+           Finding(*codes[n.kind], n.text, res.rule, versions, fix, "aux_resid") for n in res.notes]
     if res.defaulted and not any(n.kind == "defaulted" for n in res.notes):
         out.insert(0, Finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", f"No aux layer ids where the engine reads "
                               f"them: it captures its default {res.label}, silently.", res.rule, versions, fix,
@@ -610,13 +618,13 @@ class Inputs:
     num_layers: int | None
     sources: dict
     served_speculator: bool = False   # the served model's own config is a speculators checkpoint
-    unplaced: dict = field(default_factory=dict)  # warning -> the Change this build cannot be placed by
+    unplaced: list = field(default_factory=list)  # the Changes this build cannot be placed by, in order
 
     def place(self, change: Change) -> str:
         """'before', 'after' or 'uncertain' (which behaves as 'after'); uncertain ones become findings."""
         where = place_change(change, self.engine_version)
-        if where.warning:
-            self.unplaced.setdefault(where.warning, change)
+        if where.warning and change not in self.unplaced:
+            self.unplaced.append(change)
         return where.state
 
 
@@ -637,7 +645,7 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
         close = difflib.get_close_matches(name, ENGINES, n=1)
         raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine),
                         f"Did you mean '{close[0]}'?" if close else None)
-    version = parse_engine_version(engine_version)
+    version = parse_engine_version(engine_version, "engine_version (--engine-version)")
     if name == "sglang":
         from eagle3lab import flags_sglang as rules
     else:
@@ -663,9 +671,8 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
         layers = parse_count("num_target_layers", layers, minimum=1)
     inputs = Inputs(name, version, parsed, target, draft, arch, layers, sources, served_speculator)
     as_given, effective, findings = rules.resolve(inputs)
-    unplaced = {msg: Finding(VERSION_UNPLACED, "warning", msg, "eagle3lab.versions.place", change.span(),
-                             setting="engine_version") for msg, change in inputs.unplaced.items()}
-    for f in findings:  # the translator words an unplaceable build the same way: one finding per change
+    unplaced = {f.message: f for f in (unplaced_finding(c, version) for c in inputs.unplaced)}
+    for f in findings:  # the translator's come from the same builder: one finding per change
         if f.code == VERSION_UNPLACED:
             unplaced.setdefault(f.message, f)
     findings = list(unplaced.values()) + [f for f in findings if f.code != VERSION_UNPLACED]

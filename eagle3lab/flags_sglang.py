@@ -161,28 +161,36 @@ def _algorithm(raw: str, written: str) -> str:
 
 
 def auto_params(arch: str | None, algorithm: str, place):
-    """(steps, topk, draft tokens) SGLang picks when none are given, the rule, and an older variant if unsure.
+    """(steps, topk, draft tokens) SGLang picks when none are given, the rule, an older variant if unsure,
+    and the ``CHANGES`` keys this architecture's rule read.
 
-    ``place``: Change -> 'before' / 'after' / 'uncertain' for the build (``Inputs.place``).
+    ``place``: Change -> 'before' / 'after' / 'uncertain' for the build (``Inputs.place``). Only the
+    changes the rule reads are placed, so a Llama target never hears about the DeepSeek change.
     """
-    def pick(when: dict):
+    states = {}
+
+    def has(key: str, sure: bool) -> bool:  # sure: count an uncertain build as lacking the change
+        if key not in states:
+            states[key] = place(CHANGES[key])
+        return states[key] == "after" if sure else states[key] != "before"
+
+    def pick(sure: bool):
         if algorithm == "STANDALONE":
             return (3, 1, 4), "STANDALONE -> (3, 1, 4)"
         if arch in AUTO_LONG:
             return (5, 4, 8), f"{arch} -> (5, 4, 8)"
         if arch in ("DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"):
-            return ((3, 1, 4) if when["auto-deepseek"] else (5, 4, 8)), f"{arch} (DeepSeek branch)"
-        if arch == "GptOssForCausalLM" and when["auto-gptoss"]:
+            return ((3, 1, 4) if has("auto-deepseek", sure) else (5, 4, 8)), f"{arch} (DeepSeek branch)"
+        if arch == "GptOssForCausalLM" and has("auto-gptoss", sure):
             return (3, 1, 4), f"{arch} (DeepSeek/gpt-oss branch, PR #9470)"
-        if when["auto-others"]:
+        if has("auto-others", sure):
             listed = arch in AUTO_CHAIN
             return (3, 1, 4), f"{arch} ({'listed' if listed else 'not listed: else branch'}) -> (3, 1, 4)"
         return (5, 4, 8), f"{arch} (else branch of older versions) -> (5, 4, 8)"
 
-    states = {k: place(CHANGES[k]) for k in ("auto-deepseek", "auto-gptoss", "auto-others")}
-    newer, why = pick({k: s != "before" for k, s in states.items()})
-    older, _ = pick({k: s == "after" for k, s in states.items()})
-    return newer, why, (older if older != newer else None)
+    newer, why = pick(sure=False)
+    older, _ = pick(sure=True)
+    return newer, why, (older if older != newer else None), tuple(states)
 
 
 def _f(code, severity, message, rule, versions=ALL, fix=None, setting=None) -> Finding:
@@ -441,7 +449,6 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
                           fix="Give all three (e.g. --speculative-num-steps 3 --speculative-eagle-topk 1 "
                               "--speculative-num-draft-tokens 4) or none of them.", setting="num_steps"))
             return
-        triple, why, older = auto_params(inp.target_arch, algo, inp.place)
         if inp.target_arch is None and algo != "STANDALONE":
             out.append(_f("SGL_AUTO_PARAMS_UNKNOWN_ARCH", "warning",
                           "No steps/topk/draft tokens given and the target architecture is unknown: SGLang picks "
@@ -450,13 +457,14 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
                           fix="Pass the target config (--target-config) or --target-arch, or give all three flags.",
                           setting="num_steps"))
             return
+        triple, why, older, read = auto_params(inp.target_arch, algo, inp.place)
         steps, topk, ndt = triple
         older_txt = (f" Older builds (see versions) choose {older} for this target." if older else "")
         out.append(_f("SGL_AUTO_PARAMS", "info",
                       f"No --speculative-num-steps/--speculative-eagle-topk/--speculative-num-draft-tokens: SGLang "
                       f"chooses (steps, topk, draft tokens) = {triple} for {why}." + older_txt,
                       f"{HOOK}: _auto_choose_speculative_params",
-                      "; ".join(f"{k}: {CHANGES[k].span()}" for k in ("auto-deepseek", "auto-gptoss", "auto-others")),
+                      "; ".join(f"{k}: {CHANGES[k].span()}" for k in read) or ALL,
                       fix=f"Pin them: --speculative-num-steps {steps} --speculative-eagle-topk {topk} "
                           f"--speculative-num-draft-tokens {ndt}", setting="num_steps"))
     elif topk is None:

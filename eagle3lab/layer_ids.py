@@ -42,15 +42,16 @@ CHANGES = {
                          landed=False),  # open as of 2026-07-28
 }
 _PR25454 = CHANGES["sglang#25454"]
+_PR46973 = CHANGES["vllm#46973"]
 
 _RULES = {
     "sglang": ("SGLang (python/sglang/srt/models/llama.py, qwen2/qwen3 and the other model files: "
                "set_eagle3_layers_to_capture, every version read): config id k is stored as loop index "
                "k+1 and captured before layer k+1 runs, so id k = resid[k+1] (the output of layer k)."),
     "sglang-deepseek-old": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
-                            "#25454 merged 2026-05-18): config id k = resid[k+1], as in llama.py."),
+                            f"#25454 merged {_PR25454.merged}): config id k = resid[k+1], as in llama.py."),
     "sglang-deepseek-new": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, since PR #25454 "
-                            "merged 2026-05-18): +1 only when the FIRST id is 1 (id k = resid[k+1]); "
+                            f"merged {_PR25454.merged}): +1 only when the FIRST id is 1 (id k = resid[k+1]); "
                             "otherwise ids are loop indices used as-is (id k = resid[k])."),
     "sglang-default": ("SGLang (set_eagle3_layers_to_capture with layer_ids None, every version read): loop "
                        "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
@@ -83,11 +84,12 @@ class AuxNote:
 
     defaulted: the engine uses its default (or fixed) points instead of ids from the config.
     breaks: the engine crashes or a state is missing. version: the engine build cannot be placed
-    relative to a change (it behaves as the newest code). note: anything else worth knowing.
+    relative to ``change`` (it behaves as the newest code). note: anything else worth knowing.
     """
 
     kind: str
     text: str
+    change: Change | None = None  # kind "version": the change the build cannot be placed by
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class AuxResolution:
 
     def to_dict(self) -> dict:
         out = asdict(self)
+        out["notes"] = [{"kind": n.kind, "text": n.text} for n in self.notes]  # the change is in the text
         out["ids_as_written"] = list(self.ids_as_written) if self.ids_as_written is not None else None
         out["resid"] = list(self.resid)
         out["warnings"] = list(self.warnings)
@@ -206,14 +209,14 @@ class _Notes:
         self.engine_version = engine_version
         self.items: list[AuxNote] = []
 
-    def add(self, text: str, kind: str = "note") -> None:
-        self.items.append(AuxNote(kind, text))
+    def add(self, text: str, kind: str = "note", change: Change | None = None) -> None:
+        self.items.append(AuxNote(kind, text, change))
 
-    def after(self, change: str) -> bool:
-        """Does this build have ``CHANGES[change]``? An unplaceable build is the newest code, with a note."""
-        where = place(CHANGES[change], self.engine_version)
+    def after(self, key: str) -> bool:
+        """Does this build have ``CHANGES[key]``? An unplaceable build is the newest code, with a note."""
+        where = place(CHANGES[key], self.engine_version)
         if where.warning:
-            self.add(where.warning, "version")
+            self.add(where.warning, "version", CHANGES[key])
         return where.after
 
     @property
@@ -259,7 +262,7 @@ def _vllm_points(engine, written, n, arch, notes):
     if n is not None and n in points and is_deepseek_family(arch):
         if not notes.after("vllm#46973"):
             notes.add(f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR #46973 "
-                      "(merged 2026-06-28): one state fewer comes back than configured.", "breaks")
+                      f"(merged {_PR46973.merged}): one state fewer comes back than configured.", "breaks")
             points = [p for p in points if p != n]
     return _RULES[engine], points
 

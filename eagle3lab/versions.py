@@ -2,7 +2,8 @@
 
 An ``engine_version`` names a build in one of three ways:
 
-    2026-04-01        the build's commit date: placed by the change's merge date
+    2026-04-01        the build's commit date: placed by the change's merge date (a build from the
+                      merge day counts as on or after the merge, so it has the change)
     pre-#N / post-#N  built before / after pull request N: places that PR only
     0.5.4             a release (PEP 440): placed where the change's release bounds are known
 
@@ -22,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from eagle3lab.errors import bad_input
 
 ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
-CURRENT = ("", "latest", "main", "current")  # spellings of "the newest code read", besides None
+NEWEST = ("", "latest", "main", "current")  # spellings of "the newest code read", besides None
 
 _MARK = re.compile(r"^(pre|post)-?#?(\d+)$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -62,13 +63,15 @@ class Placement:
         return self.state != "before"
 
 
-def parse_engine_version(engine_version, where: str = "--engine-version") -> str | None:
+def parse_engine_version(engine_version, where: str) -> str | None:
     """``engine_version`` checked and stripped; None for the newest code (None, 'latest', 'main').
 
-    Raises ``Eagle3LabError`` naming ``where`` for anything that is not a date, a PR mark or a release.
+    Raises ``Eagle3LabError`` naming ``where`` (the parameter or flag as the caller's user wrote it,
+    e.g. ``"engine_version"`` or ``"--engine-version"``) for anything that is not a date, a PR mark or
+    a release.
     """
     v = "" if engine_version is None else str(engine_version).strip()
-    if v.lower() in CURRENT:
+    if v.lower() in NEWEST:
         return None
     if _MARK.match(v.lower()):
         return v
@@ -87,9 +90,10 @@ def parse_engine_version(engine_version, where: str = "--engine-version") -> str
     return v
 
 
-def place(change: Change, engine_version) -> Placement:
-    """Where this build sits relative to ``change``; see the module docstring."""
-    v = parse_engine_version(engine_version)
+def place(change: Change, engine_version, where: str = "engine_version") -> Placement:
+    """Where this build sits relative to ``change``; see the module docstring. ``where`` names the
+    version in the error for one that is not a date, a PR mark or a release."""
+    v = parse_engine_version(engine_version, where)
     mark = _MARK.match(v.lower()) if v else None
     if mark and change.pr is not None and int(mark.group(2)) == change.pr:
         return Placement("after" if mark.group(1) == "post" else "before")

@@ -22,7 +22,11 @@ from eagle3lab.flags import (
     resolve_flags,
     sglang_what_if,
     translator_findings,
+    unplaced_finding,
 )
+from eagle3lab.flags_sglang import CHANGES as SGL_CHANGES
+from eagle3lab.flags_vllm import CHANGES as VLLM_CHANGES
+from eagle3lab.layer_ids import CHANGES as ID_CHANGES
 from eagle3lab.layer_ids import AuxNote, AuxResolution, resolve_aux_layers
 
 REAL = REAL_CONFIGS
@@ -166,6 +170,41 @@ def test_auto_params_need_the_architecture():
     assert res.effective["num_steps"] is None and res.max_accept_length is None
     assert res.finding("SGL_AUTO_PARAMS_UNKNOWN_ARCH").severity == "warning"
     assert sgl(target=None, draft=None, target_arch="LlamaForCausalLM").effective["num_steps"] == 5
+
+
+def unplaced(res):
+    """The changes an ENGINE_VERSION_UNPLACED finding was made for, by their span."""
+    return [f.engine_versions for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]
+
+
+GPT_OSS = {"architectures": ["GptOssForCausalLM"], "num_hidden_layers": 36}
+
+
+@pytest.mark.parametrize("target,version,auto", [
+    # Llama's auto rule is (5, 4, 8) in every version read: no auto change is placed, none can warn.
+    (LLAMA31_8B, "2026-04-01", []), (LLAMA31_8B, "post-#25454", []),
+    (DEEPSEEK_V3, "2026-04-01", ["auto-deepseek"]), (DEEPSEEK_V3, "post-#25454", ["auto-deepseek"]),
+    # gpt-oss: its branch (PR #9470) and, for builds without it, the else branch's change.
+    (GPT_OSS, "post-#25454", ["auto-gptoss", "auto-others"]), (GPT_OSS, "2026-04-01", []),
+    ({"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 48}, "0.5.6", ["auto-others"]),
+])
+def test_auto_params_place_only_the_changes_the_architecture_reads(target, version, auto):
+    res = sgl(target=target, draft=None, version=version)
+    spans = {SGL_CHANGES[k].span(): k for k in SGL_CHANGES}
+    said = [spans[s] for s in unplaced(res)]
+    assert [k for k in said if k.startswith("auto-")] == auto
+    assert set(said) - set(auto) <= {"spec-v2-opt-in", "spec-v2-default", "spec-v1-retired", "spec-v2-env-removed"}
+    versions = res.finding("SGL_AUTO_PARAMS").engine_versions
+    assert ("auto-deepseek" in versions) is (target is DEEPSEEK_V3)
+    assert ("auto-gptoss" in versions) is (target is GPT_OSS)
+
+
+def test_the_reviewers_examples_warn_once_each():
+    llama = sgl(target=LLAMA31_8B, draft=None, version="2026-04-01")
+    assert unplaced(llama) == [SGL_CHANGES["spec-v2-opt-in"].span()]  # the overlap era only, not DeepSeek's
+    post = sgl(target=LLAMA31_8B, draft=None, version="post-#25454")
+    assert unplaced(post) == [SGL_CHANGES["spec-v2-env-removed"].span()]  # was 4, one about gpt-oss
+    assert not [f for f in post.findings if "GptOss" in f.message]
 
 
 def test_kimi_k25_wrapper_arch_is_what_sglang_matches():
@@ -598,4 +637,34 @@ def test_translator_note_kinds_map_to_codes():
     assert {"breaks", "version"} <= kinds and res.fatal == tuple(n.text for n in res.notes if n.kind == "breaks")
     codes = {f.code: f.severity for f in translator_findings("SGL", res, "all", "fix")}
     assert codes["SGL_AUX_BREAKS"] == "error" and codes["ENGINE_VERSION_UNPLACED"] == "warning"
+    [version_note] = [n for n in res.notes if n.kind == "version"]
+    assert version_note.change is ID_CHANGES["sglang#25454"]
     assert res.to_dict()["notes"][0].keys() == {"kind", "text"} and res.to_dict()["fatal"] == list(res.fatal)
+
+
+# ----------------------------------------------------------------------------- one shape for an unplaced build
+
+def test_unplaced_findings_have_the_documented_shape_on_both_paths():
+    # 0.5.13 is placed by no bound of SGLang #27964 (the overlap rule, via Inputs.place) nor of #25454
+    # (the layer-id translator, via translator_findings): both findings come from unplaced_finding.
+    res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version="0.5.13")
+    found = [f for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]
+    changes = [SGL_CHANGES["spec-v2-env-removed"], ID_CHANGES["sglang#25454"]]
+    assert found == [unplaced_finding(c, "0.5.13") for c in changes]
+    for f, change in zip(found, changes):
+        assert (f.severity, f.setting, f.rule, f.fix) == ("warning", "engine_version", "eagle3lab.versions.place", None)
+        assert f.engine_versions == change.span() and f"PR #{change.pr}" in f.message
+    direct = translator_findings("SGL", resolve_aux_layers("sglang", [2, 30, 58], 61, arch="DeepseekV3ForCausalLM",
+                                                           engine_version="0.5.13"), "all", "fix")
+    assert [f for f in direct if f.code == "ENGINE_VERSION_UNPLACED"] == [found[1]]
+
+
+def test_vllm_translator_unplaced_finding_has_the_same_shape():
+    deepseek = {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61}
+    draft = {"architectures": ["LlamaForCausalLMEagle3"], "eagle_aux_hidden_state_layer_ids": [2, 30, 61]}
+    res = vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, target=deepseek, draft=draft,
+               version="pre-#1")
+    found = [f for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]
+    changes = [VLLM_CHANGES["aux-from-config"], ID_CHANGES["vllm#46973"]]  # a flags rule, then the translator
+    assert found == [unplaced_finding(c, "pre-#1") for c in changes]
+    assert {(f.setting, f.rule) for f in found} == {("engine_version", "eagle3lab.versions.place")}

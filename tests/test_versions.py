@@ -1,12 +1,19 @@
 """One placement of an engine build relative to a change, shared by `eagle3lab flags` and the layer-id translator."""
 
+import json
+import re
+from datetime import date, timedelta
+from pathlib import Path
+
 import pytest
 
-from eagle3lab import flags_sglang
+from eagle3lab import flags_sglang, flags_vllm, layer_ids
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
 from eagle3lab.layer_ids import CHANGES, resolve_aux_layers
 from eagle3lab.versions import Change, parse_engine_version, place
+
+ROOT = Path(__file__).resolve().parents[1]
 
 KIMI = "DeepseekV3ForCausalLM"
 PR = CHANGES["sglang#25454"]  # merged 2026-05-18; releases <= 0.5.12 lack it; no release known to have it
@@ -57,9 +64,62 @@ def test_garbage_version_is_a_clear_error_on_both_paths(bad):
     assert repr(bad) in str(err.value)
 
 
+def test_a_bad_version_is_named_as_the_caller_wrote_it():
+    with pytest.raises(Eagle3LabError) as err:
+        place(PR, "banana")  # a Python call: there is no --engine-version flag to name
+    assert str(err.value).startswith("engine_version: expected") and "--" not in str(err.value).split(":")[0]
+    with pytest.raises(Eagle3LabError, match=r"^release_of_my_build: expected"):
+        parse_engine_version("0.5.x", "release_of_my_build")
+    with pytest.raises(TypeError):
+        parse_engine_version("0.5.4")  # no default name: every caller says what its user typed
+
+
 def test_parse_engine_version_spellings():
-    assert [parse_engine_version(v) for v in (None, "", " latest ", "main", "current")] == [None] * 5
-    assert parse_engine_version(" 0.5.4 ") == "0.5.4" and parse_engine_version("Post-#25454") == "Post-#25454"
+    assert [parse_engine_version(v, "v") for v in (None, "", " latest ", "main", "current")] == [None] * 5
+    assert parse_engine_version(" 0.5.4 ", "v") == "0.5.4"
+    assert parse_engine_version("Post-#25454", "v") == "Post-#25454"
+
+
+def test_a_build_from_the_merge_day_has_the_change():
+    for change in (PR, flags_sglang.CHANGES["spec-v1-retired"], flags_vllm.CHANGES["aux-from-config"]):
+        day_before = (date.fromisoformat(change.merged) - timedelta(days=1)).isoformat()
+        assert (place(change, day_before).state, place(change, change.merged).state) == ("before", "after")
+
+
+def _records():
+    """PR number -> its one record, over every module that keeps Change records."""
+    out = {}
+    for module in (layer_ids, flags_sglang, flags_vllm):
+        for change in module.CHANGES.values():
+            if change.pr is not None:
+                assert out.setdefault(change.pr, change) is change, f"PR #{change.pr} has two records"
+    return out
+
+
+def _texts():
+    """What a reader sees: docs, notebook cells, and the translator's rule texts."""
+    for path in sorted((ROOT / "docs").rglob("*.md")):
+        yield str(path.relative_to(ROOT)), path.read_text()
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        yield str(path.relative_to(ROOT)), "\n".join("".join(c["source"]) for c in cells)
+    for key, rule in layer_ids._RULES.items():
+        yield f"layer_ids._RULES[{key!r}]", rule
+
+
+MERGED = re.compile(r"#(\d+)\W{0,3}(?:\([^)]*?)?merged\s+(\d{4}-\d{2}-\d{2})")
+
+
+def test_every_merge_date_written_matches_its_record():
+    records, seen = _records(), 0
+    for where, text in _texts():
+        for m in MERGED.finditer(text):
+            change = records.get(int(m.group(1)))
+            if change is not None:
+                seen += 1
+                assert m.group(2) == change.merged, f"{where}: '{m.group(0)}' but the record says {change.merged}"
+    assert seen >= 5  # the notebook, the flags docs' era table and the translator's rules are read
+    assert MERGED.search("SGLang PR #25454\n(merged 2026-05-16) changed").group(2) == "2026-05-16"
 
 
 def test_a_change_nothing_places_says_so():
