@@ -268,11 +268,14 @@ class SpeculativeRun:
         return int(logits.argmax()) if self.temperature == 0 else self._sample(self._probs(logits))
 
     @torch.no_grad()
-    def target_forward(self, ids: list[int], *, position_ids=None, mask=None):
-        """Target forward on the cache, recording the aux points -> (logits [T, V], fc input [T, F])."""
+    def target_forward(self, ids: list[int], *, position_ids=None, mask=None, logits_to_keep: int = 0):
+        """Target forward on the cache, recording the aux points -> (logits [T or last n, V], fc input [T, F]).
+
+        ``logits_to_keep`` n > 0: only the last n rows go through the LM head (a prefill needs one).
+        """
         x = torch.tensor([ids], device=self.device)
         out = self.model(input_ids=x, position_ids=position_ids, attention_mask=mask, use_cache=True,
-                         **{self.cache_kw: self.cache})
+                         logits_to_keep=logits_to_keep, **{self.cache_kw: self.cache})
         # what capture.build_fc_input does, minus the label: concatenated in the draft's aux order
         aux = torch.cat([self.capture.states[k][0] for k in self.points], dim=-1).to(self.draft_dtype)
         return out.logits[0], aux
@@ -281,7 +284,7 @@ class SpeculativeRun:
     def draft_extend(self, ids: list[int], aux: torch.Tensor) -> None:
         """Draft reads committed rows (feature at t, token t+1); keeps the last row's logits and state."""
         x = torch.tensor([ids], device=self.device)
-        out = self.draft(x, aux[None], cache=self.dcache)
+        out = self.draft(x, aux[None], cache=self.dcache, logits_to_keep=1)
         self.last_logits, self.last_hidden = out.logits[0, -1], out.hidden[0, -1]
 
     # -- the protocol --------------------------------------------------------------------------
@@ -292,7 +295,7 @@ class SpeculativeRun:
 
         self.cache = new_target_cache(self.model)
         self.dcache = DraftCache()
-        logits, aux = self.target_forward(ids)
+        logits, aux = self.target_forward(ids, logits_to_keep=1)   # as generate's prefill does
         self.root = self.pick(logits[-1])
         self.draft_extend(ids[1:] + [self.root], aux)
         self.n = len(ids)
@@ -499,7 +502,8 @@ def target_greedy(target, prompt, max_new_tokens: int = 64, eos_token_id="auto")
     cache = new_target_cache(model)
     sync_device(device)
     t0 = time.perf_counter()
-    logits = model(input_ids=torch.tensor([ids], device=device), use_cache=True, **{kw: cache}).logits
+    logits = model(input_ids=torch.tensor([ids], device=device), use_cache=True, logits_to_keep=1,
+                   **{kw: cache}).logits
     tokens = [int(logits[0, -1].argmax())]
     sync_device(device)
     prefill_s = time.perf_counter() - t0

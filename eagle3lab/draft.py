@@ -101,7 +101,7 @@ class DraftConfig:
 
 @dataclass
 class DraftOutput:
-    logits: torch.Tensor          # [B, T, draft_vocab]
+    logits: torch.Tensor          # [B, T, draft_vocab] ([B, n, draft_vocab] with logits_to_keep=n)
     hidden: torch.Tensor          # [B, T, H], the state to recycle into the next draft step
     cache: DraftCache | None = None
 
@@ -358,7 +358,9 @@ class Eagle3Draft(nn.Module):
 
     # -- the math ----------------------------------------------------------------------------
     def forward(self, input_ids, aux_hidden_states=None, *, recycled_hidden=None, position_ids=None,
-                attention_mask=None, cache: DraftCache | None = None) -> DraftOutput:
+                attention_mask=None, cache: DraftCache | None = None, logits_to_keep: int = 0) -> DraftOutput:
+        """``logits_to_keep`` n > 0: logits for the last n rows only (decoding reads one; the LM head
+        over every row of a long extend is the costliest waste); ``hidden`` keeps every row."""
         s, hp, cfg = self.settings, self.hook_points, self.config
         B, T = input_ids.shape
         past = cache.seq_len if cache is not None else 0
@@ -391,7 +393,7 @@ class Eagle3Draft(nn.Module):
             h = layer(h, emb, s, cos, sin, mask, cache, hp)
         h = hp("prenorm_out", h)
         normed = hp("normed_out", self.norm(h))
-        logits = hp("logits", self.lm_head(normed))
+        logits = hp("logits", self.lm_head(normed[:, -logits_to_keep:] if logits_to_keep else normed))
         hidden = hp("hidden_out", normed if s.recycle_postnorm else h)
         return DraftOutput(logits=logits, hidden=hidden, cache=cache)
 
