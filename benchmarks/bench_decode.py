@@ -4,7 +4,7 @@
 
 Cases, each timed side by side with plain decoding in the same run (``eagle3lab.throughput.run_benchmark``):
 
-    healthy, chain 5        the healthy bundled draft as trained (goal: >= 1.8x transformers generate on CPU)
+    healthy, chain 6        the healthy bundled draft as trained (goal: >= 1.8x transformers generate on CPU)
     healthy, tree 5/4/8     SGLang's default tree for Llama targets (steps 5, topk 4, 8 draft tokens)
     case as SGLang, chain 15  the seed's badly wired draft with the 16-token chain its team tried
     case as SGLang, chain 1   the same draft under SGLang's cap (steps 1 -> 2 verified tokens)
@@ -44,7 +44,7 @@ from eagle3lab.throughput import (
 
 HALF_FIXED = "case half fixed, chain 1"
 CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
-    ("healthy, chain 5", "healthy", None, 5, 1, None),
+    ("healthy, chain 6", "healthy", None, 6, 1, None),
     ("healthy, tree 5/4/8", "healthy", None, 5, 4, 8),
     ("case as SGLang, chain 15", "case", "sglang", 15, 1, None),
     ("case as SGLang, chain 1", "case", "sglang", 1, 1, None),
@@ -65,9 +65,10 @@ def verdicts(results: dict, measured: pd.DataFrame, served: pd.DataFrame, batch:
         if r["settings"]["num_steps"] != 1:
             continue
         tau, here = r["acceptance"]["tau"], measured.loc[name, "break_even_tau"]
+        speedup = r["projection"]["measured_speedup"]       # here the verdict is measured, not projected
         there = served.loc[[i for i in served.index if i.startswith(f"{name} | ")], "break_even_tau"]
-        lines.append(f"{name}: tau {tau:.2f}; break-even here {here:.2f} -> {verdict(tau, here)} "
-                     f"({r['projection']['measured_speedup']:.2f}x measured); served MoE {there.iloc[0]:.2f} (batch 1) "
+        lines.append(f"{name}: tau {tau:.2f}; here break-even {here:.2f}, measured {speedup:.2f}x -> "
+                     f"{verdict(speedup, 1.0)}; served MoE {there.iloc[0]:.2f} (batch 1) "
                      f"-> {verdict(tau, there.iloc[0])}, {there.iloc[-1]:.2f} (batch {batch}) -> {verdict(tau, there.iloc[-1])}")
     if "case as SGLang, chain 1" in results:
         tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
