@@ -6,8 +6,10 @@ different engines, and SGLang changed its meaning for DeepSeek-family targets in
 
     engine (file)                                id k means          default (ids absent)
     vLLM / speculators (EagleModelMixin)         resid[k]            resid[2, N//2, N-3]
-    SGLang (models/llama.py, deepseek_v2.py)     resid[k+1]          resid[2, N//2, N-3]
+    SGLang (models/llama.py, qwen2.py, ...)      resid[k+1]          resid[2, N//2, N-3]
     SGLang DeepSeek-family after PR #25454       resid[k+1] if the first id is 1, else resid[k]
+    SGLang id -1 (+1 rule: loop index 0)         resid[0] in qwen2.py / qwen2_moe.py; TypeError in
+                                                 llama.py / deepseek_v2.py; other files not confirmed
     SpecForge (captures through SGLang)          as SGLang           ids [1, N//2-1, N-4]
     SafeAILab/EAGLE (modeling_llama_kv.py)       ids ignored         resid[2, N//2, N-3]
     TransformerLens                              blocks.k.hook_resid_pre = resid[k]
@@ -44,8 +46,34 @@ CHANGES = {
 _PR25454 = CHANGES["sglang#25454"]
 _PR46973 = CHANGES["vllm#46973"]
 
+# SGLang config id -1 under the +1 rule is loop index 0, tested before layer 0 runs, where the residual
+# is still None (PP first rank). What the capture line does there, per model file (sgl-project/sglang
+# unless named; "copy": a fork or release snapshot of the file):
+#   llama.py        00239548f1cd, bf7a0e237e8d (2025 main) and the release-0.5.9 copy 40349/sglang-v.0.5.9
+#                   921d9d7722eb: `aux_hidden_states.append(hidden_states + residual)`, unguarded -> TypeError.
+#   deepseek_v2.py  3e4a39ee7330 (late 2025: has PR #12319's hook, not PR #14280's EP branch) and PR #14280's
+#                   diff (Dec 2025, both branches): unguarded -> TypeError. No version since PR #25454 was read;
+#                   its description says it changed only the id rule.
+#   qwen2.py        copy Fridge003/sglang 40cef40f2757 (qwen3.py 28aa91cd0565: Qwen3Model extends Qwen2Model):
+#                   `hidden_states + residual if residual is not None else hidden_states` -> resid[0]. The
+#                   upstream qwen2.py versions stored predate its EAGLE-3 hook, so no upstream commit was read.
+#   qwen2_moe.py    0115497da8f2: guarded the same way -> resid[0]; qwen3_moe.py e3d8e9aec2c7 (Qwen3MoeModel
+#                   extends Qwen2MoeModel) adds 1 and hands the ids to it.
+# Every file read adds 1 with no check and no sort; ModelRunner passes eagle_config's ids unchanged.
+_SGLANG_INDEX0 = {  # target architecture (lower case) -> (file with the capture loop, captures resid[0]?)
+    "llamaforcausallm": ("llama.py", False),
+    "phi3forcausallm": ("llama.py", False),
+    "internlm3forcausallm": ("llama.py", False),
+    "iquestcoderforcausallm": ("llama.py", False),
+    "qwen2forcausallm": ("qwen2.py", True),
+    "qwen3forcausallm": ("qwen2.py (Qwen3Model extends Qwen2Model)", True),
+    "qwen3moeforcausallm": ("qwen2_moe.py (Qwen3MoeModel extends Qwen2MoeModel)", True),
+}
+_INDEX0_READ = ("llama.py and deepseek_v2.py raise TypeError there; qwen2.py (Qwen2, Qwen3) and qwen2_moe.py "
+                "(Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
+
 _RULES = {
-    "sglang": ("SGLang (python/sglang/srt/models/llama.py, qwen2/qwen3 and the other model files: "
+    "sglang": ("SGLang (python/sglang/srt/models/llama.py, qwen2.py, qwen3.py, qwen3_moe.py: "
                "set_eagle3_layers_to_capture, every version read): config id k is stored as loop index "
                "k+1 and captured before layer k+1 runs, so id k = resid[k+1] (the output of layer k)."),
     "sglang-deepseek-old": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
@@ -153,6 +181,17 @@ def default_resid(num_layers: int) -> tuple[int, ...]:
 def is_deepseek_family(arch: str | None) -> bool:
     """Targets served by SGLang's / vLLM's deepseek_v2.py (DeepSeek-V2/V3, Kimi-K2, Kimi-K2.5)."""
     return arch is not None and any(s in arch.lower() for s in ("deepseek", "kimi"))
+
+
+def sglang_index0(arch: str | None) -> tuple[str, bool] | None:
+    """SGLang's model file for ``arch`` and whether its capture loop yields resid[0] at loop index 0.
+
+    Loop index 0 is config id -1 under the +1 rule; the residual is still None there. False: the file
+    computes ``hidden_states + residual`` and raises TypeError. None: no file was read for ``arch``.
+    """
+    if is_deepseek_family(arch):
+        return "deepseek_v2.py", False
+    return _SGLANG_INDEX0.get((arch or "").strip().lower())
 
 
 # ----------------------------------------------------------------------------- id parsing
@@ -307,19 +346,15 @@ def _sglang_points(engine, written, n, arch, notes):
         rule = _RULES["specforge"] + " SGLang rule for this target: " + rule
     points = [i + 1 for i in ids] if plus_one else list(ids)
     if plus_one and -1 in ids:
-        # Verified unguarded in llama.py and deepseek_v2.py; other model files vary.
-        crashes = arch is None or family or "llama" in arch.lower()
-        notes.add("SGLang id -1 means loop index 0 (the embedding output, resid[0]) only in model files that guard "
-                  "`residual is None`; python/sglang/srt/models/llama.py and deepseek_v2.py compute "
-                  "`hidden_states + residual` with residual None there and raise a TypeError at layer 0.",
-                  "breaks" if crashes else "note")
+        notes.add(*_index0_note(arch))
     if not plus_one and -1 in points:
-        notes.add("Loop index -1 is never reached (ids used as-is since PR #25454): the embedding state is silently "
-                  "missing.", "breaks")
+        notes.add("Loop index -1 is never reached (ids used as-is since PR #25454: the capture loop tests "
+                  "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is silently missing.", "breaks")
         points = [p for p in points if p >= 0]
     if not plus_one and 0 in points:
-        notes.add("Loop index 0 with residual None: deepseek_v2.py computes `hidden_states + residual` there and "
-                  "raises a TypeError at layer 0.", "breaks")
+        notes.add("Loop index 0, where the residual is still None: deepseek_v2.py computes `hidden_states + "
+                  "residual` there (every version read; PR #25454 changed only the id rule) and raises TypeError at "
+                  "the target's first forward.", "breaks")
     if n is not None and n in points:
         notes.add(f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures before "
                   f"each layer, for loop indices 0..N-1 only, so resid[{n}] (final layer output) is silently missing "
@@ -330,6 +365,23 @@ def _sglang_points(engine, written, n, arch, notes):
         notes.add(f"SpecForge's old HF backend took hidden_states[{n}] for id {n - 1}: HF applies the final norm to "
                   "that entry, so training saw norm(resid[N]), not resid[N].")
     return rule, points
+
+
+def _index0_note(arch):
+    """(text, kind) for SGLang id -1 under the +1 rule: loop index 0, before layer 0, residual None."""
+    head = "Id -1 is loop index 0, tested before layer 0 runs, where the residual is still None: "
+    known = sglang_index0(arch)
+    if known is None:
+        which = (f"not confirmed for {arch}, whose SGLang model file was not read" if arch else
+                 "what SGLang does depends on the target's model file (pass arch= to decide)")
+        return head + f"{which}. Read: {_INDEX0_READ}.", "note"
+    file, captures = known
+    if captures:
+        return (head + f"in every version of SGLang's {file} read, the capture line appends the bare hidden "
+                "states there, i.e. resid[0] (the embedding output), so -1 works for this target."), "note"
+    return (head + f"in every version of SGLang's {file} read, the capture line computes `hidden_states + residual` "
+            "there and raises TypeError ('Tensor' + 'NoneType') at the target's first forward: -1 cannot feed "
+            "resid[0]."), "breaks"
 
 
 def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arch: str | None = None,
@@ -389,8 +441,9 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
                   engine_version: str | None = None) -> list:
     """The ids to WRITE so that ``engine`` captures exactly these ``resid`` points, in this order.
 
-    Raises ``Eagle3LabError`` when the engine cannot express them (resid[0] in SGLang's llama and
-    deepseek files, resid[N] in SGLang, any non-ascending order, SafeAILab/EAGLE's fixed choice).
+    Raises ``Eagle3LabError`` when the engine cannot express them (resid[0] in SGLang except where the
+    target's model file is confirmed to capture it, resid[N] in SGLang, any non-ascending order,
+    SafeAILab/EAGLE's fixed choice).
     """
     engine = _check_engine(engine)
     n = _check_num_layers(num_layers)
@@ -418,17 +471,19 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
             # Since SGLang #25454 (DeepSeek-family) a first id of 1 switches +1 on; the capture loop sorts anyway.
             candidates.append(target[1:] + target[:1])
     tried = []
+    unread = sglang_index0(arch) is None  # SGLang id -1 is offered only where the target's file was read
     for ids in candidates:
         res = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=engine_version)
-        if list(res.resid) == target and not res.fatal:
+        unsure = engine in ("sglang", "specforge") and unread and -1 in (ids or ())
+        if list(res.resid) == target and not res.fatal and not unsure:
             return list(res.resid) if ids is None else ids
-        tried.append(f"{ids if ids is not None else '(hard-coded)'} -> {res.label}"
-                     + (f" ({res.fatal[0]})" if res.fatal else ""))
+        why = list(res.fatal[:1]) or [t for t in res.warnings if unsure and t.startswith("Id -1")][:1]
+        tried.append(f"{ids if ids is not None else '(hard-coded)'} -> {res.label}" + (f" ({why[0]})" if why else ""))
     raise Eagle3LabError(
         f"{engine}: cannot capture {[resid_name(k, n) for k in target]} for N = {n}"
         + (f", arch {arch}" if arch else "") + ". Tried: " + "; ".join(tried)
-        + ". Choose other points (e.g. resid[1] instead of resid[0] in SGLang's llama/deepseek files, "
-        "resid[N-1] instead of resid[N]), or patch the engine's capture loop.")
+        + ". Choose other points (e.g. resid[1] instead of resid[0] where SGLang's model file cannot capture "
+        "the embedding, resid[N-1] instead of resid[N]), or patch the engine's capture loop.")
 
 
 def compare_engines(ids=None, num_layers: int | None = None, arch: str | None = None,

@@ -122,15 +122,63 @@ def test_seed_story_training_vs_serving_wiring():
     # Served (SGLang, before #25454): ids [2, 30, 58] -> resid[3, 31, 59].
     served = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="pre-#25454")
     assert served.resid == (3, 31, 59)
-    # Training fed [embedding, resid[3], resid[31]]: SGLang's fix ids [-1, 2, 30] name these points...
+    # Training fed [embedding, resid[3], resid[31]]: the team's fix ids [-1, 2, 30] name these points,
+    # and a Qwen3 target's capture loop (qwen2.py) would feed them...
     fix = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch="Qwen3ForCausalLM")
-    assert fix.resid == (0, 3, 31)
-    assert _has(fix, "-1", "TypeError")
-    # ...but llama.py / deepseek_v2.py crash on id -1, and after #25454 -1 is never reached.
+    assert fix.resid == (0, 3, 31) and not fix.fatal
+    assert _has(fix, "Id -1", "qwen2.py", "resid[0]")
+    # ...but the seed's Kimi-K2 target crashes on -1 before #25454 and never reaches it since.
     old = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI, engine_version="pre-#25454")
-    assert old.fatal and "TypeError" in old.fatal[0]
+    assert old.fatal and "deepseek_v2.py" in old.fatal[0] and "TypeError" in old.fatal[0]
     new = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI, engine_version="post-#25454")
-    assert new.resid == (2, 30) and new.fatal
+    assert new.resid == (2, 30) and len(new.fatal) == 1 and "never reached" in new.fatal[0]
+
+
+# ---- SGLang id -1: loop index 0, tested before layer 0 while the residual is still None
+
+@pytest.mark.parametrize("arch, file, captures", [
+    ("LlamaForCausalLM", "llama.py", False), ("Phi3ForCausalLM", "llama.py", False),
+    ("InternLM3ForCausalLM", "llama.py", False), (KIMI, "deepseek_v2.py", False),
+    ("KimiK25ForConditionalGeneration", "deepseek_v2.py", False), ("Qwen2ForCausalLM", "qwen2.py", True),
+    ("Qwen3ForCausalLM", "qwen2.py", True), ("Qwen3MoeForCausalLM", "qwen2_moe.py", True)])
+@pytest.mark.parametrize("engine", ["sglang", "specforge"])
+def test_sglang_id_minus_one_per_model_file(engine, arch, file, captures):
+    res = resolve_aux_layers(engine, [-1, 2, 30], 61, arch=arch, engine_version="pre-#25454")
+    assert res.resid == (0, 3, 31)
+    [note] = [n for n in res.notes if n.text.startswith("Id -1")]
+    assert file in note.text and note.kind == ("note" if captures else "breaks")
+    assert bool(res.fatal) is not captures
+    assert ("resid[0] (the embedding output), so -1 works" in note.text) is captures
+    assert ("TypeError" in note.text) is not captures
+    if captures:
+        assert to_engine_ids(engine, [0, 3, 31], 61, arch=arch, engine_version="pre-#25454") == [-1, 2, 30]
+    else:
+        with pytest.raises(Eagle3LabError, match=f"{file}.*TypeError"):
+            to_engine_ids(engine, [0, 3, 31], 61, arch=arch, engine_version="pre-#25454")
+
+
+def test_sglang_id_minus_one_anywhere_in_the_list():
+    # Not first: still loop index 0, still captured first (ascending), same per-file outcome.
+    llama = resolve_aux_layers("sglang", [2, -1, 30], 61, arch=LLAMA)
+    assert llama.resid == (0, 3, 31) and llama.fatal and "llama.py" in llama.fatal[0]
+    qwen = resolve_aux_layers("sglang", [2, -1, 30], 61, arch="Qwen3ForCausalLM")
+    assert qwen.resid == (0, 3, 31) and not qwen.fatal and _has(qwen, "ascending")
+    # DeepSeek since #25454 with a first id of 1: +1 stays on, so -1 is loop index 0 and crashes there.
+    kimi = resolve_aux_layers("sglang", [1, -1, 30], 61, arch=KIMI, engine_version="post-#25454")
+    assert kimi.resid == (0, 2, 31) and "deepseek_v2.py" in kimi.fatal[0]
+
+
+@pytest.mark.parametrize("arch", [None, "MistralForCausalLM", "Llama4ForConditionalGeneration",
+                                  "GptOssForCausalLM"])
+def test_sglang_id_minus_one_unread_file_is_not_confirmed(arch):
+    res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=arch)
+    [note] = [n for n in res.notes if n.text.startswith("Id -1")]
+    assert note.kind == "note" and not res.fatal
+    assert ("pass arch=" in note.text) if arch is None else (f"not confirmed for {arch}" in note.text)
+    assert "llama.py and deepseek_v2.py raise TypeError" in note.text and "qwen2_moe.py" in note.text
+    # the inverse never offers an unconfirmed -1
+    with pytest.raises(Eagle3LabError, match="cannot capture.*Id -1"):
+        to_engine_ids("sglang", [0, 3, 31], 61, arch=arch)
 
 
 def test_sglang_n_minus_one_is_never_reached():
@@ -252,10 +300,10 @@ def test_to_engine_ids_refuses_what_the_engine_cannot_capture():
         to_engine_ids("vllm", [62], 61)
     with pytest.raises(Eagle3LabError, match="cannot capture"):
         to_engine_ids("eagle", [0, 3, 31], 61)
-    # resid[0] works in SGLang files that guard residual None (arch given, not llama/deepseek).
+    # resid[0] works where the target's capture loop is read to guard the None residual (Qwen3: qwen2.py).
     ids = to_engine_ids("sglang", [0, 3, 31], 61, arch="Qwen3ForCausalLM")
     assert ids == [-1, 2, 30]
-    assert _has(resolve_aux_layers("sglang", ids, 61, arch="Qwen3ForCausalLM"), "guard `residual is None`")
+    assert _has(resolve_aux_layers("sglang", ids, 61, arch="Qwen3ForCausalLM"), "qwen2.py", "-1 works")
 
 
 def test_to_engine_ids_uses_unsorted_ids_when_only_they_work():
@@ -290,4 +338,18 @@ def test_cli_ids_text_and_exit_codes(capsys):
     assert "-5" in capsys.readouterr().err
     assert main(["ids", "vllm", "0", "3", "--num-layers", "61", "--to", "sglang", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["to"]["ids"] is None and "TypeError" in out["to"]["error"]
+    assert out["to"]["ids"] is None and "pass arch=" in out["to"]["error"]
+    assert main(["ids", "vllm", "0", "3", "--num-layers", "61", "--arch", LLAMA, "--to", "sglang", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["to"]["ids"] is None and "llama.py" in out["to"]["error"] and "TypeError" in out["to"]["error"]
+
+
+def test_cli_ids_minus_one_exit_code_follows_the_model_file(capsys):
+    from eagle3lab.cli import main
+
+    for arch, rc in [("Qwen3ForCausalLM", 0), (LLAMA, 1), (None, 0)]:
+        argv = ["ids", "sglang", "-1", "2", "30", "--num-layers", "61", "--json"] + (["--arch", arch] if arch else [])
+        assert main(argv) == rc, arch
+        out = json.loads(capsys.readouterr().out)
+        assert out["resid"] == [0, 3, 31] and out["breaks"] is bool(rc)
+        assert any(n["text"].startswith("Id -1") for n in out["notes"])
