@@ -80,7 +80,9 @@ def test_step4_sglang_cannot_express_the_fix_and_vllm_can(case, tmp_path):
     target, draft, seqs, lens = case
     with pytest.raises(ValueError, match="resid\\[0\\]"):
         to_engine_ids("sglang", [0, 3, 7], 12, arch="LlamaForCausalLM")
-    assert resolve_aux_layers("sglang", [-1, 2, 6], 12, arch="LlamaForCausalLM").fatal
+    # the team's fix, id -1: loop index 0, where SGLang's llama.py adds a residual that is still None
+    seed_fix = resolve_aux_layers("sglang", [-1, 2, 6], 12, arch="LlamaForCausalLM")
+    assert seed_fix.fatal and "llama.py" in seed_fix.fatal[0] and "TypeError" in seed_fix.fatal[0]
     fixed = draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=True)
     written = save_draft(fixed, tmp_path / "fixed", "speculators", num_target_layers=12)
     assert written["aux_ids_written"] == [0, 3, 7] and written["flags_written"]["norm_before_residual"]
