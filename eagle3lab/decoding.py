@@ -216,6 +216,13 @@ def _forward_kwargs(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+def _keeps_logits(model) -> bool:
+    """Does the forward take ``logits_to_keep`` (every transformers causal LM does; remote code may not)?"""
+    import inspect
+
+    return "logits_to_keep" in inspect.signature(model.forward).parameters
+
+
 def new_target_cache(model):
     from transformers import DynamicCache
 
@@ -246,6 +253,7 @@ class SpeculativeRun:
         if seed is not None:
             self.generator.manual_seed(int(seed))
         self.cache_kw = _forward_kwargs(self.model)
+        self.keeps_logits = _keeps_logits(self.model)
         self.draft_dtype = draft.fc.weight.dtype
         vd = draft.config.draft_vocab_size
         self.draft_vocab_ids = draft.to_target_ids(torch.arange(vd, device=self.device))
@@ -274,8 +282,10 @@ class SpeculativeRun:
         ``logits_to_keep`` n > 0: only the last n rows go through the LM head (a prefill needs one).
         """
         x = torch.tensor([ids], device=self.device)
-        out = self.model(input_ids=x, position_ids=position_ids, attention_mask=mask, use_cache=True,
-                         logits_to_keep=logits_to_keep, **{self.cache_kw: self.cache})
+        kw = {self.cache_kw: self.cache}
+        if logits_to_keep and self.keeps_logits:   # otherwise every row's logits come back; callers take the last
+            kw["logits_to_keep"] = logits_to_keep
+        out = self.model(input_ids=x, position_ids=position_ids, attention_mask=mask, use_cache=True, **kw)
         # what capture.build_fc_input does, minus the label: concatenated in the draft's aux order
         aux = torch.cat([self.capture.states[k][0] for k in self.points], dim=-1).to(self.draft_dtype)
         return out.logits[0], aux
@@ -502,8 +512,8 @@ def target_greedy(target, prompt, max_new_tokens: int = 64, eos_token_id="auto")
     cache = new_target_cache(model)
     sync_device(device)
     t0 = time.perf_counter()
-    logits = model(input_ids=torch.tensor([ids], device=device), use_cache=True, logits_to_keep=1,
-                   **{kw: cache}).logits
+    keep = {"logits_to_keep": 1} if _keeps_logits(model) else {}   # as generate's prefill does
+    logits = model(input_ids=torch.tensor([ids], device=device), use_cache=True, **keep, **{kw: cache}).logits
     tokens = [int(logits[0, -1].argmax())]
     sync_device(device)
     prefill_s = time.perf_counter() - t0

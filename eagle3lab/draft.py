@@ -360,9 +360,13 @@ class Eagle3Draft(nn.Module):
     def forward(self, input_ids, aux_hidden_states=None, *, recycled_hidden=None, position_ids=None,
                 attention_mask=None, cache: DraftCache | None = None, logits_to_keep: int = 0) -> DraftOutput:
         """``logits_to_keep`` n > 0: logits for the last n rows only (decoding reads one; the LM head
-        over every row of a long extend is the costliest waste); ``hidden`` keeps every row."""
+        over every row of a long extend is the costliest waste), and so the ``logits`` hook sees
+        ``[B, n, V]``; ``hidden`` keeps every row."""
         s, hp, cfg = self.settings, self.hook_points, self.config
         B, T = input_ids.shape
+        if logits_to_keep < 0:
+            raise bad_input("draft forward", "logits_to_keep", "0 (every row) or n > 0 (the last n rows)",
+                            logits_to_keep)
         past = cache.seq_len if cache is not None else 0
         if self.embedding_missing and not s.use_target_embedding:
             raise bad_input("draft", "embed_tokens.weight", "an embedding (this checkpoint has none)", "missing",

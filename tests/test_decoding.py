@@ -191,6 +191,28 @@ def test_own_greedy_loop_matches_generate(pair):
         assert target_greedy(target, prompt, 30, None).tokens == hf_generate(target, prompt, 30, None).tokens
 
 
+def test_a_forward_without_logits_to_keep_still_decodes_the_same(pair):
+    """Remote-code targets may lack ``logits_to_keep``: the prefill then gets every row and takes the last."""
+    from transformers import LlamaForCausalLM
+
+    from eagle3lab.target import Target
+
+    class NoKeep(LlamaForCausalLM):
+        def forward(self, input_ids=None, position_ids=None, attention_mask=None, use_cache=None, cache=None):
+            return super().forward(input_ids=input_ids, position_ids=position_ids, attention_mask=attention_mask,
+                                   use_cache=use_cache, cache=cache)
+
+    target, draft = pair
+    bare = NoKeep(target.model.config)
+    bare.load_state_dict(target.model.state_dict())
+    bare.eval()
+    other = Target.wrap(bare)
+    for prompt in prompts(2):
+        ref = target_greedy(target, prompt, 20, None).tokens
+        assert target_greedy(other, prompt, 20, None).tokens == ref
+        assert speculative_generate(other, draft, prompt, num_steps=3, max_new_tokens=20, eos_token_id=None).tokens == ref
+
+
 def test_sglang_chain_adjustment_caps_the_chain(pair):
     # the seed: steps 1, draft tokens 16, topk 1 -> SGLang verifies 2 tokens; accept length <= 2
     target, draft = pair

@@ -353,10 +353,11 @@ def test_rope_table_survives_inference_mode_for_training():
     assert draft.fc.weight.grad is not None
 
 
-
 def test_logits_to_keep_gives_the_last_rows_of_the_full_logits():
     draft = make_draft()
     ids, aux = torch.randint(0, 50, (2, 6)), torch.randn(2, 6, 72)
     full, last = draft(ids, aux), draft(ids, aux, logits_to_keep=2)
     assert last.logits.shape == (2, 2, 20) and last.hidden.shape == full.hidden.shape
     torch.testing.assert_close(last.logits, full.logits[:, -2:], atol=1e-6, rtol=1e-6)
+    with pytest.raises(Eagle3LabError, match="logits_to_keep"):
+        draft(ids, aux, logits_to_keep=-1)
