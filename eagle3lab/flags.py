@@ -7,10 +7,10 @@ settings the engine ends up with (``effective``), the cap on accept length they 
 :class:`Finding` (stable code, severity, message, the engine rule behind it, the engine versions it
 applies to, and a fix written in the engine's own flag syntax).
 
-Engine rules live in ``flags_sglang.py`` and ``flags_vllm.py`` as data plus one short function
-each; this module parses command lines and loads configs; ``eagle3lab.versions`` places an
-``engine_version`` relative to the changes those rules depend on. Pure Python (pandas only for
-``table()``): no torch import.
+Engine rules live in ``flags_sglang.py`` (the overlap scheduler's eras: ``flags_sglang_overlap.py``)
+and ``flags_vllm.py`` as data plus one short function each; this module parses command lines and
+loads configs; ``eagle3lab.versions`` places an ``engine_version`` relative to the changes those
+rules depend on. Pure Python (pandas only for ``table()``): no torch import.
 """
 
 from __future__ import annotations
@@ -596,8 +596,11 @@ def aux_needs_layers(prefix: str, ids, rule: str, versions: str, eff: dict) -> l
     return out
 
 
-def truthy_env(env: dict, name: str) -> bool:
-    return str(env.get(name, "")).strip().lower() in ("1", "true", "yes", "on")
+def env_bool(env: dict, name: str) -> bool | None:
+    """An environment variable of the launch command as SGLang's EnvBool reads it (srt/environ.py: true/1/yes/y,
+    false/0/no/n, any case); None when unset or unreadable, where SGLang warns and keeps its default."""
+    raw = str(env.get(name, "")).lower()
+    return True if raw in ("true", "1", "yes", "y") else False if raw in ("false", "0", "no", "n") else None
 
 
 # ----------------------------------------------------------------------------- the entry point
@@ -645,7 +648,7 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
         close = difflib.get_close_matches(name, ENGINES, n=1)
         raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine),
                         f"Did you mean '{close[0]}'?" if close else None)
-    version = parse_engine_version(engine_version, "engine_version (--engine-version)")
+    version = parse_engine_version(engine_version, "engine_version")  # the CLI checks --engine-version first
     if name == "sglang":
         from eagle3lab import flags_sglang as rules
     else:

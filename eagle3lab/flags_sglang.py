@@ -5,7 +5,8 @@ Read in sgl-project/sglang: ``python/sglang/srt/server_args.py`` (``_handle_spec
 ``python/sglang/srt/arg_groups/speculative_hook.py`` (``_handle_eagle_family``,
 ``_auto_choose_speculative_params``); ``model_executor/model_runner.py`` (aux layer ids);
 ``configs/model_config.py`` (``_derive_context_length``); ``speculative/eagle_utils.py``
-(``organize_draft_results``); ``scripts/playground/bench_speculative.py``. The order:
+(``organize_draft_results``); ``scripts/playground/bench_speculative.py``. The overlap scheduler's
+eras are ``flags_sglang_overlap.py``. The order:
 
     NEXTN -> EAGLE; max_running_requests := 48; overlap / mixed chunk; DeepSeek-family draft path;
     auto (steps, topk, draft tokens) when steps is unset; topk == 1 -> draft tokens := steps + 1.
@@ -23,15 +24,16 @@ from eagle3lab.flags import (
     aux_needs_layers,
     aux_unknown,
     config_value,
+    env_bool,
     first_arch,
     parse_command,
     translator_findings,
-    truthy_env,
     written_aux_ids,
 )
+from eagle3lab.flags_sglang_overlap import CHANGES as OVERLAP_RECORDS
+from eagle3lab.flags_sglang_overlap import overlap_findings
 from eagle3lab.layer_ids import CHANGES as ID_CHANGES
 from eagle3lab.versions import Change
-from eagle3lab.versions import place as place_change
 
 CURRENT = "SGLang release (main as read in 2026, python/sglang/srt/arg_groups/speculative_hook.py)"
 HOOK = "python/sglang/srt/server_args.py (2025) / arg_groups/speculative_hook.py (2026)"
@@ -108,33 +110,16 @@ CHANGES = {
     # 2026 speculative_hook.py gives them (3, 1, 4).
     "auto-others": Change("sglang", "auto (3, 1, 4) for every architecture not listed (was (5, 4, 8))", None,
                           None, "0.5.4", None),
-    # The overlap scheduler with EAGLE/EAGLE3/STANDALONE: four changes open five eras (overlap_era). #11398 first
-    # read a --enable-beta-spec flag; #12113 (opened 2025-10-25) replaced it by SGLANG_ENABLE_SPEC_V2.
-    "spec-v2-opt-in": Change("sglang", "spec V2 opt-in: the overlap scheduler runs with EAGLE/EAGLE3 only with "
-                             "SGLANG_ENABLE_SPEC_V2=1 (before it: always off)", 11398, None, "0.5.3", "0.5.4"),
-    # "Use spec v2 by default": 79dbfe4505 on main 2026-04-29. v0.5.10.post1 (2026-04-09) predates it; the
-    # v0.5.11 release notes (2026-05-05) list Speculative Decoding V2 as enabled by default.
-    "spec-v2-default": Change("sglang", "spec V2 by default: overlap on unless SGLANG_ENABLE_SPEC_V2=0, "
-                              "--disable-overlap-schedule or topk > 1 select spec V1", 21062, "2026-04-29",
-                              "0.5.10.post1", "0.5.11"),
-    # "[Spec] Deprecate Spec V1": opened 2026-05-16, 28c1a3cb45 on main 2026-06-08. v0.5.12.post1 (2026-05-26)
-    # predates it; the v0.5.13 notes (2026-06-13) say Spec V1 is deprecated, EAGLE/MTP on the V2 worker.
-    "spec-v1-retired": Change("sglang", "spec V1 retired: the V2 worker always; overlap on unless "
-                              "--disable-overlap-schedule (SGLANG_ENABLE_SPEC_V2=0 is its alias)", 25464,
-                              "2026-06-08", "0.5.12.post1", "0.5.13"),
-    # "[Spec] Retire Spec V1": c0480a88be on main 2026-06-11 drops the env var (a set one only logs a removal
-    # warning); a read of v0.5.15's speculative_hook.py shows only that warning. No bound known for 0.5.13/0.5.14.
-    "spec-v2-env-removed": Change("sglang", "SGLANG_ENABLE_SPEC_V2 removed: ignored, with one warning", 27964,
-                                  "2026-06-11", "0.5.12.post1", "0.5.15"),
+    **OVERLAP_RECORDS,  # the four changes to the overlap scheduler: flags_sglang_overlap.py
     "deepseek-ids": ID_CHANGES["sglang#25454"],  # one record: the layer-id translator places it too
 }
-
 
 
 def tree_pool_size(num_steps: int, topk: int) -> int:
     """SGLang's tree candidate pool: topk at the first step, topk^2 at each later one (the best
     num_draft_tokens - 1 are kept; eagle_utils.py organize_draft_results)."""
     return topk + (num_steps - 1) * topk * topk
+
 
 def parse(args):
     return parse_command("sglang", args, SPECS, KNOWN, underscores=False, abbreviations=True)
@@ -300,139 +285,13 @@ def _side_effects(inp: Inputs, algo: str, eff: dict, out: list):
         out.append(_f("SGL_MAX_RUNNING_REQUESTS", "warning", msg, f"{HOOK}: 'Max running requests is reset to 48'",
                       fix="Set --max-running-requests N to the concurrency you mean to serve.",
                       setting="max_running_requests"))
-    _overlap(inp, algo, eff, out)
+    out.extend(overlap_findings(inp, algo, eff))
     eff["mixed_chunk"] = False
     if v.get("--enable-mixed-chunk"):
         out.append(_f("SGL_MIXED_CHUNK_DISABLED", "warning", "--enable-mixed-chunk is switched off for EAGLE-family "
                       "speculative decoding (log: 'Mixed chunked prefill is disabled because of using eagle "
                       "speculative decoding').", HOOK, fix="Drop --enable-mixed-chunk; it has no effect here.",
                       setting="mixed_chunk"))
-
-
-# ----------------------------------------------------------------------------- the overlap scheduler, era by era
-
-# Each change opens an era, in this order: a build with one has every earlier one.
-OVERLAP_CHANGES = ("spec-v2-opt-in", "spec-v2-default", "spec-v1-retired", "spec-v2-env-removed")
-OVERLAP_ERAS = ("before spec V2", "spec V2 opt-in", "spec V2 by default", "spec V1 retired",
-                "SGLANG_ENABLE_SPEC_V2 removed")  # OVERLAP_ERAS[era + 1]
-
-
-def overlap_era(engine_version) -> tuple[int, bool]:
-    """The build's overlap era: the index in OVERLAP_CHANGES of the newest change it has (-1: none), and
-    whether that last step is assumed (the build cannot be placed by it, so it behaves as the newer code).
-
-    The order places what one PR mark cannot: pre-#25464 also lacks #27964, post-#25464 has #21062.
-    """
-    states = [place_change(CHANGES[k], engine_version).state for k in OVERLAP_CHANGES]
-    first_before = next((i for i, s in enumerate(states) if s == "before"), len(states))
-    last_after = max((i for i, s in enumerate(states) if s == "after"), default=-1)
-    return first_before - 1, first_before - 1 > last_after
-
-
-def overlap_era_text(era: int) -> str:
-    """The era in words, with the PRs (and merge dates) that bound it."""
-    def pr(key):
-        c = CHANGES[key]
-        return f"PR #{c.pr}" + (f" merged {c.merged}" if c.merged else "")
-    bounds = ([f"from {pr(OVERLAP_CHANGES[era])}"] if era >= 0 else []) + \
-             ([f"until {pr(OVERLAP_CHANGES[era + 1])}"] if era + 1 < len(OVERLAP_CHANGES) else [])
-    return f"SGLang '{OVERLAP_ERAS[era + 1]}' era ({', '.join(bounds)})"
-
-
-def env_bool(env: dict, name: str) -> bool | None:
-    """An env var as SGLang's EnvBool reads it; None when unset or unreadable (SGLang then uses its default)."""
-    raw = str(env.get(name, "")).strip().lower()
-    return True if raw in ("true", "1", "yes", "y") else False if raw in ("false", "0", "no", "n") else None
-
-
-def overlap_rule(era: int, disabled: bool, topk, spec_v2: bool | None, cpu: bool) -> tuple[bool, str]:
-    """Overlap scheduler on/off with EAGLE/EAGLE3/STANDALONE in one era, and why.
-
-    ``topk`` is the flag as given: SGLang decides before it auto-chooses (steps, topk, draft tokens).
-    """
-    if era < 0:
-        return False, "EAGLE/EAGLE3 always set disable_overlap_schedule = True"
-    if era == 0:
-        if spec_v2:
-            return True, "SGLANG_ENABLE_SPEC_V2=1 turns it on" + (
-                " and overrides --disable-overlap-schedule" if disabled else "")
-        return False, "it runs only with SGLANG_ENABLE_SPEC_V2=1"
-    if disabled:
-        return False, "--disable-overlap-schedule " + ("selects spec V1" if era == 1 else
-                                                       "runs the V2 worker synchronously")
-    if era == 1 and topk is not None and topk > 1:
-        return False, f"topk {topk} > 1 falls back to spec V1 ('spec v2 currently only supports topk = 1')"
-    if era <= 2 and spec_v2 is False:
-        return False, "SGLANG_ENABLE_SPEC_V2=0 " + ("selects spec V1" if era == 1 else
-                                                    "(still an alias of --disable-overlap-schedule)")
-    if era == 3 and cpu:
-        return False, "--device cpu: not implemented for speculative decoding on CPU"
-    return True, "on by default" + (", the V2 worker always" if era >= 2 else "")
-
-
-def _overlap_log(era: int, on: bool) -> str:
-    """What SGLang logs about it (eras whose source was read with the message)."""
-    if era == 1:
-        return ("'Spec v2 is enabled by default for eagle/eagle3/standalone speculative decoding.'" if on else
-                "'Spec v1 is used for eagle/eagle3/standalone speculative decoding because ...'")
-    if era >= 2 and not on:
-        return "'Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding.'"
-    return ""
-
-
-def _overlap(inp: Inputs, algo: str, eff: dict, out: list):
-    v, env = inp.parsed.values, inp.parsed.env
-    era, assumed = overlap_era(inp.engine_version)
-    if assumed:
-        inp.place(CHANGES[OVERLAP_CHANGES[era]])  # records the one ENGINE_VERSION_UNPLACED warning
-    disabled = bool(v.get("--disable-overlap-schedule"))
-    topk = v.get("--speculative-eagle-topk")
-    raw_env = env.get("SGLANG_ENABLE_SPEC_V2")
-    spec_v2 = env_bool(env, "SGLANG_ENABLE_SPEC_V2")
-    cpu = str(v.get("--device", "cuda")).strip().lower() == "cpu"
-    on, why = overlap_rule(era, disabled, topk, spec_v2, cpu)
-    eff["overlap_schedule"] = on
-    where = overlap_era_text(era)
-    versions = "; ".join(f"{k}: {CHANGES[k].span()}" for k in OVERLAP_CHANGES)
-    log = _overlap_log(era, on)
-    msg = f"Overlap scheduler {'on' if on else 'off'} with {algo}: {why}." + (f" SGLang logs {log}" if log else "")
-    if raw_env is not None and spec_v2 is None and 0 <= era <= 2:
-        msg += (f" SGLANG_ENABLE_SPEC_V2={raw_env} is not a boolean SGLang reads: it warns and uses its default "
-                f"({'on' if era >= 1 else 'off'}).")
-    old_on, old_why = overlap_rule(era - 1, disabled, topk, spec_v2, cpu)
-    if assumed and old_on != on:  # the newer rule is shown; say what the older one does (ENGINE_VERSION_UNPLACED)
-        msg += f" Builds before PR #{CHANGES[OVERLAP_CHANGES[era]].pr}: {'on' if old_on else 'off'}, {old_why}."
-    detail = {-1: "_handle_speculative_decoding", 0: "_handle_speculative_decoding (PR #11398 first read "
-              "--enable-beta-spec, PR #12113 replaced it by the env var)",
-              3: "_handle_eagle_family; CPU: _disable_overlap_schedule_for_cpu (newest code read)"}
-    out.append(_f("SGL_OVERLAP_SCHEDULE", "info", msg, f"{where}: {HOOK} {detail.get(era, '_handle_eagle_family')}",
-                  versions, setting="overlap_schedule"))
-    if era == 0 and spec_v2 and disabled:
-        out.append(_f("SGL_OVERLAP_FLAG_OVERRIDDEN", "warning",
-                      "--disable-overlap-schedule is overridden: with SGLANG_ENABLE_SPEC_V2=1 SGLang sets "
-                      "disable_overlap_schedule = False for the EAGLE family (the first env-var builds, late 2025, "
-                      "did so for EAGLE/NEXTN only), so the overlap scheduler runs.",
-                      f"{where}: {HOOK} spec V2 branch", versions,
-                      fix="Drop SGLANG_ENABLE_SPEC_V2=1 to run without the overlap scheduler.",
-                      setting="overlap_schedule"))
-    if era == 0 and spec_v2 and topk is not None and topk > 1:
-        out.append(_f("SGL_SPEC_V2_TOPK", "error",
-                      f"SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk {topk}: SGLang stops at start-up "
-                      "with ValueError 'Spec v2 currently only supports topk = 1 for speculative decoding.' "
-                      "(builds from early 2026; late-2025 builds started and then failed on a tensor shape, "
-                      "issue #14077).",
-                      f"{where}: {HOOK} spec V2 branch", versions,
-                      fix="Use --speculative-eagle-topk 1 (a chain), or drop SGLANG_ENABLE_SPEC_V2=1 for a tree.",
-                      setting="topk"))
-    if era == 3 and raw_env is not None:
-        meant_off = spec_v2 is False
-        out.append(_f("SGL_SPEC_V2_ENV_IGNORED", "warning" if meant_off else "info",
-                      f"SGLANG_ENABLE_SPEC_V2={raw_env} is ignored: PR #{CHANGES[OVERLAP_CHANGES[3]].pr} removed it "
-                      "and SGLang only logs 'SGLANG_ENABLE_SPEC_V2 has been removed: speculative decoding always "
-                      "runs the V2 worker.'" + (" The overlap scheduler stays on." if meant_off and on else ""),
-                      f"{where}: {HOOK} handle_speculative_decoding (removal notice)", versions,
-                      fix=("Use --disable-overlap-schedule for the synchronous path." if meant_off else
-                           "Drop SGLANG_ENABLE_SPEC_V2; it has no effect."), setting="overlap_schedule"))
 
 
 def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
@@ -616,7 +475,7 @@ def _context(inp: Inputs, eff: dict, out: list):
     rule = "python/sglang/srt/configs/model_config.py _derive_context_length (is_draft_model)"
     versions = ("all versions read (the draft worker takes the target's context length, eagle_worker*.py); the "
                 "override of the draft's max_position_embeddings is in 2026 model_config.py")
-    if truthy_env(inp.parsed.env, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"):
+    if env_bool(inp.parsed.env, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"):  # an EnvBool in SGLang
         eff["draft_max_position_embeddings"] = serving
         out.append(_f("SGL_DRAFT_MAX_POSITION_OVERRIDDEN", "warning",
                       f"The draft's max_position_embeddings ({draft_mpe}) is below the serving context ({serving}); "

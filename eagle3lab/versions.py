@@ -3,13 +3,17 @@
 An ``engine_version`` names a build in one of three ways:
 
     2026-04-01        the build's commit date: placed by the change's merge date (a build from the
-                      merge day counts as on or after the merge, so it has the change)
+                      merge day counts as on or after the merge, so it has the change); where only
+                      bounds are known, a date before the PR was opened lacks it and one on or after
+                      the day it is known to be on main has it
     pre-#N / post-#N  built before / after pull request N: places that PR only
     0.5.4             a release (PEP 440): placed where the change's release bounds are known
 
 ``place(change, engine_version)`` answers 'before', 'after' or 'uncertain'. An uncertain build
 behaves as the newest code read, and the answer carries the one warning every caller shows
-(engine, PR, merge date, and how to pass a placeable version). Pure Python: no torch import.
+(engine, PR, merge date, and how to pass a placeable version). ``place_in_order(changes, ...)``
+places a build among changes that landed one after another (a build with one has every earlier
+one), so that what one PR mark leaves open is narrowed by the others. Pure Python: no torch import.
 """
 
 from __future__ import annotations
@@ -40,10 +44,15 @@ class Change:
     last_without: str | None = None    # newest release known to lack it (PEP 440)
     first_with: str | None = None      # oldest release known to have it (PEP 440)
     landed: bool = True                # False: still open in the newest code read, so no build has it
+    opened: str | None = None          # YYYY-MM-DD the PR was opened: a build dated before it lacks it
+    on_main_by: str | None = None      # merge date unknown: a day by which it is known to be on main
 
     def span(self) -> str:
-        """The change in words: PR, merge date and the release bounds known for it."""
-        parts = [f"PR #{self.pr}" if self.pr else None, f"merged {self.merged}" if self.merged else None,
+        """The change in words: PR, merge date (or its bounds) and the release bounds known for it."""
+        bounds = None if self.merged else ", ".join(p for p in (
+            f"opened {self.opened}" if self.opened else None,
+            f"on main by {self.on_main_by} (merge day not known)" if self.on_main_by else None) if p)
+        parts = [f"PR #{self.pr}" if self.pr else None, f"merged {self.merged}" if self.merged else bounds,
                  None if self.landed else "not merged in the newest code read"]
         if self.last_without or self.first_with:
             parts.append(f"releases <= {self.last_without or '?'} lack it, >= {self.first_with or '?'} have it")
@@ -104,6 +113,10 @@ def place(change: Change, engine_version, where: str = "engine_version") -> Plac
     if _DATE.match(v):
         if change.merged:
             return Placement("after" if v >= change.merged else "before")
+        if change.on_main_by and v >= change.on_main_by:
+            return Placement("after")
+        if change.opened and v < change.opened:
+            return Placement("before")
     elif not mark:  # a release (a mark for another PR says nothing about this one)
         release = Version(v)
         if change.first_with and release >= Version(change.first_with):
@@ -113,11 +126,33 @@ def place(change: Change, engine_version, where: str = "engine_version") -> Plac
     return Placement("uncertain", unplaced_warning(change, v))
 
 
+def place_in_order(changes, engine_version, where: str = "engine_version") -> tuple[int, int]:
+    """Place a build among ``changes`` that landed in this order (a build with one has every earlier one).
+
+    Returns ``(era, sure)``: how many of the changes the build has when it behaves as the newest code
+    read, and how many it has for certain. Equal when the build is placed; otherwise it may sit in any
+    era from ``sure`` to ``era``, and ``changes[sure:era]`` are the ones it cannot be placed by (each
+    gets its own warning). The order places what one mark cannot: ``pre-#N`` lacks every later change,
+    ``post-#N`` has every earlier one.
+    """
+    states = [place(c, engine_version, where).state for c in changes]
+    era = next((i for i, s in enumerate(states) if s == "before"), len(states))
+    sure = max((i + 1 for i, s in enumerate(states) if s == "after"), default=0)
+    return era, min(sure, era)
+
+
 def unplaced_warning(change: Change, engine_version: str) -> str:
     """The one wording for a build that cannot be placed: it behaves as the newest code, which has the change."""
     engine = ENGINE_NAMES.get(change.engine, change.engine)
     name = f"{engine} PR #{change.pr}" if change.pr else f"{engine}'s change"
-    ways = ["the build's commit date as YYYY-MM-DD" if change.merged else None,
+    by_date = None
+    if change.merged:
+        by_date = "the build's commit date as YYYY-MM-DD"
+    elif change.opened or change.on_main_by:  # only bounds: dates between them stay unplaced
+        known = [f"before {change.opened} lacks it" if change.opened else None,
+                 f"from {change.on_main_by} on has it" if change.on_main_by else None]
+        by_date = "the build's commit date as YYYY-MM-DD (" + "; ".join(k for k in known if k) + ")"
+    ways = [by_date,
             f"'pre-#{change.pr}' / 'post-#{change.pr}'" if change.pr else None,
             f"a release <= {change.last_without} (lacks it)" if change.last_without else None,
             f"a release >= {change.first_with} (has it)" if change.first_with else None]
@@ -126,6 +161,7 @@ def unplaced_warning(change: Change, engine_version: str) -> str:
            "Nothing known places a build relative to it: check your build's source.")
     if not (change.last_without or change.first_with):
         how += " No release numbers are known to bound it."
-    return (f"engine_version {engine_version!r} cannot be placed relative to {name} ({change.what}; "
-            f"{'merged ' + change.merged if change.merged else 'merge date unknown'}): assumed the newest code "
-            f"read, which has it. {how}")
+    when = ("merged " + change.merged if change.merged else
+            "merge date unknown" + (f", on main by {change.on_main_by}" if change.on_main_by else ""))
+    return (f"engine_version {engine_version!r} cannot be placed relative to {name} ({change.what}; {when}): "
+            f"assumed the newest code read, which has it. {how}")

@@ -25,6 +25,7 @@ from eagle3lab.flags import (
     unplaced_finding,
 )
 from eagle3lab.flags_sglang import CHANGES as SGL_CHANGES
+from eagle3lab.flags_sglang_overlap import OVERLAP_CHANGES
 from eagle3lab.flags_vllm import CHANGES as VLLM_CHANGES
 from eagle3lab.layer_ids import CHANGES as ID_CHANGES
 from eagle3lab.layer_ids import AuxNote, AuxResolution, resolve_aux_layers
@@ -199,11 +200,12 @@ def test_auto_params_place_only_the_changes_the_architecture_reads(target, versi
     assert ("auto-gptoss" in versions) is (target is GPT_OSS)
 
 
-def test_the_reviewers_examples_warn_once_each():
+def test_the_reviewers_examples_warn_once_per_change_read():
     llama = sgl(target=LLAMA31_8B, draft=None, version="2026-04-01")
-    assert unplaced(llama) == [SGL_CHANGES["spec-v2-opt-in"].span()]  # the overlap era only, not DeepSeek's
+    assert unplaced(llama) == []  # PR #11398 was on main by 2025-10-25; Llama's auto rule reads no change
     post = sgl(target=LLAMA31_8B, draft=None, version="post-#25454")
-    assert unplaced(post) == [SGL_CHANGES["spec-v2-env-removed"].span()]  # was 4, one about gpt-oss
+    # A mark for the layer-id PR places none of the overlap changes: one warning each, none about gpt-oss.
+    assert unplaced(post) == [SGL_CHANGES[k].span() for k in OVERLAP_CHANGES]
     assert not [f for f in post.findings if "GptOss" in f.message]
 
 
@@ -336,6 +338,10 @@ def test_draft_context_shorter_than_the_target():
               base="SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 " + SGL)
     assert env.finding("SGL_DRAFT_MAX_POSITION_OVERRIDDEN").severity == "warning"
     assert env.effective["draft_max_position_embeddings"] == 131072
+    for value, overridden in (("y", True), ("TRUE", True), ("on", False), ("0", False)):  # SGLang's EnvBool words
+        res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1",
+                  base=f"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN={value} " + SGL)
+        assert ("SGL_DRAFT_MAX_POSITION_OVERRIDDEN" in res.codes()) is overridden, value
     short = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --context-length 2048")
     assert not any("CONTEXT" in c or "MAX_POSITION" in c for c in short.codes())
 
@@ -581,7 +587,8 @@ def test_result_serialises_and_tables():
 
 def test_every_finding_code_is_documented():
     root = Path(__file__).resolve().parent.parent
-    src = "".join((root / "eagle3lab" / f).read_text() for f in ("flags.py", "flags_sglang.py", "flags_vllm.py"))
+    src = "".join((root / "eagle3lab" / f).read_text()
+                  for f in ("flags.py", "flags_sglang.py", "flags_sglang_overlap.py", "flags_vllm.py"))
     codes = set(re.findall(r'(?:_f|Finding)\(\s*"([A-Z0-9_]+)"', src))
     codes |= {p + s for s in re.findall(r'f"\{prefix\}(_AUX_[A-Z_]+)"', src) for p in ("SGL", "VLLM")}
     codes |= set(re.findall(r'^[A-Z_]+ = "([A-Z0-9_]+)"', src, re.MULTILINE))  # codes kept in a constant
@@ -632,7 +639,7 @@ def test_a_defaulting_not_worded_default_is_still_defaulted():
 
 
 def test_translator_note_kinds_map_to_codes():
-    res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch="DeepseekV3ForCausalLM", engine_version="0.5.13")
+    res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch="DeepseekV3ForCausalLM", engine_version="post-#25464")
     kinds = {n.kind for n in res.notes}
     assert {"breaks", "version"} <= kinds and res.fatal == tuple(n.text for n in res.notes if n.kind == "breaks")
     codes = {f.code: f.severity for f in translator_findings("SGL", res, "all", "fix")}
@@ -645,17 +652,19 @@ def test_translator_note_kinds_map_to_codes():
 # ----------------------------------------------------------------------------- one shape for an unplaced build
 
 def test_unplaced_findings_have_the_documented_shape_on_both_paths():
-    # 0.5.13 is placed by no bound of SGLang #27964 (the overlap rule, via Inputs.place) nor of #25454
-    # (the layer-id translator, via translator_findings): both findings come from unplaced_finding.
-    res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version="0.5.13")
+    # post-#25464 has every earlier overlap change and lacks none: only #27964 (the overlap rule, via
+    # Inputs.place) and, a mark for another PR, #25454 (the layer-id translator, via translator_findings)
+    # are unplaced; both findings come from unplaced_finding.
+    version = "post-#25464"
+    res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version=version)
     found = [f for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]
     changes = [SGL_CHANGES["spec-v2-env-removed"], ID_CHANGES["sglang#25454"]]
-    assert found == [unplaced_finding(c, "0.5.13") for c in changes]
+    assert found == [unplaced_finding(c, version) for c in changes]
     for f, change in zip(found, changes):
         assert (f.severity, f.setting, f.rule, f.fix) == ("warning", "engine_version", "eagle3lab.versions.place", None)
         assert f.engine_versions == change.span() and f"PR #{change.pr}" in f.message
     direct = translator_findings("SGL", resolve_aux_layers("sglang", [2, 30, 58], 61, arch="DeepseekV3ForCausalLM",
-                                                           engine_version="0.5.13"), "all", "fix")
+                                                           engine_version=version), "all", "fix")
     assert [f for f in direct if f.code == "ENGINE_VERSION_UNPLACED"] == [found[1]]
 
 

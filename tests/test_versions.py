@@ -11,19 +11,19 @@ from eagle3lab import flags_sglang, flags_vllm, layer_ids
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
 from eagle3lab.layer_ids import CHANGES, resolve_aux_layers
-from eagle3lab.versions import Change, parse_engine_version, place
+from eagle3lab.versions import Change, parse_engine_version, place, place_in_order
 
 ROOT = Path(__file__).resolve().parents[1]
 
 KIMI = "DeepseekV3ForCausalLM"
-PR = CHANGES["sglang#25454"]  # merged 2026-05-18; releases <= 0.5.12 lack it; no release known to have it
+PR = CHANGES["sglang#25454"]  # merged 2026-05-18; releases <= 0.5.12 lack it
 
 CASES = [
     ("2026-05-17", "before"), ("2026-05-18", "after"),       # by the merge date
     ("pre-#25454", "before"), ("post-25454", "after"),       # by a mark for this PR
     ("pre-#25464", "uncertain"), ("post-#46973", "uncertain"),  # a mark for another PR says nothing
     ("0.5.4", "before"), ("0.5.12", "before"),               # a release within the known bound
-    ("0.5.12.post1", "uncertain"), ("0.5.13", "uncertain"),  # releases no bound covers
+    ("0.5.12.post1", "uncertain"),                           # a release no bound covers
     (None, "after"), ("latest", "after"),                    # the newest code read
 ]
 
@@ -59,9 +59,9 @@ def test_garbage_version_is_a_clear_error_on_both_paths(bad):
     with pytest.raises(Eagle3LabError, match="engine_version") as err:
         resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version=bad)
     assert repr(bad) in str(err.value) and "YYYY-MM-DD" in str(err.value)
-    with pytest.raises(Eagle3LabError, match="--engine-version") as err:
+    with pytest.raises(Eagle3LabError, match=r"^engine_version: expected") as err:  # Python: the parameter
         resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version=bad)
-    assert repr(bad) in str(err.value)
+    assert repr(bad) in str(err.value) and "--engine-version" not in str(err.value)
 
 
 def test_a_bad_version_is_named_as_the_caller_wrote_it():
@@ -149,3 +149,36 @@ def test_release_bounds_on_both_sides():
     assert [place(change, v).state for v in ("0.4.10", "0.5.0", "0.5.2", "0.5.3")] == \
         ["before", "uncertain", "after", "after"]
     assert "a release <= 0.4.10 (lacks it), or a release >= 0.5.2 (has it)" in place(change, "0.5.0").warning
+
+
+def test_a_change_with_only_date_bounds():
+    change = Change("sglang", "x", 7, opened="2025-10-09", on_main_by="2025-10-25")
+    assert [place(change, d).state for d in ("2025-10-08", "2025-10-09", "2025-10-24", "2025-10-25")] == \
+        ["before", "uncertain", "uncertain", "after"]
+    assert change.span() == "PR #7; opened 2025-10-09, on main by 2025-10-25 (merge day not known)"
+    warning = place(change, "2025-10-20").warning
+    assert "merge date unknown, on main by 2025-10-25" in warning
+    assert "YYYY-MM-DD (before 2025-10-09 lacks it; from 2025-10-25 on has it)" in warning
+
+
+ORDERED = [Change("sglang", f"step {i}", pr, merged, last, first) for i, (pr, merged, last, first) in enumerate(
+    [(1, None, "1.0", "1.1"), (2, "2026-02-01", "1.1", "1.2"), (3, "2026-03-01", "1.2", "1.3")])]
+
+
+@pytest.mark.parametrize("version,era,sure", [
+    ("1.0", 0, 0), ("1.1", 1, 1), ("1.3", 3, 3), (None, 3, 3),
+    ("2026-02-15", 2, 2),       # #1 has no date, but a build with #2 has #1
+    ("2026-01-15", 1, 0),       # lacks #2 and #3; #1 unplaced: era 0 or 1
+    ("post-#1", 3, 1),          # has #1; #2 and #3 unplaced: eras 1..3
+    ("pre-#3", 2, 0),           # lacks #3; #1 and #2 unplaced: eras 0..2
+    ("post-#2", 3, 2), ("pre-#1", 0, 0), ("post-#99", 3, 0),
+])
+def test_place_in_order_gives_every_era_a_build_may_be_in(version, era, sure):
+    assert place_in_order(ORDERED, version) == (era, sure)
+    for change in ORDERED[sure:era]:  # the ones it cannot be placed by, each with its own warning
+        assert place(change, version).state == "uncertain"
+
+
+def test_place_in_order_names_the_version_as_the_caller_wrote_it():
+    with pytest.raises(Eagle3LabError, match=r"^my_build: expected"):
+        place_in_order(ORDERED, "banana", "my_build")
