@@ -58,6 +58,9 @@ def test_error_findings_exit_1_and_bad_input_exits_2(capsys):
     assert rc == 2 and "expected one of sglang, vllm" in err
     rc, _, err = run(capsys, "sglang", "--engine-version", "new", "--", *SEED)
     assert rc == 2 and "'new'" in err
+    assert "eagle3lab flags: error: --engine-version: expected" in err  # named as typed, not engine_version
+    rc, _, err = run(capsys, "sglang", "--num-layers", "0", "--", *SEED)
+    assert rc == 2 and "`--num-layers 0`: expected an integer >= 1" in err
     rc, _, err = run(capsys, "sglang")
     assert rc == 2 and "no launch command" in err
 

@@ -50,8 +50,13 @@ def _launch(args):
 
 
 def run(args) -> int:
-    from eagle3lab.flags import resolve_flags
+    from eagle3lab.flags import parse_count, resolve_flags
+    from eagle3lab.versions import parse_engine_version
 
+    # Bad input is named as the user typed it here; resolve_flags names its Python parameters.
+    parse_engine_version(args.engine_version, "--engine-version")
+    if args.num_layers is not None:
+        parse_count(f"--num-layers {args.num_layers}", args.num_layers, minimum=1)
     res = resolve_flags(args.engine, _launch(args), target_config=args.target_config,
                         draft_config=args.draft_config, engine_version=args.engine_version,
                         target_arch=args.target_arch, num_target_layers=args.num_layers)
