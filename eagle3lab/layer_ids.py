@@ -7,17 +7,19 @@ different engines, and SGLang changed its meaning for DeepSeek-family targets in
     engine (file)                                id k means          default (ids absent)
     vLLM / speculators (EagleModelMixin)         resid[k]            resid[2, N//2, N-3]
     SGLang (models/llama.py, qwen2.py, ...)      resid[k+1]          resid[2, N//2, N-3]
-    SGLang DeepSeek-family after PR #25454       resid[k+1] if the first id is 1, else resid[k]
+    SGLang deepseek_v2.py after PR #25454        resid[k+1] if the first id is 1, else resid[k]
     SGLang id -1 (+1 rule: loop index 0)         resid[0] in qwen2.py / qwen2_moe.py; TypeError in
-                                                 llama.py / deepseek_v2.py; other files not confirmed
+                                                 llama.py / deepseek_v2.py (versions read); other
+                                                 files not read: "not confirmed"
     SpecForge (captures through SGLang)          as SGLang           ids [1, N//2-1, N-4]
     SafeAILab/EAGLE (modeling_llama_kv.py)       ids ignored         resid[2, N//2, N-3]
     TransformerLens                              blocks.k.hook_resid_pre = resid[k]
 
 Every engine captures while walking the layers, so the states reach fc in ascending layer order
 whatever the order of the id list, and a repeated id is captured once. ``resolve_aux_layers``
-returns what the engine really captures (fewer points when an id is never reached) plus warnings;
-``to_engine_ids`` is the inverse. Pure Python: no torch import, so ``eagle3lab ids`` starts fast.
+returns what the engine really captures (fewer points when an id is never reached) plus notes, each
+saying whether it was read in the engine's source (``confirmed``); ``to_engine_ids`` is the inverse.
+Pure Python: no torch import, so ``eagle3lab ids`` starts fast.
 """
 
 from __future__ import annotations
@@ -33,12 +35,12 @@ ENGINES = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerle
 
 # Changes in meaning; eagle3lab.versions places a build (engine_version) before or after each.
 CHANGES = {
-    # Confirmed: PR #25454 (opened 2026-05-16) reached main as f5049709b323 on 2026-05-18; v0.5.12 was
-    # published 2026-05-16, before it, so releases <= 0.5.12 lack it. v0.5.12.post1 cherry-picked fixes
-    # onto the release branch and v0.5.13 (2026-06-13) was cut from main later, but neither was read at
-    # its tag: no first release with it is encoded, so releases above 0.5.12 stay uncertain.
+    # PR #25454 (opened 2026-05-16) reached main as f5049709b323 on 2026-05-18. v0.5.12 was published
+    # 2026-05-16, before it. v0.5.13 (2026-06-13) was cut from main after 2026-06-08: its notes list PR #25464
+    # (Spec V1 deprecated), which reached main that day (eagle3lab.flags_sglang), so it carries #25454 too
+    # (nothing read reverts it). v0.5.12.post1 cherry-picked fixes onto the 0.5.12 branch: not placed.
     "sglang#25454": Change("sglang", "DeepSeek-family aux ids (deepseek_v2.py): +1 only if the first id is 1",
-                           25454, "2026-05-18", last_without="0.5.12"),
+                           25454, "2026-05-18", last_without="0.5.12", first_with="0.5.13"),
     "vllm#46973": Change("vllm", "deepseek_v2 backbone: id N (final layer output) captured", 46973, "2026-06-28"),
     "vllm#50170": Change("vllm", "a warning when the aux layers fall back to the default ids", 50170,
                          landed=False),  # open as of 2026-07-28
@@ -46,41 +48,63 @@ CHANGES = {
 _PR25454 = CHANGES["sglang#25454"]
 _PR46973 = CHANGES["vllm#46973"]
 
-# SGLang config id -1 under the +1 rule is loop index 0, tested before layer 0 runs, where the residual
-# is still None (PP first rank). What the capture line does there, per model file (sgl-project/sglang
-# unless named; "copy": a fork or release snapshot of the file):
-#   llama.py        00239548f1cd, bf7a0e237e8d (2025 main) and the release-0.5.9 copy 40349/sglang-v.0.5.9
-#                   921d9d7722eb: `aux_hidden_states.append(hidden_states + residual)`, unguarded -> TypeError.
-#   deepseek_v2.py  3e4a39ee7330 (late 2025: has PR #12319's hook, not PR #14280's EP branch) and PR #14280's
-#                   diff (Dec 2025, both branches): unguarded -> TypeError. No version since PR #25454 was read;
-#                   its description says it changed only the id rule.
-#   qwen2.py        copy Fridge003/sglang 40cef40f2757 (qwen3.py 28aa91cd0565: Qwen3Model extends Qwen2Model):
-#                   `hidden_states + residual if residual is not None else hidden_states` -> resid[0]. The
-#                   upstream qwen2.py versions stored predate its EAGLE-3 hook, so no upstream commit was read.
-#   qwen2_moe.py    0115497da8f2: guarded the same way -> resid[0]; qwen3_moe.py e3d8e9aec2c7 (Qwen3MoeModel
-#                   extends Qwen2MoeModel) adds 1 and hands the ids to it.
-# Every file read adds 1 with no check and no sort; ModelRunner passes eagle_config's ids unchanged.
-_SGLANG_INDEX0 = {  # target architecture (lower case) -> (file with the capture loop, captures resid[0]?)
-    "llamaforcausallm": ("llama.py", False),
-    "phi3forcausallm": ("llama.py", False),
-    "internlm3forcausallm": ("llama.py", False),
-    "iquestcoderforcausallm": ("llama.py", False),
-    "qwen2forcausallm": ("qwen2.py", True),
-    "qwen3forcausallm": ("qwen2.py (Qwen3Model extends Qwen2Model)", True),
-    "qwen3moeforcausallm": ("qwen2_moe.py (Qwen3MoeModel extends Qwen2MoeModel)", True),
+# Which model file holds a target's capture loop in SGLang (sgl-project/sglang, python/sglang/srt/models).
+# Only architectures whose file was read are listed; anything else is "not read" (None), never guessed
+# from its name: DeepseekV4ForCausalLM (deepseek_v4.py), KimiLinearForCausalLM (kimi_linear.py, whose
+# version read has no EAGLE-3 hook) and Kimi-K3 (kimi_k3.py, a KimiLinear backbone) are not deepseek_v2.py.
+_SGLANG_FILE = {  # architecture (lower case) -> (file with the capture loop, how the architecture gets there)
+    "llamaforcausallm": ("llama.py", ""),
+    "mistralforcausallm": ("llama.py", "mistral.py: MistralForCausalLM(LlamaForCausalLM), no code of its own"),
+    "phi3forcausallm": ("llama.py", ""),
+    "internlm3forcausallm": ("llama.py", ""),
+    "iquestcoderforcausallm": ("llama.py", ""),
+    "deepseekv2forcausallm": ("deepseek_v2.py", ""),
+    "deepseekv3forcausallm": ("deepseek_v2.py", ""),  # also Kimi-K2's architecture
+    "deepseekv32forcausallm": ("deepseek_v2.py", ""),
+    "kimik25forconditionalgeneration": ("deepseek_v2.py", "kimi_k25.py wraps DeepseekV3ForCausalLM"),
+    "qwen2forcausallm": ("qwen2.py", ""),
+    "qwen3forcausallm": ("qwen2.py", "Qwen3Model extends Qwen2Model and, in the versions read, runs its forward"),
+    "qwen3moeforcausallm": ("qwen2_moe.py", "Qwen3MoeModel extends Qwen2MoeModel"),
 }
+
+# SGLang config id -1 under the +1 rule is loop index 0, tested before layer 0 runs, where the residual is
+# still None (PP first rank). What each file's capture line does there, and which versions were read
+# (sgl-project/sglang commits unless named; every file read adds 1 to each id with no check and no sort,
+# and ModelRunner passes eagle_config's ids unchanged):
+_INDEX0 = {  # file -> (captures resid[0] at loop index 0?, versions read)
+    # `aux_hidden_states.append(hidden_states + residual)`, unguarded -> TypeError
+    "llama.py": (False, "00239548f1cd and bf7a0e237e8d (2025 main) and the release-0.5.9 copy "
+                        "40349/sglang-v.0.5.9@921d9d7722eb"),
+    # unguarded, in both branches of PR #14280's EP change -> TypeError
+    "deepseek_v2.py": (False, "up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; not read "
+                              "since PR #25454, whose description says it changed only the id rule"),
+    # `hidden_states + residual if residual is not None else hidden_states` -> resid[0]
+    "qwen2.py": (True, "the hook came with PR #9216 (Aug 2025, modelled on Qwen3's PR #7745); its capture line "
+                       "was read in the fork copy Fridge003/sglang@40cef40f2757, and qwen3.py at 28aa91cd0565"),
+    "qwen2_moe.py": (True, "0115497da8f2 (qwen2_moe.py) and e3d8e9aec2c7 (qwen3_moe.py)"),
+}
+# Later main moved the capture into the layer boundary (AuxHiddenStateList): in qwen3.py 01b5f572b7b6
+# Qwen3Model has its own forward and hands a capture callback to each layer. Not read at loop index 0.
+_INDEX0_LATER = ("later SGLang main moves the capture into the layer boundary (seen in qwen3.py 01b5f572b7b6), "
+                 "a path not read at loop index 0")
 _INDEX0_READ = ("llama.py and deepseek_v2.py raise TypeError there; qwen2.py (Qwen2, Qwen3) and qwen2_moe.py "
                 "(Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
 
+# How a note asks for the target architecture or the build, in every caller's words.
+_PASS_ARCH = ("pass the target architecture (--arch in `eagle3lab ids`, --target-arch in `eagle3lab flags`, "
+              "arch= in Python)")
+_PASS_VERSION = "pass --engine-version, or engine_version= in Python, to choose"
+
 _RULES = {
-    "sglang": ("SGLang (python/sglang/srt/models/llama.py, qwen2.py, qwen3.py, qwen3_moe.py: "
-               "set_eagle3_layers_to_capture, every version read): config id k is stored as loop index "
-               "k+1 and captured before layer k+1 runs, so id k = resid[k+1] (the output of layer k)."),
+    "sglang": ("SGLang (python/sglang/srt/models/llama.py, qwen3.py, qwen3_moe.py, deepseek_v2.py before PR "
+               "#25454, and qwen2.py's hook from PR #9216: set_eagle3_layers_to_capture adds 1 in every version "
+               "read): config id k is stored as loop index k+1 and captured before layer k+1 runs, so id k = "
+               "resid[k+1] (the output of layer k)."),
     "sglang-deepseek-old": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
                             f"#25454 merged {_PR25454.merged}): config id k = resid[k+1], as in llama.py."),
     "sglang-deepseek-new": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, since PR #25454 "
-                            f"merged {_PR25454.merged}): +1 only when the FIRST id is 1 (id k = resid[k+1]); "
-                            "otherwise ids are loop indices used as-is (id k = resid[k])."),
+                            f"merged {_PR25454.merged}, as its description states it): +1 only when the FIRST "
+                            "id is 1 (id k = resid[k+1]); otherwise ids are loop indices used as-is (id k = resid[k])."),
     "sglang-default": ("SGLang (set_eagle3_layers_to_capture with layer_ids None, every version read): loop "
                        "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
                        "only from config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids."),
@@ -113,11 +137,14 @@ class AuxNote:
     defaulted: the engine uses its default (or fixed) points instead of ids from the config.
     breaks: the engine crashes or a state is missing. version: the engine build cannot be placed
     relative to ``change`` (it behaves as the newest code). note: anything else worth knowing.
+    ``confirmed`` is False when what the note is about was not read in the engine's source for this
+    target (its model file, or the architecture itself is unknown): the points shown are an assumption.
     """
 
     kind: str
     text: str
     change: Change | None = None  # kind "version": the change the build cannot be placed by
+    confirmed: bool = True
 
 
 @dataclass(frozen=True)
@@ -145,6 +172,11 @@ class AuxResolution:
         return tuple(n.text for n in self.notes if n.kind == "breaks")
 
     @property
+    def unconfirmed(self) -> tuple[str, ...]:
+        """The notes whose subject was not read in the engine's source for this target, as text."""
+        return tuple(n.text for n in self.notes if not n.confirmed)
+
+    @property
     def label(self) -> str:
         return resid_label(self.resid)
 
@@ -155,6 +187,8 @@ class AuxResolution:
         out["resid"] = list(self.resid)
         out["warnings"] = list(self.warnings)
         out["fatal"] = list(self.fatal)
+        out["unconfirmed"] = list(self.unconfirmed)
+        out["confirmed"] = not self.unconfirmed
         out["label"] = self.label
         return out
 
@@ -178,20 +212,18 @@ def default_resid(num_layers: int) -> tuple[int, ...]:
     return tuple(sorted({2, num_layers // 2, num_layers - 3}))
 
 
+def sglang_model_file(arch: str | None) -> str | None:
+    """SGLang's model file with the capture loop for ``arch`` (``config.json`` architectures[0]), or None
+    where no file was read for it. Exact names only: a name that sounds DeepSeek- or Kimi-like is not enough."""
+    return _SGLANG_FILE.get((arch or "").strip().lower(), (None,))[0]
+
+
 def is_deepseek_family(arch: str | None) -> bool:
-    """Targets served by SGLang's / vLLM's deepseek_v2.py (DeepSeek-V2/V3, Kimi-K2, Kimi-K2.5)."""
-    return arch is not None and any(s in arch.lower() for s in ("deepseek", "kimi"))
+    """Served by deepseek_v2.py in SGLang and vLLM: DeepseekV2/V3/V32ForCausalLM (Kimi-K2 is V3) and
+    KimiK25ForConditionalGeneration, which wraps it in both engines. DeepSeek-V4, Kimi-Linear and Kimi-K3
+    have files of their own: False."""
+    return sglang_model_file(arch) == "deepseek_v2.py"
 
-
-def sglang_index0(arch: str | None) -> tuple[str, bool] | None:
-    """SGLang's model file for ``arch`` and whether its capture loop yields resid[0] at loop index 0.
-
-    Loop index 0 is config id -1 under the +1 rule; the residual is still None there. False: the file
-    computes ``hidden_states + residual`` and raises TypeError. None: no file was read for ``arch``.
-    """
-    if is_deepseek_family(arch):
-        return "deepseek_v2.py", False
-    return _SGLANG_INDEX0.get((arch or "").strip().lower())
 
 
 # ----------------------------------------------------------------------------- id parsing
@@ -248,8 +280,8 @@ class _Notes:
         self.engine_version = engine_version
         self.items: list[AuxNote] = []
 
-    def add(self, text: str, kind: str = "note", change: Change | None = None) -> None:
-        self.items.append(AuxNote(kind, text, change))
+    def add(self, text: str, kind: str = "note", change: Change | None = None, confirmed: bool = True) -> None:
+        self.items.append(AuxNote(kind, text, change, confirmed))
 
     def after(self, key: str) -> bool:
         """Does this build have ``CHANGES[key]``? An unplaceable build is the newest code, with a note."""
@@ -338,23 +370,31 @@ def _sglang_points(engine, written, n, arch, notes):
             notes.add(f"Version-dependent (SGLang PR #25454, merged {_PR25454.merged}, DeepSeek-family targets): the "
                       f"first id is {ids[0]}, not 1, so builds before it capture loop indices {old} and builds since "
                       f"capture {new}. Shown: {'since' if after else 'before'} PR #25454"
-                      + (" (pass engine_version to choose)." if notes.engine_version is None else "."))
-    elif ids[0] != 1 and arch is None:
-        notes.add("If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) and SGLang includes PR #25454 (merged "
-                  f"{_PR25454.merged}), these ids are used as-is: loop indices {ids}. Pass arch= to decide.")
+                      + (f" ({_PASS_VERSION})." if notes.engine_version is None else "."))
+    elif arch is None:
+        if ids[0] != 1:
+            notes.add("If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) and SGLang includes PR #25454 "
+                      f"(merged {_PR25454.merged}), these ids are used as-is: loop indices {ids}. To decide, "
+                      f"{_PASS_ARCH}.", confirmed=False)
+    elif sglang_model_file(arch) is None:
+        notes.add(f"Not confirmed for {arch}: its SGLang model file was not read here. Shown: the +1 rule of every "
+                  "file read (llama.py, qwen2.py, qwen2_moe.py; deepseek_v2.py before PR #25454); check "
+                  f"set_eagle3_layers_to_capture in the file that serves {arch} (GPT-OSS, for one, reads its ids "
+                  "as boundary indices since PR #32334).", confirmed=False)
     if engine == "specforge":
         rule = _RULES["specforge"] + " SGLang rule for this target: " + rule
     points = [i + 1 for i in ids] if plus_one else list(ids)
     if plus_one and -1 in ids:
-        notes.add(*_index0_note(arch))
+        text, kind = _index0_note(arch)
+        notes.add(text, kind, confirmed=sglang_model_file(arch) is not None)
     if not plus_one and -1 in points:
         notes.add("Loop index -1 is never reached (ids used as-is since PR #25454: the capture loop tests "
                   "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is silently missing.", "breaks")
         points = [p for p in points if p >= 0]
     if not plus_one and 0 in points:
         notes.add("Loop index 0, where the residual is still None: deepseek_v2.py computes `hidden_states + "
-                  "residual` there (every version read; PR #25454 changed only the id rule) and raises TypeError at "
-                  "the target's first forward.", "breaks")
+                  f"residual` there and raises TypeError at the target's first forward (read {_INDEX0['deepseek_v2.py'][1]}"
+                  ").", "breaks")
     if n is not None and n in points:
         notes.add(f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures before "
                   f"each layer, for loop indices 0..N-1 only, so resid[{n}] (final layer output) is silently missing "
@@ -368,20 +408,23 @@ def _sglang_points(engine, written, n, arch, notes):
 
 
 def _index0_note(arch):
-    """(text, kind) for SGLang id -1 under the +1 rule: loop index 0, before layer 0, residual None."""
+    """(text, kind) for SGLang id -1 under the +1 rule: loop index 0, before layer 0, residual None.
+    Read files say what their capture line does there (resid[0], or TypeError); others say it is unknown."""
     head = "Id -1 is loop index 0, tested before layer 0 runs, where the residual is still None: "
-    known = sglang_index0(arch)
-    if known is None:
+    file = sglang_model_file(arch)
+    if file is None:
         which = (f"not confirmed for {arch}, whose SGLang model file was not read" if arch else
-                 "what SGLang does depends on the target's model file (pass arch= to decide)")
+                 f"what SGLang does depends on the target's model file (to decide, {_PASS_ARCH})")
         return head + f"{which}. Read: {_INDEX0_READ}.", "note"
-    file, captures = known
+    via = _SGLANG_FILE[arch.strip().lower()][1]
+    where = f"SGLang's {file}" + (f" ({via})" if via else "")
+    captures, read = _INDEX0[file]
+    read = f" (read: {read}; {_INDEX0_LATER})"
     if captures:
-        return (head + f"in every version of SGLang's {file} read, the capture line appends the bare hidden "
-                "states there, i.e. resid[0] (the embedding output), so -1 works for this target."), "note"
-    return (head + f"in every version of SGLang's {file} read, the capture line computes `hidden_states + residual` "
-            "there and raises TypeError ('Tensor' + 'NoneType') at the target's first forward: -1 cannot feed "
-            "resid[0]."), "breaks"
+        return (head + f"{where} appends the bare hidden states there, i.e. resid[0] (the embedding output), so -1 "
+                f"works for this target{read}."), "note"
+    return (head + f"{where} computes `hidden_states + residual` there and raises TypeError ('Tensor' + 'NoneType') "
+            f"at the target's first forward: -1 cannot feed resid[0]{read}."), "breaks"
 
 
 def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arch: str | None = None,
@@ -390,9 +433,10 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
 
     Never silent: defaults, dropped ids, reordering, crashes in the engine and version-dependent
     meanings all come back as ``notes`` (each with its kind; ``warnings`` is their text, ``fatal``
-    the text of the ones that break the engine). ``engine_version``: see ``eagle3lab.versions``;
-    one that cannot be placed relative to a change here gives the newest behaviour and a "version"
-    note; one that is not a date, PR mark or release raises ``Eagle3LabError``.
+    the text of the ones that break the engine, ``unconfirmed`` the text of the ones about a file or
+    target that was not read, where the points shown are an assumption). ``engine_version``: see
+    ``eagle3lab.versions``; one that cannot be placed relative to a change here gives the newest
+    behaviour and a "version" note; one that is not a date, PR mark or release raises ``Eagle3LabError``.
     """
     engine = _check_engine(engine)
     n = _check_num_layers(num_layers)
@@ -442,8 +486,9 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
     """The ids to WRITE so that ``engine`` captures exactly these ``resid`` points, in this order.
 
     Raises ``Eagle3LabError`` when the engine cannot express them (resid[0] in SGLang except where the
-    target's model file is confirmed to capture it, resid[N] in SGLang, any non-ascending order,
-    SafeAILab/EAGLE's fixed choice).
+    target's model file is read to capture it, resid[N] in SGLang, any non-ascending order,
+    SafeAILab/EAGLE's fixed choice). Ids for a target whose SGLang file was not read follow the +1
+    rule of every file read (``resolve_aux_layers`` says so in an unconfirmed note).
     """
     engine = _check_engine(engine)
     n = _check_num_layers(num_layers)
@@ -471,13 +516,13 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
             # Since SGLang #25454 (DeepSeek-family) a first id of 1 switches +1 on; the capture loop sorts anyway.
             candidates.append(target[1:] + target[:1])
     tried = []
-    unread = sglang_index0(arch) is None  # SGLang id -1 is offered only where the target's file was read
     for ids in candidates:
         res = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=engine_version)
-        unsure = engine in ("sglang", "specforge") and unread and -1 in (ids or ())
+        # SGLang id -1 is offered only where the target's file was read to capture resid[0] there
+        unsure = [t for t in res.unconfirmed if t.startswith("Id -1")]
         if list(res.resid) == target and not res.fatal and not unsure:
             return list(res.resid) if ids is None else ids
-        why = list(res.fatal[:1]) or [t for t in res.warnings if unsure and t.startswith("Id -1")][:1]
+        why = list(res.fatal[:1]) or unsure[:1]
         tried.append(f"{ids if ids is not None else '(hard-coded)'} -> {res.label}" + (f" ({why[0]})" if why else ""))
     raise Eagle3LabError(
         f"{engine}: cannot capture {[resid_name(k, n) for k in target]} for N = {n}"

@@ -97,8 +97,9 @@ def test_kimi_k2_ids_before_and_after_pr_25454():
     assert _has(unknown, "#25454", "[3, 31, 59]", "[2, 30, 58]")
     # The heuristic is DeepSeek-family only: a Llama target keeps +1 in every version.
     assert resolve_aux_layers("sglang", [2, 30, 58], 61, arch=LLAMA, engine_version="2026-06-01").resid == (3, 31, 59)
-    # Arch unknown: the +1 reading, with a warning about DeepSeek-family targets.
-    assert _has(resolve_aux_layers("sglang", [2, 30, 58], 61), "DeepSeek-family", "arch")
+    # Arch unknown: the +1 reading, with a warning about DeepSeek-family targets (an assumption).
+    no_arch = resolve_aux_layers("sglang", [2, 30, 58], 61)
+    assert _has(no_arch, "DeepSeek-family", "--arch", "--target-arch", "arch=") and no_arch.unconfirmed
 
 
 def test_specforge_follows_sglang_rule_for_the_target():
@@ -108,14 +109,16 @@ def test_specforge_follows_sglang_rule_for_the_target():
 
 
 def test_version_that_cannot_be_placed_warns():
-    # 0.5.13 was cut after the merge but its source was not read: no release is known to have #25454.
-    res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.13")
+    # 0.5.12.post1 cherry-picked fixes onto the 0.5.12 branch after the merge: no bound places it.
+    res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.12.post1")
     assert res.resid == (2, 30, 58)
-    assert _has(res, "cannot be placed", "YYYY-MM-DD")
+    assert _has(res, "cannot be placed", "YYYY-MM-DD", "a release >= 0.5.13 (has it)")
     assert [n.kind for n in res.notes if "cannot be placed" in n.text] == ["version"]
-    # v0.5.12 was published before the merge: placed, no warning.
+    # v0.5.12 was published before the merge; v0.5.13 was cut from main after 2026-06-08: both placed.
     old = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.12")
     assert old.resid == (3, 31, 59) and not _has(old, "cannot be placed")
+    new = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.13")
+    assert new.resid == (2, 30, 58) and not [n for n in new.notes if n.kind == "version"]
 
 
 def test_seed_story_training_vs_serving_wiring():
@@ -137,8 +140,9 @@ def test_seed_story_training_vs_serving_wiring():
 # ---- SGLang id -1: loop index 0, tested before layer 0 while the residual is still None
 
 @pytest.mark.parametrize("arch, file, captures", [
-    ("LlamaForCausalLM", "llama.py", False), ("Phi3ForCausalLM", "llama.py", False),
-    ("InternLM3ForCausalLM", "llama.py", False), (KIMI, "deepseek_v2.py", False),
+    ("LlamaForCausalLM", "llama.py", False), ("MistralForCausalLM", "llama.py", False),  # mistral.py: a subclass
+    ("Phi3ForCausalLM", "llama.py", False), ("InternLM3ForCausalLM", "llama.py", False),
+    (KIMI, "deepseek_v2.py", False), ("DeepseekV32ForCausalLM", "deepseek_v2.py", False),
     ("KimiK25ForConditionalGeneration", "deepseek_v2.py", False), ("Qwen2ForCausalLM", "qwen2.py", True),
     ("Qwen3ForCausalLM", "qwen2.py", True), ("Qwen3MoeForCausalLM", "qwen2_moe.py", True)])
 @pytest.mark.parametrize("engine", ["sglang", "specforge"])
@@ -147,6 +151,8 @@ def test_sglang_id_minus_one_per_model_file(engine, arch, file, captures):
     assert res.resid == (0, 3, 31)
     [note] = [n for n in res.notes if n.text.startswith("Id -1")]
     assert file in note.text and note.kind == ("note" if captures else "breaks")
+    assert note.confirmed and res.to_dict()["confirmed"] and not res.unconfirmed  # read in the file
+    assert "read: " in note.text and "layer boundary" in note.text  # the versions read, and what was not
     assert bool(res.fatal) is not captures
     assert ("resid[0] (the embedding output), so -1 works" in note.text) is captures
     assert ("TypeError" in note.text) is not captures
@@ -168,17 +174,32 @@ def test_sglang_id_minus_one_anywhere_in_the_list():
     assert kimi.resid == (0, 2, 31) and "deepseek_v2.py" in kimi.fatal[0]
 
 
-@pytest.mark.parametrize("arch", [None, "MistralForCausalLM", "Llama4ForConditionalGeneration",
-                                  "GptOssForCausalLM"])
+@pytest.mark.parametrize("arch", [None, "Llama4ForConditionalGeneration", "GptOssForCausalLM",
+                                  "DeepseekV4ForCausalLM", "KimiLinearForCausalLM"])
 def test_sglang_id_minus_one_unread_file_is_not_confirmed(arch):
     res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=arch)
     [note] = [n for n in res.notes if n.text.startswith("Id -1")]
-    assert note.kind == "note" and not res.fatal
-    assert ("pass arch=" in note.text) if arch is None else (f"not confirmed for {arch}" in note.text)
+    assert note.kind == "note" and not note.confirmed and not res.fatal
+    assert note.text in res.unconfirmed and res.to_dict()["confirmed"] is False
+    assert ("--arch" in note.text and "arch=" in note.text) if arch is None else (f"not confirmed for {arch}" in note.text)
     assert "llama.py and deepseek_v2.py raise TypeError" in note.text and "qwen2_moe.py" in note.text
     # the inverse never offers an unconfirmed -1
     with pytest.raises(Eagle3LabError, match="cannot capture.*Id -1"):
         to_engine_ids("sglang", [0, 3, 31], 61, arch=arch)
+
+
+@pytest.mark.parametrize("arch", ["DeepseekV4ForCausalLM", "KimiLinearForCausalLM", "GptOssForCausalLM"])
+def test_sglang_unread_architecture_is_not_deepseek_v2_and_not_confirmed(arch):
+    # Files of their own (deepseek_v4.py, kimi_linear.py, gpt_oss.py): neither #25454's rule nor deepseek_v2.py's
+    # TypeError applies by name; the +1 reading is shown and flagged as an assumption.
+    res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=arch, engine_version="post-#25454")
+    assert res.resid == (3, 31, 59) and not res.fatal and "DeepSeek-family" not in res.rule
+    [note] = res.notes
+    assert not note.confirmed and f"Not confirmed for {arch}" in note.text and res.unconfirmed == (note.text,)
+    assert not _has(res, "#25454, merged")  # no version-dependent DeepSeek note
+    # the read architectures say nothing of the kind
+    for read in (LLAMA, KIMI, "Qwen3ForCausalLM"):
+        assert resolve_aux_layers("sglang", [1, 29, 57], 61, arch=read).to_dict()["unconfirmed"] == []
 
 
 def test_sglang_n_minus_one_is_never_reached():
@@ -338,7 +359,7 @@ def test_cli_ids_text_and_exit_codes(capsys):
     assert "-5" in capsys.readouterr().err
     assert main(["ids", "vllm", "0", "3", "--num-layers", "61", "--to", "sglang", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["to"]["ids"] is None and "pass arch=" in out["to"]["error"]
+    assert out["to"]["ids"] is None and "--arch in `eagle3lab ids`" in out["to"]["error"]
     assert main(["ids", "vllm", "0", "3", "--num-layers", "61", "--arch", LLAMA, "--to", "sglang", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["to"]["ids"] is None and "llama.py" in out["to"]["error"] and "TypeError" in out["to"]["error"]
@@ -347,9 +368,21 @@ def test_cli_ids_text_and_exit_codes(capsys):
 def test_cli_ids_minus_one_exit_code_follows_the_model_file(capsys):
     from eagle3lab.cli import main
 
-    for arch, rc in [("Qwen3ForCausalLM", 0), (LLAMA, 1), (None, 0)]:
+    # exit 0 for both "read to work" (Qwen3) and "not read" (no --arch); "confirmed" tells them apart
+    for arch, rc, confirmed in [("Qwen3ForCausalLM", 0, True), (LLAMA, 1, True), (None, 0, False)]:
         argv = ["ids", "sglang", "-1", "2", "30", "--num-layers", "61", "--json"] + (["--arch", arch] if arch else [])
         assert main(argv) == rc, arch
         out = json.loads(capsys.readouterr().out)
-        assert out["resid"] == [0, 3, 31] and out["breaks"] is bool(rc)
+        assert out["resid"] == [0, 3, 31] and out["breaks"] is bool(rc) and out["confirmed"] is confirmed
         assert any(n["text"].startswith("Id -1") for n in out["notes"])
+        assert bool(out["unconfirmed"]) is not confirmed and all(n.keys() == {"kind", "text"} for n in out["notes"])
+    assert main(["ids", "sglang", "-1", "2", "30", "--num-layers", "61"]) == 0
+    assert "(note, not confirmed): Id -1" in capsys.readouterr().out
+
+
+def test_cli_ids_bad_version_names_the_flag(capsys):
+    from eagle3lab.cli import main
+
+    assert main(["ids", "sglang", "2", "30", "--num-layers", "61", "--engine-version", "banana"]) == 2
+    err = capsys.readouterr().err
+    assert "--engine-version" in err and "'banana'" in err and "engine_version:" not in err

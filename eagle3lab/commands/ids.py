@@ -14,7 +14,9 @@ def add_arguments(parser):
                         help="ids as written (e.g. 2 30 58, or 2,30,58; -1 allowed for SGLang; TransformerLens "
                              "hook names allowed); none = the engine's default")
     parser.add_argument("--num-layers", type=int, metavar="N", help="the target's num_hidden_layers")
-    parser.add_argument("--arch", help="target architecture, e.g. DeepseekV3ForCausalLM (DeepSeek-family rules)")
+    parser.add_argument("--arch", metavar="A",
+                        help="target architecture (config.json architectures[0]), e.g. DeepseekV3ForCausalLM: "
+                             "decides the DeepSeek-family rules and what SGLang does with id -1 (its model file)")
     parser.add_argument("--engine-version", metavar="V",
                         help="engine build date YYYY-MM-DD, pre-#PR / post-#PR (e.g. post-#25454), or a "
                              "release where its bounds are known (e.g. 0.5.12)")
@@ -33,11 +35,13 @@ def _parse_ids(raw: list[str]):
 def run(args) -> int:
     from eagle3lab.errors import Eagle3LabError
     from eagle3lab.layer_ids import resid_label, resolve_aux_layers, to_engine_ids
+    from eagle3lab.versions import parse_engine_version
 
+    parse_engine_version(args.engine_version, "--engine-version")  # bad input named as the user wrote it
     res = resolve_aux_layers(args.engine, _parse_ids(args.ids), args.num_layers, arch=args.arch,
                              engine_version=args.engine_version)
     out = res.to_dict()
-    out["breaks"] = bool(res.fatal)
+    out["breaks"] = bool(res.fatal)  # beside "fatal"; "confirmed" / "unconfirmed" come from to_dict
     if args.to:
         try:
             ids = to_engine_ids(args.to, res.resid, args.num_layers, arch=args.arch, engine_version=args.engine_version)
@@ -53,7 +57,8 @@ def run(args) -> int:
     print("  fc input: " + resid_label(res.resid, res.num_layers))
     print(f"  rule: {res.rule}")
     for n in res.notes:
-        print(f"  {'BREAKS' if n.kind == 'breaks' else 'warning'} ({n.kind}): {n.text}")
+        print(f"  {'BREAKS' if n.kind == 'breaks' else 'warning'} ({n.kind}"
+              + ("" if n.confirmed else ", not confirmed") + f"): {n.text}")
     if args.to:
         to = out["to"]
         print(f"  in {to['engine']}: " + (f"write {to['ids']}" if to["ids"] is not None else f"cannot: {to['error']}"))
