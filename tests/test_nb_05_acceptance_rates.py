@@ -228,3 +228,15 @@ def test_seed_symptom_arithmetic():
     extend = 0.9 * cm.extend_s[1] + 0.1 * cm.extend_s[2]
     assert proj.round_cost == pytest.approx(extend + 14 * cm.c + cm.v(16))
     assert proj.tau == pytest.approx(1.1) and proj.speedup < 0.5
+
+
+def test_recorded_half_fixed_benchmark_is_the_what_if_and_lossless():
+    """Section 9 quotes the case draft's recorded bench.json row for the same what-if: it must be that run."""
+    bench = json.loads((bundled.DRAFT_CASE / "bench.json").read_text())
+    rows = [b for b in bench.values() if b.get("overrides", {}).get("aux_resid") == trained_resid()
+            and b["settings"]["num_steps"] == 1]
+    assert len(rows) == 1
+    b = rows[0]
+    assert b["profile"] == "sglang" and b["norm_before_residual"] is False and b["aux_resid"] == trained_resid()
+    assert b["lossless"]["identical_to_generate"] == b["lossless"]["prompts"] >= 12
+    assert abs(b["projection"]["error"]) < 0.15        # the cost model explains the recorded run
