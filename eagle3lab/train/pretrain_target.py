@@ -98,7 +98,8 @@ def heldout_loss(model, windows: torch.Tensor, batch_size: int = 8) -> float:
     return total / count
 
 
-def lr_at(step: int, cfg: TargetTrainConfig) -> float:
+def lr_at(step: int, cfg) -> float:
+    """Linear warmup, then cosine to ``min_lr`` (any config with lr, min_lr, warmup_steps, steps: target or draft)."""
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     frac = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)

@@ -24,7 +24,6 @@ chain drafting, where the draft's cache holds the prefix up to t.
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ import numpy as np
 import torch
 
 from eagle3lab.train.draft_vocab import DraftVocab, select_draft_vocab, token_counts
-from eagle3lab.train.pretrain_target import atomic_torch_save, batch_at, eval_windows
+from eagle3lab.train.pretrain_target import atomic_torch_save, batch_at, eval_windows, lr_at
 
 
 @dataclass
@@ -192,13 +191,6 @@ class DraftTrainResult:
     heldout: dict | None
     train_seconds: float
     tokens_per_s: float
-
-
-def lr_at(step: int, cfg: DraftTrainConfig) -> float:
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    frac = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
-    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * frac))
 
 
 def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout_stream: np.ndarray,
