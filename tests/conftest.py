@@ -9,5 +9,5 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from pathlib import Path  # noqa: E402
 
-# ../shared sits beside the checkout, in CI too (read-only): real published configs for parser tests.
-REAL_CONFIGS = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "real-configs"
+# Real published configs for parser tests, copied into the checkout (SOURCES.md says where each came from).
+REAL_CONFIGS = Path(__file__).resolve().parent / "fixtures" / "real-configs"

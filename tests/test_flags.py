@@ -1,8 +1,8 @@
 """eagle3lab.flags: every SGLang / vLLM rule reproduced as the engine applies it, plus bad input.
 
 Target and draft configs are excerpts of the real published files in
-../shared/fixtures/real-configs/ (the keys the rules read); `test_excerpts_match_real_configs`
-checks them against the files when that folder exists.
+tests/fixtures/real-configs/ (the keys the rules read); `test_excerpts_match_real_configs`
+checks them against those files.
 """
 
 from __future__ import annotations
