@@ -17,9 +17,9 @@ import time
 import torch
 
 from eagle3lab import bundled
-from eagle3lab.capture import ResidCapture
-from eagle3lab.layer_ids import default_resid
-from eagle3lab.target import load_target, tiny_target
+from eagle3lab.engines.layer_ids import default_resid
+from eagle3lab.models.capture import ResidCapture
+from eagle3lab.models.target import load_target, tiny_target
 
 
 def _sync(device):

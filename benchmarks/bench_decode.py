@@ -2,7 +2,7 @@
 
     python benchmarks/bench_decode.py [--threads 1] [--out build/bench_decode.json] [--record]
 
-Cases, each timed side by side with plain decoding in the same run (``eagle3lab.throughput.run_benchmark``):
+Cases, each timed side by side with plain decoding in the same run (``eagle3lab.analysis.throughput.run_benchmark``):
 
     healthy, chain 6        the healthy bundled draft as trained (goal: >= 1.8x transformers generate on CPU)
     healthy, tree 5/4/8     SGLang's default tree for Llama targets (steps 5, topk 4, 8 draft tokens)
@@ -30,9 +30,7 @@ import pandas as pd
 import torch
 
 from eagle3lab import bundled
-from eagle3lab.atomic import write_json
-from eagle3lab.bundled import load_prompts
-from eagle3lab.throughput import (
+from eagle3lab.analysis.throughput import (
     ROOFLINE_EXAMPLES,
     SERVED,
     finite_json,
@@ -41,6 +39,8 @@ from eagle3lab.throughput import (
     run_benchmark,
     verdict,
 )
+from eagle3lab.atomic import write_json
+from eagle3lab.bundled import load_prompts
 
 HALF_FIXED = "case half fixed, chain 1"
 CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
@@ -116,8 +116,8 @@ def main(argv=None) -> int:
                    help="write bench.json beside each draft and its throughput table into the model card")
     args = p.parse_args(argv)
 
-    from eagle3lab.checkpoint import load_draft
-    from eagle3lab.target import load_target
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.target import load_target
 
     for path in (args.target, args.healthy, args.case):
         if not (Path(path) / "config.json").exists():

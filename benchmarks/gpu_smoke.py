@@ -34,9 +34,9 @@ SHAPES = {  # Llama-3.1-8B (config.json of meta-llama/Llama-3.1-8B-Instruct) and
 def build(shape: dict, device: torch.device, dtype: torch.dtype):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from eagle3lab.draft import DraftConfig, Eagle3Draft
-    from eagle3lab.target import Target
-    from eagle3lab.vocab import build_vocab_map
+    from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+    from eagle3lab.models.target import Target
+    from eagle3lab.models.vocab import build_vocab_map
 
     s = dict(shape)
     dv = s.pop("draft_vocab_size")
@@ -66,7 +66,7 @@ def build(shape: dict, device: torch.device, dtype: torch.dtype):
 
 def timed(fn, device, repeats=3):
     """Median seconds of ``repeats`` calls after one warm-up, synchronised (``throughput.Clock``)."""
-    from eagle3lab.throughput import Clock
+    from eagle3lab.analysis.throughput import Clock
 
     clock = Clock(device)
     for i in range(repeats + 1):
@@ -82,10 +82,10 @@ def main(argv=None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=64)
     args = p.parse_args(argv)
 
+    from eagle3lab.analysis.throughput import measure_costs
     from eagle3lab.atomic import write_text
-    from eagle3lab.capture import capture_resid
-    from eagle3lab.decoding import hf_generate, speculative_generate, target_greedy
-    from eagle3lab.throughput import measure_costs
+    from eagle3lab.decoding.speculative import hf_generate, speculative_generate, target_greedy
+    from eagle3lab.models.capture import capture_resid
 
     cuda = torch.cuda.is_available()
     if args.shape == "8b" and not cuda:

@@ -4,7 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from eagle3lab.capture import (
+from eagle3lab.errors import Eagle3LabError
+from eagle3lab.models.capture import (
     ResidCapture,
     _offload_device,
     build_fc_input,
@@ -12,8 +13,7 @@ from eagle3lab.capture import (
     hf_hidden_states,
     resid_modules,
 )
-from eagle3lab.errors import Eagle3LabError
-from eagle3lab.target import TINY_ARCHS, tiny_target
+from eagle3lab.models.target import TINY_ARCHS, tiny_target
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog.", "Draft", "Speculative decoding drafts a few tokens."]
 
@@ -218,7 +218,7 @@ def test_build_fc_input_orders_and_label(targets):
 
 
 def test_paths_agreement_and_similarity_tables(targets):
-    from eagle3lab.capture import paths_agreement, resid_similarity
+    from eagle3lab.models.capture import paths_agreement, resid_similarity
 
     target = targets["mistral"]
     batch = target.encode(PROMPTS)

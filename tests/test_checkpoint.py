@@ -10,11 +10,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from eagle3lab.checkpoint import convert_draft, load_draft, save_draft
-from eagle3lab.draft import DraftConfig, Eagle3Draft
+from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.layer_ids import resolve_aux_layers
-from eagle3lab.vocab import build_vocab_map
+from eagle3lab.models.checkpoint import convert_draft, load_draft, save_draft
+from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+from eagle3lab.models.vocab import build_vocab_map
 
 N = 8  # target layers
 
@@ -162,7 +162,7 @@ def test_dtype_is_kept_by_convert(tmp_path, saved):
 # ---------------------------------------------------------------------------- the target
 
 def test_embedding_comes_from_the_target_object_or_folder(tmp_path):
-    from eagle3lab.target import save_target, tiny_target
+    from eagle3lab.models.target import save_target, tiny_target
 
     target = tiny_target("llama", num_layers=N, hidden_size=64, vocab_size=300)
     draft = make_draft(ids=(1, 3, 5), hidden=64, target_hidden=64, vocab=300)
@@ -187,7 +187,7 @@ def test_embedding_comes_from_the_target_object_or_folder(tmp_path):
 
 
 def test_a_draft_for_another_target_is_refused(tmp_path):
-    from eagle3lab.target import tiny_target
+    from eagle3lab.models.target import tiny_target
 
     draft = make_draft(hidden=64, target_hidden=64, vocab=300)
     save_draft(draft, tmp_path / "d", "speculators")

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from eagle3lab.cli import COMMANDS, main
+from eagle3lab.app.cli import COMMANDS, main
 
 
 def test_help_lists_every_command(capsys):
@@ -28,12 +28,12 @@ def test_every_command_has_a_module_and_a_json_doc():
     from eagle3lab.bundled import ROOT
 
     for name in COMMANDS:
-        assert (ROOT / "eagle3lab" / "commands" / f"{name}.py").exists(), f"eagle3lab/commands/{name}.py missing"
+        assert (ROOT / "eagle3lab" / "app" / "commands" / f"{name}.py").exists(), f"eagle3lab/app/commands/{name}.py missing"
         assert (ROOT / "docs" / "cli" / f"{name}.md").exists(), f"docs/cli/{name}.md missing (document --json)"
 
 
 def test_env_json_runs_as_a_console_script():
-    out = subprocess.run([sys.executable, "-m", "eagle3lab.cli", "env", "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "eagle3lab.app.cli", "env", "--json"], capture_output=True, text=True, check=True)
     report = json.loads(out.stdout)
     assert report["device"]["device_auto"] in ("cpu", "cuda")
     assert report["libraries"]["torch"].startswith("2.")

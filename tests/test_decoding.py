@@ -14,16 +14,16 @@ import functools
 import pytest
 import torch
 
-from eagle3lab.decoding import (
+from eagle3lab.decoding.speculative import (
     hf_generate,
     keep_cache_positions,
     speculative_generate,
     target_greedy,
     tree_settings,
 )
+from eagle3lab.decoding.tree import tree_attention_mask
+from eagle3lab.engines.verify_width import pool_size
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.flags_sglang import tree_pool_size as pool_size
-from eagle3lab.tree import tree_attention_mask
 
 V, H = 64, 32
 
@@ -31,7 +31,7 @@ V, H = 64, 32
 def tiny_target(seed=0, vocab=V, hidden=H, layers=4, scale=0.15, init=0.02):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from eagle3lab.target import Target
+    from eagle3lab.models.target import Target
 
     torch.manual_seed(seed)
     cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
@@ -47,10 +47,10 @@ def tiny_target(seed=0, vocab=V, hidden=H, layers=4, scale=0.15, init=0.02):
 
 def tiny_draft(target, seed=0, draft_vocab=None, train_steps=150, passes=3, ids=(1, 2, 4)):
     """An EAGLE-3 draft (speculators profile) for ``target``; trained when train_steps > 0."""
-    from eagle3lab.capture import ResidCapture
-    from eagle3lab.draft import DraftConfig, Eagle3Draft
-    from eagle3lab.evaluate import draft_passes
-    from eagle3lab.vocab import build_vocab_map
+    from eagle3lab.decoding.evaluate import draft_passes
+    from eagle3lab.models.capture import ResidCapture
+    from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+    from eagle3lab.models.vocab import build_vocab_map
 
     vocab, hidden = target.vocab_size, target.hidden_size
     dv = draft_vocab or vocab * 3 // 4
@@ -195,7 +195,7 @@ def test_a_forward_without_logits_to_keep_still_decodes_the_same(pair):
     """Remote-code targets may lack ``logits_to_keep``: the prefill then gets every row and takes the last."""
     from transformers import LlamaForCausalLM
 
-    from eagle3lab.target import Target
+    from eagle3lab.models.target import Target
 
     class NoKeep(LlamaForCausalLM):
         def forward(self, input_ids=None, position_ids=None, attention_mask=None, use_cache=None, cache=None):
@@ -234,7 +234,7 @@ def test_tree_settings_follow_sglang_bounds():
 
 def test_tree_mask_gives_each_node_its_own_path_logits():
     """Target side only: one tree verify forward == plain forwards of each root-to-node path."""
-    from eagle3lab.decoding import new_target_cache
+    from eagle3lab.decoding.speculative import new_target_cache
 
     target = tiny_target(seed=1, scale=1.0)
     model = target.model

@@ -16,7 +16,7 @@ import torch
 from scipy.stats import chisquare
 from test_decoding import one_thread, tiny_draft, tiny_target
 
-from eagle3lab.decoding import speculative_generate
+from eagle3lab.decoding.speculative import speculative_generate
 
 V, T, N = 6, 0.8, 1200
 PROMPT = [1, 2, 3]

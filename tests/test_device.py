@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from eagle3lab.device import resolve_device, resolve_device_map, resolve_dtype
+from eagle3lab.models.device import resolve_device, resolve_device_map, resolve_dtype
 
 
 def test_auto_picks_cuda_bf16_when_present_else_cpu_fp32():

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from eagle3lab.diagnosis import SYMPTOMS, wiring_hypotheses
-from eagle3lab.draft import DraftConfig, Eagle3Draft
+from eagle3lab.analysis.diagnosis import SYMPTOMS, wiring_hypotheses
+from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
 

@@ -11,8 +11,8 @@ import torch
 from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-from eagle3lab.draft import DraftCache, DraftConfig, Eagle3Draft, rope_inv_freq
 from eagle3lab.errors import Eagle3LabError
+from eagle3lab.models.draft import DraftCache, DraftConfig, Eagle3Draft, rope_inv_freq
 
 LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
           "original_max_position_embeddings": 16}
@@ -38,7 +38,7 @@ def make_draft(seed=0, layers=1, rope_scaling=None, **flags) -> Eagle3Draft:
 
 def reference(sd, *, eps, heads, kv_heads, inv_freq, input_ids, aux=None, recycled=None,
               norm_before_residual=False, norm_before_fc=False, fc_norm=False, recycle_postnorm=False):
-    """EAGLE-3 forward written out in float64 with plain ops, sharing nothing with eagle3lab.draft."""
+    """EAGLE-3 forward written out in float64 with plain ops, sharing nothing with eagle3lab.models.draft."""
     w = {k: v.double() for k, v in sd.items() if v.dtype.is_floating_point}
 
     def rms(x, weight):

@@ -9,10 +9,10 @@ import torch
 from test_decoding import one_thread, prompts, tiny_pair
 
 from eagle3lab import bundled
-from eagle3lab.decoding import speculative_generate
-from eagle3lab.draft import DraftCache
+from eagle3lab.decoding.evaluate import draft_passes, evaluate_offline, greedy_dataset, pass_mask
+from eagle3lab.decoding.speculative import speculative_generate
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.evaluate import draft_passes, evaluate_offline, greedy_dataset, pass_mask
+from eagle3lab.models.draft import DraftCache
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -32,7 +32,7 @@ def test_pass_k_row_equals_the_loops_incremental_draft_step():
     """Row t of pass 3 == extend rows 0..t, then two recycled steps on the true tokens (as the loop does)."""
     target, draft = tiny_pair()
     ids = torch.tensor([prompts(1, 12)[0]])
-    from eagle3lab.capture import ResidCapture
+    from eagle3lab.models.capture import ResidCapture
 
     points = list(draft.aux_resid)
     with torch.no_grad(), ResidCapture(target.model, sorted(points)) as cap:
@@ -79,8 +79,8 @@ def test_bad_prompt_lens():
 
 @pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built (make data)")
 def test_offline_agrees_with_loop_on_bundled_models():
-    from eagle3lab.checkpoint import load_draft
-    from eagle3lab.target import load_target
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.target import load_target
 
     target = load_target(bundled.TARGET, device="cpu")
     draft = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")

@@ -1,4 +1,4 @@
-"""eagle3lab.flags: every SGLang / vLLM rule reproduced as the engine applies it, plus bad input.
+"""eagle3lab.engines.flags: every SGLang / vLLM rule reproduced as the engine applies it, plus bad input.
 
 Target and draft configs are excerpts of the real published files in
 tests/fixtures/real-configs/ (the keys the rules read); `test_excerpts_match_real_configs`
@@ -14,21 +14,20 @@ from pathlib import Path
 import pytest
 from conftest import REAL_CONFIGS
 
-from eagle3lab.errors import Eagle3LabError
-from eagle3lab.flags import (
+from eagle3lab.engines.flags import (
     SEED_COMMAND,
     SEED_DRAFT_CONFIG,
     SEED_TARGET_CONFIG,
     resolve_flags,
     sglang_what_if,
-    translator_findings,
-    unplaced_finding,
 )
-from eagle3lab.flags_sglang import CHANGES as SGL_CHANGES
-from eagle3lab.flags_sglang_overlap import OVERLAP_CHANGES
-from eagle3lab.flags_vllm import CHANGES as VLLM_CHANGES
-from eagle3lab.layer_ids import CHANGES as ID_CHANGES
-from eagle3lab.layer_ids import AuxNote, AuxResolution, resolve_aux_layers
+from eagle3lab.engines.flags.common import translator_findings, unplaced_finding
+from eagle3lab.engines.flags.sglang import CHANGES as SGL_CHANGES
+from eagle3lab.engines.flags.sglang_overlap import OVERLAP_CHANGES
+from eagle3lab.engines.flags.vllm import CHANGES as VLLM_CHANGES
+from eagle3lab.engines.layer_ids import CHANGES as ID_CHANGES
+from eagle3lab.engines.layer_ids import AuxNote, AuxResolution, resolve_aux_layers
+from eagle3lab.errors import Eagle3LabError
 
 REAL = REAL_CONFIGS
 
@@ -587,8 +586,7 @@ def test_result_serialises_and_tables():
 
 def test_every_finding_code_is_documented():
     root = Path(__file__).resolve().parent.parent
-    src = "".join((root / "eagle3lab" / f).read_text()
-                  for f in ("flags.py", "flags_sglang.py", "flags_sglang_overlap.py", "flags_vllm.py"))
+    src = "".join(p.read_text() for p in sorted((root / "eagle3lab" / "engines" / "flags").glob("*.py")))
     codes = set(re.findall(r'(?:_f|Finding)\(\s*"([A-Z0-9_]+)"', src))
     codes |= {p + s for s in re.findall(r'f"\{prefix\}(_AUX_[A-Z_]+)"', src) for p in ("SGL", "VLLM")}
     codes |= set(re.findall(r'^[A-Z_]+ = "([A-Z0-9_]+)"', src, re.MULTILINE))  # codes kept in a constant
@@ -661,7 +659,7 @@ def test_unplaced_findings_have_the_documented_shape_on_both_paths():
     changes = [SGL_CHANGES["spec-v2-env-removed"], ID_CHANGES["sglang#25454"]]
     assert found == [unplaced_finding(c, version) for c in changes]
     for f, change in zip(found, changes):
-        assert (f.severity, f.setting, f.rule, f.fix) == ("warning", "engine_version", "eagle3lab.versions.place", None)
+        assert (f.severity, f.setting, f.rule, f.fix) == ("warning", "engine_version", "eagle3lab.engines.versions.place", None)
         assert f.engine_versions == change.span() and f"PR #{change.pr}" in f.message
     direct = translator_findings("SGL", resolve_aux_layers("sglang", [2, 30, 58], 61, arch="DeepseekV3ForCausalLM",
                                                            engine_version=version), "all", "fix")
@@ -676,4 +674,4 @@ def test_vllm_translator_unplaced_finding_has_the_same_shape():
     found = [f for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]
     changes = [VLLM_CHANGES["aux-from-config"], ID_CHANGES["vllm#46973"]]  # a flags rule, then the translator
     assert found == [unplaced_finding(c, "pre-#1") for c in changes]
-    assert {(f.setting, f.rule) for f in found} == {("engine_version", "eagle3lab.versions.place")}
+    assert {(f.setting, f.rule) for f in found} == {("engine_version", "eagle3lab.engines.versions.place")}

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eagle3lab.cli import main
-from eagle3lab.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG
+from eagle3lab.app.cli import main
+from eagle3lab.engines.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "cli" / "flags.md"
 SEED = SEED_COMMAND.split()
@@ -74,7 +74,7 @@ def test_command_from_a_file(capsys, tmp_path):
 
 
 def test_console_script_without_torch_import():
-    code = ("import sys; from eagle3lab.cli import main; rc = main(['flags', 'sglang', '--json', '--', "
+    code = ("import sys; from eagle3lab.app.cli import main; rc = main(['flags', 'sglang', '--json', '--', "
             "'--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', 'd', "
             "'--speculative-num-steps', '2', '--speculative-eagle-topk', '1']); "
             "assert 'torch' not in sys.modules; sys.exit(rc)")

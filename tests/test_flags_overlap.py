@@ -4,8 +4,8 @@ spec V1 retired (PR #25464), SGLANG_ENABLE_SPEC_V2 removed (PR #27964)."""
 import pytest
 from packaging.version import Version
 
-from eagle3lab.flags import resolve_flags
-from eagle3lab.flags_sglang_overlap import CHANGES, OVERLAP_CHANGES, OVERLAP_ERAS, overlap_era
+from eagle3lab.engines.flags import resolve_flags
+from eagle3lab.engines.flags.sglang_overlap import CHANGES, OVERLAP_CHANGES, OVERLAP_ERAS, overlap_era
 
 # One release or date inside each era (era k: the build has the first k changes).
 IN_ERA = {0: "0.5.2", 1: "0.5.10", 2: "2026-05-01", 3: "2026-06-09", 4: "2026-06-12"}

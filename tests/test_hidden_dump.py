@@ -6,10 +6,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from eagle3lab.capture import capture_resid
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.hidden_dump import MANIFEST, HiddenDump, dump_hidden_states, read_hidden_file
-from eagle3lab.target import tiny_target
+from eagle3lab.models.capture import capture_resid
+from eagle3lab.models.hidden_dump import MANIFEST, HiddenDump, dump_hidden_states, read_hidden_file
+from eagle3lab.models.target import tiny_target
 
 PROMPTS = ["The quick brown fox jumps over the lazy dog.", "Draft tokens.", "An EAGLE-3 draft reads three streams."]
 

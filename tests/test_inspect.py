@@ -10,10 +10,10 @@ import pytest
 import torch
 from conftest import REAL_CONFIGS
 
-from eagle3lab.checkpoint import save_draft
-from eagle3lab.cli import main
-from eagle3lab.draft import DraftConfig, Eagle3Draft
-from eagle3lab.vocab import build_vocab_map
+from eagle3lab.app.cli import main
+from eagle3lab.models.checkpoint import save_draft
+from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+from eagle3lab.models.vocab import build_vocab_map
 
 REAL = REAL_CONFIGS
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from eagle3lab.engines.layer_ids import ENGINES, compare_engines, resolve_aux_layers, to_engine_ids
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.layer_ids import ENGINES, compare_engines, resolve_aux_layers, to_engine_ids
 
 KIMI = "DeepseekV3ForCausalLM"  # Kimi-K2 / DeepSeek-V3: N = 61
 LLAMA = "LlamaForCausalLM"  # Llama-3.1-8B: N = 32
@@ -336,7 +336,7 @@ def test_to_engine_ids_uses_unsorted_ids_when_only_they_work():
 # ---- the CLI
 
 def test_cli_ids_json(capsys):
-    from eagle3lab.cli import main
+    from eagle3lab.app.cli import main
 
     rc = main(["ids", "sglang", "2,30,58", "--num-layers", "61", "--arch", KIMI, "--engine-version", "2026-01-01",
                "--to", "vllm", "--json"])
@@ -347,7 +347,7 @@ def test_cli_ids_json(capsys):
 
 
 def test_cli_ids_text_and_exit_codes(capsys):
-    from eagle3lab.cli import main
+    from eagle3lab.app.cli import main
 
     assert main(["ids", "sglang", "-1", "2", "30", "--num-layers", "61", "--arch", KIMI,
                  "--engine-version", "pre-#25454", "--to", "vllm"]) == 1  # the engine would crash
@@ -366,7 +366,7 @@ def test_cli_ids_text_and_exit_codes(capsys):
 
 
 def test_cli_ids_minus_one_exit_code_follows_the_model_file(capsys):
-    from eagle3lab.cli import main
+    from eagle3lab.app.cli import main
 
     # exit 0 for both "read to work" (Qwen3) and "not read" (no --arch); "confirmed" tells them apart
     for arch, rc, confirmed in [("Qwen3ForCausalLM", 0, True), (LLAMA, 1, True), (None, 0, False)]:
@@ -381,7 +381,7 @@ def test_cli_ids_minus_one_exit_code_follows_the_model_file(capsys):
 
 
 def test_cli_ids_bad_version_names_the_flag(capsys):
-    from eagle3lab.cli import main
+    from eagle3lab.app.cli import main
 
     assert main(["ids", "sglang", "2", "30", "--num-layers", "61", "--engine-version", "banana"]) == 2
     err = capsys.readouterr().err

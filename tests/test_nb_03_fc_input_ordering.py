@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from eagle3lab import bundled
-from eagle3lab.capture import build_fc_input, capture_resid, fc_input_difference
-from eagle3lab.diagnosis import search_wiring, slot_scan, wiring_neighbourhood
+from eagle3lab.analysis.diagnosis import search_wiring, slot_scan, wiring_neighbourhood
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.target import tiny_target
+from eagle3lab.models.capture import build_fc_input, capture_resid, fc_input_difference
+from eagle3lab.models.target import tiny_target
 
 # ----------------------------------------------------------------------------- helpers, tiny models
 
@@ -84,9 +84,9 @@ def bundle():
     if not all(bundled.available().values()):
         pytest.fail("bundled models missing: run `make data`")
     from eagle3lab.bundled import load_prompts
-    from eagle3lab.checkpoint import load_draft
-    from eagle3lab.evaluate import greedy_dataset
-    from eagle3lab.target import load_target
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.target import load_target
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)        # tiny matmuls: one thread avoids spin-waits on a busy 2-core box

@@ -15,11 +15,11 @@ import torch.nn.functional as F
 
 from eagle3lab import bundled
 from eagle3lab.bundled import load_prompts
-from eagle3lab.capture import ResidCapture
-from eagle3lab.checkpoint import load_draft
-from eagle3lab.evaluate import evaluate_offline, greedy_dataset
-from eagle3lab.profiles import resolve_settings
-from eagle3lab.target import load_target
+from eagle3lab.decoding.evaluate import evaluate_offline, greedy_dataset
+from eagle3lab.engines.profiles import resolve_settings
+from eagle3lab.models.capture import ResidCapture
+from eagle3lab.models.checkpoint import load_draft
+from eagle3lab.models.target import load_target
 
 pytestmark = pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built (make data)")
 

@@ -19,12 +19,7 @@ from test_throughput import hand_costs  # noqa: E402
 
 import eagle3lab  # noqa: E402
 from eagle3lab import bundled  # noqa: E402
-from eagle3lab.bundled import load_prompts  # noqa: E402
-from eagle3lab.checkpoint import load_draft  # noqa: E402
-from eagle3lab.errors import Eagle3LabError  # noqa: E402
-from eagle3lab.evaluate import evaluate_offline  # noqa: E402
-from eagle3lab.metrics import acceptance_stats, compare_definitions, engine_log_lines  # noqa: E402
-from eagle3lab.throughput import (  # noqa: E402
+from eagle3lab.analysis.throughput import (  # noqa: E402
     decode_sweep,
     equivalent_alpha,
     leviathan_tokens_per_step,
@@ -32,6 +27,11 @@ from eagle3lab.throughput import (  # noqa: E402
     price_on_served,
     verdict,
 )
+from eagle3lab.bundled import load_prompts  # noqa: E402
+from eagle3lab.decoding.evaluate import evaluate_offline  # noqa: E402
+from eagle3lab.engines.acceptance import acceptance_stats, compare_definitions, engine_log_lines  # noqa: E402
+from eagle3lab.errors import Eagle3LabError  # noqa: E402
+from eagle3lab.models.checkpoint import load_draft  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")

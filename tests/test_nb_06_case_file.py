@@ -11,14 +11,14 @@ import torch
 
 import eagle3lab
 from eagle3lab import bundled
+from eagle3lab.analysis.diagnosis import Scenario, compare_scenarios, search_wiring
 from eagle3lab.bundled import load_prompts
-from eagle3lab.checkpoint import inspect_checkpoint, load_draft, save_draft
-from eagle3lab.diagnosis import Scenario, compare_scenarios, search_wiring
-from eagle3lab.draft import DraftConfig, Eagle3Draft
-from eagle3lab.evaluate import greedy_dataset
-from eagle3lab.flags import resolve_flags
-from eagle3lab.layer_ids import resolve_aux_layers, to_engine_ids
-from eagle3lab.target import tiny_target
+from eagle3lab.decoding.evaluate import greedy_dataset
+from eagle3lab.engines.flags import resolve_flags
+from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
+from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
+from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+from eagle3lab.models.target import tiny_target
 
 LAUNCH = ("python -m sglang.launch_server --model-path data/models/target --speculative-draft-model-path "
           "data/models/draft-case --speculative-algorithm EAGLE3 --speculative-num-steps 1 "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eagle3lab.workbook import error_outputs, execute_notebook, find_summary, notebook_paths
+from eagle3lab.app.workbook import error_outputs, execute_notebook, find_summary, notebook_paths
 
 # Per-notebook limit (seconds per cell); the whole notebook must also fit the pytest timeout.
 CELL_TIMEOUT = 600

@@ -11,8 +11,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from eagle3lab.app.workbook import notebook_paths
 from eagle3lab.bundled import ROOT
-from eagle3lab.workbook import notebook_paths
 
 NOTEBOOKS = notebook_paths()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from eagle3lab.draft import DraftConfig
+from eagle3lab.engines.profiles import IDS_NESTED, IDS_TOP, PROFILES, get_profile, resolve_settings
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.profiles import IDS_NESTED, IDS_TOP, PROFILES, get_profile, resolve_settings
+from eagle3lab.models.draft import DraftConfig
 
 LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
           "original_max_position_embeddings": 8192}
@@ -75,7 +75,7 @@ def test_which_config_keys_each_engine_reads_ids_from():
 
 
 def test_every_profile_names_its_engine_versions_and_a_known_id_convention():
-    from eagle3lab.layer_ids import ENGINES
+    from eagle3lab.engines.layer_ids import ENGINES
 
     for p in PROFILES.values():
         assert p.versions and p.id_engine in ENGINES

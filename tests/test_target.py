@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.target import (
+from eagle3lab.models.target import (
     TINY_ARCHS,
     Target,
     check_draft_fits,

@@ -8,10 +8,7 @@ import pytest
 import torch
 from test_decoding import one_thread, prompts, tiny_pair
 
-from eagle3lab.cli import main as cli_main
-from eagle3lab.errors import Eagle3LabError
-from eagle3lab.metrics import acceptance_stats
-from eagle3lab.throughput import (
+from eagle3lab.analysis.throughput import (
     ROOFLINE_EXAMPLES,
     CostModel,
     Roofline,
@@ -23,6 +20,9 @@ from eagle3lab.throughput import (
     measure_costs,
     tokens_per_round,
 )
+from eagle3lab.app.cli import main as cli_main
+from eagle3lab.engines.acceptance import acceptance_stats
+from eagle3lab.errors import Eagle3LabError
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -105,7 +105,7 @@ def test_measure_costs_on_the_loop_steps():
 
 
 def test_bench_command_json(tmp_path, capsys):
-    from eagle3lab.checkpoint import save_draft
+    from eagle3lab.models.checkpoint import save_draft
 
     target, draft = tiny_pair()
     target.model.save_pretrained(tmp_path / "target")
@@ -131,7 +131,7 @@ def test_bench_command_json(tmp_path, capsys):
 
 
 def test_verdict_has_a_noise_band():
-    from eagle3lab.throughput import verdict
+    from eagle3lab.analysis.throughput import verdict
 
     assert verdict(1.50, 1.30) == "wins" and verdict(1.20, 1.30) == "loses"
     assert verdict(1.33, 1.30) == "breaks even" == verdict(1.27, 1.30)
@@ -139,7 +139,7 @@ def test_verdict_has_a_noise_band():
 
 
 def test_price_on_served_uses_the_roofline_and_stated_costs():
-    from eagle3lab.throughput import SERVED, price_on_served
+    from eagle3lab.analysis.throughput import SERVED, price_on_served
 
     roof = ROOFLINE_EXAMPLES[SERVED["roofline"]]
     table = price_on_served({"one step": {"tau": 1.4, "num_steps": 1, "num_draft_tokens": 2}}, batches=(1, 48))
@@ -155,7 +155,7 @@ def test_price_on_served_uses_the_roofline_and_stated_costs():
 
 def test_bench_what_if_overrides(tmp_path, capsys):
     """--aux-resid / --norm-before-residual replace the profile's choice, and the output says so."""
-    from eagle3lab.checkpoint import save_draft
+    from eagle3lab.models.checkpoint import save_draft
 
     target, draft = tiny_pair()
     target.model.save_pretrained(tmp_path / "target")
@@ -179,7 +179,7 @@ def test_bench_what_if_overrides(tmp_path, capsys):
 
 
 def test_bench_without_bundled_models_says_what_to_do(tmp_path, capsys):
-    from eagle3lab.commands.bench import _resolve
+    from eagle3lab.app.commands.bench import _resolve
 
     with pytest.raises(Eagle3LabError, match="make data"):
         _resolve(None, tmp_path / "models" / "target", "--target")
@@ -201,7 +201,7 @@ def test_plots_return_figures():
     import matplotlib
 
     matplotlib.use("Agg")
-    from eagle3lab.throughput import plot_break_even
+    from eagle3lab.analysis.throughput import plot_break_even
 
     fig = hand_costs().plot_verify_curve()
     assert list(fig.axes[0].lines[0].get_ydata()) == pytest.approx([1.0, 1.1, 1.3, 1.7])

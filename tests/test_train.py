@@ -44,7 +44,7 @@ TINY_TARGET = dict(hidden_size=32, num_hidden_layers=6, num_attention_heads=4, n
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """(tokenizer, Target, train stream, held-out stream, pretraining result)."""
-    from eagle3lab.target import Target
+    from eagle3lab.models.target import Target
 
     torch.manual_seed(0)
     docs = _docs(48)
@@ -82,7 +82,7 @@ def test_target_resume_continues_exactly(tmp_path):
 def test_saved_target_loads_with_transformers_and_load_target(tiny, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from eagle3lab.target import load_target
+    from eagle3lab.models.target import load_target
 
     tok, target, *_ = tiny
     out = save_hf_dir(target.model, tok, tmp_path / "target")
@@ -100,7 +100,7 @@ def test_saved_target_loads_with_transformers_and_load_target(tiny, tmp_path):
 
 def test_ttt_unroll_equals_chain_drafting(tiny):
     """Step i of the unroll at index t == draft step i of a chain started after position t."""
-    from eagle3lab.draft import DraftCache
+    from eagle3lab.models.draft import DraftCache
     from eagle3lab.train.draft_vocab import select_draft_vocab, token_counts
 
     tok, target, train_stream, *_ = tiny
@@ -158,7 +158,7 @@ def test_draft_resume_continues_exactly(tiny, trained_draft, tmp_path):
 def test_trained_draft_saves_in_sglang_format_and_loads(tiny, trained_draft, tmp_path):
     from safetensors.torch import load_file
 
-    from eagle3lab.checkpoint import load_draft, save_draft
+    from eagle3lab.models.checkpoint import load_draft, save_draft
     from eagle3lab.train.train_draft import evaluate_ttt
 
     _, target, _, heldout_stream, _ = tiny
@@ -183,8 +183,8 @@ def test_build_data_smoke_end_to_end(tmp_path):
     """`make data` in miniature: every stage on a corpus slice, cards written and reproduced."""
     import shutil
 
-    from eagle3lab.checkpoint import load_draft
-    from eagle3lab.target import load_target
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.target import load_target
     from eagle3lab.train.build_data import main
     from eagle3lab.train.model_card import verify
 

@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from eagle3lab import bundled
-from eagle3lab.layer_ids import to_engine_ids
+from eagle3lab.engines.layer_ids import to_engine_ids
 
 pytestmark = pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built")
 
 
 @pytest.fixture(scope="module")
 def target():
-    from eagle3lab.target import load_target
+    from eagle3lab.models.target import load_target
     return load_target(bundled.TARGET, device="cpu", dtype="float32")
 
 
@@ -41,7 +41,7 @@ def test_target_loads_with_plain_transformers(target):
 def test_drafts_load_plain_and_are_wired_as_shipped(target):
     from safetensors.torch import load_file
 
-    from eagle3lab.checkpoint import load_draft
+    from eagle3lab.models.checkpoint import load_draft
 
     n = target.num_layers
     healthy_cfg = json.loads((bundled.DRAFT_HEALTHY / "config.json").read_text())

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lab import flags_sglang, flags_vllm, layer_ids
+from eagle3lab.engines import layer_ids
+from eagle3lab.engines.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
+from eagle3lab.engines.flags import sglang as flags_sglang
+from eagle3lab.engines.flags import vllm as flags_vllm
+from eagle3lab.engines.layer_ids import CHANGES, resolve_aux_layers
+from eagle3lab.engines.versions import Change, parse_engine_version, place, place_in_order
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
-from eagle3lab.layer_ids import CHANGES, resolve_aux_layers
-from eagle3lab.versions import Change, parse_engine_version, place, place_in_order
 
 ROOT = Path(__file__).resolve().parents[1]
 

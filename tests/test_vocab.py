@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from eagle3lab.vocab import build_vocab_map, check_vocab_map
+from eagle3lab.models.vocab import build_vocab_map, check_vocab_map
 
 VOCAB, DRAFT = 100, 10
 IDS = torch.tensor([3, 7, 8, 20, 21, 40, 55, 60, 90, 99])

@@ -107,8 +107,8 @@ def token_streams(out: Path, tokenizer, smoke: bool = False):
 
 def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None, smoke: bool = False) -> dict:
     """Train one bundled draft against the bundled target and save it in SGLang format."""
-    from eagle3lab.checkpoint import save_draft
-    from eagle3lab.target import load_target
+    from eagle3lab.models.checkpoint import save_draft
+    from eagle3lab.models.target import load_target
     from eagle3lab.train.draft_vocab import select_draft_vocab, token_counts
     from eagle3lab.train.train_draft import train_draft
 

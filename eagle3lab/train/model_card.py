@@ -22,8 +22,8 @@ from eagle3lab.atomic import write_json, write_text
 
 ACCEPT_BEGIN = "<!-- acceptance:begin -->"
 ACCEPT_END = "<!-- acceptance:end -->"
-ACCEPT_PLACEHOLDER = (f"{ACCEPT_BEGIN}\n_To be filled from the decoding engine (`eagle3lab.decoding` / "
-                      f"`eagle3lab.evaluate`): per-position acceptance and tau at several chain lengths on "
+ACCEPT_PLACEHOLDER = (f"{ACCEPT_BEGIN}\n_To be filled from the decoding engine (`eagle3lab.decoding.speculative` / "
+                      f"`eagle3lab.decoding.evaluate`): per-position acceptance and tau at several chain lengths on "
                       f"`data/prompts`, with the command that reproduces them._\n{ACCEPT_END}")
 TARGET_EVAL_WINDOWS = 32
 DRAFT_EVAL_WINDOWS = 16
@@ -54,7 +54,7 @@ def _heldout_windows(data_dir: Path, tokenizer, n: int, model_dir: Path):
 
 def measure_target(data_dir: str | Path) -> dict:
     """Held-out next-token loss of the bundled target (nats/token) on fixed held-out windows."""
-    from eagle3lab.target import load_target
+    from eagle3lab.models.target import load_target
     from eagle3lab.train.pretrain_target import heldout_loss
 
     data_dir = Path(data_dir)
@@ -82,8 +82,8 @@ def measure_draft(data_dir: str | Path, name: str) -> dict:
     (speculators arithmetic); ``sglang``: as SGLang serves the shipped checkpoint (ids read from
     eagle_config in SGLang's convention, norm_before_residual ignored).
     """
-    from eagle3lab.checkpoint import load_draft
-    from eagle3lab.target import load_target
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.target import load_target
     from eagle3lab.train.train_draft import evaluate_ttt
 
     data_dir = Path(data_dir)
@@ -127,10 +127,10 @@ def measure_acceptance(data_dir: str | Path, name: str, chains=ACCEPT_CHAINS, n_
     """Real greedy speculative decoding on the held-out prompts: tau and per-position acceptance per
     chain length, each output checked token for token against the target's own greedy decoding."""
     from eagle3lab.bundled import load_prompts
-    from eagle3lab.checkpoint import load_draft
-    from eagle3lab.decoding import speculative_generate, target_greedy
-    from eagle3lab.metrics import acceptance_stats
-    from eagle3lab.target import load_target
+    from eagle3lab.decoding.speculative import speculative_generate, target_greedy
+    from eagle3lab.engines.acceptance import acceptance_stats
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.target import load_target
 
     data_dir = Path(data_dir)
     target = load_target(data_dir / "models" / "target", device="cpu", dtype="float32")
@@ -160,7 +160,7 @@ def measure_acceptance(data_dir: str | Path, name: str, chains=ACCEPT_CHAINS, n_
 
 def acceptance_section(acc: dict, bench: dict | None = None) -> str:
     lines = [ACCEPT_BEGIN,
-             f"Real greedy speculative decoding (`eagle3lab.decoding.speculative_generate`, chains) on the first "
+             f"Real greedy speculative decoding (`eagle3lab.decoding.speculative.speculative_generate`, chains) on the first "
              f"{acc['prompts']} held-out prompts of `data/prompts/prompts.jsonl`, {acc['max_new_tokens']} new tokens "
              "each. tau = tokens per verify round including the bonus token (SGLang's accept length, vLLM's mean "
              "acceptance length); c_k = P(position k accepted | 1..k-1 accepted); every output was compared token "
@@ -244,7 +244,7 @@ distribution is peaked where the text is predictable. Standard Hugging Face dire
 ```python
 from transformers import AutoModelForCausalLM, AutoTokenizer
 model = AutoModelForCausalLM.from_pretrained("data/models/target")
-# or: from eagle3lab.target import load_target; target = load_target("data/models/target")
+# or: from eagle3lab.models.target import load_target; target = load_target("data/models/target")
 ```
 
 ## Architecture and size
@@ -307,7 +307,7 @@ def draft_card(name: str, model_dir: Path, facts: dict, quality: dict, acceptanc
 An EAGLE-3 draft head for `data/models/target` (N = {n} layers). {story}
 
 ```python
-from eagle3lab.checkpoint import load_draft
+from eagle3lab.models.checkpoint import load_draft
 draft = load_draft("data/models/{name}", target="data/models/target")   # run as SpecForge would
 draft.under("sglang")                                                     # the same weights, as SGLang serves them
 # plain: safetensors.torch.load_file("data/models/{name}/model.safetensors"); the embedding is the target's

@@ -74,7 +74,7 @@ class DraftTrainConfig:
 
 def build_draft(target, cfg: DraftTrainConfig, vocab: DraftVocab):
     """A fresh ``Eagle3Draft`` shaped for ``target`` with ``cfg``'s flags, frozen target embedding."""
-    from eagle3lab.draft import DraftConfig, Eagle3Draft
+    from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 
     tc = target.config
     num_heads = tc.num_attention_heads
@@ -109,7 +109,7 @@ def build_draft(target, cfg: DraftTrainConfig, vocab: DraftVocab):
 @torch.no_grad()
 def target_features(target, input_ids: torch.Tensor, aux_resid: tuple[int, ...]):
     """(fc input ``[B, T, num_aux*H]`` in ``aux_resid`` order, target logits ``[B, T, V]``)."""
-    from eagle3lab.capture import ResidCapture, build_fc_input
+    from eagle3lab.models.capture import ResidCapture, build_fc_input
 
     with ResidCapture(target.model, sorted(set(aux_resid))) as cap:
         logits = target.model(input_ids=input_ids).logits.float()
@@ -120,11 +120,11 @@ def target_features(target, input_ids: torch.Tensor, aux_resid: tuple[int, ...])
 def unroll(draft, input_ids, fc_in, ttt_steps: int):
     """Yield ``(i, src, valid, out)`` for TTT steps 0..ttt_steps-1 on one window batch.
 
-    The passes are the offline evaluator's (``eagle3lab.evaluate.draft_passes``): training sees
+    The passes are the offline evaluator's (``eagle3lab.decoding.evaluate.draft_passes``): training sees
     exactly what evaluation and chain drafting see. Row t reads its step-i token, and its label,
     at ``src[t] = t+1+i``; ``valid[t]`` says that ``src[t]`` is inside the window.
     """
-    from eagle3lab.evaluate import draft_passes
+    from eagle3lab.decoding.evaluate import draft_passes
 
     T = input_ids.shape[1]
     t_idx = torch.arange(T - 1, device=input_ids.device)

@@ -1,0 +1,202 @@
+"""Diagnosis: from a symptom to the cause, and from the weights to the wiring they were trained on.
+
+A draft is fast only when it is fed the target states and the residual it was trained with.
+Nothing in a checkpoint proves which ones that was, but the weights know: the teacher-forced
+evaluator (``eagle3lab.decoding.evaluate``) scores each hypothesis in seconds, and the wiring with the
+highest acceptance is the one the draft was trained on. This is the search behind the case-file
+notebook and, later, ``eagle3lab doctor``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from itertools import permutations
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from eagle3lab.engines.layer_ids import default_resid, resid_name
+from eagle3lab.engines.layer_ids import resid_label as wiring_label  # a wiring reads as its fc input's points
+from eagle3lab.engines.profiles import PROFILES
+from eagle3lab.errors import bad_input
+
+
+def wiring_hypotheses(draft, num_layers: int) -> dict[tuple[int, ...], list[str]]:
+    """Candidate fc inputs for this draft -> why each is a candidate.
+
+    Each engine profile's reading of the written ids (what that engine would feed), the engines'
+    default ``resid[2], resid[N//2], resid[N-3]``, and each of these with the embedding put first
+    and the last state dropped: the seed case's pattern, where the trainer fed
+    ``[embedding, a, b]`` and the server ``[a, b, c]``.
+    """
+    base: dict[tuple[int, ...], list[str]] = {}
+    for name in PROFILES:
+        d = draft.under(name)
+        d.num_target_layers = num_layers
+        try:
+            resid = tuple(d.aux_resid)
+        except ValueError:   # this engine cannot serve the written ids at all: nothing to score
+            continue
+        if len(resid) == draft.config.num_aux:
+            base.setdefault(resid, []).append(f"served by {name}")
+    default = default_resid(num_layers)
+    if len(default) == draft.config.num_aux:
+        base.setdefault(default, []).append("engines' default")
+    out = {k: list(v) for k, v in base.items()}
+    for resid in base:
+        shifted = (0,) + resid[:-1]
+        if shifted != resid and 0 not in resid:
+            out.setdefault(shifted, []).append("embedding first, last dropped, of " + wiring_label(resid))
+    return out
+
+
+def wiring_neighbourhood(aux_resid, num_layers: int) -> dict[tuple[int, ...], list[str]]:
+    """Hypotheses around one wiring, for ``search_wiring``: the wiring itself, every reordering of
+    it, and each slot alone fed every ``resid[k]``, k = 0..N (repeats allowed: the fc reads any state
+    twice). ``slot_scan`` turns the scores back into a slot x resid[k] grid."""
+    wiring = tuple(int(k) for k in aux_resid)
+    bad = [k for k in wiring if not 0 <= k <= num_layers]
+    if not wiring or bad:
+        raise bad_input("aux_resid", None, f"resid indices in 0..{num_layers}", list(aux_resid),
+                        "Give canonical resid points (eagle3lab ids translates engine ids).")
+    out: dict[tuple[int, ...], list[str]] = {wiring: ["as given"]}
+    for order in permutations(wiring):
+        out.setdefault(order, ["reordered"])
+    for i in range(len(wiring)):
+        for k in range(num_layers + 1):
+            sub = wiring[:i] + (k,) + wiring[i + 1:]
+            if sub != wiring:
+                out.setdefault(sub, []).append(f"slot {i} fed resid[{k}]")
+    return out
+
+
+def slot_scan(scores: pd.DataFrame, aux_resid, num_layers: int, value: str = "tau") -> pd.DataFrame:
+    """``search_wiring`` rows -> a grid: row i = slot i of ``aux_resid``, column k = ``value`` when that
+    slot alone is fed resid[k] (NaN where not scored). Scores of one residual rule only."""
+    rules = scores["norm_before_residual"].unique()
+    if len(rules) != 1:
+        raise bad_input("scores", "norm_before_residual", "rows of one residual rule",
+                        sorted(map(bool, rules)), "Filter the rows first, e.g. scores[scores.norm_before_residual].")
+    by_wiring = dict(zip(scores["aux_resid"].map(tuple), scores[value]))
+    wiring = tuple(int(k) for k in aux_resid)
+    grid = [[by_wiring.get(wiring[:i] + (k,) + wiring[i + 1:], float("nan")) for k in range(num_layers + 1)]
+            for i in range(len(wiring))]
+    return pd.DataFrame(grid, index=[f"slot {i} ({resid_name(k)})" for i, k in enumerate(wiring)],
+                        columns=[f"resid[{k}]" for k in range(num_layers + 1)])
+
+
+def search_wiring(target, draft, sequences, *, prompt_lens=None, num_layers: int | None = None,
+                  hypotheses: dict | None = None, norm_before_residual=(False, True), num_steps: int = 4,
+                  progress: bool = True) -> pd.DataFrame:
+    """Score every (fc wiring x residual rule) hypothesis with the teacher-forced evaluator.
+
+    Returns one row per hypothesis, best first: expected accept length ``tau`` (bonus included),
+    per-position conditional acceptance ``c1..cK``, and why the wiring was a candidate.
+    """
+    from eagle3lab.decoding.evaluate import evaluate_offline
+    from eagle3lab.decoding.speculative import as_target
+
+    tgt = as_target(target)
+    n = num_layers or tgt.num_layers
+    hypotheses = hypotheses if hypotheses is not None else wiring_hypotheses(draft, n)
+    grid = [(tuple(r), bool(nbr)) for r in hypotheses for nbr in norm_before_residual]
+    rows = []
+    for resid, nbr in tqdm(grid, desc="wiring hypotheses", disable=not progress):
+        d = draft.rewired(aux_resid=resid, norm_before_residual=nbr)
+        stats = evaluate_offline(tgt, d, sequences, num_steps=num_steps, prompt_lens=prompt_lens).stats
+        row = {"wiring": wiring_label(resid), "aux_resid": resid, "norm_before_residual": nbr, "tau": stats.tau}
+        row.update({f"c{k}": c for k, c in enumerate(stats.conditional, start=1)})
+        row["why"] = "; ".join(hypotheses[resid])
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values("tau", ascending=False, ignore_index=True)
+
+
+@dataclass
+class Scenario:
+    """One way of serving: a draft run as an engine would (None = no speculation, the baseline)."""
+
+    name: str
+    draft: object | None = None
+    num_steps: int = 5
+    topk: int = 1
+    num_draft_tokens: int | None = None
+    profile: str | None = None
+
+
+def compare_scenarios(target, scenarios: list[Scenario], prompts, *, max_new_tokens: int = 48, repeats: int = 2,
+                      progress: bool = True) -> pd.DataFrame:
+    """Decode every prompt under every scenario, interleaved (so machine noise hits all alike).
+
+    One row per scenario: tokens/s (median over ``repeats`` of tokens / seconds, prefill included),
+    speedup over the baseline measured in the same run, tau and the most a round could accept, and
+    whether the output was token-identical to the target's own greedy decoding (it must be).
+    """
+    from eagle3lab.decoding.speculative import as_target, speculative_generate, target_greedy
+
+    tgt = as_target(target)
+    rates: dict[str, list[float]] = {"no speculation": []} | {s.name: [] for s in scenarios}
+    rounds: dict[str, list] = {s.name: [] for s in scenarios}
+    identical = dict.fromkeys(rates, True)
+    max_accept: dict[str, int] = {}
+    prompts = list(prompts)
+    target_greedy(tgt, prompts[0], 8)          # warm-up: first calls pay one-off allocation costs
+    for sc in scenarios:
+        speculative_generate(tgt, sc.draft, prompts[0], num_steps=sc.num_steps, topk=sc.topk,
+                             num_draft_tokens=sc.num_draft_tokens, profile=sc.profile, max_new_tokens=8)
+    for rep in tqdm(range(repeats), desc="scenarios", disable=not progress):
+        done = dict.fromkeys(rates, (0, 0.0))
+        for prompt in prompts:
+            base = target_greedy(tgt, prompt, max_new_tokens)
+            done["no speculation"] = _add(done["no speculation"], base)
+            for sc in scenarios:
+                out = speculative_generate(tgt, sc.draft, prompt, num_steps=sc.num_steps, topk=sc.topk,
+                                           num_draft_tokens=sc.num_draft_tokens, profile=sc.profile,
+                                           max_new_tokens=max_new_tokens)
+                done[sc.name] = _add(done[sc.name], out)
+                if rep == 0:
+                    rounds[sc.name] += out.rounds
+                    identical[sc.name] &= out.tokens == base.tokens
+                    max_accept[sc.name] = out.settings["num_steps"]
+        for name, (n, secs) in done.items():
+            rates[name].append(n / secs)
+    tps = {name: statistics.median(v) for name, v in rates.items()}
+    rows = []
+    for name, rate in tps.items():
+        taus = [1 + r.accepted for r in rounds.get(name, [])]
+        rows.append({"scenario": name, "tokens_per_s": rate, "speedup": rate / tps["no speculation"],
+                     "tau": statistics.mean(taus) if taus else 1.0, "max_tau": max_accept.get(name, 0) + 1,
+                     "identical_to_target": identical[name]})
+    return pd.DataFrame(rows).set_index("scenario")
+
+
+def _add(acc: tuple[int, float], result) -> tuple[int, float]:
+    return acc[0] + len(result.tokens), acc[1] + result.prefill_s + result.decode_s
+
+
+# symptom -> likely cause -> where to look (the shape of TransformerLens's divergence guide)
+SYMPTOMS = pd.DataFrame([
+    ("Accept length never exceeds 2 (or steps + 1) although many draft tokens were asked for",
+     "SGLang with --speculative-eagle-topk 1 sets num_draft_tokens := num_steps + 1 (one warning line)",
+     "eagle3lab flags sglang -- <launch command>; notebook 01"),
+    ("Accept length close to 1 from a draft whose training accuracy was good",
+     "fc fed other target states than in training: id convention (SGLang +1, PR #25454), ids outside "
+     "eagle_config (SGLang) or inside it (vLLM) silently replaced by defaults",
+     "eagle3lab inspect DRAFT --target T; eagle3lab ids; notebooks 02, 03; diagnosis.search_wiring"),
+    ("Acceptance lower than the training estimate, first position still decent",
+     "first-layer residual or recurrence convention differs: norm_before_residual (ignored by SGLang, "
+     "missing key = true in vLLM), norm_output recycling",
+     "eagle3lab inspect (norm flags and who decided them); notebook 04"),
+    ("Acceptance collapses with a reduced draft vocabulary",
+     "d2t stored as absolute ids, or missing: draft ids map to the first target ids",
+     "eagle3lab inspect (vocab findings)"),
+    ("Acceptance fine on short prompts, worse on long ones",
+     "draft max_position_embeddings or rope_scaling differs from the target's",
+     "eagle3lab flags (context findings); eagle3lab inspect (RoPE)"),
+    ("Decent accept length but slower than no speculation",
+     "verification of many tokens is not free and drafting costs c per step: the chain is too long "
+     "for this tau",
+     "eagle3lab bench; notebook 05 (throughput model)"),
+    ("Crash or fc width mismatch at load", "SGLang id N-1 (never reached) or -1 in llama/deepseek files",
+     "eagle3lab ids sglang IDS --num-layers N"),
+], columns=["symptom", "likely cause", "where to look"])

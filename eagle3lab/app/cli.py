@@ -1,0 +1,55 @@
+"""``eagle3lab`` command line: one subcommand per module in ``eagle3lab/commands``.
+
+Subcommands are imported only when called, so ``eagle3lab --help`` and the light commands
+(``flags``, ``ids``) start without importing torch. Each command module defines ``add_arguments``
+and ``run(args) -> int``, and documents its ``--json`` output in ``docs/cli/<name>.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> one-line help; the module is eagle3lab.app.commands.<name with - as _>
+COMMANDS = {
+    "env": "what this kernel has and what is bundled in data/",
+    "flags": "what SGLang or vLLM will really run for a launch command, and every silent override",
+    "ids": "translate aux layer ids between engines' numbering and the canonical resid[k]",
+    "inspect": "read a draft checkpoint (or just its config.json) and report what each engine makes of it",
+    "convert": "rewrite a draft checkpoint in another family's format (ids translated, not copied)",
+    "bench": "measure baseline vs speculative tokens/s, acceptance and the throughput model",
+    "workbook": "execute every notebook headless and render build/workbook/index.html",
+}
+
+
+def _load(name: str):
+    return importlib.import_module(f"eagle3lab.app.commands.{name.replace('-', '_')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = argparse.ArgumentParser(prog="eagle3lab", description=__doc__.splitlines()[0],
+                                  formatter_class=argparse.RawDescriptionHelpFormatter,
+                                  epilog="commands:\n" + "\n".join(f"  {k:<10} {v}" for k, v in COMMANDS.items())
+                                  + "\n\nRun 'eagle3lab COMMAND --help' for a command's options; every command takes --json.")
+    top.add_argument("command", choices=sorted(COMMANDS), metavar="COMMAND")
+    if not argv or argv[0] in ("-h", "--help"):
+        top.print_help()
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        top.parse_args([name])  # prints the usage error with the valid choices and exits 2
+    module = _load(name)
+    parser = argparse.ArgumentParser(prog=f"eagle3lab {name}", description=COMMANDS[name])
+    module.add_arguments(parser)
+    args = parser.parse_args(rest)
+    try:
+        return int(module.run(args) or 0)
+    except (ValueError, FileNotFoundError) as err:  # bad input: a clear message, no traceback
+        print(f"eagle3lab {name}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

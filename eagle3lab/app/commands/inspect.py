@@ -1,0 +1,68 @@
+"""``eagle3lab inspect DRAFT``: what a draft checkpoint is and what each engine makes of it."""
+
+from __future__ import annotations
+
+import json
+
+
+def add_arguments(parser):
+    parser.add_argument("draft", help="draft checkpoint folder (or just its config.json)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--target", help="target folder or its config.json (layer count, hidden size, arch)")
+    group.add_argument("--num-target-layers", type=int, metavar="N", help="the target's number of decoder layers")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/inspect.md)")
+
+
+def run(args) -> int:
+    from eagle3lab.models.checkpoint import inspect_checkpoint
+
+    report = inspect_checkpoint(args.draft, target=args.target, num_target_layers=args.num_target_layers)
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print(render(report))
+    return 1 if report["errors"] else 0
+
+
+def render(r: dict) -> str:
+    from eagle3lab.models.checkpoint import EMBEDDING_SOURCE
+
+    lines = [f"{r['config_file']}", f"  kind: {r['kind']} ({r['format_reason']})"]
+    if not r["is_eagle3_draft"]:
+        lines.append(f"  not an EAGLE-3 draft; geometry: {r.get('target_like')}")
+    if "sizes" in r:
+        s = r["sizes"]
+        lines.append(f"  sizes: hidden {s['hidden_size']} (target {s['target_hidden_size']}), "
+                     f"{s['num_hidden_layers']} layer(s), heads {s['num_attention_heads']}/{s['num_key_value_heads']} "
+                     f"x {s['head_dim']}, mlp {s['intermediate_size']}, fc reads {s['num_aux']} aux states")
+        lines.append(f"  vocab: target {s['vocab_size']}, draft {s['draft_vocab_size']}; rope theta {s['rope_theta']} "
+                     f"scaling {s['rope_scaling']}; max positions {s['max_position_embeddings']}")
+    if "weights" in r:
+        w = r["weights"]
+        lines.append(f"  weights: {', '.join(w['files']) or 'none (config only)'}"
+                     + (f"; {EMBEDDING_SOURCE[w['embedding']]}, {w['dtype']}, {w['num_parameters']:,} parameters"
+                        if w.get("checked") else ""))
+    if "aux_ids" in r:
+        a = r["aux_ids"]
+        lines.append(f"  aux ids as written: {a['as_written']} at {a['key'] or '(none: engine defaults)'}; "
+                     f"N = {a['num_target_layers'] or '?'}" + (f", target arch {a['target_arch']}" if a["target_arch"] else ""))
+        for name, row in a["by_engine"].items():
+            got = row["label"] or f"? ({row.get('error', '').split(':')[-1].strip()})"
+            lines.append(f"    {name:<14} captures {got}" + (" [defaults]" if row.get("defaulted") else "")
+                         + (" [BREAKS]" if row.get("fatal") else ""))
+            for note in ([row["note"]] if row.get("note") else []) + row.get("warnings", []):
+                lines.append(f"    {'':<14} - {note}")
+    if "norm_flags" in r:
+        lines.append("  flags (written -> what each engine runs):")
+        for flag, info in r["norm_flags"].items():
+            values = ", ".join(f"{e}={d['value']}" for e, d in info["by_engine"].items())
+            written = "-" if flag in ("recycle", "embedding") else info["written"]
+            lines.append(f"    {flag:<20} written {written!s:<5} -> {values}")
+    for d in r.get("defaulted", []):
+        lines.append(f"  defaulted {d['field']}" + (f" = {d['value']}" if d["value"] is not None else "") + f": {d['rule']}")
+    for f in r.get("vocab", {}).get("findings", []):
+        lines.append(f"  vocab {f['severity']}: {f['key']}: {f['message']}")
+    lines += [f"  warning: {w}" for w in r["warnings"]]
+    lines += [f"  ERROR: {e}" for e in r["errors"]]
+    lines += [f"  not checked: {n}" for n in r["not_checked"]]
+    return "\n".join(lines)

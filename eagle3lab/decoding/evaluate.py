@@ -1,0 +1,200 @@
+"""Offline acceptance: one target pass plus k draft passes over a dataset, no generation.
+
+For a greedy chain the decoding loop accepts draft position k at anchor t iff the draft's top-1
+equals the target's argmax *given that positions 1..k-1 matched*. When they matched, the draft read
+exactly the true tokens, so the loop's decision is a teacher-forced computation:
+
+    pass 1   rows (f_t, x_{t+1}) at position t, causal over pass 1       -> predicts x_{t+2}
+    pass k   rows (h_{k-1,t}, x_{t+k}) at position t+k-1, attending to pass-1 rows <= t and to
+             row t of passes 2..k (the same cache the loop builds while drafting) -> x_{t+k+1}
+
+with ``h_{k-1,t}`` the draft's recycled state from pass k-1 (the profile's recurrence) and the
+target's argmax ``g`` from the one target pass as the reference. On text the target itself wrote
+greedily (``greedy_dataset``) this reproduces the loop round by round (``OfflineEval.replay``);
+averaged over every anchor (``OfflineEval.stats``) it is the low-variance estimate that the
+diagnosis tools search with. The two can differ by several percent either way: the loop only
+visits the anchors right after each rejection, a biased subset of all positions. SpecForge's training metric ``acc_i`` (``specforge_acc``) is the same
+match at depth i *without* the condition on earlier depths (SpecForge ``OnlineEagle3Model``: top-1
+agreement per TTT step over loss-masked positions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from eagle3lab.decoding.speculative import as_target, draft_for, prompt_ids, target_greedy
+from eagle3lab.engines.acceptance import AcceptanceStats, acceptance_stats, simulated_acc_len
+from eagle3lab.errors import bad_input
+
+
+def pass_mask(rows: int, k: int, device=None) -> torch.Tensor:
+    """Bool ``[1, 1, rows, k*rows]`` for pass k >= 2: pass-1 rows <= t, and row t of passes 2..k."""
+    allow = torch.zeros(rows, k * rows, dtype=torch.bool, device=device)
+    allow[:, :rows] = torch.ones(rows, rows, dtype=torch.bool, device=device).tril()
+    eye = torch.eye(rows, dtype=torch.bool, device=device)
+    for j in range(1, k):
+        allow[:, j * rows:(j + 1) * rows] = eye
+    return allow[None, None]
+
+
+def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: int, pad_id: int = 0) -> list:
+    """Teacher-forced unroll: ``num_steps`` draft passes -> list of ``DraftOutput`` (pass k at index k-1).
+
+    ``input_ids`` [B, L] and ``aux`` [B, L, F] (fc input at every position). Row t of pass k reads
+    token ``x_{t+k}`` (``pad_id`` past the end; such rows are never attended by valid ones). Runs
+    with gradients when enabled, so a trainer can use it for multi-step (TTT-style) losses.
+    """
+    from eagle3lab.models.draft import DraftCache
+
+    B, L = input_ids.shape
+    rows = L - 1
+    if rows < 1:
+        raise bad_input("sequences", None, "at least 2 tokens per sequence", L)
+    cache = DraftCache()
+    outs = [draft(input_ids[:, 1:], aux[:, :-1], cache=cache)]
+    pad = torch.full((B, num_steps), pad_id, dtype=input_ids.dtype, device=input_ids.device)
+    ids_ext = torch.cat([input_ids, pad], dim=1)
+    for k in range(2, num_steps + 1):
+        pos = (torch.arange(rows, device=input_ids.device) + k - 1)[None]
+        outs.append(draft(ids_ext[:, k:k + rows], recycled_hidden=outs[-1].hidden, position_ids=pos,
+                          attention_mask=pass_mask(rows, k, input_ids.device), cache=cache))
+    return outs
+
+
+@dataclass
+class OfflineEval:
+    """Per-anchor greedy-chain acceptance from teacher forcing.
+
+    ``matches`` [B, R, K] bool: draft top-1 == target argmax at depth k for anchor row t (row t's
+    first draft predicts position t+2). ``valid`` [B, R, K]: that position exists in the sequence.
+    ``prompt_lens``: rows before ``prompt_len - 1`` are prompt-internal and excluded from ``stats``.
+    """
+
+    num_steps: int
+    matches: torch.Tensor
+    valid: torch.Tensor
+    lengths: list[int]
+    prompt_lens: list[int]
+
+    @property
+    def accept_lengths(self) -> torch.Tensor:
+        """[B, R] accepted drafts per anchor (leading matches); -1 where not all K depths exist."""
+        acc = self.matches.long().cumprod(-1).sum(-1)
+        return torch.where(self.valid.all(-1), acc, torch.full_like(acc, -1))
+
+    def _anchors(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(batch, row) of every anchor after the prompt whose K draft positions lie inside the sequence."""
+        rows = torch.arange(self.valid.shape[1])[None]
+        start = torch.tensor([max(p - 1, 0) for p in self.prompt_lens])[:, None]
+        return torch.nonzero(self.valid.all(-1) & (rows >= start), as_tuple=True)
+
+    @property
+    def stats(self) -> AcceptanceStats:
+        """Acceptance over every anchor after the prompt (all K positions inside the sequence)."""
+        b, t = self._anchors()
+        if len(b) == 0:
+            raise bad_input("sequences", None, f"continuations longer than num_steps={self.num_steps} tokens",
+                            "none", "Give longer sequences (prompt + target continuation).")
+        return acceptance_stats(self.accept_lengths[b, t].tolist(), num_positions=self.num_steps)
+
+    @property
+    def specforge_acc(self) -> list[float]:
+        """SpecForge ``acc_i``: unconditional top-1 agreement at depth i over the same anchors."""
+        b, t = self._anchors()
+        return self.matches[b, t].float().mean(0).tolist() if len(b) else [float("nan")] * self.num_steps
+
+    @property
+    def specforge_simulated_acc_len(self) -> float:
+        return simulated_acc_len(self.specforge_acc)
+
+    def replay(self, max_new_tokens: int | None = None) -> AcceptanceStats:
+        """Walk the anchors a greedy chain loop visits (anchor t -> t + accepted + 1).
+
+        Exact for text the target wrote greedily from each prompt (same rounds as the loop), as long
+        as the sequence extends ``num_steps`` tokens past ``max_new_tokens`` (default: as far as it goes).
+        """
+        counts = []
+        for b, n in enumerate(self.lengths):
+            p = self.prompt_lens[b]
+            budget = (n - p) if max_new_tokens is None else max_new_tokens
+            t = p - 1
+            while t + 2 - p < budget:            # tokens emitted so far: x_p .. x_{t+1}
+                if not bool(self.valid[b, t].all()):
+                    break
+                a = int(self.matches[b, t].long().cumprod(0).sum())
+                counts.append(a)
+                t += a + 1
+        return acceptance_stats(counts, num_positions=self.num_steps)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per position: conditional and survival over all anchors, and SpecForge's acc_i."""
+        df = self.stats.to_frame()
+        df["specforge_acc"] = self.specforge_acc
+        return df
+
+
+@torch.no_grad()
+def evaluate_offline(target, draft, sequences, num_steps: int = 5, *, prompt_lens=None, profile=None,
+                     batch_size: int = 8, progress: bool = False) -> OfflineEval:
+    """Teacher-forced greedy-chain acceptance of ``draft`` (run as ``profile``) on ``sequences``.
+
+    ``sequences``: token-id lists (prompt + continuation). ``prompt_lens`` (default: 1 each) marks
+    where the continuation starts; anchors inside the prompt are skipped.
+    """
+    from eagle3lab.models.capture import ResidCapture, build_fc_input
+
+    tgt = as_target(target)
+    d = draft_for(draft, tgt, profile)
+    seqs = [list(map(int, s)) for s in sequences]
+    if not seqs:
+        raise bad_input("sequences", None, "at least one sequence", "none")
+    prompt_lens = [1] * len(seqs) if prompt_lens is None else [int(p) for p in prompt_lens]
+    if len(prompt_lens) != len(seqs) or any(not 1 <= p <= len(s) for p, s in zip(prompt_lens, seqs)):
+        raise bad_input("prompt_lens", None, "one length per sequence, 1 <= prompt_len <= len(sequence)",
+                        prompt_lens[:8])
+    points, K, dev = list(d.aux_resid), int(num_steps), tgt.device
+    Lmax = max(len(s) for s in seqs)
+    matches = torch.zeros(len(seqs), Lmax - 1, K, dtype=torch.bool)
+    valid = torch.zeros_like(matches)
+    batches = range(0, len(seqs), batch_size)
+    for start in tqdm(batches, desc="offline eval", disable=not progress):
+        chunk = seqs[start:start + batch_size]
+        L = max(len(s) for s in chunk)
+        ids = torch.zeros(len(chunk), L, dtype=torch.long)
+        mask = torch.zeros(len(chunk), L, dtype=torch.long)
+        for i, s in enumerate(chunk):          # right padding: real positions never see pads
+            ids[i, :len(s)] = torch.tensor(s)
+            mask[i, :len(s)] = 1
+        ids, mask = ids.to(dev), mask.to(dev)
+        with ResidCapture(tgt.model, sorted(set(points)), offload=False) as cap:
+            greedy = tgt.model(input_ids=ids, attention_mask=mask, use_cache=False).logits.argmax(-1)
+        aux = build_fc_input(cap.states, points).tensor.to(d.fc.weight.dtype)
+        outs = draft_passes(d, ids, aux, K)
+        R = L - 1
+        greedy_ext = torch.cat([greedy, torch.full((len(chunk), K), -1, device=dev, dtype=greedy.dtype)], dim=1)
+        lens = torch.tensor([len(s) for s in chunk], device=dev)
+        rows = torch.arange(R, device=dev)
+        for k, out in enumerate(outs, start=1):
+            proposal = d.to_target_ids(out.logits.argmax(-1))               # [b, R] target ids
+            # pass k row t proposes position t+k+1; the target's argmax for it sits at index t+k
+            matches[start:start + len(chunk), :R, k - 1] = (proposal == greedy_ext[:, k:k + R]).cpu()
+            valid[start:start + len(chunk), :R, k - 1] = (rows[None] + k <= lens[:, None] - 1).cpu()
+    return OfflineEval(num_steps=K, matches=matches & valid, valid=valid, lengths=[len(s) for s in seqs],
+                       prompt_lens=prompt_lens)
+
+
+def greedy_dataset(target, prompts, max_new_tokens: int = 64, eos_token_id="auto",
+                   progress: bool = False) -> tuple[list[list[int]], list[int]]:
+    """Prompts + the target's own greedy continuation -> (sequences, prompt_lens) for ``evaluate_offline``."""
+    tgt = as_target(target)
+    seqs, lens = [], []
+    for prompt in tqdm(prompts, desc="greedy continuations", disable=not progress):
+        ids = prompt_ids(tgt, prompt)
+        out = target_greedy(tgt, ids, max_new_tokens=max_new_tokens, eos_token_id=eos_token_id)
+        seqs.append(ids + out.tokens)
+        lens.append(len(ids))
+    return seqs, lens

@@ -1,0 +1,232 @@
+"""Acceptance metrics from a speculative-decoding round log, in each engine's own definition.
+
+A *round* is one draft-then-verify cycle: the draft proposes tokens, the target verifies them in
+one forward pass, the longest agreeing prefix is accepted and the target adds one token of its
+own (the bonus). Every engine counts the same events but prints different numbers:
+
+- tau, "accept length" (SGLang scheduler: ``(accepted + rounds) / rounds``; EAGLE maintainers,
+  SafeAILab/EAGLE #195): mean over rounds of ``accepted + 1``; it includes the bonus token.
+- vLLM (``vllm/v1/spec_decode/metrics.py``, ``SpecDecodingLogging``): counters ``num_drafts``,
+  ``num_draft_tokens``, ``num_accepted_tokens`` and ``num_accepted_tokens_per_pos``; prints
+  "Mean acceptance length" ``1 + accepted / drafts`` (= tau), "Per-position acceptance rate"
+  ``accepted_per_pos[k] / drafts`` (= the survival a_k below, NOT conditional) and
+  "Avg Draft acceptance rate" ``accepted / draft_tokens``.
+- conditional acceptance c_k = P(draft k accepted | drafts 1..k-1 accepted) and survival
+  a_k = P(at least k accepted) = prod_{j<=k} c_j; on any log ``tau = 1 + sum_k a_k`` exactly.
+- SpecForge (``scripts/train_eagle3*.py``): ``acc_i`` = unconditional top-1 agreement at unroll
+  depth i, measured teacher-forced in training (see ``eagle3lab.decoding.evaluate``), and
+  ``simulated_acc_len = sum_k prod_{j<=k} acc_j``, which excludes the bonus token and treats the
+  unconditional ``acc_j`` as if they were the conditional c_j.
+
+Positions are 1-based here (position 1 = first draft token), as in the papers; vLLM's counters are
+0-based in code (``per_pos[0]`` is position 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+
+def _accepted_counts(rounds) -> list[int]:
+    """Accept either plain ints or round-log objects with an ``accepted`` attribute."""
+    return [int(getattr(r, "accepted", r)) for r in rounds]
+
+
+@dataclass(frozen=True)
+class AcceptanceStats:
+    """Every engine's acceptance numbers computed from one round log.
+
+    ``num_positions`` is the longest chain that could be accepted in a round (num_steps for a chain,
+    the tree depth for a tree). Per-position lists have one entry per position 1..num_positions.
+    """
+
+    num_positions: int
+    rounds: int
+    num_draft_tokens: int            # vLLM: sum of drafted tokens (tree: all nodes sent to verify)
+    num_accepted_tokens: int         # vLLM / SGLang: accepted draft tokens, bonus excluded
+    accepted_per_pos: tuple[int, ...]  # vLLM num_accepted_tokens_per_pos: rounds with >= k accepted
+    reached_per_pos: tuple[int, ...]   # rounds that got to try position k (>= k-1 accepted)
+    conditional: tuple[float, ...]     # c_k = accepted_per_pos[k] / reached_per_pos[k]
+    survival: tuple[float, ...]        # a_k = accepted_per_pos[k] / rounds (= vLLM per-position rate)
+
+    @property
+    def tau(self) -> float:
+        """SGLang / EAGLE #195 accept length: tokens per verify step, bonus included."""
+        return (self.num_accepted_tokens + self.rounds) / self.rounds if self.rounds else float("nan")
+
+    @property
+    def vllm_mean_acceptance_length(self) -> float:
+        """vLLM ``1 + accepted / drafts``: the same number as tau, computed from vLLM's counters."""
+        return 1 + self.num_accepted_tokens / self.rounds if self.rounds else 1.0
+
+    @property
+    def vllm_draft_acceptance_rate(self) -> float:
+        """vLLM "Avg Draft acceptance rate": accepted / drafted (a fraction, vLLM prints percent)."""
+        return self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else float("nan")
+
+    @property
+    def tau_from_survival(self) -> float:
+        """1 + sum_k a_k: equals tau on the same log (a check of the bookkeeping, not an estimate)."""
+        return 1.0 + sum(self.survival)
+
+    @property
+    def specforge_simulated_acc_len(self) -> float:
+        """SpecForge's formula applied to the loop's conditional rates (bonus excluded)."""
+        return simulated_acc_len(self.conditional)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(tau=self.tau, vllm_mean_acceptance_length=self.vllm_mean_acceptance_length,
+                 vllm_draft_acceptance_rate=self.vllm_draft_acceptance_rate,
+                 tau_from_survival=self.tau_from_survival,
+                 specforge_simulated_acc_len=self.specforge_simulated_acc_len)
+        for k in ("accepted_per_pos", "reached_per_pos", "conditional", "survival"):
+            d[k] = list(d[k])
+        return d
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per draft position: counts, c_k, a_k (= vLLM's per-position rate)."""
+        return pd.DataFrame({
+            "position": range(1, self.num_positions + 1),
+            "reached": self.reached_per_pos,
+            "accepted": self.accepted_per_pos,
+            "conditional_c": self.conditional,
+            "survival_a": self.survival,
+        }).set_index("position")
+
+
+def plot_acceptance(stats: dict | AcceptanceStats, ax=None, title: str | None = None):
+    """Conditional c_k (bars) and survival a_k (line) per position; one colour per labelled run.
+
+    ``stats``: one ``AcceptanceStats`` or ``{label: AcceptanceStats}``. Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    runs = stats if isinstance(stats, dict) else {"": stats}
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.8 / max(len(runs), 1)
+    for i, (label, s) in enumerate(runs.items()):
+        pos = [k + (i - (len(runs) - 1) / 2) * width for k in range(1, s.num_positions + 1)]
+        bars = ax.bar(pos, [0 if c != c else c for c in s.conditional], width=width, alpha=0.5,
+                      label=f"{label} c_k (tau {s.tau:.2f})".strip())
+        ax.plot(range(1, s.num_positions + 1), s.survival, marker="o", color=bars.patches[0].get_facecolor(),
+                alpha=1.0, label=f"{label} a_k".strip())
+    ax.set_xlabel("draft position k")
+    ax.set_ylabel("rate")
+    ax.set_ylim(0, 1.05)
+    ax.set_xticks(range(1, max(s.num_positions for s in runs.values()) + 1))
+    ax.set_title(title or "per-position acceptance: conditional c_k (bars), survival a_k (lines)")
+    ax.legend(fontsize=8)
+    return ax.figure
+
+
+def acceptance_stats(rounds: Iterable, num_positions: int | None = None,
+                     draft_tokens_per_round: Sequence[int] | int | None = None) -> AcceptanceStats:
+    """Compute :class:`AcceptanceStats` from accepted counts (ints or round-log objects).
+
+    ``num_positions`` defaults to the rounds' ``max_accept`` attribute, else to the largest count.
+    ``draft_tokens_per_round`` defaults to each round's ``len(drafted)`` (vLLM's ``num_draft_tokens``),
+    else to ``num_positions`` per round (a chain).
+    """
+    rounds = list(rounds)
+    accepted = _accepted_counts(rounds)
+    if num_positions is None:
+        caps = [getattr(r, "max_accept", None) for r in rounds]
+        num_positions = max([c for c in caps if c is not None] or accepted or [0])
+    if any(a < 0 or a > num_positions for a in accepted):
+        raise ValueError(f"accepted counts must lie in [0, {num_positions}] (num_positions); found "
+                         f"{sorted(set(a for a in accepted if a < 0 or a > num_positions))}")
+    if draft_tokens_per_round is None:
+        drafted = [len(r.drafted) if hasattr(r, "drafted") else num_positions for r in rounds]
+    elif isinstance(draft_tokens_per_round, int):
+        drafted = [draft_tokens_per_round] * len(rounds)
+    else:
+        drafted = list(draft_tokens_per_round)
+    n = len(accepted)
+    acc_pos = [sum(a >= k for a in accepted) for k in range(1, num_positions + 1)]
+    reached = [n] + acc_pos[:-1]
+    cond = [a / r if r else float("nan") for a, r in zip(acc_pos, reached)]
+    surv = [a / n if n else float("nan") for a in acc_pos]
+    return AcceptanceStats(num_positions=num_positions, rounds=n, num_draft_tokens=int(sum(drafted)),
+                           num_accepted_tokens=int(sum(accepted)), accepted_per_pos=tuple(acc_pos),
+                           reached_per_pos=tuple(reached), conditional=tuple(cond), survival=tuple(surv))
+
+
+def survival_from_conditional(conditional: Sequence[float]) -> list[float]:
+    """a_k = prod_{j<=k} c_j."""
+    out, run = [], 1.0
+    for c in conditional:
+        run *= c
+        out.append(run)
+    return out
+
+
+def expected_tau(conditional: Sequence[float]) -> float:
+    """E[tau] = 1 + sum_k prod_{j<=k} c_j (bonus token included)."""
+    return 1.0 + sum(survival_from_conditional(conditional))
+
+
+def simulated_acc_len(acc: Sequence[float]) -> float:
+    """SpecForge ``simulated_acc_len = acc_0 + acc_0*acc_1 + ...``: bonus token NOT included.
+
+    SpecForge feeds its unconditional per-depth accuracies ``acc_i`` here; some forks start the sum
+    at 1 (bonus included), so compare like with like: ``1 + simulated_acc_len`` is the tau scale.
+    """
+    return sum(survival_from_conditional(acc))
+
+
+def compare_definitions(stats: AcceptanceStats, specforge_acc: Sequence[float] | None = None) -> pd.DataFrame:
+    """One table of the headline number as each engine would print it for the same log."""
+    rows = [
+        ("SGLang accept length", stats.tau, "(accepted + rounds) / rounds; bonus included"),
+        ("EAGLE #195 accept length", stats.tau, "mean(accepted + 1) per verify step"),
+        ("vLLM mean acceptance length", stats.vllm_mean_acceptance_length, "1 + accepted / num_drafts"),
+        ("vLLM avg draft acceptance rate", stats.vllm_draft_acceptance_rate,
+         "accepted / drafted tokens (printed in percent)"),
+        ("1 + sum survival", stats.tau_from_survival, "identity check: equals tau on the same log"),
+        ("SpecForge simulated_acc_len (loop c_k)", stats.specforge_simulated_acc_len,
+         "sum prod c_j: bonus excluded, so tau - 1"),
+    ]
+    if specforge_acc is not None:
+        rows.append(("SpecForge simulated_acc_len (acc_i)", simulated_acc_len(specforge_acc),
+                     "from unconditional teacher-forced acc_i"))
+    return pd.DataFrame(rows, columns=["definition", "value", "formula"]).set_index("definition")
+
+
+def engine_log_lines(stats: AcceptanceStats, num_draft_tokens: int | None = None,
+                     elapsed_s: float | None = None) -> dict[str, str]:
+    """The acceptance part of each engine's periodic log line, as it would read for this log.
+
+    Compare with your server's log to know which number is which. ``num_draft_tokens``: tokens
+    verified per round, root included (SGLang's ``--speculative-num-draft-tokens``; default
+    ``num_positions + 1``, a chain). ``elapsed_s``: the logging interval, for vLLM's throughputs.
+
+    - SGLang ``Decode batch`` line (``scheduler.py``, later ``scheduler_metrics_mixin.py``):
+      ``accept len`` = tau in every version. ``accept rate`` (added 2025-10, PRs #11441 / #11572)
+      was ``(accepted + rounds) / (rounds * num_draft_tokens)`` = tau / num_draft_tokens until
+      PR #23530 (2026-04) made it ``accepted / (rounds * (num_draft_tokens - 1))``, drafts only.
+    - vLLM V1 ``SpecDecoding metrics`` line (``vllm/v1/spec_decode/metrics.py``): mean acceptance
+      length = tau, per-position rates = survival a_k (not conditional), draft acceptance in percent.
+    """
+    m = num_draft_tokens if num_draft_tokens is not None else stats.num_positions + 1
+    n, acc = stats.rounds, stats.num_accepted_tokens
+    old_rate = (acc + n) / (n * m) if n else 0.0
+    new_rate = acc / (n * (m - 1)) if n and m > 1 else 0.0
+    sglang = f"Decode batch ... accept len: {stats.tau:.2f}, "
+    rate = (lambda x: f"{x / elapsed_s:.2f}") if elapsed_s else (lambda x: "?")
+    per_pos = ", ".join(f"{a:.3f}" for a in stats.survival)
+    vllm = (f"SpecDecoding metrics: Mean acceptance length: {stats.vllm_mean_acceptance_length:.2f}, "
+            f"Accepted throughput: {rate(acc)} tokens/s, Drafted throughput: {rate(stats.num_draft_tokens)} "
+            f"tokens/s, Accepted: {acc} tokens, Drafted: {stats.num_draft_tokens} tokens, "
+            f"Per-position acceptance rate: {per_pos}, "
+            f"Avg Draft acceptance rate: {100 * stats.vllm_draft_acceptance_rate:.1f}%")
+    return {
+        "SGLang before 2025-10": sglang + "gen throughput (token/s): ...",
+        "SGLang 2025-10 to PR #23530": sglang + f"accept rate: {old_rate:.2f}, gen throughput (token/s): ...",
+        "SGLang from PR #23530": sglang + f"accept rate: {new_rate:.2f}, gen throughput (token/s): ...",
+        "vLLM V1": vllm,
+    }

@@ -1,0 +1,76 @@
+"""What every engine module shares: its inputs (parsed command, configs, version placement) and the
+findings both engines build the same way. Engine modules import this, never the package ``__init__``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eagle3lab.engines.flags.cmdline import ParsedCommand
+from eagle3lab.engines.flags.result import VERSION_UNPLACED, Finding
+from eagle3lab.engines.versions import Change, unplaced_warning
+from eagle3lab.engines.versions import place as place_change
+
+
+@dataclass
+class Inputs:
+    """What an engine module receives: the parsed command, configs and version placement."""
+
+    engine: str
+    engine_version: str | None
+    parsed: ParsedCommand
+    target: dict | None
+    draft: dict | None
+    target_arch: str | None
+    num_layers: int | None
+    sources: dict
+    served_speculator: bool = False   # the served model's own config is a speculators checkpoint
+    unplaced: list = field(default_factory=list)  # the Changes this build cannot be placed by, in order
+
+    def place(self, change: Change) -> str:
+        """'before', 'after' or 'uncertain' (which behaves as 'after'); uncertain ones become findings."""
+        where = place_change(change, self.engine_version)
+        if where.warning and change not in self.unplaced:
+            self.unplaced.append(change)
+        return where.state
+
+
+def unplaced_finding(change: Change, engine_version: str) -> Finding:
+    """The one shape of ``ENGINE_VERSION_UNPLACED``, whichever rule or translator placed the build: the
+    newest behaviour is shown; ``engine_versions`` is the change's span, ``setting`` is ``engine_version``."""
+    return Finding(VERSION_UNPLACED, "warning", unplaced_warning(change, engine_version), "eagle3lab.engines.versions.place",
+                   change.span(), setting="engine_version")
+
+
+def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Finding]:
+    """Findings from an ``eagle3lab.engines.layer_ids.AuxResolution``, one per note, by the note's kind."""
+    codes = {"breaks": (f"{prefix}_AUX_BREAKS", "error"), "defaulted": (f"{prefix}_AUX_IDS_DEFAULTED", "warning"),
+             "note": (f"{prefix}_AUX_NOTE", "warning")}
+    out = [unplaced_finding(n.change, res.engine_version) if n.kind == "version" else
+           Finding(*codes[n.kind], n.text, res.rule, versions, fix, "aux_resid") for n in res.notes]
+    if res.defaulted and not any(n.kind == "defaulted" for n in res.notes):
+        out.insert(0, Finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", f"No aux layer ids where the engine reads "
+                              f"them: it captures its default {res.label}, silently.", res.rule, versions, fix,
+                              "aux_resid"))
+    return out
+
+
+def aux_unknown(prefix: str, rule: str, versions: str, eff: dict) -> Finding:
+    """No draft config: which target layers feed the draft cannot be known (either engine)."""
+    eff.update(aux_layer_ids=None, aux_source="unknown (no draft config)", aux_resid=None)
+    return Finding(f"{prefix}_AUX_UNKNOWN", "info", "Which target layers feed the draft depends on the draft's "
+                   "config.json, which was not given.", rule, versions, "Pass --draft-config DRAFT/config.json.",
+                   "aux_resid")
+
+
+def aux_needs_layers(prefix: str, ids, rule: str, versions: str, eff: dict) -> list[Finding]:
+    """No target layer count: the ids (or the engine's N-dependent default) cannot be placed on resid[k]."""
+    eff["aux_resid"] = None
+    out = []
+    if ids is None:
+        out.append(Finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", "No aux layer ids where this engine reads them: "
+                           "it captures its default resid[2], resid[N//2], resid[N-3] (N = target layers), silently.",
+                           rule, versions, None, "aux_resid"))
+    out.append(Finding(f"{prefix}_AUX_NEEDS_LAYERS", "info", "The target's num_hidden_layers is unknown, so the ids "
+                       "cannot be placed on resid[k].", rule, versions, "Pass --target-config TARGET/config.json.",
+                       "aux_resid"))
+    return out

@@ -1,0 +1,477 @@
+"""SGLang's speculative-decoding flag rules, reproduced in the order the engine applies them.
+
+Read in sgl-project/sglang: ``python/sglang/srt/server_args.py`` (``_handle_speculative_decoding``,
+``auto_choose_speculative_params``; 2025 versions) and its 2026 successor
+``python/sglang/srt/arg_groups/speculative_hook.py`` (``_handle_eagle_family``,
+``_auto_choose_speculative_params``); ``model_executor/model_runner.py`` (aux layer ids);
+``configs/model_config.py`` (``_derive_context_length``); ``speculative/eagle_utils.py``
+(``organize_draft_results``); ``scripts/playground/bench_speculative.py``. The overlap scheduler's
+eras are ``flags_sglang_overlap.py``. The order:
+
+    NEXTN -> EAGLE; max_running_requests := 48; overlap / mixed chunk; DeepSeek-family draft path;
+    auto (steps, topk, draft tokens) when steps is unset; topk == 1 -> draft tokens := steps + 1.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from eagle3lab.engines.flags.cmdline import FlagSpec, env_bool, parse_command
+from eagle3lab.engines.flags.common import Inputs, aux_needs_layers, aux_unknown, translator_findings
+from eagle3lab.engines.flags.configs import config_value, first_arch, written_aux_ids
+from eagle3lab.engines.flags.result import Finding
+from eagle3lab.engines.flags.sglang_overlap import CHANGES as OVERLAP_RECORDS
+from eagle3lab.engines.flags.sglang_overlap import overlap_findings
+from eagle3lab.engines.layer_ids import CHANGES as ID_CHANGES
+from eagle3lab.engines.verify_width import ADJUSTED_LOG, POOL_RULE, verify_width
+from eagle3lab.engines.versions import Change
+from eagle3lab.errors import bad_input
+
+CURRENT = "SGLang release (main as read in 2026, python/sglang/srt/arg_groups/speculative_hook.py)"
+HOOK = "python/sglang/srt/server_args.py (2025) / arg_groups/speculative_hook.py (2026)"
+ALL = "all versions read (2025-03 .. 2026-09)"
+
+_SPECS = [
+    FlagSpec("--model-path", "str", "target_model", ("--model",)),
+    FlagSpec("--speculative-algorithm", "str", "algorithm"),
+    FlagSpec("--speculative-draft-model-path", "str", "draft_model", ("--speculative-draft-model",)),
+    FlagSpec("--speculative-num-steps", "int", "num_steps"),
+    FlagSpec("--speculative-eagle-topk", "int", "topk"),
+    FlagSpec("--speculative-num-draft-tokens", "int", "num_draft_tokens"),
+    FlagSpec("--speculative-token-map", "str", "token_map"),
+    FlagSpec("--max-running-requests", "int", "max_running_requests"),
+    FlagSpec("--disable-overlap-schedule", "bool", "overlap_schedule"),
+    FlagSpec("--enable-mixed-chunk", "bool", "mixed_chunk"),
+    FlagSpec("--context-length", "int", "context_length"),
+    FlagSpec("--tp-size", "int", None, ("--tp",)),
+    FlagSpec("--device", "str"),
+    FlagSpec("--speculative-draft-model-revision", "str"),
+    FlagSpec("--speculative-accept-threshold-single", "float"),
+    FlagSpec("--speculative-accept-threshold-acc", "float"),
+    FlagSpec("--speculative-draft-window-size", "int"),
+    FlagSpec("--speculative-adaptive", "bool"),
+    FlagSpec("--trust-remote-code", "bool"),
+]
+SPECS = {s.name: s for s in _SPECS}
+
+# Real SGLang flags this tool does not model: not reported as unknown, and part of the prefix check.
+KNOWN = (
+    "--host", "--port", "--dtype", "--quantization", "--mem-fraction-static", "--chunked-prefill-size",
+    "--cuda-graph-max-bs", "--cuda-graph-bs", "--disable-cuda-graph", "--dp-size", "--dp", "--ep-size",
+    "--enable-dp-attention", "--enable-dp-lm-head", "--kv-cache-dtype", "--served-model-name", "--tokenizer-path",
+    "--tokenizer-mode", "--revision", "--load-format", "--log-level", "--log-requests", "--schedule-policy",
+    "--disable-radix-cache", "--enable-torch-compile", "--nnodes", "--node-rank", "--dist-init-addr", "--api-key",
+    "--chat-template", "--reasoning-parser", "--tool-call-parser", "--max-total-tokens", "--max-prefill-tokens",
+    "--stream-interval", "--random-seed", "--watchdog-timeout", "--decode-log-interval", "--pp-size",
+    "--base-gpu-id", "--skip-server-warmup", "--enable-cache-report", "--enable-metrics", "--page-size",
+    "--attention-backend", "--prefill-attention-backend", "--decode-attention-backend", "--sampling-backend",
+    "--grammar-backend", "--json-model-override-args", "--config", "--disaggregation-mode", "--moe-a2a-backend",
+    "--moe-runner-backend", "--speculative-draft-load-format", "--speculative-attention-mode",
+    "--speculative-draft-attention-backend", "--speculative-moe-runner-backend", "--speculative-moe-a2a-backend",
+    "--speculative-use-rejection-sampling", "--speculative-ngram-min-match-window-size",
+    "--speculative-ngram-max-match-window-size", "--speculative-ngram-min-bfs-breadth",
+    "--speculative-ngram-max-bfs-breadth", "--speculative-ngram-match-type", "--speculative-ngram-branch-length",
+    "--speculative-ngram-capacity", "--speculative-dflash-block-size", "--speculative-adaptive-config",
+    "--enable-multi-layer-eagle", "--decrypted-config-file", "--decrypted-draft-config-file",
+    "--enable-deterministic-inference", "--model-loader-extra-config", "--enable-hierarchical-cache",
+    "--torch-compile-max-bs", "--enable-ep-moe", "--enable-deepep-moe", "--deepep-mode", "--max-micro-batch-size",
+)
+
+ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+OTHER_ALGORITHMS = ("NGRAM", "DFLASH", "DSPARK", "FROZEN_KV_MTP")
+
+# _auto_choose_speculative_params (current main); Grok as Llama; "else" branch below.
+AUTO_LONG = ("LlamaForCausalLM", "Grok1ForCausalLM", "Grok1VForCausalLM")
+AUTO_CHAIN = ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM", "GptOssForCausalLM",
+              "Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeForCausalLM",
+              "BailingMoeV2ForCausalLM", "BailingMoeV2_5ForCausalLM", "MistralLarge3ForCausalLM",
+              "PixtralForConditionalGeneration", "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM")
+# _handle_eagle_family: these targets get the MTP draft path = model path when none is given.
+MTP_ARCHS = ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV4ForCausalLM", "Glm4MoeForCausalLM",
+             "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM",
+             "BailingMoeV2_5ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration",
+             "HYV3ForCausalLM")
+
+CHANGES = {
+    # An early-2025 server_args.py (reads config.json itself) gives DeepSeek (5, 4, 8); PR #9470's
+    # diff (2025-08-22) already shows DeepSeek at (3, 1, 4).
+    "auto-deepseek": Change("sglang", "auto (3, 1, 4) for DeepseekV2/V3 instead of (5, 4, 8)", None, None, "0.4.3",
+                            "0.5.0"),
+    "auto-gptoss": Change("sglang", "auto (3, 1, 4) for GptOssForCausalLM", 9470, "2025-08-22", "0.4.10", "0.5.2"),
+    # A late-2025 server_args.py (spec-v2 env era) still gives other architectures (5, 4, 8);
+    # 2026 speculative_hook.py gives them (3, 1, 4).
+    "auto-others": Change("sglang", "auto (3, 1, 4) for every architecture not listed (was (5, 4, 8))", None,
+                          None, "0.5.4", None),
+    **OVERLAP_RECORDS,  # the four changes to the overlap scheduler: sglang_overlap.py
+    "deepseek-ids": ID_CHANGES["sglang#25454"],  # one record: the layer-id translator places it too
+}
+
+
+def parse(args):
+    return parse_command("sglang", args, SPECS, KNOWN, underscores=False, abbreviations=True)
+
+
+def model_path(parsed):
+    return parsed.values.get("--model-path")
+
+
+def draft_path(parsed):
+    return parsed.values.get("--speculative-draft-model-path")
+
+
+def _algorithm(raw: str, written: str) -> str:
+    algo = raw.strip().upper()
+    if algo in ALGORITHMS:
+        return algo
+    if algo in OTHER_ALGORITHMS:
+        raise bad_input(f"`{written}`", None, f"an EAGLE-family algorithm ({', '.join(ALGORITHMS)})", repr(raw),
+                        "eagle3lab flags resolves EAGLE-family flags only; NGRAM/DFLASH/DSPARK follow other rules.")
+    close = difflib.get_close_matches(algo, ALGORITHMS + OTHER_ALGORITHMS, n=1)
+    raise bad_input(f"`{written}`", None, f"one of {', '.join(ALGORITHMS + OTHER_ALGORITHMS)}", repr(raw),
+                    f"Did you mean {close[0]}?" if close else "SGLang's argparse rejects it.")
+
+
+def auto_params(arch: str | None, algorithm: str, place):
+    """(steps, topk, draft tokens) SGLang picks when none are given, the rule, an older variant if unsure,
+    and the ``CHANGES`` keys this architecture's rule read.
+
+    ``place``: Change -> 'before' / 'after' / 'uncertain' for the build (``Inputs.place``). Only the
+    changes the rule reads are placed, so a Llama target never hears about the DeepSeek change.
+    """
+    states = {}
+
+    def has(key: str, sure: bool) -> bool:  # sure: count an uncertain build as lacking the change
+        if key not in states:
+            states[key] = place(CHANGES[key])
+        return states[key] == "after" if sure else states[key] != "before"
+
+    def pick(sure: bool):
+        if algorithm == "STANDALONE":
+            return (3, 1, 4), "STANDALONE -> (3, 1, 4)"
+        if arch in AUTO_LONG:
+            return (5, 4, 8), f"{arch} -> (5, 4, 8)"
+        if arch in ("DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM"):
+            return ((3, 1, 4) if has("auto-deepseek", sure) else (5, 4, 8)), f"{arch} (DeepSeek branch)"
+        if arch == "GptOssForCausalLM" and has("auto-gptoss", sure):
+            return (3, 1, 4), f"{arch} (DeepSeek/gpt-oss branch, PR #9470)"
+        if has("auto-others", sure):
+            listed = arch in AUTO_CHAIN
+            return (3, 1, 4), f"{arch} ({'listed' if listed else 'not listed: else branch'}) -> (3, 1, 4)"
+        return (5, 4, 8), f"{arch} (else branch of older versions) -> (5, 4, 8)"
+
+    newer, why = pick(sure=False)
+    older, _ = pick(sure=True)
+    return newer, why, (older if older != newer else None), tuple(states)
+
+
+def _f(code, severity, message, rule, versions=ALL, fix=None, setting=None) -> Finding:
+    return Finding(code, severity, message, rule, versions, fix, setting)
+
+
+def resolve(inp: Inputs):
+    v, arch, n = inp.parsed.values, inp.target_arch, inp.num_layers
+    out: list[Finding] = []
+    draft_cfg = inp.draft
+    ids_top, ids_nested = written_aux_ids(draft_cfg)
+    eagle_cfg = (draft_cfg or {}).get("eagle_config")
+    as_given = {
+        "algorithm": v.get("--speculative-algorithm"), "num_steps": v.get("--speculative-num-steps"),
+        "topk": v.get("--speculative-eagle-topk"), "num_draft_tokens": v.get("--speculative-num-draft-tokens"),
+        "target_model": v.get("--model-path"), "target_arch": arch, "num_target_layers": n,
+        "draft_model": v.get("--speculative-draft-model-path"),
+        "aux_layer_ids": ids_nested if ids_nested is not None else ids_top,
+        "max_running_requests": v.get("--max-running-requests"),
+        "overlap_schedule": False if v.get("--disable-overlap-schedule") else None,
+        "mixed_chunk": True if v.get("--enable-mixed-chunk") else None,
+        "token_map": v.get("--speculative-token-map"), "context_length": v.get("--context-length"),
+        "draft_max_position_embeddings": config_value(draft_cfg, "max_position_embeddings"),
+    }
+    eff = dict(as_given)
+    spec_flags = [k for k in ("num_steps", "topk", "num_draft_tokens", "draft_model") if as_given[k] is not None]
+    if as_given["algorithm"] is None:
+        eff.update(algorithm=None, max_accept_length=1, num_steps=None, topk=None, num_draft_tokens=None)
+        if spec_flags:
+            out.append(_f("SGL_NO_ALGORITHM", "warning",
+                          f"Speculative flags are given ({', '.join(spec_flags)}) but no --speculative-algorithm: "
+                          "SGLang ignores them and decodes one token per step.", HOOK,
+                          fix="Add --speculative-algorithm EAGLE3.", setting="algorithm"))
+        return as_given, eff, out
+    written = inp.parsed.written["--speculative-algorithm"]
+    algo = _algorithm(as_given["algorithm"], written)
+    if algo == "NEXTN":
+        out.append(_f("SGL_NEXTN_IS_EAGLE", "info", "NEXTN is an alias: SGLang runs it as EAGLE.",
+                      f"{HOOK}: NEXTN -> EAGLE", setting="algorithm"))
+        algo = "EAGLE"
+    eff["algorithm"] = algo
+    draft_arch = first_arch(draft_cfg) or ""
+    if draft_arch.endswith("Eagle3") and algo != "EAGLE3":
+        out.append(_f("SGL_EAGLE3_DRAFT_WITH_EAGLE", "error",
+                      f"The draft is an EAGLE-3 head ({draft_arch}) but the algorithm is {algo}: SGLang feeds it the "
+                      "last hidden state instead of the concatenated aux states, so its fc input does not match.",
+                      f"{HOOK}; speculative/spec_info.py is_eagle3()", fix="--speculative-algorithm EAGLE3",
+                      setting="algorithm"))
+
+    # Side effects of the EAGLE family, before the step arithmetic (same order as the engine).
+    _side_effects(inp, algo, eff, out)
+
+    # DeepSeek-family targets: the MTP draft path defaults to the target itself.
+    inner = (inp.target or {}).get("text_config")
+    inner_arch = first_arch(inner) if isinstance(inner, dict) else None
+    if arch and inner_arch and inner_arch != arch:
+        out.append(_f("SGL_ARCH_IS_WRAPPER", "info",
+                      f"SGLang matches architectures[0] = {arch} of the top-level config, not the text model's "
+                      f"{inner_arch}: the DeepSeek-family defaults (MTP draft path, auto (3, 1, 4)) key on the "
+                      "top-level name.", f"{HOOK}: get_model_config().hf_config.architectures[0]",
+                      setting="target_arch"))
+    if arch in MTP_ARCHS and algo in ("EAGLE", "EAGLE3"):
+        if eff["draft_model"] is None:
+            eff["draft_model"] = eff["target_model"]
+            out.append(_f("SGL_DEEPSEEK_DRAFT_IS_TARGET", "error" if algo == "EAGLE3" else "info",
+                          f"{arch}: with no --speculative-draft-model-path SGLang uses the target checkpoint as the "
+                          "draft (its built-in MTP layer)" + (", which is not an EAGLE-3 head: the EAGLE3 worker "
+                                                              "fails to load it." if algo == "EAGLE3" else "."),
+                          f"{HOOK}: _handle_eagle_family, model_arch in [DeepseekV3ForCausalLM, ...]",
+                          fix="--speculative-draft-model-path /path/to/eagle3-draft" if algo == "EAGLE3" else None,
+                          setting="draft_model"))
+        else:
+            out.append(_f("SGL_DEEPSEEK_MTP_LOG_LINE", "info",
+                          "SGLang logs 'DeepSeek MTP does not require setting speculative_draft_model_path.' for "
+                          f"{arch}; for an EAGLE-3 draft the warning is spurious and the path you gave is used.",
+                          f"{HOOK}: _handle_eagle_family", setting="draft_model"))
+    elif eff["draft_model"] is None:
+        out.append(_f("SGL_NO_DRAFT_MODEL", "error", f"{algo} needs --speculative-draft-model-path for a "
+                      f"{arch or 'non-DeepSeek'} target; SGLang cannot build the draft worker without it.",
+                      f"{HOOK}; speculative/eagle_worker*.py", fix="--speculative-draft-model-path /path/to/draft",
+                      setting="draft_model"))
+
+    _steps(inp, algo, as_given, eff, out)
+    if algo == "EAGLE3":
+        if as_given["token_map"] is not None:
+            eff["token_map"] = None
+            out.append(_f("SGL_TOKEN_MAP_IGNORED", "warning",
+                          "--speculative-token-map is ignored for EAGLE3: the draft's own d2t maps draft ids to target "
+                          "ids (log: 'Speculative token map specified, but EAGLE3 models already have this').",
+                          "python/sglang/srt/speculative/eagle_worker*.py init_token_map",
+                          fix="Remove --speculative-token-map; check the draft's d2t instead.", setting="token_map"))
+        _aux(inp, as_given, ids_top, ids_nested, eagle_cfg, eff, out)
+    _context(inp, eff, out)
+    return as_given, eff, out
+
+
+def _side_effects(inp: Inputs, algo: str, eff: dict, out: list):
+    v = inp.parsed.values
+    if eff["max_running_requests"] is None:
+        eff["max_running_requests"] = 48
+        msg = ("--max-running-requests is not set: SGLang resets it to 48 for speculative decoding, so at most 48 "
+               "requests decode at once and a benchmark at higher concurrency queues the rest.")
+        if inp.target_arch == "DeepseekV4ForCausalLM":
+            eff["max_running_requests"] = 256
+            msg = ("DeepseekV4ForCausalLM: the model hook sets max_running_requests to 256 before the speculative "
+                   "hook runs, so the usual reset to 48 does not happen (issue #33199).")
+        out.append(_f("SGL_MAX_RUNNING_REQUESTS", "warning", msg, f"{HOOK}: 'Max running requests is reset to 48'",
+                      fix="Set --max-running-requests N to the concurrency you mean to serve.",
+                      setting="max_running_requests"))
+    out.extend(overlap_findings(inp, algo, eff))
+    eff["mixed_chunk"] = False
+    if v.get("--enable-mixed-chunk"):
+        out.append(_f("SGL_MIXED_CHUNK_DISABLED", "warning", "--enable-mixed-chunk is switched off for EAGLE-family "
+                      "speculative decoding (log: 'Mixed chunked prefill is disabled because of using eagle "
+                      "speculative decoding').", HOOK, fix="Drop --enable-mixed-chunk; it has no effect here.",
+                      setting="mixed_chunk"))
+
+
+def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
+    steps, topk, ndt = given["num_steps"], given["topk"], given["num_draft_tokens"]
+    w = inp.parsed.written
+    eff["max_accept_length"] = None
+    if steps is None:
+        if topk is not None or ndt is not None:
+            got = " ".join(w[f] for f in ("--speculative-eagle-topk", "--speculative-num-draft-tokens") if f in w)
+            out.append(_f("SGL_PARTIAL_FLAGS", "error",
+                          f"`{got}` without --speculative-num-steps: SGLang asserts that topk and draft tokens are "
+                          "unset whenever steps is unset, and the server stops with a bare AssertionError (no message).",
+                          f"{HOOK}: assert speculative_eagle_topk is None and speculative_num_draft_tokens is None",
+                          fix="Give all three (e.g. --speculative-num-steps 3 --speculative-eagle-topk 1 "
+                              "--speculative-num-draft-tokens 4) or none of them.", setting="num_steps"))
+            return
+        if inp.target_arch is None and algo != "STANDALONE":
+            out.append(_f("SGL_AUTO_PARAMS_UNKNOWN_ARCH", "warning",
+                          "No steps/topk/draft tokens given and the target architecture is unknown: SGLang picks "
+                          "them by architectures[0] (LlamaForCausalLM: 5, 4, 8 -> up to 6 tokens per step; "
+                          "most others: 3, 1, 4 -> up to 4).", f"{HOOK}: _auto_choose_speculative_params",
+                          fix="Pass the target config (--target-config) or --target-arch, or give all three flags.",
+                          setting="num_steps"))
+            return
+        triple, why, older, read = auto_params(inp.target_arch, algo, inp.place)
+        steps, topk, ndt = triple
+        older_txt = (f" Older builds (see versions) choose {older} for this target." if older else "")
+        out.append(_f("SGL_AUTO_PARAMS", "info",
+                      f"No --speculative-num-steps/--speculative-eagle-topk/--speculative-num-draft-tokens: SGLang "
+                      f"chooses (steps, topk, draft tokens) = {triple} for {why}." + older_txt,
+                      f"{HOOK}: _auto_choose_speculative_params",
+                      "; ".join(f"{k}: {CHANGES[k].span()}" for k in read) or ALL,
+                      fix=f"Pin them: --speculative-num-steps {steps} --speculative-eagle-topk {topk} "
+                          f"--speculative-num-draft-tokens {ndt}", setting="num_steps"))
+    elif topk is None:
+        out.append(_f("SGL_TOPK_MISSING", "error",
+                      f"`{w['--speculative-num-steps']}` without --speculative-eagle-topk: topk stays None and the "
+                      "server fails at start-up with TypeError: '>' not supported between 'NoneType' and 'int'.",
+                      f"{HOOK}: speculative_eagle_topk > 1 comparisons after the auto-choice is skipped",
+                      fix=f"Add --speculative-eagle-topk 1 --speculative-num-draft-tokens {steps + 1} for a chain.",
+                      setting="topk"))
+        eff.update(num_steps=steps)
+        return
+    for name, value in (("num_steps", steps), ("topk", topk)):
+        if value == 0:
+            out.append(_f("SGL_ZERO", "error", f"{name} = 0: EAGLE drafting needs at least one step and one "
+                          "candidate per step; the draft worker cannot run.", HOOK,
+                          fix="Use >= 1, or drop --speculative-algorithm to turn speculation off.", setting=name))
+            eff.update(num_steps=steps, topk=topk, num_draft_tokens=ndt)
+            return
+    width = verify_width(steps, topk, ndt)
+    if topk == 1 and ndt is None:
+        out.append(_f("SGL_TOPK1_DRAFT_TOKENS_SET", "info", f"--speculative-num-draft-tokens not given: with "
+                      f"topk 1 SGLang sets it to steps + 1 = {steps + 1}.", f"{HOOK}: topk == 1 adjustment",
+                      setting="num_draft_tokens"))
+    elif width.adjusted_from is not None:
+        out.append(_f("SGL_TOPK1_DRAFT_TOKENS_ADJUSTED", "warning",
+                      f"`{w['--speculative-num-draft-tokens']}` is overridden: with topk 1 (a chain) SGLang sets "
+                      f"num_draft_tokens := steps + 1 = {steps + 1}, so it verifies {steps + 1} tokens per step, "
+                      f"not {ndt}, and accept length is capped at {steps + 1}. The only trace is one log line: "
+                      f"'{ADJUSTED_LOG}'.",
+                      f"{HOOK}: if speculative_eagle_topk == 1 and num_draft_tokens != num_steps + 1",
+                      fix=f"For a {ndt}-token chain pass --speculative-num-steps {max(ndt - 1, 1)} "
+                          f"--speculative-eagle-topk 1 --speculative-num-draft-tokens {max(ndt, 2)}; to keep "
+                          f"{steps} step(s) write --speculative-num-draft-tokens {steps + 1} so the command says "
+                          "what runs.", setting="num_draft_tokens"))
+    ndt = width.num_draft_tokens
+    if topk > 1:
+        if ndt is None:
+            out.append(_f("SGL_TREE_DRAFT_TOKENS_MISSING", "error",
+                          f"topk {topk} (a tree) without --speculative-num-draft-tokens: SGLang does not fill it in "
+                          "and the first draft step fails (num_draft_token - 1 with None) in organize_draft_results.",
+                          POOL_RULE, fix=f"Add --speculative-num-draft-tokens {min(steps * topk + 1, 8)}.",
+                          setting="num_draft_tokens"))
+            eff.update(num_steps=steps, topk=topk, num_draft_tokens=None)
+            return
+        pool = width.pool
+        if width.over_pool:
+            out.append(_f("SGL_TREE_POOL_TOO_SMALL", "error",
+                          f"The tree keeps the best num_draft_tokens - 1 = {ndt - 1} of a candidate pool of "
+                          f"topk + (steps-1)*topk^2 = {pool}: torch.topk fails ('selected index k out of range') at "
+                          "the first decode; SGLang checks this at start-up only in adaptive mode (PR #24054).", POOL_RULE,
+                          fix=f"Use --speculative-num-draft-tokens {pool + 1} or fewer, or raise steps/topk.",
+                          setting="num_draft_tokens"))
+            eff.update(num_steps=steps, topk=topk, num_draft_tokens=ndt)
+            return
+        if steps * topk + 1 < ndt:
+            out.append(_f("SGL_BENCH_WOULD_SKIP", "warning",
+                          f"steps*topk + 1 = {steps * topk + 1} < num_draft_tokens = {ndt}: "
+                          "scripts/playground/bench_speculative.py skips such configs; the extra tokens mostly sit "
+                          "deep in unlikely branches and add verification cost.",
+                          "scripts/playground/bench_speculative.py: if steps * topk + 1 < num_draft_tokens: continue",
+                          fix=f"Try --speculative-num-draft-tokens {steps * topk + 1} or fewer.",
+                          setting="num_draft_tokens"))
+    if ndt < 2:
+        out.append(_f("SGL_NO_DRAFT_TOKENS", "warning", f"num_draft_tokens = {ndt}: no draft token is verified, "
+                      "every step emits one token at the cost of a draft pass.", HOOK,
+                      fix="Use --speculative-num-draft-tokens >= 2.", setting="num_draft_tokens"))
+    eff.update(num_steps=steps, topk=topk, num_draft_tokens=ndt,
+               max_accept_length=min(steps, max(ndt - 1, 0)) + 1)
+
+
+def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, out: list):
+    """Where SGLang reads the aux layer ids (eagle_config only) and which resid points they select."""
+    from eagle3lab.engines.layer_ids import is_deepseek_family, resolve_aux_layers, to_engine_ids
+
+    src = "draft config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids"
+    rule = "python/sglang/srt/model_executor/model_runner.py: eagle_config[...] inside a bare try/except"
+    if inp.draft is None:
+        out.append(aux_unknown("SGL", rule, ALL, eff))
+        return
+    if isinstance(eagle_cfg, dict) and eagle_cfg.get("use_aux_hidden_state") is False:
+        out.append(_f("SGL_AUX_NOT_USED", "info", "eagle_config.use_aux_hidden_state is false: SGLang feeds the "
+                      "draft the last hidden state only (EAGLE-1 style), no aux layers.", rule, setting="aux_resid"))
+        eff.update(aux_layer_ids=None, aux_source="not used (use_aux_hidden_state false)", aux_resid=None)
+        return
+    ids = ids_nested
+    eff["aux_layer_ids"] = ids
+    eff["aux_source"] = src if ids is not None else "SGLang default (nothing found under eagle_config)"
+    if ids is None and ids_top is not None:
+        trained = sorted(set(ids_top))
+        fix = "Add eagle_config.eagle_aux_hidden_state_layer_ids in SGLang numbering (see `eagle3lab ids`)."
+        if inp.num_layers:
+            try:
+                sg = to_engine_ids("sglang", trained, inp.num_layers, arch=inp.target_arch,
+                                   engine_version=inp.engine_version)
+                fix = ('Add "eagle_config": {"eagle_aux_hidden_state_layer_ids": ' + str(sg) + "} to the draft's "
+                       "config.json (SGLang numbering of the same resid points).")
+            except ValueError as err:
+                fix = f"SGLang cannot capture the same points: {err}"
+        out.append(_f("SGL_AUX_IDS_TOP_LEVEL_IGNORED", "error",
+                      f"The draft config has top-level eagle_aux_hidden_state_layer_ids = {ids_top} (speculators/vLLM "
+                      f"numbering: resid{trained}), but SGLang reads ids only under eagle_config: the key is ignored "
+                      "and the defaults are used with no log line.", rule, fix=fix, setting="aux_source"))
+    if inp.num_layers is None:
+        out.extend(aux_needs_layers("SGL", ids, rule, ALL, eff))
+        return
+    res = resolve_aux_layers("sglang", ids, inp.num_layers, arch=inp.target_arch, engine_version=inp.engine_version)
+    eff["aux_resid"] = list(res.resid)
+    eff["aux_label"] = res.label
+    versions = CHANGES["deepseek-ids"].span() if inp.target_arch and is_deepseek_family(inp.target_arch) else ALL
+    out.extend(translator_findings("SGL", res, versions, "Check what the draft was trained on: eagle3lab ids / "
+                                                         "notebook 02."))
+    if not res.warnings:
+        out.append(_f("SGL_AUX_IDS", "info", f"SGLang reads {ids} from {src} and feeds fc {res.label}.", res.rule,
+                      setting="aux_resid"))
+
+
+CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+
+
+def derived_context_length(cfg: dict | None) -> int | None:
+    """SGLang's get_context_length (srt/configs/model_config.py): first context key, times the rope factor
+    unless the scaling names original_max_position_embeddings or is llama3."""
+    text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) else cfg
+    if not text:
+        return None
+    if isinstance(text.get("transformer_layer_config"), dict):
+        text = text["transformer_layer_config"]
+    rope = text.get("rope_scaling") or {}
+    factor = rope.get("factor", 1) if isinstance(rope, dict) else 1
+    if not isinstance(rope, dict) or "original_max_position_embeddings" in rope or \
+            rope.get("rope_type", rope.get("type")) == "llama3":
+        factor = 1
+    for key in CONTEXT_KEYS:
+        if text.get(key) is not None:
+            return int(factor * text[key])
+    return None
+
+
+def _context(inp: Inputs, eff: dict, out: list):
+    """The draft inherits the target's context length; a shorter derived draft context stops start-up."""
+    serving = eff.get("context_length") or derived_context_length(inp.target)
+    draft_mpe = derived_context_length(inp.draft)
+    eff["context_length"] = serving
+    if not serving or not draft_mpe or serving <= draft_mpe:
+        return
+    rule = "python/sglang/srt/configs/model_config.py _derive_context_length (is_draft_model)"
+    versions = ("all versions read (the draft worker takes the target's context length, eagle_worker*.py); the "
+                "override of the draft's max_position_embeddings is in 2026 model_config.py")
+    if env_bool(inp.parsed.env, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"):  # an EnvBool in SGLang
+        eff["draft_max_position_embeddings"] = serving
+        out.append(_f("SGL_DRAFT_MAX_POSITION_OVERRIDDEN", "warning",
+                      f"The draft's max_position_embeddings ({draft_mpe}) is below the serving context ({serving}); "
+                      "with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 SGLang overrides it to "
+                      f"{serving}. Positions beyond {draft_mpe} were never seen in training if the trainer sized RoPE "
+                      "by it (SpecForge #249 / PR #271): acceptance on long prompts may drop.", rule, versions,
+                      fix=f"Set max_position_embeddings to {serving} in the draft's config.json.",
+                      setting="draft_max_position_embeddings"))
+    else:
+        out.append(_f("SGL_DRAFT_CONTEXT_TOO_SHORT", "error",
+                      f"The draft's max_position_embeddings is {draft_mpe} but the target serves {serving} tokens: "
+                      f"SGLang stops at start-up with \"Target model's context_length ({serving}) is greater than the "
+                      f"derived context_length ({draft_mpe})\".", rule, versions,
+                      fix=f"Set max_position_embeddings to {serving} in the draft's config.json, or prefix the "
+                          "command with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, or pass "
+                          f"--context-length {draft_mpe}.", setting="draft_max_position_embeddings"))

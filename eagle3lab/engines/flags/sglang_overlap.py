@@ -1,0 +1,181 @@
+"""SGLang's overlap scheduler with EAGLE/EAGLE3/STANDALONE, era by era.
+
+Four changes open five eras, numbered by how many of the changes a build has:
+
+    0  before spec V2                   always off
+    1  spec V2 opt-in         (#11398)  on only when opted in
+    2  spec V2 by default     (#21062)  on unless SGLANG_ENABLE_SPEC_V2=0, --disable-overlap-schedule or topk > 1
+    3  spec V1 retired        (#25464)  on unless --disable-overlap-schedule (SGLANG_ENABLE_SPEC_V2=0 its alias)
+    4  env var removed        (#27964)  on unless --disable-overlap-schedule or --device cpu
+
+Read in sgl-project/sglang: ``python/sglang/srt/server_args.py`` ``_handle_speculative_decoding``
+(2025) and ``arg_groups/speculative_hook.py`` ``_handle_eagle_family`` (2026). A build that
+``engine_version`` cannot place among the changes (``versions.place_in_order``) gets the newest
+era it may be in, one ``ENGINE_VERSION_UNPLACED`` per change it cannot be placed by, and the on/off
+of every older era it may be in where that differs.
+"""
+
+from __future__ import annotations
+
+from eagle3lab.engines.flags.cmdline import env_bool
+from eagle3lab.engines.flags.common import Inputs
+from eagle3lab.engines.flags.result import Finding
+from eagle3lab.engines.versions import Change, place_in_order
+
+RULE = "python/sglang/srt/server_args.py (2025) / arg_groups/speculative_hook.py (2026)"
+
+CHANGES = {
+    # "Beta spec-overlap for EAGLE", opened 2025-10-09. Merged, but no merge day was found (nor the 0.5.4
+    # release day, the reviewer's proposed bound), so only bounds: PR #12113 (opened 2025-10-25) removes from
+    # main's server_args.py the --enable-beta-spec flag this path read and adds SGLANG_ENABLE_SPEC_V2 in
+    # its place, so #11398 was on main by 2025-10-25. Builds dated in between are not placed.
+    "spec-v2-opt-in": Change("sglang", "spec V2 opt-in: the overlap scheduler runs with EAGLE/EAGLE3 only when "
+                             "opted in; before it, always off", 11398, None, "0.5.3", "0.5.4",
+                             opened="2025-10-09", on_main_by="2025-10-25"),
+    # "Use spec v2 by default": 79dbfe4505 on main 2026-04-29. v0.5.10.post1 (2026-04-09) predates it; the
+    # v0.5.11 release notes (2026-05-05) list Speculative Decoding V2 as enabled by default.
+    "spec-v2-default": Change("sglang", "spec V2 by default: overlap on unless SGLANG_ENABLE_SPEC_V2=0, "
+                              "--disable-overlap-schedule or topk > 1 select spec V1", 21062, "2026-04-29",
+                              "0.5.10.post1", "0.5.11"),
+    # "[Spec] Deprecate Spec V1": opened 2026-05-16, 28c1a3cb45 on main 2026-06-08. v0.5.12.post1 (2026-05-26)
+    # predates it; the v0.5.13 notes (2026-06-13) say Spec V1 is deprecated, EAGLE/MTP on the V2 worker.
+    "spec-v1-retired": Change("sglang", "spec V1 retired: the V2 worker always; overlap on unless "
+                              "--disable-overlap-schedule (SGLANG_ENABLE_SPEC_V2=0 is its alias)", 25464,
+                              "2026-06-08", "0.5.12.post1", "0.5.13"),
+    # "[Spec] Retire Spec V1": c0480a88be on main 2026-06-11 drops the env var (a set one only logs a removal
+    # warning); a read of v0.5.15's speculative_hook.py shows only that warning. No bound known for 0.5.13/0.5.14.
+    "spec-v2-env-removed": Change("sglang", "SGLANG_ENABLE_SPEC_V2 removed: ignored, with one warning", 27964,
+                                  "2026-06-11", "0.5.12.post1", "0.5.15"),
+}
+OVERLAP_CHANGES = tuple(CHANGES)  # in the order they landed: a build with one has every earlier one
+OVERLAP_ERAS = ("before spec V2", "spec V2 opt-in", "spec V2 by default", "spec V1 retired",
+                "SGLANG_ENABLE_SPEC_V2 removed")  # era k: the build has the first k changes
+
+# The opt-in: PR #12113 (2025-10-25) replaced the --enable-beta-spec flag of the first opt-in builds by the env var.
+OPT_IN = "SGLANG_ENABLE_SPEC_V2=1"
+BETA_FLAG = "builds before PR #12113, late Oct 2025, read --enable-beta-spec instead"
+
+
+def overlap_era(engine_version) -> tuple[int, int]:
+    """``(era, sure)`` for this build (``versions.place_in_order``): the newest era it may be in, the oldest."""
+    return place_in_order([CHANGES[k] for k in OVERLAP_CHANGES], engine_version)
+
+
+def overlap_era_text(era: int) -> str:
+    """The era in words, with the PRs (and merge dates) that bound it."""
+    def pr(key):
+        c = CHANGES[key]
+        return f"PR #{c.pr}" + (f" merged {c.merged}" if c.merged else "")
+    bounds = ([f"from {pr(OVERLAP_CHANGES[era - 1])}"] if era > 0 else []) + \
+             ([f"until {pr(OVERLAP_CHANGES[era])}"] if era < len(OVERLAP_CHANGES) else [])
+    return f"SGLang '{OVERLAP_ERAS[era]}' era ({', '.join(bounds)})"
+
+
+def overlap_rule(era: int, disabled: bool, topk, spec_v2: bool | None, cpu: bool) -> tuple[bool, str]:
+    """Overlap scheduler on/off with EAGLE/EAGLE3/STANDALONE in one era, and why.
+
+    ``topk`` is the flag as given: SGLang decides before it auto-chooses (steps, topk, draft tokens).
+    """
+    if era == 0:
+        return False, "EAGLE/EAGLE3 always set disable_overlap_schedule = True"
+    if era == 1 and not spec_v2:
+        return False, f"it runs only with {OPT_IN} ({BETA_FLAG})"
+    if era >= 2 and disabled:
+        return False, "--disable-overlap-schedule " + ("selects spec V1" if era == 2 else
+                                                       "runs the V2 worker synchronously")
+    if era == 2 and topk is not None and topk > 1:
+        return False, f"topk {topk} > 1 falls back to spec V1 ('spec v2 currently only supports topk = 1')"
+    if era in (2, 3) and spec_v2 is False:
+        return False, "SGLANG_ENABLE_SPEC_V2=0 " + ("selects spec V1" if era == 2 else
+                                                    "(still an alias of --disable-overlap-schedule)")
+    if era == 4 and cpu:
+        return False, "--device cpu: not implemented for speculative decoding on CPU"
+    if era == 1:
+        why = f"{OPT_IN} turns it on" + (" and overrides --disable-overlap-schedule" if disabled else "") + \
+              f" ({BETA_FLAG})"
+    else:
+        why = "on by default" + (", the V2 worker always" if era >= 3 else "")
+    if cpu:  # the CPU switch-off was read in the newest code only
+        why += "; --device cpu: the newest code read turns it off on CPU, a rule not read for this era"
+    return True, why
+
+
+def _overlap_log(era: int, on: bool) -> str:
+    """What SGLang logs about it (eras whose source was read with the message)."""
+    if era == 2:
+        return ("'Spec v2 is enabled by default for eagle/eagle3/standalone speculative decoding.'" if on else
+                "'Spec v1 is used for eagle/eagle3/standalone speculative decoding because ...'")
+    if era >= 3 and not on:
+        return "'Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding.'"
+    return ""
+
+
+def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
+    """SGL_OVERLAP_SCHEDULE and the era-specific findings; sets ``eff['overlap_schedule']``."""
+    v, env = inp.parsed.values, inp.parsed.env
+    era, sure = overlap_era(inp.engine_version)
+    unplaced = [CHANGES[k] for k in OVERLAP_CHANGES[sure:era]]
+    for change in unplaced:
+        inp.place(change)  # records its ENGINE_VERSION_UNPLACED warning
+    disabled = bool(v.get("--disable-overlap-schedule"))
+    topk = v.get("--speculative-eagle-topk")
+    raw_env = env.get("SGLANG_ENABLE_SPEC_V2")
+    spec_v2 = env_bool(env, "SGLANG_ENABLE_SPEC_V2")
+    cpu = str(v.get("--device", "cuda")).strip().lower() == "cpu"
+    on, why = overlap_rule(era, disabled, topk, spec_v2, cpu)
+    eff["overlap_schedule"] = on
+    where = overlap_era_text(era)
+    versions = "; ".join(f"{k}: {CHANGES[k].span()}" for k in OVERLAP_CHANGES)
+    log = _overlap_log(era, on)
+    msg = f"Overlap scheduler {'on' if on else 'off'} with {algo}: {why}." + (f" SGLang logs {log}" if log else "")
+    if raw_env is not None and spec_v2 is None and 1 <= era <= 3:
+        msg += (f" SGLANG_ENABLE_SPEC_V2={raw_env} is not a boolean SGLang reads: it warns and uses its default "
+                f"({'on' if era >= 2 else 'off'}).")
+    if unplaced:  # the newest era it may be in is shown: name every older one where the answer differs
+        older = []
+        for e in range(era - 1, sure - 1, -1):
+            old_on, old_why = overlap_rule(e, disabled, topk, spec_v2, cpu)
+            if old_on != on:
+                older.append(f"in the '{OVERLAP_ERAS[e]}' era (before PR #{CHANGES[OVERLAP_CHANGES[e]].pr}) "
+                             f"{'on' if old_on else 'off'}, {old_why}")
+        prs = ", ".join(f"#{c.pr}" for c in unplaced)
+        msg += (f" The build cannot be placed by PR {prs}; if it is older: " + "; ".join(older) + "." if older else
+                f" The build cannot be placed by PR {prs}, but every era it may be in "
+                f"('{OVERLAP_ERAS[sure]}' .. '{OVERLAP_ERAS[era]}') gives the same.")
+    detail = {0: "_handle_speculative_decoding",
+              1: "_handle_speculative_decoding (opt-in: --enable-beta-spec, then SGLANG_ENABLE_SPEC_V2 from PR #12113)",
+              4: "_handle_eagle_family; CPU: _disable_overlap_schedule_for_cpu (newest code read)"}
+    out = [Finding("SGL_OVERLAP_SCHEDULE", "info", msg, f"{where}: {RULE} {detail.get(era, '_handle_eagle_family')}",
+                   versions, setting="overlap_schedule")]
+
+    # Opt-in era only: shown as is when that is the era shown, as a warning when the build only may be in it.
+    if sure <= 1 <= era and spec_v2:
+        maybe = "" if era == 1 else (f"If the build predates PR #{CHANGES[OVERLAP_CHANGES[1]].pr} (the "
+                                     f"'{OVERLAP_ERAS[1]}' era, which it may be in): ")
+        opt_in = f"{overlap_era_text(1)}: {RULE} spec V2 branch"
+        if disabled:
+            out.append(Finding("SGL_OVERLAP_FLAG_OVERRIDDEN", "warning",
+                               maybe + "--disable-overlap-schedule is overridden: with SGLANG_ENABLE_SPEC_V2=1 SGLang "
+                               "sets disable_overlap_schedule = False for the EAGLE family (the first env-var builds, "
+                               "late 2025, did so for EAGLE/NEXTN only), so the overlap scheduler runs.",
+                               opt_in, versions, "Drop SGLANG_ENABLE_SPEC_V2=1 to run without the overlap scheduler.",
+                               "overlap_schedule"))
+        if topk is not None and topk > 1:
+            out.append(Finding("SGL_SPEC_V2_TOPK", "error" if era == 1 else "warning",
+                               maybe + f"SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk {topk}: SGLang stops at "
+                               "start-up with ValueError 'Spec v2 currently only supports topk = 1 for speculative "
+                               "decoding.' (builds from early 2026; late-2025 builds started and then failed on a "
+                               "tensor shape, issue #14077).", opt_in, versions,
+                               "Use --speculative-eagle-topk 1 (a chain), or drop SGLANG_ENABLE_SPEC_V2=1 for a tree.",
+                               "topk"))
+    if era == 4 and raw_env is not None:
+        meant_off = spec_v2 is False
+        out.append(Finding("SGL_SPEC_V2_ENV_IGNORED", "warning" if meant_off else "info",
+                           f"SGLANG_ENABLE_SPEC_V2={raw_env} is ignored: PR #{CHANGES[OVERLAP_CHANGES[3]].pr} removed "
+                           "it and SGLang only logs 'SGLANG_ENABLE_SPEC_V2 has been removed: speculative decoding "
+                           "always runs the V2 worker.'" + (" The overlap scheduler stays on." if meant_off and on
+                                                             else ""),
+                           f"{where}: {RULE} handle_speculative_decoding (removal notice)", versions,
+                           "Use --disable-overlap-schedule for the synchronous path." if meant_off else
+                           "Drop SGLANG_ENABLE_SPEC_V2; it has no effect.", "overlap_schedule"))
+    return out

@@ -1,0 +1,549 @@
+"""Aux layer ids as each engine writes them, translated to the canonical ``resid[k]``.
+
+``resid[k]`` is the residual stream entering decoder layer ``k`` (0 = embedding output, N = last
+layer output before the final norm). The same written id means different ``resid`` points in
+different engines, and SGLang changed its meaning for DeepSeek-family targets in 2026:
+
+    engine (file)                                id k means          default (ids absent)
+    vLLM / speculators (EagleModelMixin)         resid[k]            resid[2, N//2, N-3]
+    SGLang (models/llama.py, qwen2.py, ...)      resid[k+1]          resid[2, N//2, N-3]
+    SGLang deepseek_v2.py after PR #25454        resid[k+1] if the first id is 1, else resid[k]
+    SGLang id -1 (+1 rule: loop index 0)         resid[0] in qwen2.py / qwen2_moe.py; TypeError in
+                                                 llama.py / deepseek_v2.py (versions read); other
+                                                 files not read: "not confirmed"
+    SpecForge (captures through SGLang)          as SGLang           ids [1, N//2-1, N-4]
+    SafeAILab/EAGLE (modeling_llama_kv.py)       ids ignored         resid[2, N//2, N-3]
+    TransformerLens                              blocks.k.hook_resid_pre = resid[k]
+
+Every engine captures while walking the layers, so the states reach fc in ascending layer order
+whatever the order of the id list, and a repeated id is captured once. ``resolve_aux_layers``
+returns what the engine really captures (fewer points when an id is never reached) plus notes, each
+saying whether it was read in the engine's source (``confirmed``); ``to_engine_ids`` is the inverse.
+Pure Python: no torch import, so ``eagle3lab ids`` starts fast.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import asdict, dataclass
+
+from eagle3lab.engines.versions import Change, parse_engine_version, place
+from eagle3lab.errors import Eagle3LabError, bad_input
+
+ENGINES = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
+
+# Changes in meaning; eagle3lab.engines.versions places a build (engine_version) before or after each.
+CHANGES = {
+    # PR #25454 (opened 2026-05-16) reached main as f5049709b323 on 2026-05-18. v0.5.12 was published
+    # 2026-05-16, before it. v0.5.13 (2026-06-13) was cut from main after 2026-06-08: its notes list PR #25464
+    # (Spec V1 deprecated), which reached main that day (eagle3lab.engines.flags.sglang), so it carries #25454 too
+    # (nothing read reverts it). v0.5.12.post1 cherry-picked fixes onto the 0.5.12 branch: not placed.
+    "sglang#25454": Change("sglang", "DeepSeek-family aux ids (deepseek_v2.py): +1 only if the first id is 1",
+                           25454, "2026-05-18", last_without="0.5.12", first_with="0.5.13"),
+    "vllm#46973": Change("vllm", "deepseek_v2 backbone: id N (final layer output) captured", 46973, "2026-06-28"),
+    "vllm#50170": Change("vllm", "a warning when the aux layers fall back to the default ids", 50170,
+                         landed=False),  # open as of 2026-07-28
+}
+_PR25454 = CHANGES["sglang#25454"]
+_PR46973 = CHANGES["vllm#46973"]
+
+# Which model file holds a target's capture loop in SGLang (sgl-project/sglang, python/sglang/srt/models).
+# Only architectures whose file was read are listed; anything else is "not read" (None), never guessed
+# from its name: DeepseekV4ForCausalLM (deepseek_v4.py), KimiLinearForCausalLM (kimi_linear.py, whose
+# version read has no EAGLE-3 hook) and Kimi-K3 (kimi_k3.py, a KimiLinear backbone) are not deepseek_v2.py.
+_SGLANG_FILE = {  # architecture (lower case) -> (file with the capture loop, how the architecture gets there)
+    "llamaforcausallm": ("llama.py", ""),
+    "mistralforcausallm": ("llama.py", "mistral.py: MistralForCausalLM(LlamaForCausalLM), no code of its own"),
+    "phi3forcausallm": ("llama.py", ""),
+    "internlm3forcausallm": ("llama.py", ""),
+    "iquestcoderforcausallm": ("llama.py", ""),
+    "deepseekv2forcausallm": ("deepseek_v2.py", ""),
+    "deepseekv3forcausallm": ("deepseek_v2.py", ""),  # also Kimi-K2's architecture
+    "deepseekv32forcausallm": ("deepseek_v2.py", ""),
+    "kimik25forconditionalgeneration": ("deepseek_v2.py", "kimi_k25.py wraps DeepseekV3ForCausalLM"),
+    "qwen2forcausallm": ("qwen2.py", ""),
+    "qwen3forcausallm": ("qwen2.py", "Qwen3Model extends Qwen2Model and, in the versions read, runs its forward"),
+    "qwen3moeforcausallm": ("qwen2_moe.py", "Qwen3MoeModel extends Qwen2MoeModel"),
+}
+
+# SGLang config id -1 under the +1 rule is loop index 0, tested before layer 0 runs, where the residual is
+# still None (PP first rank). What each file's capture line does there, and which versions were read
+# (sgl-project/sglang commits unless named; every file read adds 1 to each id with no check and no sort,
+# and ModelRunner passes eagle_config's ids unchanged):
+_INDEX0 = {  # file -> (captures resid[0] at loop index 0?, versions read)
+    # `aux_hidden_states.append(hidden_states + residual)`, unguarded -> TypeError
+    "llama.py": (False, "00239548f1cd and bf7a0e237e8d (2025 main) and the release-0.5.9 copy "
+                        "40349/sglang-v.0.5.9@921d9d7722eb"),
+    # unguarded, in both branches of PR #14280's EP change -> TypeError
+    "deepseek_v2.py": (False, "up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; not read "
+                              "since PR #25454, whose description says it changed only the id rule"),
+    # `hidden_states + residual if residual is not None else hidden_states` -> resid[0]
+    "qwen2.py": (True, "the hook came with PR #9216 (Aug 2025, modelled on Qwen3's PR #7745); its capture line "
+                       "was read in the fork copy Fridge003/sglang@40cef40f2757, and qwen3.py at 28aa91cd0565"),
+    "qwen2_moe.py": (True, "0115497da8f2 (qwen2_moe.py) and e3d8e9aec2c7 (qwen3_moe.py)"),
+}
+# Later main moved the capture into the layer boundary (AuxHiddenStateList): in qwen3.py 01b5f572b7b6
+# Qwen3Model has its own forward and hands a capture callback to each layer. Not read at loop index 0.
+_INDEX0_LATER = ("later SGLang main moves the capture into the layer boundary (seen in qwen3.py 01b5f572b7b6), "
+                 "a path not read at loop index 0")
+_INDEX0_READ = ("llama.py and deepseek_v2.py raise TypeError there; qwen2.py (Qwen2, Qwen3) and qwen2_moe.py "
+                "(Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
+
+# How a note asks for the target architecture or the build, in every caller's words.
+_PASS_ARCH = ("pass the target architecture (--arch in `eagle3lab ids`, --target-arch in `eagle3lab flags`, "
+              "arch= in Python)")
+_PASS_VERSION = "pass --engine-version, or engine_version= in Python, to choose"
+
+_RULES = {
+    "sglang": ("SGLang (python/sglang/srt/models/llama.py, qwen3.py, qwen3_moe.py, deepseek_v2.py before PR "
+               "#25454, and qwen2.py's hook from PR #9216: set_eagle3_layers_to_capture adds 1 in every version "
+               "read): config id k is stored as loop index k+1 and captured before layer k+1 runs, so id k = "
+               "resid[k+1] (the output of layer k)."),
+    "sglang-deepseek-old": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
+                            f"#25454 merged {_PR25454.merged}): config id k = resid[k+1], as in llama.py."),
+    "sglang-deepseek-new": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, since PR #25454 "
+                            f"merged {_PR25454.merged}, as its description states it): +1 only when the FIRST "
+                            "id is 1 (id k = resid[k+1]); otherwise ids are loop indices used as-is (id k = resid[k])."),
+    "sglang-default": ("SGLang (set_eagle3_layers_to_capture with layer_ids None, every version read): loop "
+                       "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
+                       "only from config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids."),
+    "vllm": ("vLLM (model_executor/models, EagleModelMixin._maybe_add_hidden_state via "
+             "set_aux_hidden_state_layers, since PR #36063; older model files captured layer inputs, the same "
+             "points for k < N): id k = resid[k]; 0 = embedding output, N = last layer output before the final norm."),
+    "vllm-default": ("vLLM (get_eagle3_aux_hidden_state_layers when the draft config has no "
+                     "eagle_aux_hidden_state_layer_ids): (2, N//2, N-3) = resid[2], resid[N//2], resid[N-3]."),
+    "speculators": ("speculators (eagle_aux_hidden_state_layer_ids, vLLM convention; served by vLLM): id k = "
+                    "resid[k]; its data generation also appends id N (verifier_last_hidden_states) for the "
+                    "training target."),
+    "speculators-default": ("speculators served by vLLM without eagle_aux_hidden_state_layer_ids: vLLM's "
+                            "default (2, N//2, N-3) = resid[2], resid[N//2], resid[N-3]."),
+    "specforge": ("SpecForge (specforge/algorithms/model_providers.py; captures through SGLang's "
+                  "set_eagle3_layers_to_capture, so SGLang's rule for this target applies): id k = resid[k+1]. "
+                  "Its old HF backend took hidden_states[k+1], the same point for k+1 < N."),
+    "specforge-default": ("SpecForge default ids [1, N//2-1, N-4] (config id convention of SGLang) = "
+                          "resid[2], resid[N//2], resid[N-3]."),
+    "eagle": ("SafeAILab/EAGLE (eagle/model/modeling_llama_kv.py): hard-coded, no ids read; captures the "
+              "input of layers 2, N//2 and N-3 = resid[2], resid[N//2], resid[N-3]."),
+    "transformerlens": ("TransformerLens: blocks.k.hook_resid_pre = resid[k]; blocks.k.hook_resid_post = "
+                        "resid[k+1]; an integer k is read as blocks.k.hook_resid_pre."),
+}
+
+
+@dataclass(frozen=True)
+class AuxNote:
+    """One thing said about a resolution; ``kind`` is what it is, ``text`` says it.
+
+    defaulted: the engine uses its default (or fixed) points instead of ids from the config.
+    breaks: the engine crashes or a state is missing. version: the engine build cannot be placed
+    relative to ``change`` (it behaves as the newest code). note: anything else worth knowing.
+    ``confirmed`` is False when what the note is about was not read in the engine's source for this
+    target (its model file, or the architecture itself is unknown): the points shown are an assumption.
+    """
+
+    kind: str
+    text: str
+    change: Change | None = None  # kind "version": the change the build cannot be placed by
+    confirmed: bool = True
+
+
+@dataclass(frozen=True)
+class AuxResolution:
+    """Which ``resid`` points an engine feeds the draft's fc for the ids as written."""
+
+    engine: str
+    ids_as_written: tuple | None
+    resid: tuple[int, ...]  # in the order the engine concatenates them into fc
+    rule: str
+    notes: tuple[AuxNote, ...] = ()
+    defaulted: bool = False
+    num_layers: int | None = None
+    arch: str | None = None
+    engine_version: str | None = None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Every note as text, in the order found."""
+        return tuple(n.text for n in self.notes)
+
+    @property
+    def fatal(self) -> tuple[str, ...]:
+        """The notes that break the engine (a crash or a missing state), as text."""
+        return tuple(n.text for n in self.notes if n.kind == "breaks")
+
+    @property
+    def unconfirmed(self) -> tuple[str, ...]:
+        """The notes whose subject was not read in the engine's source for this target, as text."""
+        return tuple(n.text for n in self.notes if not n.confirmed)
+
+    @property
+    def label(self) -> str:
+        return resid_label(self.resid)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["notes"] = [{"kind": n.kind, "text": n.text} for n in self.notes]  # the change is in the text
+        out["ids_as_written"] = list(self.ids_as_written) if self.ids_as_written is not None else None
+        out["resid"] = list(self.resid)
+        out["warnings"] = list(self.warnings)
+        out["fatal"] = list(self.fatal)
+        out["unconfirmed"] = list(self.unconfirmed)
+        out["confirmed"] = not self.unconfirmed
+        out["label"] = self.label
+        return out
+
+
+def resid_name(k: int, num_layers: int | None = None) -> str:
+    """``resid[k]`` with a reminder of what the ends are."""
+    if k == 0:
+        return "resid[0] (embedding)"
+    if num_layers is not None and k == num_layers:
+        return f"resid[{k}] (final, pre-norm)"
+    return f"resid[{k}]"
+
+
+def resid_label(points, num_layers: int | None = None) -> str:
+    """``[resid[0] (embedding), resid[3], ...]``: a list of points as the fc input reads them."""
+    return "[" + ", ".join(resid_name(k, num_layers) for k in points) + "]"
+
+
+def default_resid(num_layers: int) -> tuple[int, ...]:
+    """The points every engine's default lands on: resid[2], resid[N//2], resid[N-3] (deduplicated)."""
+    return tuple(sorted({2, num_layers // 2, num_layers - 3}))
+
+
+def sglang_model_file(arch: str | None) -> str | None:
+    """SGLang's model file with the capture loop for ``arch`` (``config.json`` architectures[0]), or None
+    where no file was read for it. Exact names only: a name that sounds DeepSeek- or Kimi-like is not enough."""
+    return _SGLANG_FILE.get((arch or "").strip().lower(), (None,))[0]
+
+
+def is_deepseek_family(arch: str | None) -> bool:
+    """Served by deepseek_v2.py in SGLang and vLLM: DeepseekV2/V3/V32ForCausalLM (Kimi-K2 is V3) and
+    KimiK25ForConditionalGeneration, which wraps it in both engines. DeepSeek-V4, Kimi-Linear and Kimi-K3
+    have files of their own: False."""
+    return sglang_model_file(arch) == "deepseek_v2.py"
+
+
+
+# ----------------------------------------------------------------------------- id parsing
+
+_TL_HOOK = re.compile(r"^blocks\.(\d+)\.hook_resid_(pre|post|mid)$")
+
+
+def _as_int(where: str, x) -> int:
+    if isinstance(x, bool):
+        raise bad_input(where, None, "integer layer ids", repr(x))
+    try:
+        return operator.index(x)
+    except TypeError:
+        if isinstance(x, str) and re.fullmatch(r"-?\d+", x.strip()):
+            return int(x)
+        raise bad_input(where, None, "integer layer ids", repr(x)) from None
+
+
+def _tl_point(x) -> int:
+    """A TransformerLens hook name (or integer) -> its resid index."""
+    if isinstance(x, str) and not re.fullmatch(r"-?\d+", x.strip()):
+        m = _TL_HOOK.match(x.strip())
+        if not m or m.group(2) == "mid":
+            raise bad_input("transformerlens", None,
+                            "'blocks.K.hook_resid_pre', 'blocks.K.hook_resid_post' or an integer K",
+                            repr(x), "hook_resid_mid is inside a block (after attention), not a residual-stream "
+                            "point any engine feeds the draft.")
+        return int(m.group(1)) + (1 if m.group(2) == "post" else 0)
+    return _as_int("transformerlens", x)
+
+
+def _check_engine(engine: str) -> str:
+    name = str(engine).strip().lower()
+    if name not in ENGINES:
+        raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine))
+    return name
+
+
+def _check_num_layers(num_layers) -> int | None:
+    if num_layers is None:
+        return None
+    n = _as_int("num_layers", num_layers)
+    if n < 1:
+        raise bad_input("num_layers", None, "the number of target decoder layers (>= 1)", n)
+    return n
+
+
+# ----------------------------------------------------------------------------- the translator
+
+class _Notes:
+    """Notes collected while resolving, each with its kind, and the build's placement per change."""
+
+    def __init__(self, engine_version):
+        self.engine_version = engine_version
+        self.items: list[AuxNote] = []
+
+    def add(self, text: str, kind: str = "note", change: Change | None = None, confirmed: bool = True) -> None:
+        self.items.append(AuxNote(kind, text, change, confirmed))
+
+    def after(self, key: str) -> bool:
+        """Does this build have ``CHANGES[key]``? An unplaceable build is the newest code, with a note."""
+        where = place(CHANGES[key], self.engine_version)
+        if where.warning:
+            self.add(where.warning, "version", CHANGES[key])
+        return where.after
+
+    @property
+    def breaks(self) -> bool:
+        return any(n.kind == "breaks" for n in self.items)
+
+
+def _eagle_points(written, n, notes):
+    if written is not None:
+        notes.add(f"SafeAILab/EAGLE ignores layer ids: {list(written)} has no effect; it always captures "
+                  f"resid[2], resid[N//2], resid[N-3] = {list(default_resid(n))}.", "defaulted")
+    return _RULES["eagle"], [2, n // 2, n - 3]
+
+
+def _transformerlens_points(written, n, notes):
+    if written is None:
+        return _RULES["transformerlens"] + " (no EAGLE-3 default; shown: resid[2, N//2, N-3].)", [2, n // 2, n - 3]
+    points = [_tl_point(x) for x in written]
+    for p in points:
+        if p < 0:
+            raise bad_input("transformerlens", None, "hook indices >= 0", p,
+                            "There are no negative block indices; resid[0] is blocks.0.hook_resid_pre.")
+    return _RULES["transformerlens"], points
+
+
+def _vllm_points(engine, written, n, arch, notes):
+    """vLLM and speculators (served by vLLM): id k = resid[k]."""
+    if written is None:
+        warns = notes.after("vllm#50170")
+        notes.add("Default ids used: the draft config has no eagle_aux_hidden_state_layer_ids, so vLLM falls back "
+                  f"to (2, N//2, N-3) = {list(default_resid(n))}"
+                  + (" and logs a warning (PR #50170)." if warns else
+                     " without saying so (PR #50170 adds a warning; open as of 2026-07-28).")
+                  + " If the draft was trained on other states, acceptance collapses while output stays correct.",
+                  "defaulted")
+        return _RULES[f"{engine}-default"], [2, n // 2, n - 3]
+    points = [_as_int(engine, x) for x in written]
+    for p in points:
+        if p < 0:
+            raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "ids in 0..N (vLLM convention)", p,
+                            "vLLM tests `idx in layers` while walking the layers, so a negative id is never matched "
+                            "and that state is silently missing. Use 0 for the embedding output (resid[0]).")
+    if n is not None and n in points and is_deepseek_family(arch):
+        if not notes.after("vllm#46973"):
+            notes.add(f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR #46973 "
+                      f"(merged {_PR46973.merged}): one state fewer comes back than configured.", "breaks")
+            points = [p for p in points if p != n]
+    return _RULES[engine], points
+
+
+def _sglang_points(engine, written, n, arch, notes):
+    """SGLang, and SpecForge (which captures through SGLang's hook): id k = resid[k+1], with exceptions."""
+    family = is_deepseek_family(arch)
+    if written is None:
+        if engine == "specforge":
+            ids = [1, n // 2 - 1, n - 4]
+            notes.add(f"Default ids used: SpecForge writes [1, N//2-1, N-4] = {ids} (SGLang convention) when "
+                      "none are given.", "defaulted")
+            return _RULES["specforge-default"], [i + 1 for i in ids]
+        notes.add("Default ids used silently: SGLang reads ids only from config.json -> eagle_config -> "
+                  "eagle_aux_hidden_state_layer_ids; a missing eagle_config (or a top-level key in speculators "
+                  f"style) is swallowed and loop indices [2, N//2, N-3] = {list(default_resid(n))} are used, "
+                  "with no log line.", "defaulted")
+        return _RULES["sglang-default"], [2, n // 2, n - 3]
+    ids = [_as_int(engine, x) for x in written]
+    for i in ids:
+        if i < -1:
+            raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "ids >= -1 (SGLang convention)", i,
+                            "SGLang adds 1 and tests `i in layers_to_capture` while walking the layers: this id is "
+                            "never reached and the state is silently missing. -1 is the only negative id with a "
+                            "meaning (the embedding output, resid[0]).")
+    plus_one = True
+    rule = _RULES["sglang"]
+    if family:
+        after = notes.after("sglang#25454")
+        plus_one = not after or ids[0] == 1
+        rule = _RULES["sglang-deepseek-new" if after else "sglang-deepseek-old"]
+        old, new = [i + 1 for i in ids], ([i + 1 for i in ids] if ids[0] == 1 else list(ids))
+        if old != new:
+            notes.add(f"Version-dependent (SGLang PR #25454, merged {_PR25454.merged}, DeepSeek-family targets): the "
+                      f"first id is {ids[0]}, not 1, so builds before it capture loop indices {old} and builds since "
+                      f"capture {new}. Shown: {'since' if after else 'before'} PR #25454"
+                      + (f" ({_PASS_VERSION})." if notes.engine_version is None else "."))
+    elif arch is None:
+        if ids[0] != 1:
+            notes.add("If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) and SGLang includes PR #25454 "
+                      f"(merged {_PR25454.merged}), these ids are used as-is: loop indices {ids}. To decide, "
+                      f"{_PASS_ARCH}.", confirmed=False)
+    elif sglang_model_file(arch) is None:
+        notes.add(f"Not confirmed for {arch}: its SGLang model file was not read here. Shown: the +1 rule of every "
+                  "file read (llama.py, qwen2.py, qwen2_moe.py; deepseek_v2.py before PR #25454); check "
+                  f"set_eagle3_layers_to_capture in the file that serves {arch} (GPT-OSS, for one, reads its ids "
+                  "as boundary indices since PR #32334).", confirmed=False)
+    if engine == "specforge":
+        rule = _RULES["specforge"] + " SGLang rule for this target: " + rule
+    points = [i + 1 for i in ids] if plus_one else list(ids)
+    if plus_one and -1 in ids:
+        text, kind = _index0_note(arch)
+        notes.add(text, kind, confirmed=sglang_model_file(arch) is not None)
+    if not plus_one and -1 in points:
+        notes.add("Loop index -1 is never reached (ids used as-is since PR #25454: the capture loop tests "
+                  "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is silently missing.", "breaks")
+        points = [p for p in points if p >= 0]
+    if not plus_one and 0 in points:
+        notes.add("Loop index 0, where the residual is still None: deepseek_v2.py computes `hidden_states + "
+                  f"residual` there and raises TypeError at the target's first forward (read {_INDEX0['deepseek_v2.py'][1]}"
+                  ").", "breaks")
+    if n is not None and n in points:
+        notes.add(f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures before "
+                  f"each layer, for loop indices 0..N-1 only, so resid[{n}] (final layer output) is silently missing "
+                  "and the fc input is narrower than the draft expects (vLLM fixed the analogous case in PR #46973; "
+                  "SGLang fixed GPT-OSS only, PR #32334).", "breaks")
+        points = [p for p in points if p != n]
+    if engine == "specforge" and n is not None and (n - 1) in ids:
+        notes.add(f"SpecForge's old HF backend took hidden_states[{n}] for id {n - 1}: HF applies the final norm to "
+                  "that entry, so training saw norm(resid[N]), not resid[N].")
+    return rule, points
+
+
+def _index0_note(arch):
+    """(text, kind) for SGLang id -1 under the +1 rule: loop index 0, before layer 0, residual None.
+    Read files say what their capture line does there (resid[0], or TypeError); others say it is unknown."""
+    head = "Id -1 is loop index 0, tested before layer 0 runs, where the residual is still None: "
+    file = sglang_model_file(arch)
+    if file is None:
+        which = (f"not confirmed for {arch}, whose SGLang model file was not read" if arch else
+                 f"what SGLang does depends on the target's model file (to decide, {_PASS_ARCH})")
+        return head + f"{which}. Read: {_INDEX0_READ}.", "note"
+    via = _SGLANG_FILE[arch.strip().lower()][1]
+    where = f"SGLang's {file}" + (f" ({via})" if via else "")
+    captures, read = _INDEX0[file]
+    read = f" (read: {read}; {_INDEX0_LATER})"
+    if captures:
+        return (head + f"{where} appends the bare hidden states there, i.e. resid[0] (the embedding output), so -1 "
+                f"works for this target{read}."), "note"
+    return (head + f"{where} computes `hidden_states + residual` there and raises TypeError ('Tensor' + 'NoneType') "
+            f"at the target's first forward: -1 cannot feed resid[0]{read}."), "breaks"
+
+
+def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arch: str | None = None,
+                       engine_version: str | None = None) -> AuxResolution:
+    """What ``engine`` captures for ``ids`` as written (``None`` = that engine's default).
+
+    Never silent: defaults, dropped ids, reordering, crashes in the engine and version-dependent
+    meanings all come back as ``notes`` (each with its kind; ``warnings`` is their text, ``fatal``
+    the text of the ones that break the engine, ``unconfirmed`` the text of the ones about a file or
+    target that was not read, where the points shown are an assumption). ``engine_version``: see
+    ``eagle3lab.engines.versions``; one that cannot be placed relative to a change here gives the newest
+    behaviour and a "version" note; one that is not a date, PR mark or release raises ``Eagle3LabError``.
+    """
+    engine = _check_engine(engine)
+    n = _check_num_layers(num_layers)
+    written = tuple(ids) if ids is not None else None
+    if written is not None and len(written) == 0:
+        raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "a non-empty list of layer ids", "[]",
+                        "Remove the key to get the engine's default, or write the ids the draft was trained on.")
+    if n is None and (written is None or engine == "eagle"):
+        raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None,
+                        "The default ids depend on N (pass --num-layers / num_layers=).")
+    notes = _Notes(parse_engine_version(engine_version, "engine_version"))
+    # points: the loop indices the engine tests, in the order written (dedup and sort come below)
+    if engine == "eagle":
+        rule, points = _eagle_points(written, n, notes)
+    elif engine == "transformerlens":
+        rule, points = _transformerlens_points(written, n, notes)
+    elif engine in ("vllm", "speculators"):
+        rule, points = _vllm_points(engine, written, n, arch, notes)
+    else:
+        rule, points = _sglang_points(engine, written, n, arch, notes)
+    defaulted = written is None or engine == "eagle"
+    wanted = 3 if defaulted else len(written)
+
+    if n is not None and any(p > n for p in points):  # beyond the last layer: no capture loop reaches it
+        notes.add(f"Ids selecting resid{[p for p in points if p > n]} are out of range for N = {n} (valid resid "
+                  f"points 0..{n}): the engine never reaches them and those states are silently missing.", "breaks")
+        points = [p for p in points if p <= n]
+    dups = sorted({p for p in points if points.count(p) > 1})
+    if dups:
+        notes.add(f"resid{dups} requested more than once: the engine captures each layer once (`idx in layers`), "
+                  "so fewer states come back than ids were written.", "note" if defaulted else "breaks")
+    ordered = tuple(sorted(set(points)))
+    if list(dict.fromkeys(points)) != list(ordered):
+        notes.add(f"Ids are not in ascending layer order: the engine appends states while walking the layers, so "
+                  f"fc receives {list(ordered)} in ascending order, not in the written order.")
+    if len(ordered) != wanted and not notes.breaks:
+        notes.add(f"{len(ordered)} states come back where {wanted} were asked for: the fc input width no longer "
+                  "matches num_aux * hidden_size.")
+    if n is None:
+        notes.add("num_layers not given: range and final-layer checks skipped.")
+    return AuxResolution(engine=engine, ids_as_written=written, resid=ordered, rule=rule, notes=tuple(notes.items),
+                         defaulted=defaulted, num_layers=n, arch=arch, engine_version=notes.engine_version)
+
+
+def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
+                  engine_version: str | None = None) -> list:
+    """The ids to WRITE so that ``engine`` captures exactly these ``resid`` points, in this order.
+
+    Raises ``Eagle3LabError`` when the engine cannot express them (resid[0] in SGLang except where the
+    target's model file is read to capture it, resid[N] in SGLang, any non-ascending order,
+    SafeAILab/EAGLE's fixed choice). Ids for a target whose SGLang file was not read follow the +1
+    rule of every file read (``resolve_aux_layers`` says so in an unconfirmed note).
+    """
+    engine = _check_engine(engine)
+    n = _check_num_layers(num_layers)
+    if n is None:
+        raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None)
+    target = [_as_int("resid", k) for k in resid]
+    if not target:
+        raise bad_input("resid", None, "at least one resid point", "[]")
+    bad = [k for k in target if not 0 <= k <= n]
+    if bad:
+        raise bad_input("resid", None, f"points in 0..{n} (N = {n})", bad)
+    if target != sorted(set(target)):
+        raise bad_input("resid", None, "distinct points in ascending order", target,
+                        f"Every engine concatenates captured states in ascending layer order, so {engine} cannot "
+                        "feed fc in this order; a draft trained on another order needs its fc columns permuted.")
+    if engine == "transformerlens":
+        return [f"blocks.{k}.hook_resid_pre" if k < n else f"blocks.{k - 1}.hook_resid_post" for k in target]
+    if engine == "eagle":
+        candidates = [None]
+    elif engine in ("vllm", "speculators"):
+        candidates = [list(target)]
+    else:
+        candidates = [[k - 1 for k in target], list(target)]
+        if target[0] == 1 and len(target) > 1:
+            # Since SGLang #25454 (DeepSeek-family) a first id of 1 switches +1 on; the capture loop sorts anyway.
+            candidates.append(target[1:] + target[:1])
+    tried = []
+    for ids in candidates:
+        res = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=engine_version)
+        # SGLang id -1 is offered only where the target's file was read to capture resid[0] there
+        unsure = [t for t in res.unconfirmed if t.startswith("Id -1")]
+        if list(res.resid) == target and not res.fatal and not unsure:
+            return list(res.resid) if ids is None else ids
+        why = list(res.fatal[:1]) or unsure[:1]
+        tried.append(f"{ids if ids is not None else '(hard-coded)'} -> {res.label}" + (f" ({why[0]})" if why else ""))
+    raise Eagle3LabError(
+        f"{engine}: cannot capture {[resid_name(k, n) for k in target]} for N = {n}"
+        + (f", arch {arch}" if arch else "") + ". Tried: " + "; ".join(tried)
+        + ". Choose other points (e.g. resid[1] instead of resid[0] where SGLang's model file cannot capture "
+        "the embedding, resid[N-1] instead of resid[N]), or patch the engine's capture loop.")
+
+
+def compare_engines(ids=None, num_layers: int | None = None, arch: str | None = None,
+                    engine_version: str | None = None, engines=ENGINES):
+    """One row per engine: what the same written ids mean there (a pandas DataFrame)."""
+    import pandas as pd
+
+    rows = []
+    for engine in engines:
+        try:
+            res = resolve_aux_layers(engine, ids, num_layers, arch=arch, engine_version=engine_version)
+            rows.append({"engine": engine, "resid": list(res.resid), "label": res.label,
+                         "defaulted": res.defaulted, "breaks": bool(res.fatal), "warnings": len(res.warnings),
+                         "rule": res.rule})
+        except Eagle3LabError as err:
+            rows.append({"engine": engine, "resid": None, "label": f"error: {err}", "defaulted": False,
+                         "breaks": True, "warnings": 0, "rule": ""})
+    return pd.DataFrame(rows).set_index("engine")

@@ -1,0 +1,206 @@
+"""Engine profiles: what each trainer or server does with an EAGLE-3 draft, as data.
+
+The same draft weights give different arithmetic depending on who runs them: which config
+flags an engine honours, what it assumes when a key is missing, which layer-id convention it
+reads (and from which config key), what it recycles into the next draft step, whether it swaps
+in the target's embedding. An ``EngineProfile`` records these facts (with the version range
+they were read at, see /work/shared/reference/eagle3-facts.md sections 2-4); ``resolve_settings``
+turns a checkpoint's ``DraftConfig`` plus a profile into the small ``DraftSettings`` that the
+draft's math reads. No ``if engine == ...`` appears anywhere in the math.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eagle3lab.errors import bad_input
+
+# The four switchable flags of the draft, in the order they act on the data.
+FLAGS = ("norm_before_fc", "fc_norm", "norm_before_residual", "norm_output")
+
+# Where a checkpoint's aux layer ids can be written.
+IDS_TOP = "eagle_aux_hidden_state_layer_ids"
+IDS_NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """What one engine (in one version range) does with a draft checkpoint."""
+
+    name: str                      # key in PROFILES, e.g. "vllm"
+    engine: str                    # for people: "vLLM"
+    versions: str                  # the version range these facts were read at
+    id_engine: str                 # layer-id convention name for eagle3lab.engines.layer_ids
+    id_keys: tuple[str, ...]       # config keys it reads aux ids from, first found wins
+    honours: dict[str, str]        # flag -> since when / where it is honoured; absent = ignored
+    missing: dict[str, bool] = field(default_factory=dict)   # value for a missing key (default False)
+    missing_by_format: dict[str, dict[str, bool]] = field(default_factory=dict)  # format-specific
+    missing_rule: dict[str, str] = field(default_factory=dict)  # flag -> the rule, in words
+    norm_output_recycles_postnorm: bool = True  # False: norm_output only means "norm before lm_head"
+    uses_target_embedding: bool = False          # replaces the draft's embedding with the target's
+    rope_types: frozenset[str] = frozenset({"default", "linear", "llama3"})  # others -> plain RoPE
+    engine_version: str | None = None            # passed to the layer-id translator
+    notes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine} ({self.versions})"
+
+    def default_for(self, flag: str, fmt: str | None) -> tuple[bool, str]:
+        """Value this engine uses when ``flag`` is missing from a config of format ``fmt``, and the rule."""
+        by_format = self.missing_by_format.get(fmt or "", {})
+        value = by_format.get(flag, self.missing.get(flag, False))
+        rule = self.missing_rule.get(flag, f"{self.engine} default when the key is missing")
+        return value, rule
+
+    def visible_ids(self, ids, key: str | None) -> tuple[tuple[int, ...] | None, str | None]:
+        """The aux ids this engine sees for ids written at ``key`` (None key = given in memory)."""
+        if ids is None:
+            return None, None
+        if key is None or key in self.id_keys:
+            return tuple(ids), None
+        return None, (f"{self.engine} reads aux ids only from {' or '.join(self.id_keys) or 'nowhere (hard-coded)'}; "
+                      f"the ids at '{key}' are ignored and its defaults are used")
+
+
+PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
+    EngineProfile(
+        name="speculators", engine="speculators", versions="0.1-0.3, Eagle3DraftModel",
+        id_engine="speculators", id_keys=(IDS_TOP,),
+        honours={"norm_before_residual": "all versions", "norm_before_fc": "gpt-oss drafts",
+                 "fc_norm": "EAGLE 3.1 drafts", "norm_output": "EAGLE 3.1 drafts"},
+        missing_rule={"norm_before_residual": "speculators config default False "
+                                              "(its training CLI default is True)"},
+    ),
+    EngineProfile(
+        name="vllm", engine="vLLM", versions="after PR #46488",
+        id_engine="vllm", id_keys=(IDS_TOP,),
+        honours={"norm_before_residual": "all versions", "norm_before_fc": "since PR #38111",
+                 "fc_norm": "since PR #46488", "norm_output": "since PR #46488"},
+        missing_by_format={"speculators": {"norm_before_residual": True}},
+        missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
+                                              "config is True (update_eagle3); other configs: False"},
+        notes=("vLLM concatenates captured states in ascending layer order, whatever the order of the ids.",
+               "Aux ids come only from the top-level key (get_eagle3_aux_layers_from_config reads "
+               "hf_config.eagle_aux_hidden_state_layer_ids); ids inside eagle_config are ignored and the "
+               "default (2, N//2, N-3) is used."),
+    ),
+    EngineProfile(
+        name="vllm-legacy", engine="vLLM", versions="before PR #38111",
+        id_engine="vllm", id_keys=(IDS_TOP,),
+        honours={"norm_before_residual": "all versions"},
+        missing_by_format={"speculators": {"norm_before_residual": True}},
+        missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
+                                              "config is True (update_eagle3); other configs: False"},
+    ),
+    EngineProfile(
+        name="sglang", engine="SGLang", versions="with EAGLE 3.1 support (PRs #24663, #26506)",
+        id_engine="sglang", id_keys=(IDS_NESTED,),
+        honours={"fc_norm": "PRs #24663, #26506", "norm_output": "PRs #24663, #26506"},
+        uses_target_embedding=True,
+        notes=("SGLang ignores norm_before_residual: the residual is always the raw fc output.",
+               "norm_before_fc is honoured only on the GPT-OSS draft path (PR #32334), not llama_eagle3.",
+               "A missing or malformed eagle_config is swallowed and the default ids are used silently.",
+               "With num_hidden_layers > 1 SGLang's extra layers differ (additional_layers.*); not modelled."),
+    ),
+    EngineProfile(
+        name="sglang-legacy", engine="SGLang", versions="0.4-0.5 before EAGLE 3.1 support",
+        id_engine="sglang", id_keys=(IDS_NESTED,), honours={}, uses_target_embedding=True,
+        notes=("Ignores every norm flag: raw residual, no fc norms, recycles the pre-norm state.",),
+    ),
+    EngineProfile(
+        name="specforge", engine="SpecForge", versions="as read at a6b6b023",
+        id_engine="specforge", id_keys=(IDS_NESTED,),
+        honours={"fc_norm": "EAGLE 3.1 templates", "norm_output": "means 'norm before lm_head' only"},
+        norm_output_recycles_postnorm=False, uses_target_embedding=True,
+        rope_types=frozenset({"default", "linear", "dynamic"}),
+        notes=("SpecForge's llama3_eagle.py builds plain RoPE for rope_type 'llama3' ('for nv type').",
+               "SpecForge trains with the target's (frozen) embedding and does not save it."),
+    ),
+    EngineProfile(
+        name="eagle", engine="EAGLE official", versions="SafeAILab/EAGLE cnets.py",
+        id_engine="eagle", id_keys=(), honours={}, uses_target_embedding=True,
+        rope_types=frozenset({"default", "linear", "dynamic"}),
+        notes=("Capture points are hard-coded (resid[2], resid[N//2], resid[N-3]); config ids are not read.",
+               "cnets.py builds RoPE for rope_scaling types linear/dynamic only and raises for 'llama3'; shown "
+               "here as plain RoPE. Official drafts ship without rope_scaling.",
+               "The embedding is read from the base model unless config.json has target_hidden_size."),
+    ),
+]}
+
+# The engine whose arithmetic a checkpoint family was trained with (the default profile on load).
+FORMAT_PROFILE = {"speculators": "speculators", "sglang": "specforge", "eagle": "eagle"}
+
+
+def get_profile(profile: str | EngineProfile) -> EngineProfile:
+    if isinstance(profile, EngineProfile):
+        return profile
+    try:
+        return PROFILES[profile]
+    except KeyError:
+        raise bad_input("profile", None, f"one of {', '.join(PROFILES)}", repr(profile)) from None
+
+
+@dataclass(frozen=True)
+class DraftSettings:
+    """The resolved switches the draft's math reads (one engine's view of one checkpoint)."""
+
+    norm_before_fc: bool = False
+    fc_norm: bool = False
+    norm_before_residual: bool = False
+    recycle_postnorm: bool = False
+    use_target_embedding: bool = False
+    rope_scaling: dict | None = None
+    # (flag, value, how it was decided), for load reports and inspect
+    decisions: tuple[tuple[str, object, str], ...] = ()
+
+
+def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = None,
+                     has_target_embedding: bool = False) -> DraftSettings:
+    """A checkpoint's written flags (None = key missing) + an engine profile -> ``DraftSettings``."""
+    profile = get_profile(profile)
+    values: dict[str, bool] = {}
+    decisions = []
+    for flag in FLAGS:
+        written = getattr(config, flag)
+        if flag not in profile.honours:
+            value = False
+            how = f"ignored by {profile.label}" + (f" (written: {written})" if written is not None else "")
+        elif written is None:
+            value, rule = profile.default_for(flag, fmt)
+            how = f"missing, defaulted by {rule}"
+        else:
+            value, how = bool(written), f"explicit in the checkpoint, honoured by {profile.engine}"
+        values[flag] = value
+        decisions.append((flag, value, how))
+    for flag in ("norm_before_fc", "fc_norm"):  # these need weights the checkpoint may not have
+        if values[flag] and not getattr(config, flag):
+            raise bad_input("draft config", flag, "true only when the checkpoint has its norm weights",
+                            f"{profile.label} defaults it to true", "Set the flag explicitly in config.json.")
+    if values["norm_before_fc"] and values["fc_norm"]:
+        raise bad_input("draft config", "norm_before_fc / fc_norm", "at most one of them true (speculators "
+                        "treats them as mutually exclusive)", "both true")
+    recycle_postnorm = values["norm_output"] and profile.norm_output_recycles_postnorm
+    decisions.append(("recycle", "post-norm" if recycle_postnorm else "pre-norm",
+                      f"{profile.engine}: " + ("norm_output recycles the normed state" if recycle_postnorm
+                                               else "recycles the pre-norm state")))
+    use_target_embedding = profile.uses_target_embedding and has_target_embedding
+    if profile.uses_target_embedding:
+        decisions.append(("embedding", "target" if use_target_embedding else "draft",
+                          f"{profile.engine} replaces the draft embedding with the target's"
+                          + ("" if has_target_embedding else "; no target given, so the draft's own is used")))
+    rope = config.rope_scaling
+    rope_type = rope_type_of(rope)
+    if rope_type not in profile.rope_types:
+        decisions.append(("rope_scaling", "default", f"{profile.label} does not apply rope_type '{rope_type}'"))
+        rope = None
+    return DraftSettings(norm_before_fc=values["norm_before_fc"], fc_norm=values["fc_norm"],
+                         norm_before_residual=values["norm_before_residual"], recycle_postnorm=recycle_postnorm,
+                         use_target_embedding=use_target_embedding, rope_scaling=rope,
+                         decisions=tuple(decisions))
+
+
+def rope_type_of(rope_scaling: dict | None) -> str:
+    if not rope_scaling:
+        return "default"
+    return str(rope_scaling.get("rope_type", rope_scaling.get("type", "default")))

@@ -1,0 +1,608 @@
+"""Load, check, save and convert EAGLE-3 draft checkpoints of the three families.
+
+``load_draft`` detects the family from config.json (``checkpoint_formats``), reads safetensors
+first (a pickled ``pytorch_model.bin`` only through ``torch.load(weights_only=True)``), checks
+every key, shape, dtype and value against the config, checks the vocab map (``vocab``), takes a
+missing embedding from the target, and says in ``draft.load_report`` what it detected and which
+fields were defaulted by whose rule. Nothing half-loaded is ever returned: any problem raises an
+``Eagle3LabError`` naming the file, the key, the expected and the found value.
+
+``save_draft`` writes any family (temp folder, then rename), translating the aux layer ids so the
+receiving engine captures the same ``resid[k]`` points the draft was trained on, and writing the
+norm flags explicitly as trained (vLLM reads a missing ``norm_before_residual`` as true).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from eagle3lab.atomic import atomic_dir
+from eagle3lab.engines.profiles import FORMAT_PROFILE, get_profile, resolve_settings
+from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.models import checkpoint_formats as cf
+from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+from eagle3lab.models.vocab import check_vocab_map
+
+# Which engine's id convention and arithmetic a family is SERVED with (the trainer is FORMAT_PROFILE).
+SERVE_PROFILE = {"speculators": "vllm", "sglang": "sglang", "eagle": "eagle"}
+# Layer-id conventions that read written ids the same way (eagle3lab.engines.layer_ids engine names).
+_CONVENTION = {"speculators": "vllm", "vllm": "vllm", "sglang": "sglang", "specforge": "sglang",
+               "eagle": "eagle", "transformerlens": "vllm"}
+WEIGHT_FILES = ("model.safetensors.index.json", "model.safetensors", "pytorch_model.bin.index.json",
+                "pytorch_model.bin")
+
+
+# LoadReport.embedding -> words
+EMBEDDING_SOURCE = {"checkpoint": "embedding stored in the checkpoint", "target": "embedding taken from the target",
+                    "missing": "no embedding stored (engines that serve it take the target's)"}
+
+
+@dataclass
+class LoadReport:
+    """What ``load_draft`` found: format, defaults and by whose rule, vocab findings, warnings."""
+
+    path: str
+    format: str
+    format_reason: str
+    profile: str
+    weight_files: list[str] = field(default_factory=list)
+    defaulted: list[dict] = field(default_factory=list)   # {"field", "value", "rule"}
+    settings: list[dict] = field(default_factory=list)    # {"flag", "value", "how"} under the profile
+    aux_ids: list[int] | None = None
+    aux_ids_key: str | None = None
+    embedding: str = "checkpoint"                         # checkpoint | target | missing
+    vocab_findings: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        lines = [f"{self.path}: {self.format} format ({self.format_reason}); run as {self.profile}",
+                 f"  weights: {', '.join(self.weight_files) or 'none'}; {EMBEDDING_SOURCE[self.embedding]}",
+                 f"  aux ids as written: {self.aux_ids} at {self.aux_ids_key or '-'}"]
+        lines += [f"  {d['flag']} = {d['value']}: {d['how']}" for d in self.settings]
+        lines += [f"  defaulted {d['field']}" + (f" = {d['value']}" if d["value"] is not None else "")
+                  + f": {d['rule']}" for d in self.defaulted]
+        lines += [f"  vocab {f['severity']}: {f['key']}: {f['message']}" for f in self.vocab_findings]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- reading files
+
+def read_config(path) -> tuple[dict, Path]:
+    """``config.json`` of a draft directory (or the file itself) -> ``(dict, its path)``."""
+    path = Path(path).expanduser()
+    file = path if path.suffix == ".json" else path / "config.json"
+    if not file.exists():
+        raise bad_input(file, None, "a draft checkpoint directory with config.json", "no such file",
+                        "Give the folder that holds config.json and the weights.")
+    try:
+        cfg = json.loads(file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise bad_input(file, None, "valid JSON", f"a parse error ({err})") from None
+    if not isinstance(cfg, dict):
+        raise bad_input(file, None, "a JSON object", type(cfg).__name__)
+    return cfg, file
+
+
+def find_weight_files(folder: Path) -> list[Path]:
+    """The weight files of a checkpoint folder, safetensors first; [] when there are none."""
+    for name in WEIGHT_FILES:
+        file = folder / name
+        if file.exists():
+            if name.endswith(".index.json"):
+                try:
+                    weight_map = json.loads(file.read_text())["weight_map"]
+                except (json.JSONDecodeError, KeyError, TypeError) as err:
+                    raise bad_input(file, "weight_map", "a shard index {name: file}", f"unreadable ({err})") from None
+                shards = sorted({folder / f for f in weight_map.values()})
+                missing = [s.name for s in shards if not s.exists()]
+                if missing:
+                    raise bad_input(file, "weight_map", "every listed shard present", f"missing {missing}",
+                                    "Download the missing shard files.")
+                return shards
+            return [file]
+    return []
+
+
+def read_weights(files: list[Path]) -> dict[str, torch.Tensor]:
+    """All tensors of the weight files, on CPU. Pickles only through ``weights_only=True``."""
+    tensors: dict[str, torch.Tensor] = {}
+    for file in files:
+        if file.suffix == ".safetensors":
+            from safetensors.torch import load_file
+            try:
+                part = load_file(str(file))
+            except Exception as err:  # safetensors raises its own error type for truncated/corrupt files
+                raise bad_input(file, None, "a complete safetensors file", f"an unreadable file ({err})",
+                                "It is probably truncated (an interrupted download or copy): fetch it again.") from None
+        else:
+            try:
+                part = torch.load(file, map_location="cpu", weights_only=True)
+            except Exception as err:  # UnpicklingError for objects outside the allow-list, EOFError when cut
+                raise bad_input(file, None, "a pickle of plain tensors (loaded with torch.load(weights_only=True))",
+                                f"a file that does not load that way ({type(err).__name__}: {str(err)[:200]})",
+                                "eagle3lab never unpickles arbitrary objects. Convert it to safetensors where it "
+                                "was made, or re-download it if it is truncated.") from None
+            if not isinstance(part, dict) or not all(isinstance(v, torch.Tensor) for v in part.values()):
+                raise bad_input(file, None, "a flat {name: tensor} state dict", type(part).__name__)
+        for key, value in part.items():
+            if key in tensors:
+                raise bad_input(file, key, "each weight in one file only", "a duplicate")
+            tensors[key] = value
+    return tensors
+
+
+def weight_shapes(files: list[Path]) -> dict[str, tuple[list[int], str]]:
+    """``{name: (shape, dtype)}`` without loading safetensors data (for ``inspect``)."""
+    out: dict[str, tuple[list[int], str]] = {}
+    for file in files:
+        if file.suffix == ".safetensors":
+            from safetensors import safe_open
+            try:
+                with safe_open(str(file), framework="pt") as f:
+                    for key in f.keys():
+                        sl = f.get_slice(key)
+                        out[key] = (list(sl.get_shape()), str(sl.get_dtype()))
+            except Exception as err:
+                raise bad_input(file, None, "a readable safetensors header", f"an unreadable file ({err})",
+                                "It is probably truncated: fetch it again.") from None
+        else:
+            out.update({k: (list(v.shape), str(v.dtype).replace("torch.", "")) for k, v in read_weights([file]).items()})
+    return out
+
+
+# ---------------------------------------------------------------------------- checks
+
+def canonical_state_dict(tensors: dict[str, torch.Tensor], where) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Family names -> our names; drops the weights no engine reads at inference (with a note)."""
+    out: dict[str, torch.Tensor] = {}
+    notes = []
+    for key, value in tensors.items():
+        name = cf.canonical_key(key)
+        if name in cf.IGNORED_WEIGHTS or name.endswith("rotary_emb.inv_freq"):
+            notes.append(f"ignored {key} (not used by the draft at inference)")
+            continue
+        if name in out:
+            raise bad_input(where, key, "one weight per name", f"both {key} and another key naming {name}",
+                            "The file mixes midlayer.* and layers.0.* names for the same weight.")
+        out[name] = value
+    return out, notes
+
+
+def fit_config_to_weights(cfg: DraftConfig, raw_cfg: dict, sd: dict, where, notes: list[str]) -> DraftConfig:
+    """Settle num_aux / target_hidden_size from fc.weight; refuse a config the weights contradict."""
+    fc = sd.get("fc.weight")
+    if fc is None or fc.dim() != 2:
+        raise bad_input(where, "fc.weight", f"a matrix [{cfg.hidden_size}, num_aux * target_hidden_size]",
+                        "missing" if fc is None else f"shape {list(fc.shape)}")
+    out_dim, in_dim = fc.shape
+    if out_dim != cfg.hidden_size:
+        raise bad_input(where, "fc.weight", f"{cfg.hidden_size} rows (hidden_size in config.json)",
+                        f"shape {list(fc.shape)}", "config.json and the weights disagree on hidden_size.")
+    ht_written = raw_cfg.get("target_hidden_size") is not None
+    ids_written = cfg.aux_layer_ids is not None
+    num_aux, ht = cfg.num_aux, cfg.target_hidden_size
+    if in_dim != num_aux * ht:
+        if ht_written and in_dim % ht == 0 and not ids_written:
+            num_aux = in_dim // ht
+        elif not ht_written and in_dim % num_aux == 0:
+            ht = in_dim // num_aux
+            notes.append(f"target_hidden_size = {ht} inferred from fc.weight {list(fc.shape)} (missing in "
+                         f"config.json): vLLM and SGLang size fc as 3 * hidden_size without it and fail to load; "
+                         f"add target_hidden_size: {ht}")
+        else:
+            raise bad_input(where, "fc.weight", f"{num_aux * ht} input columns (num_aux {num_aux} x target_hidden_size "
+                            f"{ht})", f"shape {list(fc.shape)}", "The aux id count or target_hidden_size in "
+                            "config.json does not match the fc weight.")
+    if (num_aux, ht) != (cfg.num_aux, cfg.target_hidden_size):
+        cfg = DraftConfig(**{**cfg.to_dict(), "num_aux": num_aux, "target_hidden_size": ht})
+    return cfg
+
+
+def expected_shapes(cfg: DraftConfig) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    with torch.device("meta"):
+        model = Eagle3Draft(cfg)
+    return {k: (tuple(v.shape), v.dtype) for k, v in model.state_dict().items()}
+
+
+def check_state_dict(cfg: DraftConfig, sd: dict[str, torch.Tensor], where) -> list[str]:
+    """Every key, shape, dtype and value against the config. Returns the keys that may be missing."""
+    expected = expected_shapes(cfg)
+    optional = {"embed_tokens.weight", "t2d"}
+    missing = [k for k in expected if k not in sd and k not in optional]
+    if missing:
+        hint = ("d2t maps draft ids to target ids; without it engines map draft id i to target id i."
+                if "d2t" in missing else "The checkpoint is incomplete or written for another layout.")
+        raise bad_input(where, missing[0], f"all of {missing}", "missing", hint)
+    extra = sorted(k for k in sd if k not in expected)
+    if extra:
+        raise bad_input(where, extra[0], f"only the keys of a {cfg.num_hidden_layers}-layer EAGLE-3 draft "
+                        "(norm_before_fc/fc_norm weights only when those flags are set)", f"extra keys {extra[:8]}",
+                        "Set the flag that owns them in config.json, or this is another draft architecture "
+                        "(q/k norms, attention bias, SGLang additional_layers are not modelled).")
+    for key, value in sd.items():
+        shape, dtype = expected[key]
+        if tuple(value.shape) != shape:
+            raise bad_input(where, key, f"shape {list(shape)} (from config.json)", f"shape {list(value.shape)}",
+                            "config.json and the weights disagree.")
+        if dtype.is_floating_point:
+            if not value.dtype.is_floating_point:
+                raise bad_input(where, key, "a floating-point tensor", f"dtype {value.dtype}")
+            finite = torch.isfinite(value)
+            if not bool(finite.all()):
+                bad = int((~finite).sum())
+                raise bad_input(where, key, "finite values", f"{bad} NaN/inf of {value.numel()}",
+                                "The checkpoint was saved after training diverged, or is corrupt.")
+        elif key == "d2t" and (value.dtype.is_floating_point or value.dtype == torch.bool):
+            raise bad_input(where, key, "an integer tensor of offsets", f"dtype {value.dtype}")
+    return [k for k in optional if k in expected and k not in sd]
+
+
+# ---------------------------------------------------------------------------- targets
+
+@dataclass
+class TargetFacts:
+    num_layers: int | None
+    hidden_size: int | None
+    vocab_size: int | None
+    arch: str | None
+    where: str
+    embedding: torch.Tensor | None = None
+    folder: Path | None = None
+
+
+def target_facts(target) -> TargetFacts:
+    """What a draft needs to know about its target, from a ``Target``, an HF model or a folder."""
+    if target is None:
+        return TargetFacts(None, None, None, None, "no target")
+    if isinstance(target, (str, os.PathLike)):
+        raw, file = read_config(target)
+        text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+        archs = text.get("architectures") or raw.get("architectures") or [None]
+        return TargetFacts(text.get("num_hidden_layers"), text.get("hidden_size"), text.get("vocab_size"),
+                           archs[0], str(file), folder=file.parent)
+    if isinstance(target, torch.nn.Module):
+        from eagle3lab.models.target import Target
+        target = Target.wrap(target)
+    return TargetFacts(target.num_layers, target.hidden_size, target.vocab_size, target.arch,
+                       str(target.path or target.arch), embedding=target.model.get_input_embeddings().weight)
+
+
+def _embedding_from_files(folder: Path, vocab: int, hidden: int) -> torch.Tensor | None:
+    """Read only the embedding matrix from a target folder's safetensors (not the whole model)."""
+    from safetensors import safe_open
+
+    for file in find_weight_files(folder):
+        if file.suffix != ".safetensors":
+            continue
+        with safe_open(str(file), framework="pt") as f:
+            for key in f.keys():
+                if key.endswith("embed_tokens.weight") and list(f.get_slice(key).get_shape()) == [vocab, hidden]:
+                    return f.get_tensor(key)
+    return None
+
+
+def check_fits_target(cfg: DraftConfig, facts: TargetFacts, where) -> None:
+    if facts.hidden_size is not None and facts.hidden_size != cfg.target_hidden_size:
+        raise bad_input(where, "target_hidden_size", f"{facts.hidden_size} (hidden_size of the target {facts.where})",
+                        cfg.target_hidden_size, "This draft was trained for another target: fc reads "
+                        f"num_aux * {cfg.target_hidden_size} features.")
+    if facts.vocab_size is not None and facts.vocab_size != cfg.vocab_size:
+        raise bad_input(where, "vocab_size", f"{facts.vocab_size} (the target's vocabulary, {facts.where})",
+                        cfg.vocab_size, "d2t maps draft ids into the target vocabulary; another vocabulary "
+                        "means every proposal is a different token.")
+
+
+# ---------------------------------------------------------------------------- load
+
+def load_draft(path, target=None, device="auto", profile=None, num_target_layers: int | None = None,
+               dtype="auto", check_vocab: bool = True, require_embedding: bool = True) -> Eagle3Draft:
+    """Load a draft checkpoint of any family, checked, ready to run the way ``profile`` would.
+
+    ``target``: a ``Target``, an HF model or a target folder (config.json; the embedding is read
+    from its safetensors when the draft has none). ``profile`` defaults to the family's trainer.
+    ``dtype``: "auto" (fp32 on CPU, bf16 on CUDA), a dtype, or None to keep the checkpoint's.
+    ``check_vocab=False`` loads a draft whose vocab map is broken (to demonstrate the failure).
+    """
+    from eagle3lab.models.device import resolve_device, resolve_dtype
+
+    raw, config_file = read_config(path)
+    folder = config_file.parent
+    fmt, reason = cf.classify_config(raw)
+    if fmt not in cf.FORMATS:
+        raise bad_input(config_file, "architectures", "an EAGLE-3 draft (speculators_model_type 'eagle3', "
+                        f"{' / '.join(cf.SGLANG_ARCHS)}, or LlamaForCausalLM with draft_vocab_size)",
+                        f"{fmt}: {reason}", "Run 'eagle3lab inspect' on it to see what it is.")
+    cfg, defaulted = cf.config_to_draft(raw, fmt, str(config_file))
+    files = find_weight_files(folder)
+    if not files:
+        raise bad_input(folder, None, f"weights ({' or '.join(WEIGHT_FILES)})", "none",
+                        "Only config.json is here: 'eagle3lab inspect' can still check it.")
+    where = files[0] if len(files) == 1 else folder
+    notes: list[str] = []
+    sd, ignored = canonical_state_dict(read_weights(files), where)
+    notes += ignored
+    cfg = fit_config_to_weights(cfg, raw, sd, where, notes)
+    if cfg.draft_vocab_size == cfg.vocab_size and "d2t" in sd:  # SpecForge saves its buffers even then
+        d2t, _ = sd.pop("d2t"), sd.pop("t2d", None)
+        if bool((d2t != 0).any()):
+            raise bad_input(where, "d2t", "all-zero offsets (draft_vocab_size = vocab_size: the identity map)",
+                            f"{int((d2t != 0).sum())} non-zero offsets", "Set draft_vocab_size in config.json to "
+                            "the length the draft was trained with.")
+        notes.append("d2t/t2d present with draft vocabulary = target vocabulary: identity map, not needed")
+    absent = check_state_dict(cfg, sd, where)
+
+    facts = target_facts(target)
+    check_fits_target(cfg, facts, config_file)
+    report = LoadReport(path=str(folder), format=fmt, format_reason=reason, profile="",
+                        weight_files=[f.name for f in files], aux_ids=list(cfg.aux_layer_ids or []) or None,
+                        aux_ids_key=cfg.aux_ids_key, warnings=notes,
+                        defaulted=[{"field": f, "value": v, "rule": r} for f, v, r in defaulted])
+    if "t2d" in absent and "d2t" in sd:
+        t2d = torch.zeros(cfg.vocab_size, dtype=torch.bool)
+        ids = torch.arange(len(sd["d2t"])) + sd["d2t"].long()
+        t2d[ids[(ids >= 0) & (ids < cfg.vocab_size)]] = True
+        sd["t2d"] = t2d
+        report.defaulted.append({"field": "t2d", "value": None, "rule": "missing: rebuilt from d2t "
+                                 "(vLLM and SGLang read only d2t)"})
+    if "d2t" in sd:
+        sd["d2t"] = sd["d2t"].long()
+        sd["t2d"] = sd["t2d"].bool()
+    findings = check_vocab_map(sd.get("d2t"), sd.get("t2d"), cfg.vocab_size, cfg.draft_vocab_size)
+    report.vocab_findings = [f.to_dict() for f in findings]
+    errors = [f for f in findings if f.severity == "error"]
+    if errors and check_vocab:
+        raise bad_input(where, errors[0].key, "a valid draft->target vocab map", errors[0].message,
+                        "Load with check_vocab=False to study the broken draft anyway.")
+
+    embedding = sd.pop("embed_tokens.weight", None)
+    if embedding is None:
+        if facts.embedding is None and facts.folder is not None:
+            facts.embedding = _embedding_from_files(facts.folder, cfg.vocab_size, cfg.hidden_size)
+        if facts.embedding is not None and tuple(facts.embedding.shape) == (cfg.vocab_size, cfg.hidden_size):
+            embedding, report.embedding = facts.embedding.detach(), "target"
+        elif require_embedding:
+            raise bad_input(where, "embed_tokens.weight", f"a [{cfg.vocab_size}, {cfg.hidden_size}] embedding in the "
+                            "checkpoint or from the target", "missing" + (f" (target {facts.where} has none of "
+                                                                          "that shape)" if target is not None else ""),
+                            "SpecForge/SGLang and EAGLE drafts do not save it: pass target= (a loaded target or "
+                            "its folder) so its embedding is used.")
+        else:
+            report.embedding = "missing"
+
+    dev = resolve_device(device)
+    to_dtype = resolve_dtype(dtype, dev) if dtype is not None else sd["fc.weight"].dtype
+    profile = profile or FORMAT_PROFILE[fmt]
+    draft = Eagle3Draft(cfg, profile=profile, fmt=fmt)
+    if embedding is not None:
+        sd["embed_tokens.weight"] = embedding
+    result = draft.load_state_dict(sd, strict=False)
+    draft.embedding_missing = embedding is None
+    assert not result.unexpected_keys, result.unexpected_keys  # check_state_dict already refused them
+    draft.to(device=dev, dtype=to_dtype)
+    draft.requires_grad_(False).eval()
+    draft.num_target_layers = num_target_layers or facts.num_layers
+    draft.target_arch = facts.arch
+    if facts.embedding is not None:
+        draft.target_embedding = facts.embedding.detach().to(device=dev, dtype=to_dtype)
+    draft._set_profile(profile)   # again, now that the target's embedding is known
+    report.profile = draft.profile.name
+    report.settings = [{"flag": f, "value": v, "how": h} for f, v, h in draft.settings.decisions]
+    seen, why = draft.profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
+    if why:
+        report.warnings.append(why)
+    draft.load_report = report
+    return draft
+
+
+# ---------------------------------------------------------------------------- save / convert
+
+def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, required: bool = True):
+    """The resid points the draft was trained on (its family's trainer convention), or None = defaults
+    (or unknown, when ``required`` is False and the target's layer count is not known)."""
+    trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
+    if "aux_resid" in draft.wiring:   # an explicit hypothesis (draft.rewired) wins over the config
+        return tuple(draft.wiring["aux_resid"]), trainer
+    ids, _ = trainer.visible_ids(draft.config.aux_layer_ids, draft.config.aux_ids_key)
+    n = num_target_layers or draft.num_target_layers
+    if ids is None or (n is None and not required):
+        return None, trainer
+    if n is None:
+        raise bad_input("draft", "num_target_layers", "the target's number of decoder layers (to translate the "
+                        f"aux ids {list(ids)} between engines' conventions)", "unknown",
+                        "Pass num_target_layers= (CLI: --num-target-layers N or --target DIR).")
+    from eagle3lab.engines.layer_ids import resolve_aux_layers
+
+    res = resolve_aux_layers(trainer.id_engine, list(ids), n, arch=draft.target_arch)
+    if res.fatal:
+        raise Eagle3LabError(f"{trainer.engine} cannot capture the states for ids {list(ids)}: {res.fatal[0]}")
+    return tuple(res.resid), trainer
+
+
+def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_target_layers: int | None = None,
+               include_embedding: bool | None = None, overwrite: bool = False) -> dict:
+    """Write ``draft`` as family ``format``; returns what was written (ids, flags, warnings)."""
+    from eagle3lab.engines.layer_ids import to_engine_ids
+
+    fmt = format
+    if fmt not in cf.FORMATS:
+        raise bad_input("--to", None, f"one of {', '.join(cf.FORMATS)}", repr(fmt))
+    cfg, out = draft.config, Path(out_dir).expanduser()
+    if out.exists() and not overwrite:
+        raise bad_input(out, None, "a new output folder", "it exists", "Pass overwrite=True (CLI: --overwrite).")
+    if fmt != "speculators" and cfg.num_hidden_layers > 1:
+        raise bad_input(out, "num_hidden_layers", f"1 for the {fmt} format (midlayer.* holds one layer)",
+                        cfg.num_hidden_layers, "Write multi-layer drafts in speculators format.")
+    warnings: list[str] = []
+    n = num_target_layers or draft.num_target_layers
+    trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
+    same_convention = _CONVENTION[trainer.id_engine] == _CONVENTION[get_profile(FORMAT_PROFILE[fmt]).id_engine]
+    rewired = "aux_resid" in draft.wiring
+    resid, trainer = trained_resid(draft, n, required=rewired or not same_convention)
+    if same_convention and not rewired:  # the ids mean the same there: copied as the trainer reads them
+        seen, _ = trainer.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
+        ids = list(seen) if seen is not None else None
+    elif resid is None:
+        ids = None
+    else:
+        ids = to_engine_ids(get_profile(FORMAT_PROFILE[fmt]).id_engine, list(resid), n, arch=draft.target_arch)
+        ids = None if fmt == "eagle" else ids
+    trained = resolve_settings(cfg, trainer, draft.format)
+    flags = {"norm_before_residual": trained.norm_before_residual, "norm_before_fc": trained.norm_before_fc,
+             "fc_norm": trained.fc_norm, "norm_output": trained.recycle_postnorm}
+    flags.update({k: v for k, v in draft.wiring.items() if k in flags})   # draft.rewired() switches
+    if "recycle_postnorm" in draft.wiring:
+        flags["norm_output"] = draft.wiring["recycle_postnorm"]
+    if fmt == "eagle" and (flags["fc_norm"] or flags["norm_before_fc"]):
+        raise bad_input(out, "fc_norm / norm_before_fc", "off for the EAGLE official format (it has no such norms)",
+                        "on", "Write speculators or sglang format instead.")
+    new_cfg = DraftConfig(**{**cfg.to_dict(), "aux_layer_ids": ids, "aux_ids_key": None, **flags})
+    served = get_profile(SERVE_PROFILE[fmt])
+    as_served = resolve_settings(new_cfg, served, fmt)
+    for flag in ("norm_before_residual", "norm_before_fc", "fc_norm"):
+        if getattr(as_served, flag) != flags[flag]:
+            warnings.append(f"{served.label} does not honour {flag}={flags[flag]}: served from this checkpoint the "
+                            "draft runs with different arithmetic than it was trained with (acceptance drops).")
+    if as_served.recycle_postnorm != flags["norm_output"]:
+        warnings.append(f"{served.label} recycles the {'post' if as_served.recycle_postnorm else 'pre'}-norm state; "
+                        f"this draft was trained recycling the {'post' if flags['norm_output'] else 'pre'}-norm state.")
+
+    state = {k: v for k, v in draft.state_dict().items()}
+    report = draft.load_report
+    if include_embedding is None:
+        include_embedding = report is None or report.embedding == "checkpoint"
+    if not include_embedding or draft.embedding_missing:
+        state.pop("embed_tokens.weight", None)
+    tensors = {cf.family_key(k, fmt): v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
+    config = cf.draft_to_config(new_cfg, fmt, ids, flags)
+
+    from safetensors.torch import save_file
+    with atomic_dir(out) as tmp:
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    return {"path": str(out), "format": fmt, "aux_ids_written": ids, "trained_resid": list(resid) if resid else None,
+            "flags_written": flags, "embedding_written": "embed_tokens.weight" in tensors, "warnings": warnings}
+
+
+def convert_draft(src, out_dir, to: str, target=None, num_target_layers: int | None = None,
+                  overwrite: bool = False) -> dict:
+    """Rewrite a checkpoint in another family's format (ids translated, flags made explicit)."""
+    draft = load_draft(src, target=target, device="cpu", dtype=None,
+                       num_target_layers=num_target_layers, require_embedding=False)
+    result = save_draft(draft, out_dir, to, num_target_layers=num_target_layers, overwrite=overwrite)
+    result["source"] = {"path": str(src), "format": draft.format}
+    result["warnings"] = draft.load_report.warnings + result["warnings"]
+    return result
+
+
+# ---------------------------------------------------------------------------- inspect
+
+def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) -> dict:
+    """Everything ``eagle3lab inspect`` reports, as a dict (works on a folder holding only config.json).
+
+    Never raises on a bad checkpoint: problems are listed under ``errors``; what could not be
+    checked (no weights, no layer count) under ``not_checked``.
+    """
+    from eagle3lab.engines.layer_ids import resolve_aux_layers
+    from eagle3lab.engines.profiles import FLAGS, PROFILES
+
+    raw, config_file = read_config(path)
+    kind, reason = cf.classify_config(raw)
+    out: dict = {"path": str(config_file.parent), "config_file": str(config_file), "kind": kind,
+                 "is_eagle3_draft": kind in cf.FORMATS, "format_reason": reason, "errors": [], "warnings": [],
+                 "not_checked": []}
+    if kind not in cf.FORMATS:
+        text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+        out["target_like"] = {k: text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size")}
+        out["not_checked"].append("everything EAGLE-3 specific: this config is not an EAGLE-3 draft")
+        if kind == "target":
+            out["warnings"].append(f"This is a target config: pass its folder as --target to inspect a draft "
+                                   f"for it (N = {text.get('num_hidden_layers')}).")
+        return out
+    try:
+        cfg, defaulted = cf.config_to_draft(raw, kind, str(config_file))
+    except Eagle3LabError as err:
+        out["errors"].append(str(err))
+        return out
+    facts = TargetFacts(None, None, None, None, "no target")
+    if target is not None:
+        try:
+            facts = target_facts(target)
+            check_fits_target(cfg, facts, config_file)
+        except Eagle3LabError as err:
+            out["errors"].append(str(err))
+    n = num_target_layers or facts.num_layers
+    out["format"] = kind
+    out["defaulted"] = [{"field": f, "value": v, "rule": r} for f, v, r in defaulted]
+
+    files = find_weight_files(config_file.parent)
+    draft = None
+    if files:
+        try:
+            draft = load_draft(config_file.parent, target=target, device="cpu", dtype=None,
+                               require_embedding=False, check_vocab=False, num_target_layers=n)
+            cfg = draft.config
+            rep = draft.load_report
+            out["vocab"] = {"checked": True, "findings": rep.vocab_findings}
+            out["errors"] += [f"vocab map: {f['key']}: {f['message']}" for f in rep.vocab_findings
+                              if f["severity"] == "error"]
+            out["warnings"] += rep.warnings
+            out["defaulted"] += [d for d in rep.defaulted if d not in out["defaulted"]]
+            out["weights"] = {"files": rep.weight_files, "checked": True, "embedding": rep.embedding,
+                              "dtype": str(draft.fc.weight.dtype).replace("torch.", ""),
+                              "num_parameters": sum(p.numel() for p in draft.parameters())}
+        except Eagle3LabError as err:
+            out["errors"].append(str(err))
+            out["weights"] = {"files": [f.name for f in files], "checked": False}
+    else:
+        out["weights"] = {"files": [], "checked": False}
+        out["vocab"] = {"checked": False, "findings": []}
+        out["not_checked"] += ["weights: keys, shapes, NaN/inf (no weight files here)",
+                               "vocab map: d2t/t2d live in the weights"]
+    out["sizes"] = {k: getattr(cfg, k) for k in (
+        "hidden_size", "target_hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "head_dim", "vocab_size", "draft_vocab_size", "num_aux", "rope_theta",
+        "rope_scaling", "max_position_embeddings", "hidden_act")}
+
+    engines = {}
+    for name, profile in PROFILES.items():
+        seen, why = profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
+        row = {"engine": profile.label, "ids_seen": list(seen) if seen is not None else None, "note": why}
+        try:
+            res = resolve_aux_layers(profile.id_engine, list(seen) if seen is not None else None, n,
+                                     arch=facts.arch, engine_version=profile.engine_version)
+            row.update(resid=list(res.resid), label=res.label, defaulted=res.defaulted, rule=res.rule,
+                       warnings=list(res.warnings), fatal=list(res.fatal))
+        except Eagle3LabError as err:
+            row.update(resid=None, label=None, error=str(err))
+        engines[name] = row
+    out["aux_ids"] = {"as_written": list(cfg.aux_layer_ids) if cfg.aux_layer_ids is not None else None,
+                      "key": cfg.aux_ids_key, "num_target_layers": n, "target_arch": facts.arch,
+                      "by_engine": engines}
+    if n is None:
+        out["not_checked"].append("resid points of default ids and range checks: the target's layer count is "
+                                  "unknown (pass --target DIR or --num-target-layers N)")
+    flags = {}
+    for flag in FLAGS:
+        flags[flag] = {"written": getattr(cfg, flag), "by_engine": {}}
+    for name, profile in PROFILES.items():
+        try:
+            # serving always has the target, so engines that swap in its embedding do
+            settings = resolve_settings(cfg, profile, kind, has_target_embedding=True)
+        except Eagle3LabError as err:
+            for flag in FLAGS:
+                flags[flag]["by_engine"][name] = {"value": None, "how": str(err)}
+            continue
+        for flag, value, how in settings.decisions:
+            flags.setdefault(flag, {"written": None, "by_engine": {}})["by_engine"][name] = {"value": value,
+                                                                                             "how": how}
+    out["norm_flags"] = flags
+    return out

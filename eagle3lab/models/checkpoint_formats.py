@@ -1,0 +1,178 @@
+"""The three draft checkpoint families as name tables: how to recognise each, read its config.json
+into a ``DraftConfig``, and write one back. Weight names: our module uses speculators names;
+the other families differ only by prefixes (eagle3-facts.md section 8).
+
+- speculators: ``speculators_model_type: eagle3``; geometry in ``transformer_layer_config``; flags
+  and ``eagle_aux_hidden_state_layer_ids`` (vLLM convention) at the top level; keys ``layers.0.*``.
+- sglang (SpecForge / SGLang ``LlamaForCausalLMEagle3``): flat Llama config + ``draft_vocab_size``
+  + ``eagle_config.eagle_aux_hidden_state_layer_ids`` (SGLang convention); keys ``midlayer.*``
+  (older) or ``layers.0.*``; usually no embedding.
+- eagle (SafeAILab/EAGLE): calls itself ``LlamaForCausalLM`` with ``draft_vocab_size``; no ids (the
+  capture points are hard-coded); keys ``midlayer.*``; often a pickled ``pytorch_model.bin``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eagle3lab.engines.profiles import FLAGS, IDS_NESTED, IDS_TOP
+from eagle3lab.errors import bad_input
+from eagle3lab.models.draft import DraftConfig
+
+FORMATS = ("speculators", "sglang", "eagle")
+SGLANG_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM")
+SPECULATORS_ARCHS = ("Eagle3Speculator", "Eagle3DraftModel")
+# Llama geometry keys read from (and written to) a flat config
+GEOMETRY = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+            "num_hidden_layers", "vocab_size", "rms_norm_eps", "rope_theta", "rope_scaling",
+            "max_position_embeddings", "hidden_act")
+REQUIRED = ("hidden_size", "intermediate_size", "num_attention_heads", "vocab_size")
+# keys kept verbatim for round trips
+PASSTHROUGH = ("bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype", "tie_word_embeddings")
+IGNORED_WEIGHTS = ("verifier_norm.weight", "verifier_lm_head.weight")
+
+
+def canonical_key(key: str) -> str:
+    """A weight name from any family -> our (speculators) name."""
+    key = key.removeprefix("model.")
+    if key.startswith("midlayer."):
+        key = "layers.0." + key[len("midlayer."):]
+    return key
+
+
+def family_key(key: str, fmt: str) -> str:
+    """Our weight name -> the name a family writes."""
+    if fmt in ("sglang", "eagle") and key.startswith("layers.0."):
+        return "midlayer." + key[len("layers.0."):]
+    return key
+
+
+def classify_config(cfg: dict) -> tuple[str, str]:
+    """``(kind, why)`` with kind in FORMATS, or 'target', 'mtp', 'unknown' (never raises)."""
+    archs = [str(a) for a in (cfg.get("architectures") or [])]
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
+    if "speculators_model_type" in cfg:
+        kind = cfg["speculators_model_type"]
+        if kind == "eagle3":
+            return "speculators", "speculators_model_type is 'eagle3'"
+        return ("mtp" if "mtp" in str(kind).lower() else "unknown"), f"speculators_model_type is {kind!r}, not 'eagle3'"
+    if any(a in SGLANG_ARCHS for a in archs):
+        return "sglang", f"architectures {archs}"
+    if any(re.search(r"(MTP|NextN)", a) for a in archs):
+        return "mtp", f"architectures {archs} name a multi-token-prediction head"
+    layers = cfg.get("num_hidden_layers", text.get("num_hidden_layers"))
+    if "draft_vocab_size" in cfg and "LlamaForCausalLM" in archs:
+        return "eagle", "architectures ['LlamaForCausalLM'] with draft_vocab_size (the EAGLE official template)"
+    if cfg.get("num_nextn_predict_layers") or text.get("num_nextn_predict_layers"):
+        n = cfg.get("num_nextn_predict_layers") or text.get("num_nextn_predict_layers")
+        return "target", (f"a target model ({', '.join(archs)}, {layers} layers) that bundles {n} MTP layer(s) "
+                          "(num_nextn_predict_layers); MTP is served with its own draft path, not as EAGLE-3")
+    if isinstance(layers, int) and layers > 4 and "draft_vocab_size" not in cfg:
+        return "target", f"a target model ({', '.join(archs) or 'no architectures'}, {layers} layers)"
+    return "unknown", f"architectures {archs or 'missing'}, no speculators_model_type, no draft_vocab_size"
+
+
+def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[tuple[str, object, str]]]:
+    """A family's config.json -> ``(DraftConfig, defaulted fields as (field, value, rule))``."""
+    defaulted: list[tuple[str, object, str]] = []
+    geo_src = cfg
+    if fmt == "speculators":
+        geo_src = cfg.get("transformer_layer_config")
+        if not isinstance(geo_src, dict):
+            raise bad_input(where, "transformer_layer_config", "a dict with the layer geometry (speculators format)",
+                            type(geo_src).__name__)
+    for key in REQUIRED:
+        if not isinstance(geo_src.get(key), int):
+            prefix = "transformer_layer_config." if fmt == "speculators" else ""
+            raise bad_input(where, prefix + key, "an integer", repr(geo_src.get(key)))
+    geo = {k: geo_src[k] for k in GEOMETRY if geo_src.get(k) is not None}
+    rope_params = geo_src.get("rope_parameters")  # transformers 5 writes theta and scaling together here
+    if isinstance(rope_params, dict):
+        geo.setdefault("rope_theta", rope_params.get("rope_theta", 10000.0))
+        if rope_params.get("rope_type", "default") != "default":
+            geo.setdefault("rope_scaling", {k: v for k, v in rope_params.items() if k != "rope_theta"})
+    for key, rule in (("rope_theta", "Llama default 10000.0 (key missing, as in the EAGLE official template)"),
+                      ("rms_norm_eps", "Llama default 1e-6"), ("num_key_value_heads", "= num_attention_heads"),
+                      ("head_dim", "= hidden_size // num_attention_heads"),
+                      ("max_position_embeddings", "default 2048"), ("hidden_act", "default silu"),
+                      ("num_hidden_layers", "default 1")):
+        if key not in geo:
+            defaulted.append((key, None, rule))
+    model_type = geo_src.get("model_type", "llama")
+    if model_type != "llama":
+        defaulted.append(("model_type", model_type, "read as a Llama-style layer (q/k norms of qwen3 are not "
+                                                    "modelled; such weights show up as extra keys)"))
+
+    draft_vocab = cfg.get("draft_vocab_size")
+    if draft_vocab is None:
+        defaulted.append(("draft_vocab_size", geo["vocab_size"], "missing: engines use the target vocabulary "
+                                                                 "(vLLM, SGLang)"))
+    target_hidden = cfg.get("target_hidden_size")
+    ids, ids_key = None, None
+    nested = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
+    for key, value in ((IDS_TOP, cfg.get(IDS_TOP)), (IDS_NESTED, nested.get("eagle_aux_hidden_state_layer_ids"))):
+        if value:
+            if not (isinstance(value, list) and all(isinstance(i, int) for i in value)):
+                raise bad_input(where, key, "a list of integer layer ids", repr(value))
+            if ids is not None and list(ids) != value:
+                defaulted.append(("aux_layer_ids", value, f"also written at {key} with different values; "
+                                                          f"{ids_key} is used here, each engine reads its own key"))
+                continue
+            if ids is None:
+                ids, ids_key = tuple(value), key
+    flags = {}
+    for flag in FLAGS:
+        value = cfg.get(flag)
+        if value is not None and not isinstance(value, bool):
+            raise bad_input(where, flag, "true, false or absent", repr(value))
+        flags[flag] = value
+    extra = {k: cfg[k] for k in PASSTHROUGH if k in cfg}
+    if fmt == "speculators":
+        spec = cfg.get("speculators_config") or {}
+        methods = spec.get("proposal_methods") or [{}]
+        extra["verifier"] = (spec.get("verifier") or {}).get("name_or_path")
+        extra["verifier_architectures"] = (spec.get("verifier") or {}).get("architectures")
+        extra["speculative_tokens"] = methods[0].get("speculative_tokens") if methods else None
+    try:
+        config = DraftConfig(**geo, draft_vocab_size=draft_vocab, target_hidden_size=target_hidden,
+                             aux_layer_ids=ids, aux_ids_key=ids_key, extra=extra, **flags)
+    except TypeError as err:
+        raise bad_input(where, None, "a Llama-style draft config", str(err)) from None
+    return config, defaulted
+
+
+def draft_to_config(cfg: DraftConfig, fmt: str, ids: list[int] | None, flags: dict[str, bool]) -> dict:
+    """A ``DraftConfig`` -> the config.json dict of family ``fmt`` (ids already in its convention)."""
+    geo = {"hidden_size": cfg.hidden_size, "intermediate_size": cfg.intermediate_size,
+           "num_attention_heads": cfg.num_attention_heads, "num_key_value_heads": cfg.num_key_value_heads,
+           "head_dim": cfg.head_dim, "num_hidden_layers": cfg.num_hidden_layers, "vocab_size": cfg.vocab_size,
+           "rms_norm_eps": cfg.rms_norm_eps, "rope_theta": cfg.rope_theta, "rope_scaling": cfg.rope_scaling,
+           "max_position_embeddings": cfg.max_position_embeddings, "hidden_act": cfg.hidden_act,
+           "model_type": "llama", "attention_bias": False, "mlp_bias": False}
+    passthrough = {k: cfg.extra[k] for k in PASSTHROUGH if k in cfg.extra}
+    if fmt == "speculators":
+        out = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
+               "speculators_version": "0.1.0", "draft_vocab_size": cfg.draft_vocab_size,
+               "target_hidden_size": cfg.target_hidden_size, **flags,
+               "transformer_layer_config": geo,
+               "speculators_config": {
+                   "algorithm": "eagle3", "default_proposal_method": "greedy",
+                   "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens":
+                                         cfg.extra.get("speculative_tokens") or 3,
+                                         "accept_tolerance": 0.0, "verifier_accept_k": 1}],
+                   "verifier": {"name_or_path": cfg.extra.get("verifier"),
+                                "architectures": cfg.extra.get("verifier_architectures") or []}},
+               **passthrough}
+        if ids is not None:
+            out[IDS_TOP] = list(ids)
+        return out
+    out = {"architectures": ["LlamaForCausalLMEagle3" if fmt == "sglang" else "LlamaForCausalLM"], **geo,
+           "draft_vocab_size": cfg.draft_vocab_size, **passthrough}
+    if cfg.target_hidden_size != cfg.hidden_size:
+        out["target_hidden_size"] = cfg.target_hidden_size
+    out.update({k: v for k, v in flags.items() if v})  # only the flags that are on, as SpecForge writes them
+    if fmt == "sglang":
+        out["eagle_config"] = {"use_aux_hidden_state": True}
+        if ids is not None:
+            out["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = list(ids)
+    return out

@@ -1,0 +1,477 @@
+"""The EAGLE-3 draft head in plain PyTorch: every convention explicit, every step named.
+
+    embed(token) ─────────────────────────────────┐
+    aux = [resid[a] ; resid[b] ; resid[c]] ─ (input_norm | fc_norm per chunk) ─ fc ─ h
+    layer 0:  emb_normed = input_layernorm(embed)   hid_normed = hidden_norm(h)
+              residual   = hid_normed if norm_before_residual else h
+              h = residual + o_proj(attn([emb_normed ; hid_normed]))      # q/k/v read 2H
+              h = h + mlp(post_attention_layernorm(h))
+    layers 1..: ordinary pre-norm decoder layers of width H
+    logits = lm_head(norm(h)) over the draft vocabulary;  target id = i + d2t[i]
+    recycled state (fed back instead of fc(aux) at the next draft step) = h, or norm(h)
+    when the profile says norm_output recycles the normed state.
+
+Which flags apply is decided once by an engine profile (``eagle3lab.engines.profiles``) into
+``self.settings``; the math below only reads those booleans. Module attribute names equal
+speculators checkpoint key names, so loading is a name table (``eagle3lab.models.checkpoint``).
+
+Hook points (stable names; ``draft.hook_names`` lists those of a given draft):
+
+    embed                 token embeddings                         [B, T, H]
+    fc_in                 concatenated aux states (aux path only)  [B, T, num_aux*H_target]
+    fc_normed             after input_norm / fc_norm (when used)   [B, T, num_aux*H_target]
+    fc_out                fc output = h entering layer 0           [B, T, H]
+    recycled_in           recycled state (recycle path only)       [B, T, H]
+    layers.0.emb_normed   input_layernorm(embed)                   [B, T, H]
+    layers.0.hid_normed   hidden_norm(h)                           [B, T, H]
+    layers.{i}.residual   what the attention output is added to    [B, T, H]
+    layers.{i}.attn_in    q/k/v input ([emb_normed ; hid_normed] in layer 0, 2H wide)
+    layers.{i}.q/k/v      after RoPE, this forward's positions     [B, heads, T, head_dim]
+    layers.{i}.attn_out   o_proj output                            [B, T, H]
+    layers.{i}.resid_mid  residual + attn_out                      [B, T, H]
+    layers.{i}.mlp_in     post_attention_layernorm(resid_mid)      [B, T, H]
+    layers.{i}.mlp_out    mlp output                               [B, T, H]
+    layers.{i}.resid_out  resid_mid + mlp_out                      [B, T, H]
+    prenorm_out           last layer's output, before the final norm
+    normed_out            norm(prenorm_out)
+    logits                lm_head(normed_out)                      [B, T, draft_vocab]
+    hidden_out            the state recycled into the next step    [B, T, H]
+
+A bare first-layer name (``"residual"``) means ``"layers.0.residual"``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from eagle3lab.engines.profiles import (
+    DraftSettings,
+    EngineProfile,
+    get_profile,
+    resolve_settings,
+    rope_type_of,
+)
+from eagle3lab.errors import bad_input
+from eagle3lab.models.hooks import HookPoints, run_with_cache, run_with_patches
+
+
+@dataclass
+class DraftConfig:
+    """Geometry and flags of a draft, as written in its checkpoint (a flag is None when the key is missing)."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_attention_heads: int
+    vocab_size: int                               # the TARGET vocabulary (embedding rows)
+    num_key_value_heads: int | None = None
+    head_dim: int | None = None
+    num_hidden_layers: int = 1
+    draft_vocab_size: int | None = None           # None -> same as vocab_size
+    target_hidden_size: int | None = None         # None -> same as hidden_size
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: dict | None = None
+    max_position_embeddings: int = 2048
+    hidden_act: str = "silu"
+    aux_layer_ids: tuple[int, ...] | None = None  # as written, in the writer's convention
+    aux_ids_key: str | None = None                # where they were written (None: given in memory)
+    num_aux: int | None = None                    # None -> len(aux_layer_ids) or 3
+    norm_before_residual: bool | None = None
+    norm_before_fc: bool | None = None
+    fc_norm: bool | None = None
+    norm_output: bool | None = None
+    extra: dict = field(default_factory=dict)     # config keys kept for round trips (bos/eos ids...)
+
+    def __post_init__(self):
+        self.num_key_value_heads = self.num_key_value_heads or self.num_attention_heads
+        self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads
+        self.draft_vocab_size = self.draft_vocab_size or self.vocab_size
+        self.target_hidden_size = self.target_hidden_size or self.hidden_size
+        if self.aux_layer_ids is not None:
+            self.aux_layer_ids = tuple(int(i) for i in self.aux_layer_ids)
+        self.num_aux = self.num_aux or (len(self.aux_layer_ids) if self.aux_layer_ids else 3)
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise bad_input("draft config", "num_key_value_heads",
+                            f"a divisor of num_attention_heads={self.num_attention_heads}", self.num_key_value_heads)
+        rope_inv_freq(self.head_dim, self.rope_theta, self.rope_scaling)  # validates the RoPE variant early
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class DraftOutput:
+    logits: torch.Tensor          # [B, T, draft_vocab] ([B, n, draft_vocab] with logits_to_keep=n)
+    hidden: torch.Tensor          # [B, T, H], the state to recycle into the next draft step
+    cache: DraftCache | None = None
+
+
+class DraftCache:
+    """Per-layer keys/values (after RoPE, before GQA expansion) for incremental drafting.
+
+    Appends with plain ``torch.cat``, so gradients flow through cached entries (training code
+    presents the draft its own recycled states through this cache). ``crop(n)`` rolls back.
+    """
+
+    def __init__(self):
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+
+    @property
+    def seq_len(self) -> int:
+        return self.keys[0].shape[-2] if self.keys else 0
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if layer == len(self.keys):
+            self.keys.append(k)
+            self.values.append(v)
+        else:
+            self.keys[layer] = torch.cat([self.keys[layer], k], dim=-2)
+            self.values[layer] = torch.cat([self.values[layer], v], dim=-2)
+        return self.keys[layer], self.values[layer]
+
+    def crop(self, n: int) -> DraftCache:
+        """Keep the first ``n`` positions (rollback after rejected drafts). Returns self."""
+        if n < 0 or n > self.seq_len:
+            raise bad_input("DraftCache.crop", "n", f"0 <= n <= seq_len={self.seq_len}", n)
+        self.keys = [k[..., :n, :] for k in self.keys]
+        self.values = [v[..., :n, :] for v in self.values]
+        return self
+
+    def __repr__(self) -> str:
+        return f"DraftCache(layers={len(self.keys)}, seq_len={self.seq_len})"
+
+
+# ---------------------------------------------------------------------------- building blocks
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()  # statistics in fp32, as every engine does
+        return self.weight * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
+
+
+_ACT = {"silu": F.silu, "gelu": F.gelu, "relu": F.relu,
+        "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh")}
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: DraftConfig):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self.act = _ACT[cfg.hidden_act]
+
+    def forward(self, x):
+        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
+
+
+def rope_inv_freq(head_dim: int, theta: float, rope_scaling: dict | None) -> torch.Tensor:
+    """RoPE inverse frequencies, including the ``linear`` and Llama-3.x ``llama3`` variants."""
+    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+    kind = rope_type_of(rope_scaling)
+    if kind == "default":
+        return inv.float()
+    if kind == "linear":
+        return (inv / rope_scaling["factor"]).float()
+    if kind == "llama3":
+        factor = rope_scaling["factor"]
+        low, high = rope_scaling.get("low_freq_factor", 1.0), rope_scaling.get("high_freq_factor", 4.0)
+        old_ctx = rope_scaling["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv
+        # long wavelengths are slowed by `factor`, short ones kept, the band between interpolated
+        smooth = ((old_ctx / wavelen - low) / (high - low)).clamp(0, 1)
+        return ((1 - smooth) * inv / factor + smooth * inv).float()
+    raise bad_input("draft config", "rope_scaling.rope_type", "one of default, linear, llama3", repr(kind),
+                    "Other RoPE variants (yarn, dynamic, longrope) are not implemented for drafts here.")
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: DraftConfig, in_dim: int):
+        super().__init__()
+        self.n_heads, self.n_kv, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.q_proj = nn.Linear(in_dim, self.n_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.n_heads * self.head_dim, cfg.hidden_size, bias=False)
+
+    def forward(self, x, cos, sin, mask, cache, layer, hp, names):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
+        q, k = hp(names["q"], apply_rope(q, cos, sin)), hp(names["k"], apply_rope(k, cos, sin))
+        v = hp(names["v"], v)
+        if cache is not None:
+            k, v = cache.update(layer, k, v)
+        # grouped-query attention: each kv head serves n_heads / n_kv query heads (SDPA expands them)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
+
+
+class DecoderLayer(nn.Module):
+    """Layer 0 reads ``[input_layernorm(embed) ; hidden_norm(h)]``; later layers are plain Llama layers."""
+
+    def __init__(self, cfg: DraftConfig, index: int):
+        super().__init__()
+        self.index, self.first = index, index == 0
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        if self.first:
+            self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = Attention(cfg, 2 * cfg.hidden_size if self.first else cfg.hidden_size)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg)
+        points = (LAYER0_POINTS if self.first else LAYER_POINTS) + ATTN_POINTS
+        self.names = {p: f"layers.{index}.{p}" for p in points}
+
+    def forward(self, h, emb, s: DraftSettings, cos, sin, mask, cache, hp):
+        n = self.names
+        if self.first:
+            emb_normed = hp(n["emb_normed"], self.input_layernorm(emb))
+            hid_normed = hp(n["hid_normed"], self.hidden_norm(h))
+            residual = hp(n["residual"], hid_normed if s.norm_before_residual else h)
+            attn_in = hp(n["attn_in"], torch.cat([emb_normed, hid_normed], dim=-1))
+        else:
+            residual = hp(n["residual"], h)
+            attn_in = hp(n["attn_in"], self.input_layernorm(h))
+        attn_out = hp(n["attn_out"], self.self_attn(attn_in, cos, sin, mask, cache, self.index, hp, n))
+        h = hp(n["resid_mid"], residual + attn_out)
+        mlp_out = hp(n["mlp_out"], self.mlp(hp(n["mlp_in"], self.post_attention_layernorm(h))))
+        return hp(n["resid_out"], h + mlp_out)
+
+
+LAYER0_POINTS = ("emb_normed", "hid_normed", "residual", "attn_in")
+LAYER_POINTS = ("residual", "attn_in")
+ATTN_POINTS = ("q", "k", "v", "attn_out", "resid_mid", "mlp_in", "mlp_out", "resid_out")
+
+
+def hook_names(cfg: DraftConfig) -> list[str]:
+    names = ["embed", "fc_in"] + (["fc_normed"] if (cfg.norm_before_fc or cfg.fc_norm) else [])
+    names += ["fc_out", "recycled_in"]
+    for i in range(cfg.num_hidden_layers):
+        points = (LAYER0_POINTS if i == 0 else LAYER_POINTS) + ATTN_POINTS
+        names += [f"layers.{i}.{p}" for p in points]
+    return names + ["prenorm_out", "normed_out", "logits", "hidden_out"]
+
+
+# ---------------------------------------------------------------------------- the draft
+
+class Eagle3Draft(nn.Module):
+    """An EAGLE-3 draft head; ``draft.under("sglang")`` runs the same weights the way SGLang would."""
+
+    def __init__(self, config: DraftConfig, profile: str | EngineProfile = "speculators", fmt: str | None = None):
+        super().__init__()
+        cfg = self.config = config
+        H, fc_width = cfg.hidden_size, cfg.num_aux * cfg.target_hidden_size
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, H)
+        if cfg.norm_before_fc:   # one RMSNorm over the whole fc input (gpt-oss drafts)
+            self.input_norm = RMSNorm(fc_width, cfg.rms_norm_eps)
+        if cfg.fc_norm:          # one RMSNorm per aux chunk (EAGLE 3.1)
+            self.fc_norm = nn.ModuleList(RMSNorm(cfg.target_hidden_size, cfg.rms_norm_eps) for _ in range(cfg.num_aux))
+        self.fc = nn.Linear(fc_width, H, bias=False)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(H, cfg.rms_norm_eps)
+        self.lm_head = nn.Linear(H, cfg.draft_vocab_size, bias=False)
+        if cfg.draft_vocab_size != cfg.vocab_size:
+            self.register_buffer("d2t", torch.zeros(cfg.draft_vocab_size, dtype=torch.long))
+            self.register_buffer("t2d", torch.zeros(cfg.vocab_size, dtype=torch.bool))
+        else:
+            self.d2t = self.t2d = None
+        self.format = fmt
+        self.target_embedding: torch.Tensor | None = None   # the target's embedding weight, when known
+        self.num_target_layers: int | None = None
+        self.target_arch: str | None = None
+        self.load_report = None
+        self.embedding_missing = False   # loaded for conversion only: the checkpoint had no embedding
+        self.wiring: dict = {}           # explicit overrides from rewired(): they survive under()
+        self._set_profile(profile)
+
+    # -- engine view -----------------------------------------------------------------------
+    def _set_profile(self, profile):
+        self.profile = get_profile(profile)
+        self.settings = resolve_settings(self.config, self.profile, self.format,
+                                         has_target_embedding=self.target_embedding is not None)
+        flags = {k: v for k, v in self.wiring.items() if k != "aux_resid"}
+        if flags:
+            self.settings = replace(self.settings, **flags, decisions=self.settings.decisions + tuple(
+                (k, v, "set explicitly with rewired()") for k, v in flags.items()))
+        # fp32 and not a buffer, so that draft.to(bfloat16) cannot round the RoPE frequencies
+        self._inv_freq = rope_inv_freq(self.config.head_dim, self.config.rope_theta, self.settings.rope_scaling)
+        self._rope_table: dict = {}   # (device, dtype) -> (cos, sin) rows by position, grown on demand
+        self.hook_points = HookPoints(hook_names(self.config))
+
+    def under(self, profile: str | EngineProfile) -> Eagle3Draft:
+        """The same weights (shared, not copied) run with that engine's arithmetic."""
+        twin = copy.copy(self)  # shares the parameter/buffer dicts; only profile-derived attributes differ
+        twin._set_profile(profile)
+        return twin
+
+    def rewired(self, aux_resid=None, **flags) -> Eagle3Draft:
+        """The same weights fed ``aux_resid`` (canonical resid indices, in fc order) and/or with
+        settings forced (e.g. ``norm_before_residual=True``), whatever the profile says.
+
+        This is how a hypothesis is tested: "was this draft trained on [resid[0], resid[3], resid[7]]
+        with the normed residual?" The overrides survive ``under()``.
+        """
+        unknown = set(flags) - {f.name for f in fields(DraftSettings)} - {"decisions"}
+        if unknown or "decisions" in flags:
+            raise bad_input("rewired", ", ".join(sorted(unknown | ({"decisions"} & set(flags)))),
+                            f"aux_resid or a DraftSettings switch ({', '.join(f.name for f in fields(DraftSettings)[:-1])})",
+                            "an unknown name")
+        if aux_resid is not None and len(aux_resid) != self.config.num_aux:
+            raise bad_input("rewired", "aux_resid", f"{self.config.num_aux} resid indices (fc reads "
+                            f"{self.config.num_aux} x {self.config.target_hidden_size})", list(aux_resid))
+        twin = copy.copy(self)
+        twin.wiring = {**self.wiring, **flags, **({"aux_resid": tuple(int(k) for k in aux_resid)} if aux_resid is not None else {})}
+        twin._set_profile(self.profile)
+        return twin
+
+    @property
+    def aux_resolution(self):
+        """Which target states this draft is fed under its profile (``eagle3lab.engines.layer_ids.AuxResolution``)."""
+        from eagle3lab.engines.layer_ids import resolve_aux_layers
+
+        if self.num_target_layers is None:
+            raise bad_input("draft", "num_target_layers", "the target's number of decoder layers",
+                            "None", "Pass load_draft(..., target=) or num_target_layers=.")
+        ids, _ = self.profile.visible_ids(self.config.aux_layer_ids, self.config.aux_ids_key)
+        return resolve_aux_layers(self.profile.id_engine, ids=list(ids) if ids is not None else None,
+                                  num_layers=self.num_target_layers, arch=self.target_arch,
+                                  engine_version=self.profile.engine_version)
+
+    @property
+    def aux_resid(self) -> tuple[int, ...]:
+        if "aux_resid" in self.wiring:
+            return self.wiring["aux_resid"]
+        return tuple(self.aux_resolution.resid)
+
+    # -- the math ----------------------------------------------------------------------------
+    def forward(self, input_ids, aux_hidden_states=None, *, recycled_hidden=None, position_ids=None,
+                attention_mask=None, cache: DraftCache | None = None, logits_to_keep: int = 0) -> DraftOutput:
+        """``logits_to_keep`` n > 0: logits for the last n rows only (decoding reads one; the LM head
+        over every row of a long extend is the costliest waste), and so the ``logits`` hook sees
+        ``[B, n, V]``; ``hidden`` keeps every row."""
+        s, hp, cfg = self.settings, self.hook_points, self.config
+        B, T = input_ids.shape
+        if logits_to_keep < 0:
+            raise bad_input("draft forward", "logits_to_keep", "0 (every row) or n > 0 (the last n rows)",
+                            logits_to_keep)
+        past = cache.seq_len if cache is not None else 0
+        if self.embedding_missing and not s.use_target_embedding:
+            raise bad_input("draft", "embed_tokens.weight", "an embedding (this checkpoint has none)", "missing",
+                            "Load it with load_draft(..., target=) so the target's embedding is used.")
+        emb_weight = self.target_embedding if s.use_target_embedding else self.embed_tokens.weight
+        emb = hp("embed", F.embedding(input_ids, emb_weight))
+
+        if (aux_hidden_states is None) == (recycled_hidden is None):
+            raise bad_input("draft forward", "aux_hidden_states / recycled_hidden", "exactly one of them",
+                            "both" if aux_hidden_states is not None else "neither")
+        if aux_hidden_states is not None:   # target features go through fc
+            self._check_width("aux_hidden_states", aux_hidden_states, cfg.num_aux * cfg.target_hidden_size, B, T)
+            fc_in = hp("fc_in", aux_hidden_states)
+            if s.norm_before_fc:
+                fc_in = hp("fc_normed", self.input_norm(fc_in))
+            elif s.fc_norm:
+                chunks = fc_in.split(cfg.target_hidden_size, dim=-1)
+                fc_in = hp("fc_normed", torch.cat([norm(c) for norm, c in zip(self.fc_norm, chunks)], dim=-1))
+            h = hp("fc_out", self.fc(fc_in))
+        else:                               # the draft's own previous state skips fc
+            self._check_width("recycled_hidden", recycled_hidden, cfg.hidden_size, B, T)
+            h = hp("recycled_in", recycled_hidden)
+
+        cos, sin = self._rope(past, T, position_ids, h.dtype, input_ids.device)   # [B|1, 1, T, head_dim]
+        mask = self._mask(attention_mask, T, past, input_ids.device)
+
+        for layer in self.layers:
+            h = layer(h, emb, s, cos, sin, mask, cache, hp)
+        h = hp("prenorm_out", h)
+        normed = hp("normed_out", self.norm(h))
+        logits = hp("logits", self.lm_head(normed[:, -logits_to_keep:] if logits_to_keep else normed))
+        hidden = hp("hidden_out", normed if s.recycle_postnorm else h)
+        return DraftOutput(logits=logits, hidden=hidden, cache=cache)
+
+    def _rope_angles(self, position_ids: torch.Tensor) -> torch.Tensor:
+        if self._inv_freq.device != position_ids.device:
+            self._inv_freq = self._inv_freq.to(position_ids.device)
+        freqs = position_ids[..., None].float() * self._inv_freq         # [..., T, head_dim/2]
+        return torch.cat([freqs, freqs], dim=-1)                         # [..., T, head_dim]
+
+    def _rope(self, past: int, T: int, position_ids, dtype, device):
+        """cos, sin [B|1, 1, T, head_dim]. Consecutive positions (every chain step) are rows of a table
+        computed once, so a one-token draft step pays no trigonometry; explicit ones are computed."""
+        if position_ids is None and torch.is_inference_mode_enabled():
+            # a table made here would be an inference tensor, unusable by a later training forward
+            position_ids = torch.arange(past, past + T, device=device)[None]
+        if position_ids is not None:
+            angles = self._rope_angles(position_ids)[:, None]
+            return angles.cos().to(dtype), angles.sin().to(dtype)
+        key = (device, dtype)
+        table = self._rope_table.get(key)
+        if table is None or table[0].shape[0] < past + T:
+            rows = max(past + T, 2 * (table[0].shape[0] if table is not None else 128))
+            angles = self._rope_angles(torch.arange(rows, device=device))
+            table = (angles.cos().to(dtype), angles.sin().to(dtype))
+            # one device at a time: a draft moved with .to() does not keep its old tables alive
+            self._rope_table = {k: v for k, v in self._rope_table.items() if k[0] == device} | {key: table}
+        return table[0][None, None, past:past + T], table[1][None, None, past:past + T]
+
+    @staticmethod
+    def _mask(attention_mask, T: int, past: int, device):
+        if attention_mask is None:  # causal after the cache: query t sees keys 0..past+t
+            return None if T == 1 else torch.ones(T, past + T, dtype=torch.bool, device=device).tril(past)
+        if attention_mask.dtype != torch.bool or attention_mask.dim() != 4 or \
+                tuple(attention_mask.shape[-2:]) != (T, past + T):
+            raise bad_input("draft forward", "attention_mask", f"a bool tensor [B or 1, 1, {T}, {past + T}] "
+                            "(True = may attend)", f"{attention_mask.dtype} {tuple(attention_mask.shape)}")
+        return attention_mask
+
+    @staticmethod
+    def _check_width(key, x, width, B, T):
+        if x.dim() != 3 or x.shape[-1] != width or x.shape[1] != T:
+            raise bad_input("draft forward", key, f"a tensor [{B}, {T}, {width}]", f"shape {tuple(x.shape)}",
+                            "aux_hidden_states is num_aux target states concatenated; recycled_hidden is "
+                            "the draft's own .hidden from the previous step.")
+
+    # -- vocab ---------------------------------------------------------------------------------
+    def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        """Draft-vocabulary ids -> target ids (``i + d2t[i]``; identity without a map)."""
+        if self.d2t is None:
+            return draft_ids
+        return draft_ids + self.d2t[draft_ids]
+
+    # -- hooks ---------------------------------------------------------------------------------
+    @property
+    def hook_names(self) -> tuple[str, ...]:
+        return self.hook_points.names
+
+    def hooks(self, fns: dict):
+        """Context manager installing ``{name or pattern: fn(tensor, name) -> tensor | None}``."""
+        return self.hook_points.installed(fns)
+
+    def run_with_cache(self, *args, names=None, detach: bool = True, **kwargs):
+        """``(DraftOutput, {hook name: tensor})`` for the selected names (all when None)."""
+        return run_with_cache(self, self.hook_points, *args, names=names, detach=detach, **kwargs)
+
+    def run_with_patches(self, *args, patches: dict, **kwargs) -> DraftOutput:
+        """Forward with ``{name: tensor or fn}`` replacing those activations."""
+        return run_with_patches(self, self.hook_points, *args, patches=patches, **kwargs)
+
+    def extra_repr(self) -> str:
+        return f"profile={self.profile.name}, format={self.format}"

@@ -1,0 +1,301 @@
+"""The target model: a real ``transformers`` causal LM plus its tokenizer, eval mode, no grad.
+
+``load_target`` reads a local checkpoint directory or (online) a hub name; ``Target.wrap`` wraps a
+model already in memory (tests, notebooks on a tiny random model). The Target knows its geometry
+(``num_layers`` = N, ``hidden_size``, ``vocab_size``) and the modules that capture hooks attach to.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.models.device import resolve_device, resolve_device_map, resolve_dtype
+
+
+def _text_config(config):
+    """Multimodal wrappers (Kimi-K2.5) keep the decoder geometry in ``text_config``."""
+    sub = getattr(config, "text_config", None)
+    return sub if sub is not None and getattr(sub, "num_hidden_layers", None) else config
+
+
+def decoder_of(model):
+    """The decoder stack (``model.model`` for every HF causal LM we support)."""
+    for getter in (lambda m: m.get_decoder(), lambda m: m.model):
+        try:
+            dec = getter(model)
+        except (AttributeError, NotImplementedError, TypeError):
+            continue
+        if dec is not None and hasattr(dec, "layers"):
+            return dec
+    raise bad_input(type(model).__name__, "layers", "a decoder stack with .layers (HF Llama-style causal LM)",
+                    "no .model.layers / get_decoder()",
+                    "eagle3lab supports Llama, Qwen2/3, Mistral and DeepSeek-V3 style models.")
+
+
+def decoder_layers(model):
+    """The decoder layers HF runs: ``layers[:num_hidden_layers]`` (DeepSeek MTP layers sit after them, unrun)."""
+    dec = decoder_of(model)
+    n = getattr(_text_config(model.config), "num_hidden_layers", None) if hasattr(model, "config") else None
+    return dec.layers[: n or len(dec.layers)]
+
+
+@dataclass
+class Target:
+    """A loaded target model. ``model`` is in eval mode with gradients off."""
+
+    model: torch.nn.Module
+    tokenizer: object | None = None
+    path: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def wrap(cls, model, tokenizer=None, path: str | None = None) -> Target:
+        model.eval()
+        model.requires_grad_(False)
+        target = cls(model=model, tokenizer=tokenizer, path=path)
+        decoder_of(model)  # fail now, not at the first capture
+        if tokenizer is not None:
+            target.warnings += check_tokenizer(tokenizer, target.vocab_size, where=path or "tokenizer")
+        return target
+
+    # geometry -----------------------------------------------------------------
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def text_config(self):
+        return _text_config(self.model.config)
+
+    @property
+    def arch(self) -> str:
+        archs = getattr(self.config, "architectures", None) or [type(self.model).__name__]
+        return archs[0]
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.text_config.hidden_size)
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.model.get_input_embeddings().weight.shape[0])
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.get_input_embeddings().weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.get_input_embeddings().weight.dtype
+
+    # modules the capture hooks attach to -----------------------------------------
+    @property
+    def decoder(self):
+        return decoder_of(self.model)
+
+    @property
+    def layers(self):
+        return decoder_layers(self.model)
+
+    @property
+    def final_norm(self):
+        return self.decoder.norm
+
+    # tokenization ---------------------------------------------------------------
+    def encode(self, prompts, max_length: int | None = None, padding_side: str = "right") -> dict:
+        """Tokenize a list of prompts into a padded batch on the model's device."""
+        if self.tokenizer is None:
+            raise Eagle3LabError("This Target has no tokenizer: pass token ids, or Target.wrap(model, tokenizer).")
+        if isinstance(prompts, str):
+            prompts = [prompts]
+        prompts = list(prompts)
+        empty = [i for i, p in enumerate(prompts) if not str(p).strip()]
+        if not prompts or empty:
+            raise bad_input("prompts", None, "non-empty text", f"empty prompt(s) at index {empty}" if prompts else "[]",
+                            "Engines reject empty prompts too (vLLM: 'prompt cannot be empty'); drop them.")
+        tok = self.tokenizer
+        if tok.pad_token is None:  # batching needs a pad id; it is masked out, so eos is safe
+            tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+        tok.padding_side = padding_side
+        batch = tok(prompts, return_tensors="pt", padding=True, truncation=max_length is not None,
+                    max_length=max_length)
+        if int(batch["attention_mask"].sum(-1).min()) == 0:
+            raise bad_input("prompts", None, "prompts that tokenize to at least one token", "a prompt with 0 tokens")
+        return {k: v.to(self.device) for k, v in batch.items() if k in ("input_ids", "attention_mask")}
+
+    def describe(self) -> dict:
+        return {"path": self.path, "arch": self.arch, "num_layers": self.num_layers, "hidden_size": self.hidden_size,
+                "vocab_size": self.vocab_size, "device": str(self.device), "dtype": str(self.dtype).replace("torch.", ""),
+                "tokenizer": type(self.tokenizer).__name__ if self.tokenizer is not None else None}
+
+
+def check_tokenizer(tokenizer, vocab_size: int, where="tokenizer") -> list[str]:
+    """Token ids the tokenizer can emit must index the embedding. Error if not; warnings for the rest."""
+    n_tok = len(tokenizer)
+    if n_tok > vocab_size:
+        raise bad_input(where, "vocab_size", f"a tokenizer with at most {vocab_size} tokens (the model's embedding rows)",
+                        f"{n_tok} tokens",
+                        "Ids >= vocab_size index past the embedding: transformers raises an IndexError, vLLM and "
+                        "SGLang hit a device-side assert. Load the tokenizer that was trained with this model.")
+    if n_tok < vocab_size:
+        return [f"tokenizer has {n_tok} tokens, the model {vocab_size} embedding rows: the extra rows are padding "
+                f"(common, harmless for capture; a draft vocabulary must still index the model's {vocab_size})."]
+    return []
+
+
+def check_draft_fits(target: Target, *, target_hidden_size: int | None = None, vocab_size: int | None = None,
+                     fc_in_features: int | None = None, num_aux: int | None = None, where="draft config.json") -> None:
+    """Refuse a draft built for another target: hidden size, vocabulary, fc width."""
+    if target_hidden_size is not None and target_hidden_size != target.hidden_size:
+        raise bad_input(where, "target_hidden_size", f"{target.hidden_size} (hidden_size of {target.path or target.arch})",
+                        target_hidden_size, "This draft was trained for another target. vLLM and SGLang fail at "
+                        "load with a shape mismatch in fc.weight.")
+    if vocab_size is not None and vocab_size != target.vocab_size:
+        raise bad_input(where, "vocab_size", f"{target.vocab_size} (the target's vocabulary)", vocab_size,
+                        "d2t offsets map draft ids into the target vocabulary; with another vocabulary every "
+                        "proposal is a different token and acceptance collapses (engines do not check).")
+    if fc_in_features is not None and num_aux is not None and fc_in_features != num_aux * target.hidden_size:
+        raise bad_input(where, "fc.weight", f"in_features = num_aux * H = {num_aux} * {target.hidden_size}",
+                        fc_in_features, "The number of aux layer ids and fc's width disagree; the engine fails "
+                        "with a shape error in fc at the first forward.")
+
+
+def _looks_local(path_or_name: str) -> bool:
+    p = Path(path_or_name).expanduser()
+    return p.exists() or path_or_name.startswith((".", "/", "~"))
+
+
+def load_target(path_or_name, device="auto", dtype="auto", device_map=None, trust_remote_code: bool = False) -> Target:
+    """Load a causal LM and its tokenizer from a local directory or a hub name (online only)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    name = str(path_or_name)
+    local = Path(name).expanduser()
+    if _looks_local(name):
+        if not local.is_dir():
+            raise bad_input(name, None, "a model directory", "no such directory",
+                            "Give the folder holding config.json and the *.safetensors weights.")
+        if not (local / "config.json").exists():
+            raise bad_input(local / "config.json", None, "a transformers config.json", "no such file",
+                            "Is this the checkpoint folder (not its parent, or a draft's folder)?")
+        source = str(local)
+    else:
+        source = name
+    offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
+    dev = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, dev)
+    device_map = resolve_device_map(device_map, device)
+    try:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
+    except OSError as err:
+        if source is name:
+            raise Eagle3LabError(
+                f"{name}: not a local directory, and the hub could not provide it"
+                + (" (HF_HUB_OFFLINE=1 is set: no downloads)" if offline else "")
+                + f". Download it on a machine with network (huggingface-cli download {name} --local-dir DIR) "
+                f"and pass DIR. Detail: {str(err).splitlines()[0]}") from None
+        raise bad_input(local / "config.json", None, "a readable transformers config", str(err).splitlines()[0]) from None
+    except ValueError as err:
+        hint = ("It needs code from the checkpoint: pass trust_remote_code=True only if you trust its author."
+                if "trust_remote_code" in str(err) else "Is this a draft checkpoint rather than a target?")
+        raise bad_input(source, "model_type / architectures", "a model class transformers knows",
+                        str(err).splitlines()[0], hint) from None
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            source, config=config, dtype=torch_dtype, device_map=device_map, trust_remote_code=trust_remote_code,
+            low_cpu_mem_usage=True)
+    except (OSError, ValueError) as err:
+        raise bad_input(source, "weights", "safetensors weights matching config.json", str(err).splitlines()[0],
+                        "Check the *.safetensors files and model.safetensors.index.json are complete.") from None
+    if device_map is None:
+        model.to(dev)
+    tokenizer = None
+    warnings: list[str] = []
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError, TypeError) as err:
+        warnings.append(f"no tokenizer loaded from {source} ({str(err).splitlines()[0]}): pass token ids directly.")
+    target = Target.wrap(model, tokenizer=tokenizer, path=source)
+    target.warnings[:0] = warnings
+    return target
+
+
+# ----------------------------------------------------------------------------- tiny random targets
+
+TINY_ARCHS = ("llama", "qwen2", "qwen3", "mistral", "deepseek_v3")
+_TINY_CORPUS = (
+    "The quick brown fox jumps over the lazy dog.",
+    "Speculative decoding drafts a few tokens cheaply and the target model verifies them in one pass.",
+    "An EAGLE-3 draft reads three residual streams of the target through its fc layer.",
+    "Nothing crashes when the wiring is wrong; only the acceptance length drops.",
+)
+
+
+def tiny_tokenizer(vocab_size: int = 300):
+    """A byte-level BPE trained in milliseconds on a few sentences: encodes any text."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["<|endoftext|>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(list(_TINY_CORPUS) * 4, trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
+                                   pad_token="<|endoftext|>")
+
+
+def tiny_config(arch: str = "llama", num_layers: int = 4, hidden_size: int = 64, vocab_size: int = 300):
+    """A transformers config of each supported family, small enough for CPU tests in milliseconds."""
+    import transformers as tf
+
+    common = dict(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+                  num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=256, tie_word_embeddings=False)
+    if arch == "llama":
+        return tf.LlamaConfig(**common, architectures=["LlamaForCausalLM"])
+    if arch == "qwen2":
+        return tf.Qwen2Config(**common, architectures=["Qwen2ForCausalLM"])
+    if arch == "qwen3":
+        return tf.Qwen3Config(**common, head_dim=hidden_size // 4, architectures=["Qwen3ForCausalLM"])
+    if arch == "mistral":
+        return tf.MistralConfig(**common, architectures=["MistralForCausalLM"])
+    if arch == "deepseek_v3":  # MLA attention, dense first layer then MoE layers, like DeepSeek-V3 / Kimi-K2
+        common.update(num_key_value_heads=4)
+        return tf.DeepseekV3Config(**common, moe_intermediate_size=hidden_size // 2, n_routed_experts=4,
+                                   num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1,
+                                   q_lora_rank=hidden_size // 2, kv_lora_rank=hidden_size // 2, qk_rope_head_dim=8,
+                                   qk_nope_head_dim=8, v_head_dim=16, architectures=["DeepseekV3ForCausalLM"])
+    raise bad_input("arch", None, f"one of {TINY_ARCHS}", repr(arch))
+
+
+def tiny_target(arch: str = "llama", num_layers: int = 4, hidden_size: int = 64, vocab_size: int = 300,
+                seed: int = 0, dtype=torch.float32) -> Target:
+    """A tiny random target (weights from ``seed``) with a tiny tokenizer, on CPU."""
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(tiny_config(arch, num_layers, hidden_size, vocab_size), dtype=dtype)
+    return Target.wrap(model, tokenizer=tiny_tokenizer(vocab_size), path=f"tiny-random-{arch}")
+
+
+def save_target(target: Target, out_dir) -> Path:
+    """Write model (safetensors) + tokenizer to ``out_dir`` atomically (temp folder, then rename)."""
+    from eagle3lab.atomic import atomic_dir
+
+    out = Path(out_dir)
+    with atomic_dir(out) as tmp:
+        target.model.save_pretrained(tmp, safe_serialization=True)
+        if target.tokenizer is not None:
+            target.tokenizer.save_pretrained(tmp)
+    return out

@@ -1,0 +1,133 @@
+"""The package's layers: no import circle, no lower layer importing a higher one, engines without torch.
+
+Every ``import`` counts, those inside functions too (a circle made only of lazy imports is still a
+circle a reader has to untangle).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PKG = Path(__file__).resolve().parent.parent / "eagle3lab"
+
+# rank of each top-level room; a module may import only modules of its own rank or below
+RANKS = {"errors": 0, "atomic": 0, "bundled": 0, "__init__": 0,
+         "engines": 1, "models": 2, "decoding": 3, "analysis": 4, "app": 5, "train": 5}
+
+
+def module_name(path: Path) -> str:
+    parts = ("eagle3lab", *path.relative_to(PKG).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def room(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports_of(path: Path, known: dict[str, Path], me: str | None = None) -> set[str]:
+    """eagle3lab modules a file imports (``from pkg import name`` is ``pkg.name`` when that is a module)."""
+    out = set()
+    me = me or module_name(path)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("eagle3lab")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative import
+                pkg = me if path.name == "__init__.py" else me.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    pkg = pkg.rpartition(".")[0]
+                base = f"{pkg}.{base}".rstrip(".")
+            if not base.startswith("eagle3lab"):
+                continue
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                out.add(sub if sub in known else base)
+    return out - {me}
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {m: imports_of(p, known) for m, p in known.items()}
+
+
+def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(g.get(m, ())):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if n not in state and (c := visit(n)):
+                return c
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(g):
+        if m not in state and (c := visit(m)):
+            return c
+    return None
+
+
+def test_every_module_is_in_a_known_room():
+    assert {room(m) for m in modules()} <= set(RANKS), sorted({room(m) for m in modules()} - set(RANKS))
+
+
+def test_no_import_circle():
+    assert find_cycle(graph()) is None, " -> ".join(find_cycle(graph()))
+
+
+def test_no_lower_layer_imports_a_higher_one():
+    bad = [f"{m} ({room(m)}) imports {n} ({room(n)})" for m, deps in graph().items() for n in deps
+           if RANKS[room(n)] > RANKS[room(m)] or (room(m) == "train" and room(n) == "app")]
+    assert not bad, "\n".join(bad)
+
+
+def test_flag_engine_modules_import_no_package_init():
+    g = graph()
+    for m in ("eagle3lab.engines.flags.sglang", "eagle3lab.engines.flags.vllm", "eagle3lab.engines.flags.sglang_overlap"):
+        assert "eagle3lab.engines.flags" not in g[m], m
+
+
+def test_the_checker_sees_lazy_imports_and_circles(tmp_path):
+    """The graph reader must see an import inside a function, and the cycle finder must report a circle."""
+    f = tmp_path / "x.py"
+    f.write_text("import os\n\ndef f():\n    from eagle3lab.engines import layer_ids\n    from . import y\n")
+    known = {"eagle3lab.engines.layer_ids": f, "eagle3lab.models.y": f}
+    assert imports_of(f, known, me="eagle3lab.models.x") == {"eagle3lab.engines.layer_ids", "eagle3lab.models.y"}
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_engine_layer_imports_without_torch():
+    """Every module of the engine layer (and the foundation) imports where ``import torch`` raises."""
+    mods = sorted(m for m in modules() if RANKS[room(m)] <= RANKS["engines"])
+    code = f"""
+import importlib, sys
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("torch is blocked in this test")
+sys.meta_path.insert(0, NoTorch())
+for m in {mods!r}:
+    importlib.import_module(m)
+try:
+    import torch
+except ImportError:
+    print("ok", len({mods!r}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent)
+    assert out.returncode == 0 and out.stdout.startswith("ok"), out.stderr[-2000:]
+    assert len(mods) >= 10
