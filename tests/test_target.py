@@ -94,11 +94,16 @@ def test_encode_rejects_empty_prompts():
 
 
 def test_check_draft_fits():
-    target = tiny_target("llama", num_layers=2)
-    check_draft_fits(target, target_hidden_size=64, vocab_size=300, fc_in_features=192, num_aux=3)
+    facts = tiny_target("llama", num_layers=2).facts()
+    check_draft_fits(facts, target_hidden_size=64, vocab_size=300, fc_in_features=192, num_aux=3, num_target_layers=2,
+                     device=torch.device("cpu"))
     with pytest.raises(Eagle3LabError, match="target_hidden_size"):
-        check_draft_fits(target, target_hidden_size=4096)
+        check_draft_fits(facts, target_hidden_size=4096)
     with pytest.raises(Eagle3LabError, match="vocab_size"):
-        check_draft_fits(target, vocab_size=128256)
+        check_draft_fits(facts, vocab_size=128256)
     with pytest.raises(Eagle3LabError, match="fc.weight"):
-        check_draft_fits(target, fc_in_features=128, num_aux=3)
+        check_draft_fits(facts, fc_in_features=128, num_aux=3)
+    with pytest.raises(Eagle3LabError, match="num_target_layers.*2 .this target's decoder layers"):
+        check_draft_fits(facts, num_target_layers=61)
+    with pytest.raises(Eagle3LabError, match="device"):
+        check_draft_fits(facts, device=torch.device("meta"))

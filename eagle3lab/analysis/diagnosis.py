@@ -95,7 +95,7 @@ def search_wiring(target, draft, sequences, *, prompt_lens=None, num_layers: int
     per-position conditional acceptance ``c1..cK``, and why the wiring was a candidate.
     """
     from eagle3lab.decoding.evaluate import evaluate_offline
-    from eagle3lab.decoding.speculative import as_target
+    from eagle3lab.models.target import as_target
 
     tgt = as_target(target)
     n = num_layers or tgt.num_layers
@@ -132,7 +132,8 @@ def compare_scenarios(target, scenarios: list[Scenario], prompts, *, max_new_tok
     speedup over the baseline measured in the same run, tau and the most a round could accept, and
     whether the output was token-identical to the target's own greedy decoding (it must be).
     """
-    from eagle3lab.decoding.speculative import as_target, speculative_generate, target_greedy
+    from eagle3lab.decoding.speculative import speculative_generate, target_greedy
+    from eagle3lab.models.target import as_target
 
     tgt = as_target(target)
     rates: dict[str, list[float]] = {"no speculation": []} | {s.name: [] for s in scenarios}

@@ -34,7 +34,6 @@ from tqdm.auto import tqdm
 
 from eagle3lab.decoding.speculative import (
     SpeculativeRun,
-    as_target,
     draft_for,
     hf_generate,
     keep_cache_positions,
@@ -46,6 +45,7 @@ from eagle3lab.decoding.speculative import (
 from eagle3lab.decoding.tree import DraftTree
 from eagle3lab.engines.acceptance import acceptance_stats
 from eagle3lab.errors import bad_input
+from eagle3lab.models.target import as_target
 
 # ------------------------------------------------------------------------------------------ formulas
 

@@ -26,9 +26,10 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from eagle3lab.decoding.speculative import as_target, draft_for, prompt_ids, target_greedy
+from eagle3lab.decoding.speculative import draft_for, prompt_ids, target_greedy
 from eagle3lab.engines.acceptance import AcceptanceStats, acceptance_stats, simulated_acc_len
 from eagle3lab.errors import bad_input
+from eagle3lab.models.target import as_target
 
 
 def pass_mask(rows: int, k: int, device=None) -> torch.Tensor:

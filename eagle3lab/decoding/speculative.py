@@ -29,6 +29,7 @@ from eagle3lab.decoding.tree import DraftTree, grow_tree, tree_attention_mask
 from eagle3lab.engines.acceptance import AcceptanceStats, acceptance_stats
 from eagle3lab.engines.verify_width import ADJUSTED_LOG, verify_width
 from eagle3lab.errors import bad_input
+from eagle3lab.models.target import as_target, check_draft_fits
 
 
 class _Rates:
@@ -90,29 +91,13 @@ class SpecResult(_Rates):
 
 # ------------------------------------------------------------------------------------------ helpers
 
-def as_target(target):
-    """A ``Target`` (``eagle3lab.models.target``) or a bare Hugging Face causal LM."""
-    if hasattr(target, "model") and hasattr(target, "num_layers"):
-        return target
-    from eagle3lab.models.target import Target
-
-    return Target.wrap(target)
-
-
 def draft_for(draft, target, profile=None):
     """The draft as ``profile`` runs it, told the target's layer count, checked against the target."""
     d = draft.under(profile if profile is not None else draft.profile)
     if d.num_target_layers is None:
         d.num_target_layers = target.num_layers
-    elif d.num_target_layers != target.num_layers:
-        raise bad_input("draft", "num_target_layers", f"{target.num_layers} (this target's decoder layers)",
-                        d.num_target_layers, "The draft was loaded for another target; load it with target=.")
-    if d.config.target_hidden_size != target.hidden_size:
-        raise bad_input("draft config", "target_hidden_size", f"{target.hidden_size} (this target)",
-                        d.config.target_hidden_size, "This draft was trained for another target.")
-    if d.fc.weight.device != target.device:
-        raise bad_input("draft", "device", f"the target's device {target.device}", d.fc.weight.device,
-                        "Load both on the same device (device= in load_draft and load_target).")
+    check_draft_fits(target.facts(), target_hidden_size=d.config.target_hidden_size,
+                     num_target_layers=d.num_target_layers, device=d.fc.weight.device, where="draft")
     return d
 
 

@@ -21,15 +21,14 @@ import torch
 
 from eagle3lab.engines.layer_ids import resid_label, resid_name
 from eagle3lab.errors import Eagle3LabError, bad_input
-from eagle3lab.models.target import Target, decoder_layers, decoder_of
+from eagle3lab.models.target import Target, decoder_layers, decoder_of, hf_model
 
 METHODS = ("auto", "pre", "post")
 
 
 def resid_modules(model):
     """(embedding, decoder layers as HF runs them, final norm) of a causal LM or a Target."""
-    if isinstance(model, Target):
-        model = model.model
+    model = hf_model(model)
     return model.get_input_embeddings(), decoder_layers(model), getattr(decoder_of(model), "norm", None)
 
 
@@ -86,7 +85,7 @@ class ResidCapture:
             raise bad_input("model", "norm", "a final norm module on the decoder", None,
                             "Use method='auto' or 'post' to read resid[N] from the last layer's output.")
         self.offload = _offload_device(offload, self.embed.weight.device)
-        self.stack = decoder_of(model.model if isinstance(model, Target) else model)
+        self.stack = decoder_of(hf_model(model))
         self._states: dict[int, torch.Tensor] = {}
         self._copies: list = []  # CUDA events of async GPU->CPU copies still in flight
         self.forwards = 0

@@ -26,6 +26,7 @@ from eagle3lab.engines.profiles import FORMAT_PROFILE, get_profile, resolve_sett
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+from eagle3lab.models.target import TargetFacts, as_target, check_draft_fits
 from eagle3lab.models.vocab import check_vocab_map
 
 # Which engine's id convention and arithmetic a family is SERVED with (the trainer is FORMAT_PROFILE).
@@ -248,17 +249,6 @@ def check_state_dict(cfg: DraftConfig, sd: dict[str, torch.Tensor], where) -> li
 
 # ---------------------------------------------------------------------------- targets
 
-@dataclass
-class TargetFacts:
-    num_layers: int | None
-    hidden_size: int | None
-    vocab_size: int | None
-    arch: str | None
-    where: str
-    embedding: torch.Tensor | None = None
-    folder: Path | None = None
-
-
 def target_facts(target) -> TargetFacts:
     """What a draft needs to know about its target, from a ``Target``, an HF model or a folder."""
     if target is None:
@@ -269,11 +259,7 @@ def target_facts(target) -> TargetFacts:
         archs = text.get("architectures") or raw.get("architectures") or [None]
         return TargetFacts(text.get("num_hidden_layers"), text.get("hidden_size"), text.get("vocab_size"),
                            archs[0], str(file), folder=file.parent)
-    if isinstance(target, torch.nn.Module):
-        from eagle3lab.models.target import Target
-        target = Target.wrap(target)
-    return TargetFacts(target.num_layers, target.hidden_size, target.vocab_size, target.arch,
-                       str(target.path or target.arch), embedding=target.model.get_input_embeddings().weight)
+    return as_target(target).facts()
 
 
 def _embedding_from_files(folder: Path, vocab: int, hidden: int) -> torch.Tensor | None:
@@ -288,17 +274,6 @@ def _embedding_from_files(folder: Path, vocab: int, hidden: int) -> torch.Tensor
                 if key.endswith("embed_tokens.weight") and list(f.get_slice(key).get_shape()) == [vocab, hidden]:
                     return f.get_tensor(key)
     return None
-
-
-def check_fits_target(cfg: DraftConfig, facts: TargetFacts, where) -> None:
-    if facts.hidden_size is not None and facts.hidden_size != cfg.target_hidden_size:
-        raise bad_input(where, "target_hidden_size", f"{facts.hidden_size} (hidden_size of the target {facts.where})",
-                        cfg.target_hidden_size, "This draft was trained for another target: fc reads "
-                        f"num_aux * {cfg.target_hidden_size} features.")
-    if facts.vocab_size is not None and facts.vocab_size != cfg.vocab_size:
-        raise bad_input(where, "vocab_size", f"{facts.vocab_size} (the target's vocabulary, {facts.where})",
-                        cfg.vocab_size, "d2t maps draft ids into the target vocabulary; another vocabulary "
-                        "means every proposal is a different token.")
 
 
 # ---------------------------------------------------------------------------- load
@@ -341,7 +316,8 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
     absent = check_state_dict(cfg, sd, where)
 
     facts = target_facts(target)
-    check_fits_target(cfg, facts, config_file)
+    check_draft_fits(facts, target_hidden_size=cfg.target_hidden_size, vocab_size=cfg.vocab_size,
+                     where=config_file)
     report = LoadReport(path=str(folder), format=fmt, format_reason=reason, profile="",
                         weight_files=[f.name for f in files], aux_ids=list(cfg.aux_layer_ids or []) or None,
                         aux_ids_key=cfg.aux_ids_key, warnings=notes,
@@ -536,7 +512,8 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
     if target is not None:
         try:
             facts = target_facts(target)
-            check_fits_target(cfg, facts, config_file)
+            check_draft_fits(facts, target_hidden_size=cfg.target_hidden_size, vocab_size=cfg.vocab_size,
+                             where=config_file)
         except Eagle3LabError as err:
             out["errors"].append(str(err))
     n = num_target_layers or facts.num_layers

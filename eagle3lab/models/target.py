@@ -63,6 +63,10 @@ class Target:
             target.warnings += check_tokenizer(tokenizer, target.vocab_size, where=path or "tokenizer")
         return target
 
+    def facts(self) -> TargetFacts:
+        return TargetFacts(self.num_layers, self.hidden_size, self.vocab_size, self.arch, str(self.path or self.arch),
+                           embedding=self.model.get_input_embeddings().weight, device=self.device)
+
     # geometry -----------------------------------------------------------------
     @property
     def config(self):
@@ -138,6 +142,18 @@ class Target:
                 "tokenizer": type(self.tokenizer).__name__ if self.tokenizer is not None else None}
 
 
+def as_target(target) -> Target:
+    """The one place that accepts either: a ``Target``, or a bare Hugging Face causal LM wrapped as one
+    (eval mode, gradients off)."""
+    return target if isinstance(target, Target) else Target.wrap(target)
+
+
+def hf_model(model) -> torch.nn.Module:
+    """The Hugging Face module of a ``Target``, or the module itself, left as it is (capture hooks
+    attach to either without changing its mode)."""
+    return model.model if isinstance(model, Target) else model
+
+
 def check_tokenizer(tokenizer, vocab_size: int, where="tokenizer") -> list[str]:
     """Token ids the tokenizer can emit must index the embedding. Error if not; warnings for the rest."""
     n_tok = len(tokenizer)
@@ -152,21 +168,47 @@ def check_tokenizer(tokenizer, vocab_size: int, where="tokenizer") -> list[str]:
     return []
 
 
-def check_draft_fits(target: Target, *, target_hidden_size: int | None = None, vocab_size: int | None = None,
-                     fc_in_features: int | None = None, num_aux: int | None = None, where="draft config.json") -> None:
-    """Refuse a draft built for another target: hidden size, vocabulary, fc width."""
-    if target_hidden_size is not None and target_hidden_size != target.hidden_size:
-        raise bad_input(where, "target_hidden_size", f"{target.hidden_size} (hidden_size of {target.path or target.arch})",
-                        target_hidden_size, "This draft was trained for another target. vLLM and SGLang fail at "
-                        "load with a shape mismatch in fc.weight.")
-    if vocab_size is not None and vocab_size != target.vocab_size:
-        raise bad_input(where, "vocab_size", f"{target.vocab_size} (the target's vocabulary)", vocab_size,
+@dataclass
+class TargetFacts:
+    """What a draft needs to know about its target: from a loaded ``Target`` (``Target.facts``) or from a
+    target folder's config.json (``eagle3lab.models.checkpoint.target_facts``)."""
+
+    num_layers: int | None
+    hidden_size: int | None
+    vocab_size: int | None
+    arch: str | None
+    where: str
+    embedding: torch.Tensor | None = None
+    folder: Path | None = None
+    device: torch.device | None = None
+
+
+def check_draft_fits(facts: TargetFacts, *, target_hidden_size: int | None = None, vocab_size: int | None = None,
+                     fc_in_features: int | None = None, num_aux: int | None = None,
+                     num_target_layers: int | None = None, device=None, where="draft config.json") -> None:
+    """The one check that a draft belongs to this target: hidden size, vocabulary, fc width, layer count
+    and device (each only when both sides are known)."""
+    def known(mine, theirs):
+        return mine is not None and theirs is not None and mine != theirs
+
+    if known(target_hidden_size, facts.hidden_size):
+        raise bad_input(where, "target_hidden_size", f"{facts.hidden_size} (hidden_size of the target {facts.where})",
+                        target_hidden_size, f"This draft was trained for another target: fc reads num_aux * "
+                        f"{target_hidden_size} features (vLLM and SGLang fail at load with a shape mismatch in fc.weight).")
+    if known(vocab_size, facts.vocab_size):
+        raise bad_input(where, "vocab_size", f"{facts.vocab_size} (the target's vocabulary, {facts.where})", vocab_size,
                         "d2t offsets map draft ids into the target vocabulary; with another vocabulary every "
                         "proposal is a different token and acceptance collapses (engines do not check).")
-    if fc_in_features is not None and num_aux is not None and fc_in_features != num_aux * target.hidden_size:
-        raise bad_input(where, "fc.weight", f"in_features = num_aux * H = {num_aux} * {target.hidden_size}",
+    if fc_in_features is not None and num_aux is not None and known(fc_in_features, num_aux * (facts.hidden_size or 0)):
+        raise bad_input(where, "fc.weight", f"in_features = num_aux * H = {num_aux} * {facts.hidden_size}",
                         fc_in_features, "The number of aux layer ids and fc's width disagree; the engine fails "
                         "with a shape error in fc at the first forward.")
+    if known(num_target_layers, facts.num_layers):
+        raise bad_input(where, "num_target_layers", f"{facts.num_layers} (this target's decoder layers)",
+                        num_target_layers, "The draft was loaded for another target; load it with target=.")
+    if known(device, facts.device):
+        raise bad_input(where, "device", f"the target's device {facts.device}", device,
+                        "Load both on the same device (device= in load_draft and load_target).")
 
 
 def _looks_local(path_or_name: str) -> bool:
