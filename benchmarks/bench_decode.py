@@ -2,7 +2,7 @@
 
     python benchmarks/bench_decode.py [--threads 1] [--out build/bench_decode.json] [--record]
 
-Cases, each timed side by side with plain decoding in the same run (``eagle3lab.analysis.throughput.run_benchmark``):
+Cases, each timed side by side with plain decoding in the same run (``eagle3lab.analysis.benchmark.run_benchmark``):
 
     healthy, chain 6        the healthy bundled draft as trained (goal: >= 1.8x transformers generate on CPU)
     healthy, tree 5/4/8     SGLang's default tree for Llama targets (steps 5, topk 4, 8 draft tokens)
@@ -30,15 +30,9 @@ import pandas as pd
 import torch
 
 from eagle3lab import bundled
-from eagle3lab.analysis.throughput import (
-    ROOFLINE_EXAMPLES,
-    SERVED,
-    finite_json,
-    implied_round_cost,
-    price_on_served,
-    run_benchmark,
-    verdict,
-)
+from eagle3lab.analysis.benchmark import finite_json, run_benchmark
+from eagle3lab.analysis.cost_model import implied_round_cost
+from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, SERVED, here_and_served, price_on_served
 from eagle3lab.atomic import write_json
 from eagle3lab.bundled import load_prompts
 
@@ -54,22 +48,25 @@ CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
 
 def half_fixed(case, case_dir: Path):
     """The case draft fed the states it was trained on (its training.json), residual rule left to SGLang."""
-    trained = bundled.trained_resid(case_dir)
+    trained = bundled.recorded_resid(case_dir)
     return case.rewired(aux_resid=trained) if trained is not None else None
 
 
-def verdicts(results: dict, measured: pd.DataFrame, served: pd.DataFrame, batch: int) -> str:
-    """For each 1-step chain: does its tau clear the break-even here, and on the served target?"""
+def verdicts(results: dict, measured: pd.DataFrame, c: float, overhead: float, batch: int) -> str:
+    """For each 1-step chain: does its tau clear the break-even here (measured), and on the served target?"""
+    one_step = {name: {"tau": r["acceptance"]["tau"], "num_steps": 1, "num_draft_tokens": r["settings"]["num_draft_tokens"],
+                       "break_even_here": measured.loc[name, "break_even_tau"],
+                       "measured_here": r["projection"]["measured_speedup"]}
+                for name, r in results.items() if r["settings"]["num_steps"] == 1}
     lines = []
-    for name, r in results.items():
-        if r["settings"]["num_steps"] != 1:
-            continue
-        tau, here = r["acceptance"]["tau"], measured.loc[name, "break_even_tau"]
-        speedup = r["projection"]["measured_speedup"]       # here the verdict is measured, not projected
-        there = served.loc[[i for i in served.index if i.startswith(f"{name} | ")], "break_even_tau"]
-        lines.append(f"{name}: tau {tau:.2f}; here break-even {here:.2f}, measured {speedup:.2f}x -> "
-                     f"{verdict(speedup, 1.0)}; served MoE {there.iloc[0]:.2f} (batch 1) "
-                     f"-> {verdict(tau, there.iloc[0])}, {there.iloc[-1]:.2f} (batch {batch}) -> {verdict(tau, there.iloc[-1])}")
+    if one_step:
+        for name, row in here_and_served(one_step, c=c, overhead=overhead, batch=batch).iterrows():
+            lines.append(f"{name}: tau {row.tau:.2f}; here break-even {row['break-even here']:.2f}, measured "
+                         f"{row['measured here']:.2f}x -> {row['verdict here']}; served MoE "
+                         f"{row['break-even served, batch 1']:.2f} (batch 1) -> {row['verdict served, batch 1']}, "
+                         f"{row[f'break-even served, batch {batch}']:.2f} (batch {batch}) -> "
+                         f"{row[f'verdict served, batch {batch}']}, {row[f'break-even served, batch {batch}, overlap on']:.2f} "
+                         f"with the overlap scheduler on -> {row[f'verdict served, batch {batch}, overlap on']}")
     if "case as SGLang, chain 1" in results:
         tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
         lines.append(f"The seed (90 -> 56.8 tok/s) at this case's tau {tau:.2f} implies a served round cost of "
@@ -164,7 +161,7 @@ def main(argv=None) -> int:
           f"{args.engine_overhead} target steps per round; verify curve from the roofline "
           f"'{ROOFLINE_EXAMPLES[SERVED['roofline']].assumptions}'):")
     print(served.round(3).to_string())
-    print(verdicts(results, measured, served, args.served_batch))
+    print(verdicts(results, measured, args.served_c, args.engine_overhead, args.served_batch))
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -65,8 +65,8 @@ def build(shape: dict, device: torch.device, dtype: torch.dtype):
 
 
 def timed(fn, device, repeats=3):
-    """Median seconds of ``repeats`` calls after one warm-up, synchronised (``throughput.Clock``)."""
-    from eagle3lab.analysis.throughput import Clock
+    """Median seconds of ``repeats`` calls after one warm-up, synchronised (``eagle3lab.analysis.timing.Clock``)."""
+    from eagle3lab.analysis.timing import Clock
 
     clock = Clock(device)
     for i in range(repeats + 1):
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=64)
     args = p.parse_args(argv)
 
-    from eagle3lab.analysis.throughput import measure_costs
+    from eagle3lab.analysis.timing import measure_costs
     from eagle3lab.atomic import write_text
     from eagle3lab.decoding.speculative import hf_generate, speculative_generate, target_greedy
     from eagle3lab.models.capture import capture_resid

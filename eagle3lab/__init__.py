@@ -1,21 +1,22 @@
 """eagle3lab: find and prove why an EAGLE-3 draft makes serving slower.
 
-Data flow (one module per step):
-    flags          what SGLang / vLLM will really run for a launch command
-    layer_ids      each engine's aux layer ids -> canonical resid[k]
-    target         load a Hugging Face target model
-    capture        record resid[k] points; build the fc input in any order
-    hidden_dump    datasets of captured states on disk (vLLM extract_hidden_states layout)
-    profiles       each engine's draft conventions, as data
-    draft          the EAGLE-3 draft head (one screen of math, named hooks)
-    checkpoint     speculators / SpecForge-SGLang / EAGLE-official formats, converters
-    decoding       real speculative decoding (chain and tree), lossless vs greedy
-    metrics        acceptance metrics under each engine's definition
-    evaluate       fast teacher-forced acceptance estimate
-    throughput     the cost model: when speculation pays
-    workbook       run the notebooks headless and render the report
+This module is the public API: notebooks and users import from here (``import eagle3lab as e3``).
+The package is in layers, each a folder that imports only the ones below it:
 
-Public names are imported lazily so that ``import eagle3lab`` stays cheap.
+    engines/    what SGLang / vLLM / speculators / SpecForge / EAGLE do, as data (no torch):
+                flags (launch commands), layer_ids (ids -> resid[k]), versions, profiles,
+                verify_width, acceptance (each engine's definition)
+    models/     torch: target (load, hook points), capture (resid[k]), hidden_dump, draft
+                (the EAGLE-3 head), checkpoint (+ checkpoint_formats), vocab, device
+    decoding/   running drafts: speculative (lossless chain / tree decoding), tree, evaluate
+                (teacher-forced offline acceptance)
+    analysis/   cost_model, timing, roofline (served targets), benchmark (the side-by-side
+                harness), diagnosis (symptoms, wiring search), plots
+    app/        the face: cli + commands/, workbook runner, environment report, widgets
+    train/      rebuilds the bundled models in data/ (beside app, at the top)
+
+The foundation under all of them: ``errors``, ``atomic`` (whole-or-nothing writes) and ``bundled``
+(what ships in ``data/``). Public names are imported lazily so that ``import eagle3lab`` stays cheap.
 """
 
 from __future__ import annotations
@@ -24,26 +25,41 @@ import importlib
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "resolve_device": "eagle3lab.models.device",
-    "resolve_dtype": "eagle3lab.models.device",
-    "resolve_flags": "eagle3lab.engines.flags",
-    "resolve_aux_layers": "eagle3lab.engines.layer_ids",
-    "to_engine_ids": "eagle3lab.engines.layer_ids",
-    "load_target": "eagle3lab.models.target",
-    "Target": "eagle3lab.models.target",
-    "ResidCapture": "eagle3lab.models.capture",
-    "capture_resid": "eagle3lab.models.capture",
-    "build_fc_input": "eagle3lab.models.capture",
-    "Eagle3Draft": "eagle3lab.models.draft",
-    "DraftConfig": "eagle3lab.models.draft",
-    "DraftCache": "eagle3lab.models.draft",
-    "get_profile": "eagle3lab.engines.profiles",
-    "load_draft": "eagle3lab.models.checkpoint",
-    "save_draft": "eagle3lab.models.checkpoint",
-    "speculative_generate": "eagle3lab.decoding.speculative",
-    "summary": "eagle3lab.app.workbook",
+_HOMES = {
+    # foundation
+    "eagle3lab.errors": ("Eagle3LabError",),
+    "eagle3lab.bundled": ("load_prompts", "recorded_resid"),
+    # engine knowledge
+    "eagle3lab.engines.flags": ("resolve_flags", "sglang_what_if", "SEED_COMMAND", "SEED_TARGET_CONFIG",
+                                "SEED_DRAFT_CONFIG"),
+    "eagle3lab.engines.layer_ids": ("resolve_aux_layers", "to_engine_ids", "compare_engines", "resid_name",
+                                    "resid_label"),
+    "eagle3lab.engines.profiles": ("PROFILES", "get_profile", "resolve_settings"),
+    "eagle3lab.engines.acceptance": ("acceptance_stats", "expected_tau", "compare_definitions", "engine_log_lines"),
+    # models
+    "eagle3lab.models.device": ("resolve_device", "resolve_dtype"),
+    "eagle3lab.models.target": ("load_target", "tiny_target", "Target"),
+    "eagle3lab.models.capture": ("ResidCapture", "capture_resid", "build_fc_input", "fc_input_difference",
+                                 "paths_agreement", "resid_similarity"),
+    "eagle3lab.models.hidden_dump": ("HiddenDump", "dump_hidden_states"),
+    "eagle3lab.models.draft": ("Eagle3Draft", "DraftConfig", "DraftCache"),
+    "eagle3lab.models.checkpoint": ("load_draft", "save_draft", "inspect_checkpoint", "trained_resid"),
+    # running drafts
+    "eagle3lab.decoding.speculative": ("speculative_generate", "target_greedy", "hf_generate"),
+    "eagle3lab.decoding.evaluate": ("evaluate_offline", "greedy_dataset"),
+    # analysis
+    "eagle3lab.analysis.cost_model": ("implied_round_cost", "verdict", "explain"),
+    "eagle3lab.analysis.timing": ("measure_costs",),
+    "eagle3lab.analysis.roofline": ("SERVED", "price_on_served", "here_and_served"),
+    "eagle3lab.analysis.benchmark": ("decode_sweep", "run_benchmark", "recorded_benchmarks"),
+    "eagle3lab.analysis.diagnosis": ("search_wiring", "slot_scan", "wiring_neighbourhood"),
+    "eagle3lab.analysis.plots": ("plot_acceptance", "plot_break_even", "plot_here_and_served", "plot_speedup_vs_c"),
+    # the face
+    "eagle3lab.app.environment": ("environment_report", "bundled_models", "notebook_map"),
+    "eagle3lab.app.widgets": ("flags_widget",),
+    "eagle3lab.app.workbook": ("summary",),
 }
+_EXPORTS = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

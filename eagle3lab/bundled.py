@@ -83,7 +83,7 @@ def load_prompts(path=None, n: int | None = None, length: str | None = None, kin
     return texts[:n] if n else texts
 
 
-def trained_resid(model_dir) -> list[int] | None:
+def recorded_resid(model_dir) -> list[int] | None:
     """The resid points a draft was trained on, from the ``training.json`` eagle3lab's trainer writes
     beside it (the bundled drafts have one); None when there is no such record."""
     facts = Path(model_dir) / "training.json"

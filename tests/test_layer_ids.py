@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from eagle3lab.engines.layer_ids import ENGINES, compare_engines, resolve_aux_layers, to_engine_ids
+from eagle3lab.engines.layer_ids import ID_CONVENTIONS, compare_engines, resolve_aux_layers, to_engine_ids
 from eagle3lab.errors import Eagle3LabError
 
 KIMI = "DeepseekV3ForCausalLM"  # Kimi-K2 / DeepSeek-V3: N = 61
@@ -18,7 +18,7 @@ def _has(res, *words):
 # ---- defaults: every engine lands on resid[2, N//2, N-3], and says a default was used
 
 @pytest.mark.parametrize("n, arch, expected", [(61, KIMI, (2, 30, 58)), (32, LLAMA, (2, 16, 29))])
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", ID_CONVENTIONS)
 def test_each_engine_default(engine, n, arch, expected):
     res = resolve_aux_layers(engine, None, n, arch=arch)
     assert res.resid == expected

@@ -81,7 +81,7 @@ def test_plot_acceptance_draws_every_position():
     import matplotlib
 
     matplotlib.use("Agg")
-    from eagle3lab.engines.acceptance import plot_acceptance
+    from eagle3lab.analysis.plots import plot_acceptance
 
     runs = {"healthy": acceptance_stats([0, 2, 3, 1, 3], num_positions=3),
             "case": acceptance_stats([0, 0, 1], num_positions=3)}

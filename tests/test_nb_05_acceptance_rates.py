@@ -19,14 +19,10 @@ from test_throughput import hand_costs  # noqa: E402
 
 import eagle3lab  # noqa: E402
 from eagle3lab import bundled  # noqa: E402
-from eagle3lab.analysis.throughput import (  # noqa: E402
-    decode_sweep,
-    equivalent_alpha,
-    leviathan_tokens_per_step,
-    plot_speedup_vs_c,
-    price_on_served,
-    verdict,
-)
+from eagle3lab.analysis.benchmark import decode_sweep, recorded_benchmarks
+from eagle3lab.analysis.cost_model import equivalent_alpha, leviathan_tokens_per_step, verdict
+from eagle3lab.analysis.plots import plot_speedup_vs_c
+from eagle3lab.analysis.roofline import here_and_served, price_on_served
 from eagle3lab.bundled import load_prompts  # noqa: E402
 from eagle3lab.decoding.evaluate import evaluate_offline  # noqa: E402
 from eagle3lab.engines.acceptance import acceptance_stats, compare_definitions, engine_log_lines  # noqa: E402
@@ -94,7 +90,9 @@ def test_decode_sweep_is_lossless_and_tabulates_every_case(tiny_sweep):
         assert st.tau == pytest.approx(st.tau_from_survival)
         assert all(len(o.tokens) == 10 for o in sw.results[name])
     assert set(sw.decode_tps) == {"no speculation", *sw.results} and all(v > 0 for v in sw.decode_tps.values())
-    assert sw.speedup("chain 3") == pytest.approx(sw.decode_tps["chain 3"] / sw.decode_tps["no speculation"])
+    assert sw.decode_speedup("chain 3") == pytest.approx(sw.decode_tps["chain 3"] / sw.decode_tps["no speculation"])
+    assert set(sw.e2e_tps) == set(sw.decode_tps) and all(v > 0 for v in sw.e2e_tps.values())
+    assert sw.e2e_speedup("chain 3") == pytest.approx(sw.e2e_tps["chain 3"] / sw.e2e_tps["no speculation"])
     assert sw.context_len == 6 + 5
 
 
@@ -108,7 +106,7 @@ def test_projection_prices_each_case_with_the_cost_model(tiny_sweep):
         assert row.projected_speedup == pytest.approx(row.tau / row.round_cost)
         assert row.c_round * row.num_steps == pytest.approx(row.draft_phase)
         assert row.draft_phase + row.v_verify == pytest.approx(row.round_cost)   # the curve passes the point
-        assert row.measured_speedup == pytest.approx(tiny_sweep.speedup(name))
+        assert row.measured_speedup == pytest.approx(tiny_sweep.decode_speedup(name))
     assert proj.loc["capped", "v_verify"] == pytest.approx(1.1)      # 2 tokens verified, whatever was asked
     fig = plot_speedup_vs_c(proj)
     ax = fig.axes[0]
@@ -230,13 +228,32 @@ def test_seed_symptom_arithmetic():
     assert proj.tau == pytest.approx(1.1) and proj.speedup < 0.5
 
 
-def test_recorded_half_fixed_benchmark_is_the_what_if_and_lossless():
-    """Section 9 quotes the case draft's recorded bench.json row for the same what-if: it must be that run."""
-    bench = json.loads((bundled.DRAFT_CASE / "bench.json").read_text())
-    rows = [b for b in bench.values() if b.get("overrides", {}).get("aux_resid") == trained_resid()
-            and b["settings"]["num_steps"] == 1]
-    assert len(rows) == 1
-    b = rows[0]
-    assert b["profile"] == "sglang" and b["norm_before_residual"] is False and b["aux_resid"] == trained_resid()
-    assert b["lossless"]["identical_to_generate"] == b["lossless"]["prompts"] >= 12
-    assert abs(b["projection"]["error"]) < 0.15        # the cost model explains the recorded run
+def test_recorded_benchmarks_picks_the_what_if(tmp_path):
+    """Section 9 quotes bench.json's run of the same what-if: the reader must pick it, and only it."""
+    assert recorded_benchmarks(tmp_path) == []                      # no file: nothing recorded
+    runs = {"as shipped": {"overrides": {}, "settings": {"num_steps": 1}},
+            "half fixed": {"overrides": {"aux_resid": [0, 3, 7]}, "settings": {"num_steps": 1}},
+            "half fixed, chain 4": {"overrides": {"aux_resid": [0, 3, 7]}, "settings": {"num_steps": 4}}}
+    (tmp_path / "bench.json").write_text(json.dumps(runs))
+    assert recorded_benchmarks(tmp_path, aux_resid=(0, 3, 7), num_steps=1) == [runs["half fixed"]]
+    assert len(recorded_benchmarks(tmp_path, aux_resid=[0, 3, 7])) == 2 and len(recorded_benchmarks(tmp_path)) == 3
+    (tmp_path / "bench.json").write_text("[1, 2]")
+    with pytest.raises(Eagle3LabError, match="bench.json"):
+        recorded_benchmarks(tmp_path)
+
+
+def test_here_and_served_measured_here_priced_there():
+    cases = {"bad": {"tau": 1.43, "num_steps": 1, "num_draft_tokens": 2, "break_even_here": 1.42, "measured_here": 1.01},
+             "useless": {"tau": 1.05, "num_steps": 1, "num_draft_tokens": 2, "break_even_here": 1.33,
+                         "measured_here": 0.8}}
+    where = here_and_served(cases, c=0.1, overhead=0.2, batch=48)
+    assert list(where.index) == ["bad", "useless"]
+    assert where.loc["bad", "verdict here"] == "breaks even" and where.loc["useless", "verdict here"] == "loses"
+    for label, overhead, batch in (("batch 1", 0.2, 1), ("batch 48", 0.2, 48), ("batch 48, overlap on", 0.0, 48)):
+        table = price_on_served({"bad": cases["bad"]}, c=0.1, overhead=overhead, batches=(batch,))
+        be = float(table.break_even_tau.iloc[0])
+        assert where.loc["bad", f"break-even served, {label}"] == pytest.approx(be)
+        assert where.loc["bad", f"verdict served, {label}"] == verdict(1.43, be)
+    # the overlap scheduler removes the per-round overhead, nothing else
+    assert where.loc["bad", "break-even served, batch 48"] - where.loc["bad", "break-even served, batch 48, overlap on"] \
+        == pytest.approx(0.2)

@@ -11,7 +11,8 @@ import torch
 
 import eagle3lab
 from eagle3lab import bundled
-from eagle3lab.analysis.diagnosis import Scenario, compare_scenarios, search_wiring
+from eagle3lab.analysis.benchmark import decode_sweep
+from eagle3lab.analysis.diagnosis import search_wiring
 from eagle3lab.bundled import load_prompts
 from eagle3lab.decoding.evaluate import greedy_dataset
 from eagle3lab.engines.flags import resolve_flags
@@ -25,7 +26,7 @@ LAUNCH = ("python -m sglang.launch_server --model-path data/models/target --spec
           "--speculative-eagle-topk 1 --speculative-num-draft-tokens 16")
 
 
-def test_compare_scenarios_on_a_tiny_target_is_lossless_and_reports_caps():
+def test_decode_sweep_on_a_tiny_target_is_lossless_and_reports_caps_and_both_speeds():
     torch.manual_seed(0)
     target = tiny_target("llama", num_layers=4, hidden_size=32)
     cfg = DraftConfig(hidden_size=32, intermediate_size=48, num_attention_heads=4, vocab_size=target.vocab_size,
@@ -33,13 +34,19 @@ def test_compare_scenarios_on_a_tiny_target_is_lossless_and_reports_caps():
     draft = Eagle3Draft(cfg)
     draft.num_target_layers = 4
     prompts = [[5, 6, 7, 8], [9, 10, 11]]
-    df = compare_scenarios(target, [Scenario("chain 3", draft, 3), Scenario("capped", draft, 1, 1, 16)],
-                           prompts, max_new_tokens=6, repeats=1, progress=False)
-    assert list(df.index) == ["no speculation", "chain 3", "capped"]
-    assert df.identical_to_target.all()
+    sw = decode_sweep(target, {"chain 3": dict(draft=draft, num_steps=3),
+                               "capped": dict(draft=draft, num_steps=1, topk=1, num_draft_tokens=16)},
+                      prompts, max_new_tokens=6, repeats=1, progress=False)
+    df = sw.table()
+    assert list(df.index) == ["chain 3", "capped"]
+    assert list(df.identical) == ["2/2", "2/2"]
     assert df.loc["capped", "max_tau"] == 2 and df.loc["chain 3", "max_tau"] == 4   # SGLang's topk-1 rule
-    assert df.loc["no speculation", "speedup"] == 1.0
     assert (df.tau >= 1).all() and (df.tau <= df.max_tau).all()
+    rates = sw.rates()
+    assert list(rates.index) == ["no speculation", "chain 3", "capped"] and (rates > 0).all().all()
+    for name in ("chain 3", "capped"):   # both speed definitions, each against the baseline in its own sense
+        assert df.loc[name, "e2e_speedup"] == pytest.approx(rates.e2e_tps[name] / rates.e2e_tps["no speculation"])
+        assert df.loc[name, "decode_speedup"] == pytest.approx(rates.decode_tps[name] / rates.decode_tps["no speculation"])
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +96,8 @@ def test_step4_sglang_cannot_express_the_fix_and_vllm_can(case, tmp_path):
     served = load_draft(tmp_path / "fixed", target=target, device="cpu", profile="vllm")
     assert served.aux_resid == (0, 3, 7) and served.settings.norm_before_residual
     # step 5: real decoding, lossless, with acceptance restored
-    df = compare_scenarios(target, [Scenario("sglang", draft, 4, profile="sglang"),
-                                    Scenario("fixed", served, 4, profile="vllm")],
-                           load_prompts(n=2), max_new_tokens=32, repeats=1, progress=False)
-    assert df.identical_to_target.all()
+    df = decode_sweep(target, {"sglang": dict(draft=draft, num_steps=4, profile="sglang"),
+                               "fixed": dict(draft=served, num_steps=4, profile="vllm")},
+                      load_prompts(n=2), max_new_tokens=32, repeats=1, progress=False).table()
+    assert list(df.identical) == ["2/2", "2/2"]
     assert df.loc["sglang", "tau"] < 1.5 and df.loc["fixed", "tau"] > df.loc["sglang", "tau"] + 0.8

@@ -75,9 +75,9 @@ def test_which_config_keys_each_engine_reads_ids_from():
 
 
 def test_every_profile_names_its_engine_versions_and_a_known_id_convention():
-    from eagle3lab.engines.layer_ids import ENGINES
+    from eagle3lab.engines.layer_ids import ID_CONVENTIONS
 
     for p in PROFILES.values():
-        assert p.versions and p.id_engine in ENGINES
+        assert p.versions and p.id_engine in ID_CONVENTIONS
     with pytest.raises(Eagle3LabError, match="one of speculators, vllm"):
         get_profile("trtllm")

@@ -8,18 +8,17 @@ import pytest
 import torch
 from test_decoding import one_thread, prompts, tiny_pair
 
-from eagle3lab.analysis.throughput import (
-    ROOFLINE_EXAMPLES,
+from eagle3lab.analysis.cost_model import (
     CostModel,
-    Roofline,
     break_even_tau,
     explain,
     implied_round_cost,
     leviathan_speedup,
     leviathan_tokens_per_step,
-    measure_costs,
     tokens_per_round,
 )
+from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, Roofline
+from eagle3lab.analysis.timing import measure_costs
 from eagle3lab.app.cli import main as cli_main
 from eagle3lab.engines.acceptance import acceptance_stats
 from eagle3lab.errors import Eagle3LabError
@@ -131,7 +130,7 @@ def test_bench_command_json(tmp_path, capsys):
 
 
 def test_verdict_has_a_noise_band():
-    from eagle3lab.analysis.throughput import verdict
+    from eagle3lab.analysis.cost_model import verdict
 
     assert verdict(1.50, 1.30) == "wins" and verdict(1.20, 1.30) == "loses"
     assert verdict(1.33, 1.30) == "breaks even" == verdict(1.27, 1.30)
@@ -139,7 +138,7 @@ def test_verdict_has_a_noise_band():
 
 
 def test_price_on_served_uses_the_roofline_and_stated_costs():
-    from eagle3lab.analysis.throughput import SERVED, price_on_served
+    from eagle3lab.analysis.roofline import SERVED, price_on_served
 
     roof = ROOFLINE_EXAMPLES[SERVED["roofline"]]
     table = price_on_served({"one step": {"tau": 1.4, "num_steps": 1, "num_draft_tokens": 2}}, batches=(1, 48))
@@ -201,7 +200,7 @@ def test_plots_return_figures():
     import matplotlib
 
     matplotlib.use("Agg")
-    from eagle3lab.analysis.throughput import plot_break_even
+    from eagle3lab.analysis.plots import plot_break_even
 
     fig = hand_costs().plot_verify_curve()
     assert list(fig.axes[0].lines[0].get_ydata()) == pytest.approx([1.0, 1.1, 1.3, 1.7])

@@ -9,15 +9,12 @@ notebook and, later, ``eagle3lab doctor``.
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass
 from itertools import permutations
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from eagle3lab.engines.layer_ids import default_resid, resid_name
-from eagle3lab.engines.layer_ids import resid_label as wiring_label  # a wiring reads as its fc input's points
+from eagle3lab.engines.layer_ids import default_resid, resid_label, resid_name
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.errors import bad_input
 
@@ -47,7 +44,7 @@ def wiring_hypotheses(draft, num_layers: int) -> dict[tuple[int, ...], list[str]
     for resid in base:
         shifted = (0,) + resid[:-1]
         if shifted != resid and 0 not in resid:
-            out.setdefault(shifted, []).append("embedding first, last dropped, of " + wiring_label(resid))
+            out.setdefault(shifted, []).append("embedding first, last dropped, of " + resid_label(resid))
     return out
 
 
@@ -105,74 +102,11 @@ def search_wiring(target, draft, sequences, *, prompt_lens=None, num_layers: int
     for resid, nbr in tqdm(grid, desc="wiring hypotheses", disable=not progress):
         d = draft.rewired(aux_resid=resid, norm_before_residual=nbr)
         stats = evaluate_offline(tgt, d, sequences, num_steps=num_steps, prompt_lens=prompt_lens).stats
-        row = {"wiring": wiring_label(resid), "aux_resid": resid, "norm_before_residual": nbr, "tau": stats.tau}
+        row = {"wiring": resid_label(resid), "aux_resid": resid, "norm_before_residual": nbr, "tau": stats.tau}
         row.update({f"c{k}": c for k, c in enumerate(stats.conditional, start=1)})
         row["why"] = "; ".join(hypotheses[resid])
         rows.append(row)
     return pd.DataFrame(rows).sort_values("tau", ascending=False, ignore_index=True)
-
-
-@dataclass
-class Scenario:
-    """One way of serving: a draft run as an engine would (None = no speculation, the baseline)."""
-
-    name: str
-    draft: object | None = None
-    num_steps: int = 5
-    topk: int = 1
-    num_draft_tokens: int | None = None
-    profile: str | None = None
-
-
-def compare_scenarios(target, scenarios: list[Scenario], prompts, *, max_new_tokens: int = 48, repeats: int = 2,
-                      progress: bool = True) -> pd.DataFrame:
-    """Decode every prompt under every scenario, interleaved (so machine noise hits all alike).
-
-    One row per scenario: tokens/s (median over ``repeats`` of tokens / seconds, prefill included),
-    speedup over the baseline measured in the same run, tau and the most a round could accept, and
-    whether the output was token-identical to the target's own greedy decoding (it must be).
-    """
-    from eagle3lab.decoding.speculative import speculative_generate, target_greedy
-    from eagle3lab.models.target import as_target
-
-    tgt = as_target(target)
-    rates: dict[str, list[float]] = {"no speculation": []} | {s.name: [] for s in scenarios}
-    rounds: dict[str, list] = {s.name: [] for s in scenarios}
-    identical = dict.fromkeys(rates, True)
-    max_accept: dict[str, int] = {}
-    prompts = list(prompts)
-    target_greedy(tgt, prompts[0], 8)          # warm-up: first calls pay one-off allocation costs
-    for sc in scenarios:
-        speculative_generate(tgt, sc.draft, prompts[0], num_steps=sc.num_steps, topk=sc.topk,
-                             num_draft_tokens=sc.num_draft_tokens, profile=sc.profile, max_new_tokens=8)
-    for rep in tqdm(range(repeats), desc="scenarios", disable=not progress):
-        done = dict.fromkeys(rates, (0, 0.0))
-        for prompt in prompts:
-            base = target_greedy(tgt, prompt, max_new_tokens)
-            done["no speculation"] = _add(done["no speculation"], base)
-            for sc in scenarios:
-                out = speculative_generate(tgt, sc.draft, prompt, num_steps=sc.num_steps, topk=sc.topk,
-                                           num_draft_tokens=sc.num_draft_tokens, profile=sc.profile,
-                                           max_new_tokens=max_new_tokens)
-                done[sc.name] = _add(done[sc.name], out)
-                if rep == 0:
-                    rounds[sc.name] += out.rounds
-                    identical[sc.name] &= out.tokens == base.tokens
-                    max_accept[sc.name] = out.settings["num_steps"]
-        for name, (n, secs) in done.items():
-            rates[name].append(n / secs)
-    tps = {name: statistics.median(v) for name, v in rates.items()}
-    rows = []
-    for name, rate in tps.items():
-        taus = [1 + r.accepted for r in rounds.get(name, [])]
-        rows.append({"scenario": name, "tokens_per_s": rate, "speedup": rate / tps["no speculation"],
-                     "tau": statistics.mean(taus) if taus else 1.0, "max_tau": max_accept.get(name, 0) + 1,
-                     "identical_to_target": identical[name]})
-    return pd.DataFrame(rows).set_index("scenario")
-
-
-def _add(acc: tuple[int, float], result) -> tuple[int, float]:
-    return acc[0] + len(result.tokens), acc[1] + result.prefill_s + result.decode_s
 
 
 # symptom -> likely cause -> where to look (the shape of TransformerLens's divergence guide)

@@ -29,6 +29,7 @@ from eagle3lab.decoding.tree import DraftTree, grow_tree, tree_attention_mask
 from eagle3lab.engines.acceptance import AcceptanceStats, acceptance_stats
 from eagle3lab.engines.verify_width import ADJUSTED_LOG, verify_width
 from eagle3lab.errors import bad_input
+from eagle3lab.models.capture import ResidCapture, concat_aux
 from eagle3lab.models.target import as_target, check_draft_fits
 
 
@@ -212,12 +213,10 @@ def new_target_cache(model):
 class SpeculativeRun:
     """State of one sequence being decoded: target cache, draft cache, last committed draft row.
 
-    ``speculative_generate`` drives it; ``eagle3lab.analysis.throughput`` times its steps one by one.
+    ``speculative_generate`` drives it; ``eagle3lab.analysis.timing`` times its steps one by one.
     """
 
     def __init__(self, target, draft, *, temperature: float = 0.0, seed: int | None = 0, capture=None):
-        from eagle3lab.models.capture import ResidCapture
-
         self.target = target
         self.model = target.model
         self.draft = draft
@@ -264,8 +263,7 @@ class SpeculativeRun:
         if logits_to_keep and self.keeps_logits:   # otherwise every row's logits come back; callers take the last
             kw["logits_to_keep"] = logits_to_keep
         out = self.model(input_ids=x, position_ids=position_ids, attention_mask=mask, use_cache=True, **kw)
-        # what capture.build_fc_input does, minus the label: concatenated in the draft's aux order
-        aux = torch.cat([self.capture.states[k][0] for k in self.points], dim=-1).to(self.draft_dtype)
+        aux = concat_aux(self.capture.states, self.points)[0].to(self.draft_dtype)   # in the draft's aux order
         return out.logits[0], aux
 
     @torch.no_grad()

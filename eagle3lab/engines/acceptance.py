@@ -98,32 +98,6 @@ class AcceptanceStats:
         }).set_index("position")
 
 
-def plot_acceptance(stats: dict | AcceptanceStats, ax=None, title: str | None = None):
-    """Conditional c_k (bars) and survival a_k (line) per position; one colour per labelled run.
-
-    ``stats``: one ``AcceptanceStats`` or ``{label: AcceptanceStats}``. Returns the figure.
-    """
-    import matplotlib.pyplot as plt
-
-    runs = stats if isinstance(stats, dict) else {"": stats}
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3.5))
-    width = 0.8 / max(len(runs), 1)
-    for i, (label, s) in enumerate(runs.items()):
-        pos = [k + (i - (len(runs) - 1) / 2) * width for k in range(1, s.num_positions + 1)]
-        bars = ax.bar(pos, [0 if c != c else c for c in s.conditional], width=width, alpha=0.5,
-                      label=f"{label} c_k (tau {s.tau:.2f})".strip())
-        ax.plot(range(1, s.num_positions + 1), s.survival, marker="o", color=bars.patches[0].get_facecolor(),
-                alpha=1.0, label=f"{label} a_k".strip())
-    ax.set_xlabel("draft position k")
-    ax.set_ylabel("rate")
-    ax.set_ylim(0, 1.05)
-    ax.set_xticks(range(1, max(s.num_positions for s in runs.values()) + 1))
-    ax.set_title(title or "per-position acceptance: conditional c_k (bars), survival a_k (lines)")
-    ax.legend(fontsize=8)
-    return ax.figure
-
-
 def acceptance_stats(rounds: Iterable, num_positions: int | None = None,
                      draft_tokens_per_round: Sequence[int] | int | None = None) -> AcceptanceStats:
     """Compute :class:`AcceptanceStats` from accepted counts (ints or round-log objects).

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from eagle3lab.engines.versions import Change, parse_engine_version, place
 from eagle3lab.errors import Eagle3LabError, bad_input
 
-ENGINES = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
+ID_CONVENTIONS = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
 
 # Changes in meaning; eagle3lab.engines.versions places a build (engine_version) before or after each.
 CHANGES = {
@@ -257,8 +257,8 @@ def _tl_point(x) -> int:
 
 def _check_engine(engine: str) -> str:
     name = str(engine).strip().lower()
-    if name not in ENGINES:
-        raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine))
+    if name not in ID_CONVENTIONS:
+        raise bad_input("engine", None, f"one of {', '.join(ID_CONVENTIONS)}", repr(engine))
     return name
 
 
@@ -532,7 +532,7 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
 
 
 def compare_engines(ids=None, num_layers: int | None = None, arch: str | None = None,
-                    engine_version: str | None = None, engines=ENGINES):
+                    engine_version: str | None = None, engines=ID_CONVENTIONS):
     """One row per engine: what the same written ids mean there (a pandas DataFrame)."""
     import pandas as pd
 

@@ -222,6 +222,12 @@ class FcInput:
         return self.tensor[..., i * h:(i + 1) * h]
 
 
+def concat_aux(states: dict[int, torch.Tensor], order) -> torch.Tensor:
+    """The fc input itself: the points in ``order``, concatenated on the hidden axis (the one place it is
+    built; ``build_fc_input`` checks and labels it, the decoding loop calls this directly)."""
+    return torch.cat([states[k] for k in order], dim=-1)
+
+
 def build_fc_input(states: dict[int, torch.Tensor], order, num_layers: int | None = None) -> FcInput:
     """Concatenate captured points in exactly this ``order`` (any permutation; repeats allowed).
 
@@ -238,8 +244,7 @@ def build_fc_input(states: dict[int, torch.Tensor], order, num_layers: int | Non
     shapes = {tuple(states[k].shape) for k in order}
     if len(shapes) != 1:
         raise bad_input("states", None, "one shape [B, T, H] for every point", sorted(shapes))
-    tensor = torch.cat([states[k] for k in order], dim=-1)
-    return FcInput(tensor=tensor, order=order, label=resid_label(order, num_layers))
+    return FcInput(tensor=concat_aux(states, order), order=order, label=resid_label(order, num_layers))
 
 
 # ----------------------------------------------------------------------------- looking at the stream

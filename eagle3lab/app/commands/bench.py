@@ -66,7 +66,7 @@ def wiring_overrides(args, num_aux: int, num_layers: int) -> dict:
 def run(args) -> int:
     import torch
 
-    from eagle3lab.analysis.throughput import finite_json, run_benchmark
+    from eagle3lab.analysis.benchmark import finite_json, run_benchmark
     from eagle3lab.bundled import load_prompts
     from eagle3lab.models.checkpoint import load_draft
     from eagle3lab.models.target import load_target

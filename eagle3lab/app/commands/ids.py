@@ -7,9 +7,9 @@ import re
 
 
 def add_arguments(parser):
-    from eagle3lab.engines.layer_ids import ENGINES
+    from eagle3lab.engines.layer_ids import ID_CONVENTIONS
 
-    parser.add_argument("engine", choices=ENGINES, help="whose convention IDS are written in")
+    parser.add_argument("engine", choices=ID_CONVENTIONS, help="whose convention IDS are written in")
     parser.add_argument("ids", nargs="*", metavar="IDS",
                         help="ids as written (e.g. 2 30 58, or 2,30,58; -1 allowed for SGLang; TransformerLens "
                              "hook names allowed); none = the engine's default")
@@ -20,7 +20,7 @@ def add_arguments(parser):
     parser.add_argument("--engine-version", metavar="V",
                         help="engine build date YYYY-MM-DD, pre-#PR / post-#PR (e.g. post-#25454), or a "
                              "release where its bounds are known (e.g. 0.5.12)")
-    parser.add_argument("--to", metavar="ENGINE", choices=ENGINES,
+    parser.add_argument("--to", metavar="ENGINE", choices=ID_CONVENTIONS,
                         help="also print the ids to write in ENGINE's convention for the same resid points")
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/ids.md)")
 

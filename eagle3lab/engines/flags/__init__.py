@@ -34,7 +34,7 @@ from eagle3lab.engines.flags.result import VERSION_UNPLACED, Finding, FlagsResul
 from eagle3lab.engines.versions import parse_engine_version
 from eagle3lab.errors import bad_input
 
-__all__ = ["ENGINES", "Finding", "FlagsResult", "SEED_COMMAND", "SEED_DRAFT_CONFIG", "SEED_TARGET_CONFIG",
+__all__ = ["SERVING_ENGINES", "Finding", "FlagsResult", "SEED_COMMAND", "SEED_DRAFT_CONFIG", "SEED_TARGET_CONFIG",
            "resolve_flags", "sglang_what_if"]
 
 # The seed case: Kimi-K2 (DeepseekV3ForCausalLM, 61 layers) served by SGLang with a SpecForge
@@ -50,7 +50,7 @@ SEED_DRAFT_CONFIG = {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_la
                      "max_position_embeddings": 131072, "draft_vocab_size": 32000,
                      "eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58], "use_aux_hidden_state": True}}
 
-ENGINES = ("sglang", "vllm")
+SERVING_ENGINES = ("sglang", "vllm")
 _RULES = {"sglang": sglang, "vllm": vllm}
 
 
@@ -67,9 +67,9 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
     overrides the config's ``architectures[0]``.
     """
     name = str(engine).strip().lower()
-    if name not in ENGINES:
-        close = difflib.get_close_matches(name, ENGINES, n=1)
-        raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine),
+    if name not in SERVING_ENGINES:
+        close = difflib.get_close_matches(name, SERVING_ENGINES, n=1)
+        raise bad_input("engine", None, f"one of {', '.join(SERVING_ENGINES)}", repr(engine),
                         f"Did you mean '{close[0]}'?" if close else None)
     version = parse_engine_version(engine_version, "engine_version")  # the CLI checks --engine-version first
     rules = _RULES[name]

@@ -1,0 +1,277 @@
+"""The benchmark harness: plain and speculative decoding timed side by side in one run (machine noise
+hits every case alike), each output checked against ``generate(do_sample=False)``.
+
+Two speed definitions, both reported and named: **end to end** (every new token over prefill +
+decoding, as ``generate`` is timed) and **decode** (tokens after the first over the rounds' time,
+what the cost model prices). ``decode_sweep`` runs many cases over prompts (notebooks 05 and 06);
+``run_benchmark`` one case with its cost model measured in the same window (``eagle3lab bench``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from eagle3lab.analysis.cost_model import CostModel, break_even_tau, equivalent_alpha
+from eagle3lab.analysis.timing import measure_costs
+from eagle3lab.decoding.speculative import (
+    draft_for,
+    hf_generate,
+    speculative_generate,
+    target_greedy,
+    tree_settings,
+)
+from eagle3lab.engines.acceptance import acceptance_stats
+from eagle3lab.errors import bad_input
+from eagle3lab.models.target import as_target
+
+
+def finite_json(obj):
+    """NaN / inf (e.g. c_k at a position no round reached) -> None, so the object dumps to strict JSON."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
+def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, num_draft_tokens: int | None = None,
+                  profile=None, max_new_tokens: int = 64, repeats: int = 3, measure_repeats: int = 5,
+                  progress: bool = False) -> dict:
+    """Baseline and speculative decoding timed side by side in one run, plus the cost model.
+
+    Each repetition decodes every prompt with ``transformers`` ``generate(do_sample=False)``, the
+    plain greedy loop and the speculative loop, interleaved so that machine noise hits all three
+    alike, then measures the cost model in the same time window and projects that repetition's
+    speedup from it. Reported numbers are medians over repetitions (rates: tokens / seconds summed
+    over prompts); ``projection.error`` is the median of the per-repetition errors.
+    """
+    tgt = as_target(target)
+    d = draft_for(draft, tgt, profile)
+    settings, warnings = tree_settings(num_steps, topk, num_draft_tokens)
+    K, k, M = settings["num_steps"], settings["topk"], settings["num_draft_tokens"]
+    prompts = list(prompts)
+    # warm-up on a whole prompt: first calls pay one-off allocation and dispatch costs
+    speculative_generate(tgt, d, prompts[0], num_steps=K, topk=k, num_draft_tokens=M, max_new_tokens=max_new_tokens)
+    target_greedy(tgt, prompts[0], max_new_tokens)
+    hf_generate(tgt, prompts[0], max_new_tokens)
+    sizes = sorted({1, 2, 3, 4, 6, 8, 12, 16, K + 1, M})
+    reps: dict[str, list[float]] = {}
+    rounds, identical, prompt_lens, projections = [], 0, [], []
+    for rep in tqdm(range(repeats), desc="benchmark", disable=not progress):
+        tot = {m: [0, 0.0] for m in ("generate", "greedy", "greedy_decode", "spec", "spec_decode")}
+        for text in prompts:
+            ref = hf_generate(tgt, text, max_new_tokens)
+            base = target_greedy(tgt, text, max_new_tokens)
+            spec = speculative_generate(tgt, d, text, num_steps=K, topk=k, num_draft_tokens=M,
+                                        max_new_tokens=max_new_tokens)
+            for name, n, sec in (("generate", len(ref.tokens), ref.decode_s),
+                                 ("greedy", len(base.tokens), base.prefill_s + base.decode_s),
+                                 ("greedy_decode", len(base.tokens) - 1, base.decode_s),
+                                 ("spec", len(spec.tokens), spec.prefill_s + spec.decode_s),
+                                 ("spec_decode", len(spec.tokens) - 1, spec.decode_s)):
+                tot[name][0] += n
+                tot[name][1] += sec
+            if rep == 0:  # greedy: every repetition produces the same rounds
+                rounds += spec.rounds
+                identical += spec.tokens == ref.tokens
+                prompt_lens.append(len(spec.prompt_ids) + len(spec.tokens) // 2)
+        for name, (n, sec) in tot.items():
+            reps.setdefault(name, []).append(n / sec)
+        if rep == 0:
+            stats = acceptance_stats(rounds, num_positions=K)
+            context = int(round(statistics.mean(prompt_lens)))
+            emitted = sum(len(r.emitted) for r in rounds) / len(rounds) if rounds else 1.0
+        costs = measure_costs(tgt, d, context_len=context, verify_sizes=sizes, settings=((K, k, M),),
+                              repeats=measure_repeats)
+        proj = costs.project(stats, K, k, M, tokens_per_round=emitted)
+        measured = reps["spec_decode"][-1] / reps["greedy_decode"][-1]
+        projections.append((costs, proj, measured))
+    med = statistics.median
+    tps = {name: med(v) for name, v in reps.items()}
+    measured_speedup = med(m for _, _, m in projections)
+    return {
+        "target": tgt.path, "profile": d.profile.name, "aux_resid": list(d.aux_resid),
+        "norm_before_residual": d.settings.norm_before_residual,
+        "device": str(tgt.device), "dtype": str(tgt.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
+        "settings": {**settings, "max_new_tokens": max_new_tokens, "prompts": len(prompts), "repeats": repeats},
+        "warnings": warnings,
+        "tokens_per_s": {"generate": tps["generate"], "greedy_loop": tps["greedy"],
+                         "greedy_loop_decode": tps["greedy_decode"], "speculative": tps["spec"],
+                         "speculative_decode": tps["spec_decode"]},
+        "speedup": {"vs_generate": tps["spec"] / tps["generate"], "vs_greedy_loop": tps["spec"] / tps["greedy"],
+                    "decode_vs_greedy_loop": measured_speedup},
+        "lossless": {"identical_to_generate": identical, "prompts": len(prompts)},
+        "acceptance": {"tau": stats.tau, "vllm_mean_acceptance_length": stats.vllm_mean_acceptance_length,
+                       "vllm_draft_acceptance_rate": stats.vllm_draft_acceptance_rate,
+                       "conditional": list(stats.conditional), "survival": list(stats.survival),
+                       "accepted_per_pos": list(stats.accepted_per_pos), "num_drafts": stats.rounds,
+                       "num_draft_tokens": stats.num_draft_tokens, "num_accepted_tokens": stats.num_accepted_tokens,
+                       "specforge_simulated_acc_len": stats.specforge_simulated_acc_len},
+        "cost_model": {"context_len": context, "target_step_s": med(c.target_step_s for c, _, _ in projections),
+                       "draft_step_s": med(c.draft_step_s for c, _, _ in projections),
+                       "c": med(c.c for c, _, _ in projections),
+                       "verify_target_steps": {str(n): med(c.v(n) for c, _, _ in projections) for n in sizes},
+                       "round_pieces_s": {key: med(p.pieces[key] for _, p, _ in projections)
+                                          for key in projections[0][1].pieces}},
+        "projection": {"tokens_per_round": emitted, "round_cost": med(p.round_cost for _, p, _ in projections),
+                       "break_even_tau": med(p.round_cost for _, p, _ in projections),
+                       "v_verify": med(p.v_verify for _, p, _ in projections),
+                       "decode_tps": med(p.spec_tps for _, p, _ in projections),
+                       "baseline_decode_tps": med(p.baseline_tps for _, p, _ in projections),
+                       "speedup": med(p.speedup for _, p, _ in projections), "measured_speedup": measured_speedup,
+                       "error": med(p.speedup / m - 1 for _, p, m in projections)},
+    }
+
+
+@dataclass
+class DecodeSweep:
+    """Output of :func:`decode_sweep`: every case's decoding of every prompt, timed side by side.
+
+    Rates are medians over repetitions of tokens / seconds summed over prompts, under both speed
+    definitions: ``e2e_tps`` (every new token over prefill + decoding) and ``decode_tps`` (tokens after
+    the first over decoding time, what the cost model prices). Both hold "no speculation" too.
+    """
+
+    results: dict[str, list]          # case -> SpecResult per prompt (first repetition)
+    reference: list[list[int]]        # transformers generate(do_sample=False) tokens per prompt
+    decode_tps: dict[str, float]      # case and "no speculation" -> median decode tokens/s
+    e2e_tps: dict[str, float]         # case and "no speculation" -> median end-to-end tokens/s
+    context_len: int                  # mean prompt length + half the new tokens: where rounds ran
+
+    def settings(self, name: str) -> dict:
+        return self.results[name][0].settings
+
+    def stats(self, name: str):
+        """Acceptance of one case, pooled over prompts (``AcceptanceStats``)."""
+        res = self.results[name]
+        return acceptance_stats([r for out in res for r in out.rounds], num_positions=self.settings(name)["num_steps"])
+
+    def identical(self, name: str) -> int | None:
+        """Prompts whose output equals ``generate(do_sample=False)`` token for token; None when sampled."""
+        if self.settings(name)["temperature"] > 0:
+            return None
+        return sum(out.tokens == ref for out, ref in zip(self.results[name], self.reference))
+
+    def decode_speedup(self, name: str) -> float:
+        return self.decode_tps[name] / self.decode_tps["no speculation"]
+
+    def e2e_speedup(self, name: str) -> float:
+        return self.e2e_tps[name] / self.e2e_tps["no speculation"]
+
+    def table(self) -> pd.DataFrame:
+        """One row per case: settings, tau (and its cap), both rates and speedups, lossless count."""
+        rows = []
+        for name in self.results:
+            s, st, same = self.settings(name), self.stats(name), self.identical(name)
+            rows.append({"case": name, "profile": s["profile"], "num_steps": s["num_steps"], "topk": s["topk"],
+                         "verified": s["num_draft_tokens"], "temperature": s["temperature"], "rounds": st.rounds,
+                         "tau": st.tau, "max_tau": s["num_steps"] + 1,
+                         "e2e_tps": self.e2e_tps[name], "e2e_speedup": self.e2e_speedup(name),
+                         "decode_tps": self.decode_tps[name], "decode_speedup": self.decode_speedup(name),
+                         "identical": "sampled" if same is None else f"{same}/{len(self.reference)}"})
+        return pd.DataFrame(rows).set_index("case")
+
+    def rates(self) -> pd.DataFrame:
+        """Both rates of "no speculation" and of every case, side by side (tokens/s)."""
+        return pd.DataFrame({"e2e_tps": self.e2e_tps, "decode_tps": self.decode_tps}).rename_axis("case")
+
+    def projection(self, costs: CostModel, names=None) -> pd.DataFrame:
+        """Each case's acceptance priced with measured costs, next to its measured speedup.
+
+        ``c_round``: the draft phase (extend + drafting) per draft forward, in target steps: the c a
+        round really pays (a chain of K tokens runs K draft forwards, the extend included; a tree one
+        per level). ``alpha_equiv``: Leviathan's i.i.d. alpha with the same tau.
+        """
+        rows = []
+        for name in names or self.results:
+            s, st = self.settings(name), self.stats(name)
+            K = s["num_steps"]
+            p = costs.project(st, K, s["topk"], s["num_draft_tokens"])
+            draft_phase = (p.pieces["extend_s"] + p.pieces["draft_s"]) / costs.target_step_s
+            rows.append({"case": name, "tau": st.tau, "num_steps": K, "verified": s["num_draft_tokens"],
+                         "alpha_equiv": equivalent_alpha(st.tau, K), "c": costs.c, "c_round": draft_phase / K,
+                         "draft_phase": draft_phase, "v_verify": p.v_verify, "round_cost": p.round_cost,
+                         "break_even_tau": break_even_tau(p.round_cost), "projected_speedup": p.speedup,
+                         "measured_speedup": self.decode_speedup(name)})
+        df = pd.DataFrame(rows).set_index("case")
+        df["error_%"] = 100 * (df.projected_speedup / df.measured_speedup - 1)
+        return df
+
+
+def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int = 48, repeats: int = 1,
+                 progress: bool = True) -> DecodeSweep:
+    """Decode every prompt with plain greedy decoding and with every case, interleaved.
+
+    ``cases``: name -> keyword arguments of ``speculative_generate`` (``draft`` required; ``num_steps``,
+    ``topk``, ``num_draft_tokens``, ``temperature``, ``profile``, ``seed``). Interleaving per prompt
+    makes machine noise hit every case alike; decode rates (tokens after the first over the rounds'
+    time) and end-to-end rates (every token over prefill + decoding) are medians over ``repeats``
+    (``DecodeSweep.rates``). The first repetition's outputs are kept, with
+    ``generate(do_sample=False)`` of each prompt as the lossless reference.
+    """
+    tgt = as_target(target)
+    prompts = list(prompts)
+    if not prompts or not cases:
+        raise bad_input("decode_sweep", "prompts / cases", "at least one prompt and one case",
+                        f"{len(prompts)} prompts, {len(cases)} cases")
+    target_greedy(tgt, prompts[0], 8)  # warm-up: first calls pay one-off allocation costs
+    for kw in cases.values():
+        speculative_generate(tgt, prompt=prompts[0], **{**kw, "max_new_tokens": 8})
+    reference = [hf_generate(tgt, p, max_new_tokens).tokens for p in prompts]
+    results: dict[str, list] = {name: [] for name in cases}
+    names = ["no speculation", *cases]
+    rates: dict[str, dict[str, list[float]]] = {"decode": {n: [] for n in names}, "e2e": {n: [] for n in names}}
+    bar = tqdm(total=repeats * len(prompts), desc="decode sweep", disable=not progress)
+    for rep in range(repeats):
+        done = {kind: dict.fromkeys(names, (0, 0.0)) for kind in rates}
+        for prompt in prompts:
+            outs = {"no speculation": target_greedy(tgt, prompt, max_new_tokens)}
+            for name, kw in cases.items():
+                outs[name] = speculative_generate(tgt, prompt=prompt, **{**kw, "max_new_tokens": max_new_tokens})
+                if rep == 0:
+                    results[name].append(outs[name])
+            for name, out in outs.items():
+                done["decode"][name] = _add(done["decode"][name], len(out.tokens) - 1, out.decode_s)
+                done["e2e"][name] = _add(done["e2e"][name], len(out.tokens), out.prefill_s + out.decode_s)
+            bar.update()
+        for kind, per_name in done.items():
+            for name, (n, secs) in per_name.items():
+                rates[kind][name].append(n / secs if secs > 0 else float("nan"))
+    bar.close()
+    first = next(iter(results.values()))
+    context = round(statistics.mean(len(o.prompt_ids) + len(o.tokens) / 2 for o in first))
+    med = {kind: {name: statistics.median(v) for name, v in per_name.items()} for kind, per_name in rates.items()}
+    return DecodeSweep(results=results, reference=reference, context_len=context, decode_tps=med["decode"],
+                       e2e_tps=med["e2e"])
+
+
+def _add(acc: tuple[int, float], tokens: int, seconds: float) -> tuple[int, float]:
+    return acc[0] + tokens, acc[1] + seconds
+
+
+def recorded_benchmarks(model_dir, aux_resid=None, num_steps: int | None = None) -> list[dict]:
+    """Runs that ``benchmarks/bench_decode.py --record`` wrote to ``bench.json`` beside a draft, optionally
+    only the what-if with these ``aux_resid`` overrides and this chain length; [] when there is no file."""
+    import json
+    from pathlib import Path
+
+    path = Path(model_dir) / "bench.json"
+    if not path.exists():
+        return []
+    try:
+        runs = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise bad_input(path, None, "the JSON object bench_decode.py --record writes", f"unreadable ({err})") from None
+    if not isinstance(runs, dict):
+        raise bad_input(path, None, "a JSON object of runs by case name", type(runs).__name__)
+    return [r for r in runs.values()
+            if (aux_resid is None or r.get("overrides", {}).get("aux_resid") == [int(k) for k in aux_resid])
+            and (num_steps is None or r.get("settings", {}).get("num_steps") == num_steps)]

@@ -1,0 +1,120 @@
+"""Served targets we cannot run here: a roofline of their forwards (weight reads, flops, a fixed
+overhead) and the stated assumptions a round pays on them (``SERVED``). Every number is an assumption
+to state, not a measurement."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from eagle3lab.analysis.cost_model import explain, verdict
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """A forward pass bounded by weight reads or by flops, plus a fixed per-forward overhead.
+
+    For an MoE target, the routed experts a forward must read grow with the number of tokens it
+    processes (uniform routing: E * (1 - (1 - k/E)^tokens) distinct experts per layer), so verifying
+    M tokens per sequence reads more weights than decoding one: v(M) rises even at batch size 1.
+    Every number is an assumption to state, not a measurement; ``verify_curve`` is what to compare
+    with ``CostModel.verify_frame`` measured on a real machine.
+    """
+
+    name: str
+    dense_params: float          # weights every forward reads (attention, shared experts, embeddings, head)
+    expert_params: float         # one routed expert, summed over the MoE layers (0 for a dense model)
+    num_experts: int = 0
+    experts_per_token: int = 0
+    bytes_per_param: float = 2.0
+    active_params: float = 0.0   # per token, for flops (2 * active per token)
+    mem_bw: float = 3.35e12      # bytes/s, all GPUs together
+    flops: float = 7.0e14        # achievable flop/s, all GPUs together
+    overhead_s: float = 0.0      # launches, scheduling, communication per forward
+    assumptions: str = ""
+
+    def touched_experts(self, tokens: int) -> float:
+        if not self.num_experts:
+            return 0.0
+        return self.num_experts * (1 - (1 - self.experts_per_token / self.num_experts) ** tokens)
+
+    def forward_s(self, tokens: int) -> float:
+        weights = (self.dense_params + self.touched_experts(tokens) * self.expert_params) * self.bytes_per_param
+        return max(weights / self.mem_bw, 2 * self.active_params * tokens / self.flops) + self.overhead_s
+
+    def verify_curve(self, sizes=(1, 2, 4, 8, 16), batch: int = 1) -> pd.DataFrame:
+        """v(M) for ``batch`` sequences each verifying M tokens, in units of their one-token step."""
+        base = self.forward_s(batch)
+        return pd.DataFrame({"tokens": list(sizes),
+                             "target_steps": [self.forward_s(batch * m) / base for m in sizes]}).set_index("tokens")
+
+
+# Illustrative shapes (public model cards); bandwidth and flops are round hardware numbers, and the
+# fixed overhead is calibrated so that plain decoding matches a published single-stream rate.
+ROOFLINE_EXAMPLES = {
+    "llama-3.1-8b bf16, 1 GPU (H100-class)": Roofline(
+        name="llama-3.1-8b", dense_params=8.03e9, expert_params=0.0, bytes_per_param=2, active_params=8.03e9,
+        mem_bw=3.35e12, flops=7.0e14, overhead_s=1.54e-3,
+        assumptions="dense 8B, bf16, 3.35 TB/s, 700 TFLOP/s achievable; 1.54 ms fixed per forward so that "
+                    "plain decoding gives the 158 tok/s of SGLang's docs (facts section 7)"),
+    "kimi-k2 fp8, 8 GPUs (H200-class)": Roofline(
+        name="kimi-k2", dense_params=11e9, expert_params=2.64e9, num_experts=384, experts_per_token=8,
+        bytes_per_param=1, active_params=32e9, mem_bw=8 * 4.8e12, flops=8 * 1.4e15, overhead_s=10.3e-3,
+        assumptions="61 layers (60 MoE), 384 experts of 3*7168*2048 weights, 8 routed per token, ~11B "
+                    "always-read weights, fp8, 8 x 4.8 TB/s; 10.3 ms fixed per forward so that plain decoding "
+                    "gives the seed's 90 tok/s"),
+}
+
+
+# What a round costs on a served target beyond its forwards (stated assumptions, not measurements):
+# c: a one-layer draft against a 61-layer target, launches included; overhead: the CPU work a plain
+# decoding step hides behind the GPU with the overlap scheduler, paid in every speculative round when
+# EAGLE runs without it (SGLang <= 0.5.10.post1; from 0.5.11, PR #21062, a chain keeps it on unless
+# SGLANG_ENABLE_SPEC_V2=0 or --disable-overlap-schedule: pass overhead=0 there; `eagle3lab flags`
+# places a build); batch: SGLang's EAGLE default max_running_requests (48).
+SERVED = {"roofline": "kimi-k2 fp8, 8 GPUs (H200-class)", "c": 0.1, "overhead": 0.2, "batch": 48}
+
+
+
+
+def price_on_served(cases: dict[str, dict], roofline: str | Roofline = SERVED["roofline"], c: float = SERVED["c"],
+                    overhead: float = SERVED["overhead"], batches=(1, SERVED["batch"])) -> pd.DataFrame:
+    """The same acceptance on a served target: ``{name: {tau, num_steps, num_draft_tokens}}`` -> ``explain`` table.
+
+    One row per case and batch size (``"name | served, batch b"``); v(M) comes from the roofline's
+    verify curve at that batch (M = ``num_draft_tokens`` per sequence, a tree's width included), c and
+    the per-round engine overhead are the stated assumptions; a tree's draft levels are priced as
+    chain steps.
+    """
+    roof = ROOFLINE_EXAMPLES[roofline] if isinstance(roofline, str) else roofline
+    rows = []
+    for name, case in cases.items():
+        for b in batches:
+            v = float(roof.verify_curve((case["num_draft_tokens"],), batch=b)["target_steps"].iloc[0])
+            rows.append({"name": f"{name} | served, batch {b}", "tau": case["tau"], "c": c,
+                         "num_steps": case["num_steps"], "v": v, "overhead": overhead})
+    return explain(rows)
+
+
+def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: float = SERVED["overhead"],
+                    batch: int = SERVED["batch"]) -> pd.DataFrame:
+    """Each case's verdict here (from its measured speedup) and on the served target, side by side.
+
+    ``cases``: name -> ``tau``, ``num_steps``, ``num_draft_tokens``, ``break_even_here`` and
+    ``measured_here`` (speedup measured on this machine). The served columns price the same tau at
+    batch 1 and at ``batch``, and at ``batch`` with the overlap scheduler on (per-round overhead 0).
+    """
+    served = {"batch 1": price_on_served(cases, c=c, overhead=overhead, batches=(1,)),
+              f"batch {batch}": price_on_served(cases, c=c, overhead=overhead, batches=(batch,)),
+              f"batch {batch}, overlap on": price_on_served(cases, c=c, overhead=0.0, batches=(batch,))}
+    rows = []
+    for name, case in cases.items():
+        row = {"case": name, "tau": case["tau"], "break-even here": case["break_even_here"],
+               "measured here": case["measured_here"], "verdict here": verdict(case["measured_here"], 1.0)}
+        for label, table in served.items():
+            be = float(table.loc[table.index.str.startswith(f"{name} | "), "break_even_tau"].iloc[0])
+            row[f"break-even served, {label}"] = be
+            row[f"verdict served, {label}"] = verdict(case["tau"], be)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("case")
