@@ -17,6 +17,18 @@ PROMPTS = DATA / "prompts"
 CORPUS = DATA / "corpus"
 
 
+def display_path(path) -> str | None:
+    """A path as a committed record may hold it: relative to the checkout when inside it, else as given
+    (no committed file carries the absolute path of the machine that wrote it)."""
+    if path is None:
+        return None
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(ROOT)) if p.is_absolute() or p.exists() else str(path)
+    except ValueError:
+        return str(path)
+
+
 def available() -> dict[str, bool]:
     """Which bundled models exist in this checkout (``make data`` builds them)."""
     return {p.name: (p / "config.json").exists() for p in (TARGET, DRAFT_HEALTHY, DRAFT_CASE)}

@@ -84,3 +84,34 @@ def test_notebook_starts_with_a_parameters_cell_and_ends_with_a_summary(path):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert "parameters" in code[0].metadata.get("tags", []), f"{path.name}: first code cell is not tagged 'parameters'"
     assert "summary(" in code[-1].source, f"{path.name}: last code cell does not call summary()"
+
+
+# an absolute path of some machine (home, root, work, tmp, ... folders at the top; C: users on Windows)
+_ABSOLUTE = re.compile(r"(?<![\w.~-])/(?:home|root|work|Users|tmp|opt|mnt|private|var/folders)/|[A-Z]:\\\\Users\\\\")
+
+
+def test_no_committed_file_holds_an_absolute_path():
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    found = []
+    for name in files:
+        path = ROOT / name
+        if not path.is_file() or path.suffix in (".safetensors", ".xz", ".png", ".bin"):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        found += [f"{name}: {m.group(0)!r}" for m in _ABSOLUTE.finditer(text)] + \
+                 ([f"{name}: the checkout's own path"] if str(ROOT) in text else [])
+    assert not found, "\n".join(found)
+    assert _ABSOLUTE.search('"target": "' + "/" + 'work/main/data/models/target"')   # catches what it must
+    assert not _ABSOLUTE.search("data/models/target and ../shared/reference")
+
+
+def test_display_path_is_relative_inside_the_checkout():
+    from eagle3lab.bundled import TARGET, display_path
+
+    assert display_path(TARGET) == "data/models/target"
+    assert display_path("org/hub-model") == "org/hub-model" and display_path(None) is None

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from eagle3lab.analysis.cost_model import CostModel, break_even_tau, equivalent_alpha
 from eagle3lab.analysis.timing import measure_costs
+from eagle3lab.bundled import display_path
 from eagle3lab.decoding.speculative import (
     draft_for,
     hf_generate,
@@ -98,7 +99,7 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
     tps = {name: med(v) for name, v in reps.items()}
     measured_speedup = med(m for _, _, m in projections)
     return {
-        "target": tgt.path, "profile": d.profile.name, "aux_resid": list(d.aux_resid),
+        "target": display_path(tgt.path), "profile": d.profile.name, "aux_resid": list(d.aux_resid),
         "norm_before_residual": d.settings.norm_before_residual,
         "device": str(tgt.device), "dtype": str(tgt.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
         "settings": {**settings, "max_new_tokens": max_new_tokens, "prompts": len(prompts), "repeats": repeats},

@@ -4,7 +4,7 @@ The same draft weights give different arithmetic depending on who runs them: whi
 flags an engine honours, what it assumes when a key is missing, which layer-id convention it
 reads (and from which config key), what it recycles into the next draft step, whether it swaps
 in the target's embedding. An ``EngineProfile`` records these facts (with the version range
-they were read at, see /work/shared/reference/eagle3-facts.md sections 2-4); ``resolve_settings``
+they were read at, see the project's digest of engine facts, eagle3-facts.md sections 2-4); ``resolve_settings``
 turns a checkpoint's ``DraftConfig`` plus a profile into the small ``DraftSettings`` that the
 draft's math reads. No ``if engine == ...`` appears anywhere in the math.
 """
