@@ -7,7 +7,122 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import contextlib  # noqa: E402
+import functools  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from eagle3lab import bundled  # noqa: E402
 
 # Real published configs for parser tests, copied into the checkout (SOURCES.md says where each came from).
 REAL_CONFIGS = Path(__file__).resolve().parent / "fixtures" / "real-configs"
+
+
+@pytest.fixture(scope="session")
+def bundled_models():
+    """The one policy when the committed models are missing: fail, saying how to rebuild them."""
+    missing = [name for name, ok in bundled.available().items() if not ok]
+    if missing or not (bundled.CORPUS / "train.jsonl.xz").exists():
+        pytest.fail(f"bundled data missing ({', '.join(missing) or 'data/corpus'}): run `make data` "
+                    "(the bundled models and corpus are committed; a checkout should have them)")
+
+
+# ------------------------------------------------------------------ a tiny real target + draft pair
+# A random Llama whose layers are scaled down (so its next token depends mostly, not only, on the
+# current one) and an EAGLE-3 draft trained for a second with the same teacher-forced unroll the
+# offline evaluator uses: acceptance is mixed (0, 1, 2+ drafts per round), so every path through
+# accept / rollback / tree compaction is exercised.
+
+V, H = 64, 32
+
+
+def tiny_spec_target(seed=0, vocab=V, hidden=H, layers=4, scale=0.15, init=0.02):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from eagle3lab.models.target import Target
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      initializer_range=init, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    model = LlamaForCausalLM(cfg)
+    with torch.no_grad():  # small layer outputs: the next token leans on the current one
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.mul_(scale)
+            layer.mlp.down_proj.weight.mul_(scale)
+    return Target.wrap(model)
+
+
+def tiny_draft(target, seed=0, draft_vocab=None, train_steps=150, passes=3, ids=(1, 2, 4)):
+    """An EAGLE-3 draft (speculators profile) for ``target``; trained when train_steps > 0."""
+    from eagle3lab.decoding.evaluate import draft_passes
+    from eagle3lab.models.capture import ResidCapture
+    from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+    from eagle3lab.models.vocab import build_vocab_map
+
+    vocab, hidden = target.vocab_size, target.hidden_size
+    dv = draft_vocab or vocab * 3 // 4
+    torch.manual_seed(seed)
+    draft = Eagle3Draft(DraftConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_attention_heads=4,
+                                    num_key_value_heads=2, vocab_size=vocab, draft_vocab_size=dv,
+                                    target_hidden_size=hidden, aux_layer_ids=ids), profile="speculators")
+    draft.num_target_layers = target.num_layers
+    seqs = torch.randint(0, vocab, (32, 20), generator=torch.Generator().manual_seed(seed))
+    points = list(draft.aux_resid)
+    with torch.no_grad(), ResidCapture(target.model, sorted(points)) as cap:
+        greedy = target.model(seqs).logits.argmax(-1)
+    aux = torch.cat([cap.states[k] for k in points], -1)
+    keep = torch.bincount(greedy.flatten(), minlength=vocab).argsort(descending=True)[:dv].sort().values
+    d2t, t2d = build_vocab_map(keep, vocab)
+    if draft.d2t is not None:
+        draft.d2t.copy_(d2t)
+        draft.t2d.copy_(t2d)
+    to_draft = torch.full((vocab,), -100)
+    to_draft[keep] = torch.arange(dv)
+    opt = torch.optim.AdamW(draft.parameters(), lr=5e-3)
+    rows = seqs.shape[1] - 1
+    for _ in range(train_steps):
+        loss = 0.0
+        for k, out in enumerate(draft_passes(draft, seqs, aux, passes), start=1):
+            labels = torch.full((len(seqs), rows), -100)
+            labels[:, :rows - k + 1] = to_draft[greedy[:, k:]]
+            loss = loss + torch.nn.functional.cross_entropy(out.logits.flatten(0, 1), labels.flatten(),
+                                                            ignore_index=-100)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    draft.eval().requires_grad_(False)
+    return draft
+
+
+@functools.cache
+def tiny_pair():
+    with one_thread():
+        target = tiny_spec_target()
+        return target, tiny_draft(target)
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Tiny matmuls run fastest on one thread; on a busy 2-core box two threads spin-wait."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def prompts(n=4, length=6, vocab=V):
+    return [torch.randint(0, vocab, (length,), generator=torch.Generator().manual_seed(100 + i)).tolist()
+            for i in range(n)]
+
+
+def hand_costs():
+    """A cost model with round numbers: target step 1 s, draft step 0.1 s, verify curve up to 8 tokens."""
+    from eagle3lab.analysis.cost_model import CostModel
+
+    return CostModel(device="cpu", context_len=10, target_step_s=1.0, draft_step_s=0.1,
+                     verify_s={1: 1.0, 2: 1.1, 4: 1.3, 8: 1.7}, extend_s={1: 0.1, 2: 0.12, 3: 0.14, 4: 0.16})

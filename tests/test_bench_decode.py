@@ -6,7 +6,7 @@ import importlib.util
 import json
 
 import pytest
-from test_decoding import one_thread
+from conftest import one_thread
 
 from eagle3lab import bundled
 
@@ -14,7 +14,7 @@ spec = importlib.util.spec_from_file_location("bench_decode", bundled.ROOT / "be
 bench_decode = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_decode)
 
-pytestmark = pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built")
+pytestmark = pytest.mark.usefixtures("bundled_models")
 
 
 def test_one_step_cases_priced_here_and_served(tmp_path, capsys):

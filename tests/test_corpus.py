@@ -132,7 +132,7 @@ def test_draft_vocab_most_frequent_as_offsets():
         select_draft_vocab(counts, 13)
 
 
-@pytest.mark.skipif(not (bundled.CORPUS / "train.jsonl.xz").exists(), reason="data/corpus not built")
+@pytest.mark.usefixtures("bundled_models")
 def test_shipped_corpus_and_prompts():
     held = {d.path for d in read_corpus(bundled.CORPUS, "heldout")}
     with lzma.open(bundled.CORPUS / "train.jsonl.xz", "rt") as f:

@@ -8,11 +8,9 @@ round), so every path through accept / rollback / tree compaction is exercised.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-
 import pytest
 import torch
+from conftest import one_thread, prompts, tiny_draft, tiny_pair, tiny_spec_target
 
 from eagle3lab.decoding.speculative import (
     hf_generate,
@@ -25,95 +23,11 @@ from eagle3lab.decoding.tree import tree_attention_mask
 from eagle3lab.engines.verify_width import pool_size
 from eagle3lab.errors import Eagle3LabError
 
-V, H = 64, 32
-
-
-def tiny_target(seed=0, vocab=V, hidden=H, layers=4, scale=0.15, init=0.02):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from eagle3lab.models.target import Target
-
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                      initializer_range=init, bos_token_id=None, eos_token_id=None, pad_token_id=None)
-    model = LlamaForCausalLM(cfg)
-    with torch.no_grad():  # small layer outputs: the next token leans on the current one
-        for layer in model.model.layers:
-            layer.self_attn.o_proj.weight.mul_(scale)
-            layer.mlp.down_proj.weight.mul_(scale)
-    return Target.wrap(model)
-
-
-def tiny_draft(target, seed=0, draft_vocab=None, train_steps=150, passes=3, ids=(1, 2, 4)):
-    """An EAGLE-3 draft (speculators profile) for ``target``; trained when train_steps > 0."""
-    from eagle3lab.decoding.evaluate import draft_passes
-    from eagle3lab.models.capture import ResidCapture
-    from eagle3lab.models.draft import DraftConfig, Eagle3Draft
-    from eagle3lab.models.vocab import build_vocab_map
-
-    vocab, hidden = target.vocab_size, target.hidden_size
-    dv = draft_vocab or vocab * 3 // 4
-    torch.manual_seed(seed)
-    draft = Eagle3Draft(DraftConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_attention_heads=4,
-                                    num_key_value_heads=2, vocab_size=vocab, draft_vocab_size=dv,
-                                    target_hidden_size=hidden, aux_layer_ids=ids), profile="speculators")
-    draft.num_target_layers = target.num_layers
-    seqs = torch.randint(0, vocab, (32, 20), generator=torch.Generator().manual_seed(seed))
-    points = list(draft.aux_resid)
-    with torch.no_grad(), ResidCapture(target.model, sorted(points)) as cap:
-        greedy = target.model(seqs).logits.argmax(-1)
-    aux = torch.cat([cap.states[k] for k in points], -1)
-    keep = torch.bincount(greedy.flatten(), minlength=vocab).argsort(descending=True)[:dv].sort().values
-    d2t, t2d = build_vocab_map(keep, vocab)
-    if draft.d2t is not None:
-        draft.d2t.copy_(d2t)
-        draft.t2d.copy_(t2d)
-    to_draft = torch.full((vocab,), -100)
-    to_draft[keep] = torch.arange(dv)
-    opt = torch.optim.AdamW(draft.parameters(), lr=5e-3)
-    rows = seqs.shape[1] - 1
-    for _ in range(train_steps):
-        loss = 0.0
-        for k, out in enumerate(draft_passes(draft, seqs, aux, passes), start=1):
-            labels = torch.full((len(seqs), rows), -100)
-            labels[:, :rows - k + 1] = to_draft[greedy[:, k:]]
-            loss = loss + torch.nn.functional.cross_entropy(out.logits.flatten(0, 1), labels.flatten(),
-                                                            ignore_index=-100)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    draft.eval().requires_grad_(False)
-    return draft
-
-
-@functools.cache
-def tiny_pair():
-    with one_thread():
-        target = tiny_target()
-        return target, tiny_draft(target)
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Tiny matmuls run fastest on one thread; on a busy 2-core box two threads spin-wait."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread():
     with one_thread():
         yield
-
-
-def prompts(n=4, length=6, vocab=V):
-    return [torch.randint(0, vocab, (length,), generator=torch.Generator().manual_seed(100 + i)).tolist()
-            for i in range(n)]
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +150,7 @@ def test_tree_mask_gives_each_node_its_own_path_logits():
     """Target side only: one tree verify forward == plain forwards of each root-to-node path."""
     from eagle3lab.decoding.speculative import new_target_cache
 
-    target = tiny_target(seed=1, scale=1.0)
+    target = tiny_spec_target(seed=1, scale=1.0)
     model = target.model
     ctx = prompts(1, 7)[0]
     tokens, parents, depths = [5, 9, 11, 13, 2], [-1, 0, 0, 1, 3], [0, 1, 1, 2, 3]
@@ -268,6 +182,6 @@ def test_bad_inputs_name_the_setting(pair):
         speculative_generate(target, draft, [1, 2, 3], temperature=-1)
     with pytest.raises(Eagle3LabError, match="prompt"):
         speculative_generate(target, draft, [])
-    other = tiny_target(hidden=48)
+    other = tiny_spec_target(hidden=48)
     with pytest.raises(Eagle3LabError, match="target_hidden_size"):
         speculative_generate(other, draft, [1, 2, 3])

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import one_thread, tiny_draft
+from conftest import tiny_spec_target as tiny_target
 from scipy.stats import chisquare
-from test_decoding import one_thread, tiny_draft, tiny_target
 
 from eagle3lab.decoding.speculative import speculative_generate
 

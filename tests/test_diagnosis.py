@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eagle3lab.analysis.diagnosis import SYMPTOMS, wiring_hypotheses
+from eagle3lab.analysis.diagnosis import wiring_hypotheses
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 
 NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
@@ -24,9 +24,3 @@ def test_hypotheses_cover_each_engines_reading_and_the_embedding_first_pattern()
     # the seed pattern: trained on [embedding, a, b], served [a, b, c]
     assert hyp[(0, 3, 7)] == ["embedding first, last dropped, of [resid[3], resid[7], resid[11]]"]
     assert all(len(k) == 3 for k in hyp)
-
-
-def test_symptom_table_points_somewhere_for_every_symptom():
-    assert list(SYMPTOMS.columns) == ["symptom", "likely cause", "where to look"]
-    assert SYMPTOMS["where to look"].str.len().min() > 10
-    assert SYMPTOMS["symptom"].str.contains("never exceeds 2").any()

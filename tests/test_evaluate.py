@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from test_decoding import one_thread, prompts, tiny_pair
+from conftest import one_thread, prompts, tiny_pair
 
 from eagle3lab import bundled
 from eagle3lab.decoding.evaluate import draft_passes, evaluate_offline, greedy_dataset, pass_mask
@@ -77,7 +77,7 @@ def test_bad_prompt_lens():
         evaluate_offline(target, draft, [[1, 2, 3]], prompt_lens=[5])
 
 
-@pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built (make data)")
+@pytest.mark.usefixtures("bundled_models")
 def test_offline_agrees_with_loop_on_bundled_models():
     from eagle3lab.models.checkpoint import load_draft
     from eagle3lab.models.target import load_target

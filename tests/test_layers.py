@@ -131,3 +131,4 @@ except ImportError:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PKG.parent)
     assert out.returncode == 0 and out.stdout.startswith("ok"), out.stderr[-2000:]
     assert len(mods) >= 10
+

@@ -80,9 +80,7 @@ TRAINED = (0, 3, 7)         # data/models/draft-case/training.json "trained_resi
 
 
 @pytest.fixture(scope="module")
-def bundle():
-    if not all(bundled.available().values()):
-        pytest.fail("bundled models missing: run `make data`")
+def bundle(bundled_models):
     from eagle3lab.bundled import load_prompts
     from eagle3lab.decoding.evaluate import greedy_dataset
     from eagle3lab.models.checkpoint import load_draft

@@ -21,7 +21,7 @@ from eagle3lab.models.capture import ResidCapture
 from eagle3lab.models.checkpoint import load_draft
 from eagle3lab.models.target import load_target
 
-pytestmark = pytest.mark.skipif(not all(bundled.available().values()), reason="bundled models not built (make data)")
+pytestmark = pytest.mark.usefixtures("bundled_models")
 
 CASE_WIRING = (0, 3, 7)   # what draft-case was trained on (its model card)
 NUM_STEPS = 4

@@ -14,8 +14,7 @@ matplotlib.use("Agg")
 import json  # noqa: E402
 
 import pytest  # noqa: E402
-from test_decoding import one_thread, prompts, tiny_pair  # noqa: E402
-from test_throughput import hand_costs  # noqa: E402
+from conftest import hand_costs, one_thread, prompts, tiny_pair  # noqa: E402
 
 import eagle3lab  # noqa: E402
 from eagle3lab import bundled  # noqa: E402
@@ -129,9 +128,7 @@ def trained_resid() -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def bundled_sweep():
-    if not all(bundled.available().values()):
-        pytest.fail("data/models is incomplete: run `make data` (the bundled models are committed)")
+def bundled_sweep(bundled_models):
     with one_thread():
         target = eagle3lab.load_target(bundled.TARGET, device="cpu")
         healthy = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")

@@ -50,9 +50,7 @@ def test_decode_sweep_on_a_tiny_target_is_lossless_and_reports_caps_and_both_spe
 
 
 @pytest.fixture(scope="module")
-def case():
-    if not bundled.available()["draft-case"]:
-        pytest.fail("data/models/draft-case is missing: run `make data` (the bundled models are committed)")
+def case(bundled_models):
     target = eagle3lab.load_target(bundled.TARGET, device="cpu")
     draft = load_draft(bundled.DRAFT_CASE, target=target, device="cpu")
     seqs, lens = greedy_dataset(target, load_prompts(n=6), max_new_tokens=40)

@@ -115,3 +115,12 @@ def test_display_path_is_relative_inside_the_checkout():
 
     assert display_path(TARGET) == "data/models/target"
     assert display_path("org/hub-model") == "org/hub-model" and display_path(None) is None
+
+
+def test_missing_bundled_models_fail_with_make_data(monkeypatch):
+    """The one policy: a test that needs the committed models fails (never skips) and says `make data`."""
+    import conftest
+
+    monkeypatch.setattr(conftest.bundled, "available", lambda: {"target": True, "draft-healthy": False, "draft-case": True})
+    with pytest.raises(pytest.fail.Exception, match=r"draft-healthy.*make data"):
+        conftest.bundled_models.__wrapped__()

@@ -6,10 +6,9 @@ import json
 
 import pytest
 import torch
-from test_decoding import one_thread, prompts, tiny_pair
+from conftest import hand_costs, one_thread, prompts, tiny_pair
 
 from eagle3lab.analysis.cost_model import (
-    CostModel,
     break_even_tau,
     explain,
     implied_round_cost,
@@ -39,11 +38,6 @@ def test_leviathan_formulas_by_hand():
     assert break_even_tau(1.7) == 1.7
     # the seed: 90 tok/s plain, 56.8 with speculation; at tau 1.3 a round cost 2.06 target steps
     assert implied_round_cost(1.3, 90, 56.8) == pytest.approx(1.3 * 90 / 56.8)
-
-
-def hand_costs():
-    return CostModel(device="cpu", context_len=10, target_step_s=1.0, draft_step_s=0.1,
-                     verify_s={1: 1.0, 2: 1.1, 4: 1.3, 8: 1.7}, extend_s={1: 0.1, 2: 0.12, 3: 0.14, 4: 0.16})
 
 
 def test_cost_model_projection_by_hand():

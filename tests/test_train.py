@@ -178,7 +178,7 @@ def test_trained_draft_saves_in_sglang_format_and_loads(tiny, trained_draft, tmp
     assert evaluate_ttt(loaded, target, windows, (1, 3, 4), 3) == evaluate_ttt(draft, target, windows, (1, 3, 4), 3)
 
 
-@pytest.mark.skipif(not (bundled.CORPUS / "train.jsonl.xz").exists(), reason="data/corpus not built")
+@pytest.mark.usefixtures("bundled_models")
 def test_build_data_smoke_end_to_end(tmp_path):
     """`make data` in miniature: every stage on a corpus slice, cards written and reproduced."""
     import shutil

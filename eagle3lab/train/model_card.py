@@ -381,8 +381,12 @@ def write_cards(data_dir: str | Path, names=("target", "draft-healthy", "draft-c
     return out
 
 
-def verify(data_dir: str | Path, tol: float = 2e-3) -> list[str]:
-    """Re-measure every model and compare with its ``quality.json``; returns the mismatches."""
+def verify(data_dir: str | Path, tol: float = 2e-3, measured: dict | None = None) -> list[str]:
+    """Re-measure every model and compare with its ``quality.json``; returns the mismatches.
+
+    ``measured``: a dict to fill with the fresh numbers (model name -> what ``quality.json`` holds),
+    for callers that check more than the agreement with the card.
+    """
     data_dir = Path(data_dir)
     problems = []
     for name in ("target", "draft-healthy", "draft-case"):
@@ -392,6 +396,8 @@ def verify(data_dir: str | Path, tol: float = 2e-3) -> list[str]:
             continue
         stored = json.loads(path.read_text())
         now = measure_target(data_dir) if name == "target" else measure_draft(data_dir, name)
+        if measured is not None:
+            measured[name] = now
         for key, a, b in _numbers(stored, now):
             if abs(a - b) > tol:
                 problems.append(f"{name} {key}: card says {a}, measured {b}")
