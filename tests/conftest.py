@@ -20,6 +20,31 @@ from eagle3lab import bundled  # noqa: E402
 REAL_CONFIGS = Path(__file__).resolve().parent / "fixtures" / "real-configs"
 
 
+@functools.cache
+def _execute(name: str):
+    from eagle3lab.app.workbook import NOTEBOOKS, execute_notebook
+
+    try:
+        return execute_notebook(NOTEBOOKS / name, timeout=600), None
+    except Exception as err:  # kept, so that a broken notebook runs once, not once per test
+        return getattr(err, "nb", None), err
+
+
+def executed_notebook(name: str):
+    """``notebooks/NAME`` executed on the bundled models, once per test run (every test shares the run)."""
+    nb, err = _execute(name)
+    if err is not None:
+        pytest.fail(f"{name} failed to execute: {str(err).strip().splitlines()[-1] if str(err).strip() else err!r}")
+    return nb
+
+
+def notebook_claims(name: str) -> dict:
+    """The numbers (and verdicts) notebook NAME's summary states, as its run computed them."""
+    from eagle3lab.app.workbook import find_claims
+
+    return find_claims(executed_notebook(name))
+
+
 @pytest.fixture(scope="session")
 def bundled_models():
     """The one policy when the committed models are missing: fail, saying how to rebuild them."""

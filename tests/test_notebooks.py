@@ -1,20 +1,53 @@
-"""Every notebook executes headless on the bundled models without an error and states a summary."""
+"""Every notebook executes headless on the bundled models (once per test run), without an error, and
+states a summary whose measured numbers are the ones its run computed (``summary(text, **claims)``).
+
+The notebooks' claims themselves are asserted in ``tests/test_nb_*.py`` from the same runs.
+"""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from conftest import executed_notebook
 
-from eagle3lab.app.workbook import error_outputs, execute_notebook, find_summary, notebook_paths
+from eagle3lab.app.workbook import error_outputs, find_claims, find_summary, notebook_paths
 
-# Per-notebook limit (seconds per cell); the whole notebook must also fit the pytest timeout.
-CELL_TIMEOUT = 600
+_DECIMAL = re.compile(r"(?<![\w.#\[])(-?\d+\.\d+)(?![.\d])")
+
+
+def _formatted(value, decimals: int) -> set[str]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return set()
+    return {f"{value:.{decimals}f}"}
+
+
+def decimals_not_claimed(text: str, claims: dict) -> list[str]:
+    """Decimal numbers in ``text`` that no claim rounds to (at the precision the text shows)."""
+    values = []
+    for v in claims.values():
+        values += v if isinstance(v, list) else [v]
+    missing = []
+    for token in _DECIMAL.findall(text):
+        places = len(token.split(".")[1])
+        if not any(token in _formatted(v, places) for v in values):
+            missing.append(token)
+    return missing
+
+
+def test_decimal_check_sees_an_unclaimed_number():
+    assert decimals_not_claimed("tau 1.43 and 0.94x", {"tau": 1.4321, "speedup": 0.9412}) == []
+    assert decimals_not_claimed("tau 1.43 and 0.94x", {"tau": 1.4321}) == ["0.94"]
+    assert decimals_not_claimed("resid[3] in v0.5.11 or 0.5.10.post1, PR #25454", {}) == []
 
 
 @pytest.mark.notebook
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.name)
-def test_notebook_executes(path):
-    nb = execute_notebook(path, timeout=CELL_TIMEOUT)
+def test_notebook_executes_and_its_summary_states_computed_numbers(path):
+    nb = executed_notebook(path.name)
     assert error_outputs(nb) == []
     text = find_summary(nb)
     assert text and len(text) > 20, f"{path.name} ran but its summary() is missing or empty"
+    claims = find_claims(nb)
+    assert decimals_not_claimed(text, claims) == [], f"{path.name}: numbers in the summary not passed as claims"

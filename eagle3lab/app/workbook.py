@@ -19,13 +19,29 @@ from eagle3lab.bundled import ROOT
 
 NOTEBOOKS = ROOT / "notebooks"
 SUMMARY_KEY = "eagle3lab_summary"
+CLAIMS_KEY = "eagle3lab_claims"
 
 
-def summary(text: str) -> None:
-    """Show ``text`` (markdown) as the notebook's finding and tag it for the workbook index."""
+def summary(text: str, **claims) -> None:
+    """Show ``text`` (markdown) as the notebook's finding and tag it for the workbook index.
+
+    ``claims``: the computed numbers (and verdicts) the text states, by name, stored beside it so that
+    the tests assert each claim from the run that made it (JSON values: numbers, strings, lists).
+    """
     from IPython.display import Markdown, display
 
-    display(Markdown(f"**Summary.** {text}"), metadata={SUMMARY_KEY: text})
+    display(Markdown(f"**Summary.** {text}"), metadata={SUMMARY_KEY: text, CLAIMS_KEY: _plain(claims)})
+
+
+def _plain(value):
+    """numpy / pandas scalars and tuples -> JSON values."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return value.item()
+    return value
 
 
 def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:
@@ -89,6 +105,17 @@ def find_summary(nb) -> str | None:
             text = out.get("metadata", {}).get(SUMMARY_KEY)
             if text:
                 found = text
+    return found
+
+
+def find_claims(nb) -> dict:
+    """The claims the notebook passed to ``summary()`` (the last call wins)."""
+    found = {}
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            meta = out.get("metadata", {})
+            if meta.get(SUMMARY_KEY):
+                found = dict(meta.get(CLAIMS_KEY) or {})
     return found
 
 
