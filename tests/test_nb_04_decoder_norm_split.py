@@ -139,7 +139,7 @@ def test_profiles_decide_the_rule_from_the_config_and_their_engine(models):
     case, healthy = drafts["case"][0], drafts["healthy"][0]
 
     def rule(d, profile):
-        return next((v, how) for f, v, how in d.under(profile).settings.decisions if f == "norm_before_residual")
+        return tuple(d.under(profile).settings.decisions["norm_before_residual"])
 
     for profile in ("speculators", "vllm"):
         assert rule(case, profile)[0] is True and "explicit" in rule(case, profile)[1]

@@ -19,7 +19,7 @@ def cfg(**kw) -> DraftConfig:
 def test_vllm_reads_a_missing_norm_before_residual_as_true_only_in_speculators_configs():
     s = resolve_settings(cfg(), "vllm", fmt="speculators")
     assert s.norm_before_residual is True
-    how = dict((f, h) for f, _, h in s.decisions)["norm_before_residual"]
+    how = s.decisions["norm_before_residual"].how
     assert "missing" in how and "update_eagle3" in how
     assert resolve_settings(cfg(), "vllm", fmt="sglang").norm_before_residual is False
     assert resolve_settings(cfg(), "speculators", fmt="speculators").norm_before_residual is False
@@ -30,7 +30,7 @@ def test_sglang_specforge_and_eagle_ignore_norm_before_residual():
     for name in ("sglang", "sglang-legacy", "specforge", "eagle"):
         s = resolve_settings(cfg(norm_before_residual=True), name, fmt="speculators")
         assert s.norm_before_residual is False, name
-        assert "ignored by" in dict((f, h) for f, _, h in s.decisions)["norm_before_residual"]
+        assert "ignored by" in s.decisions["norm_before_residual"].how
     assert resolve_settings(cfg(norm_before_residual=True), "speculators").norm_before_residual is True
 
 
@@ -59,7 +59,7 @@ def test_target_embedding_and_rope_variant_per_engine():
     assert resolve_settings(c, "vllm", has_target_embedding=True).use_target_embedding is False
     assert resolve_settings(c, "vllm").rope_scaling == LLAMA3
     spec = resolve_settings(c, "specforge")
-    assert spec.rope_scaling is None and any(f == "rope_scaling" for f, _, _ in spec.decisions)
+    assert spec.rope_scaling is None and "rope_scaling" in spec.decisions
 
 
 def test_which_config_keys_each_engine_reads_ids_from():

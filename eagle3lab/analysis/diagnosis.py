@@ -29,8 +29,7 @@ def wiring_hypotheses(draft, num_layers: int) -> dict[tuple[int, ...], list[str]
     """
     base: dict[tuple[int, ...], list[str]] = {}
     for name in PROFILES:
-        d = draft.under(name)
-        d.num_target_layers = num_layers
+        d = draft.under(name).bound(num_target_layers=num_layers)
         try:
             resid = tuple(d.aux_resid)
         except ValueError:   # this engine cannot serve the written ids at all: nothing to score

@@ -96,7 +96,7 @@ def draft_for(draft, target, profile=None):
     """The draft as ``profile`` runs it, told the target's layer count, checked against the target."""
     d = draft.under(profile if profile is not None else draft.profile)
     if d.num_target_layers is None:
-        d.num_target_layers = target.num_layers
+        d = d.bound(num_target_layers=target.num_layers)
     check_draft_fits(target.facts(), target_hidden_size=d.config.target_hidden_size,
                      num_target_layers=d.num_target_layers, device=d.fc.weight.device, where="draft")
     return d

@@ -12,7 +12,9 @@ draft's math reads. No ``if engine == ...`` appears anywhere in the math.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.errors import bad_input
 
 # The four switchable flags of the draft, in the order they act on the data.
@@ -45,6 +47,13 @@ class EngineProfile:
     @property
     def label(self) -> str:
         return f"{self.engine} ({self.versions})"
+
+    def aux_resolution(self, ids, key: str | None, num_layers: int, arch: str | None = None):
+        """Which target states this engine feeds a draft whose aux ids were written at ``key`` (an
+        ``eagle3lab.engines.layer_ids.AuxResolution``: ids it does not read fall back to its default)."""
+        seen, _ = self.visible_ids(ids, key)
+        return resolve_aux_layers(self.id_engine, ids=list(seen) if seen is not None else None, num_layers=num_layers,
+                                  arch=arch, engine_version=self.engine_version)
 
     def default_for(self, flag: str, fmt: str | None) -> tuple[bool, str]:
         """Value this engine uses when ``flag`` is missing from a config of format ``fmt``, and the rule."""
@@ -141,6 +150,13 @@ def get_profile(profile: str | EngineProfile) -> EngineProfile:
         raise bad_input("profile", None, f"one of {', '.join(PROFILES)}", repr(profile)) from None
 
 
+class Decision(NamedTuple):
+    """How one setting got its value: ``value`` and the rule that chose it (``how``)."""
+
+    value: object
+    how: str
+
+
 @dataclass(frozen=True)
 class DraftSettings:
     """The resolved switches the draft's math reads (one engine's view of one checkpoint)."""
@@ -151,8 +167,8 @@ class DraftSettings:
     recycle_postnorm: bool = False
     use_target_embedding: bool = False
     rope_scaling: dict | None = None
-    # (flag, value, how it was decided), for load reports and inspect
-    decisions: tuple[tuple[str, object, str], ...] = ()
+    # setting -> Decision(value, how it was decided), for load reports, inspect and notebooks
+    decisions: dict[str, Decision] = field(default_factory=dict)
 
 
 def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = None,
@@ -160,7 +176,7 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     """A checkpoint's written flags (None = key missing) + an engine profile -> ``DraftSettings``."""
     profile = get_profile(profile)
     values: dict[str, bool] = {}
-    decisions = []
+    decisions: dict[str, Decision] = {}
     for flag in FLAGS:
         written = getattr(config, flag)
         if flag not in profile.honours:
@@ -172,7 +188,7 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
         else:
             value, how = bool(written), f"explicit in the checkpoint, honoured by {profile.engine}"
         values[flag] = value
-        decisions.append((flag, value, how))
+        decisions[flag] = Decision(value, how)
     for flag in ("norm_before_fc", "fc_norm"):  # these need weights the checkpoint may not have
         if values[flag] and not getattr(config, flag):
             raise bad_input("draft config", flag, "true only when the checkpoint has its norm weights",
@@ -181,23 +197,24 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
         raise bad_input("draft config", "norm_before_fc / fc_norm", "at most one of them true (speculators "
                         "treats them as mutually exclusive)", "both true")
     recycle_postnorm = values["norm_output"] and profile.norm_output_recycles_postnorm
-    decisions.append(("recycle", "post-norm" if recycle_postnorm else "pre-norm",
-                      f"{profile.engine}: " + ("norm_output recycles the normed state" if recycle_postnorm
-                                               else "recycles the pre-norm state")))
+    decisions["recycle"] = Decision("post-norm" if recycle_postnorm else "pre-norm",
+                                    f"{profile.engine}: " + ("norm_output recycles the normed state"
+                                                             if recycle_postnorm else "recycles the pre-norm state"))
     use_target_embedding = profile.uses_target_embedding and has_target_embedding
     if profile.uses_target_embedding:
-        decisions.append(("embedding", "target" if use_target_embedding else "draft",
-                          f"{profile.engine} replaces the draft embedding with the target's"
-                          + ("" if has_target_embedding else "; no target given, so the draft's own is used")))
+        decisions["embedding"] = Decision("target" if use_target_embedding else "draft",
+                                          f"{profile.engine} replaces the draft embedding with the target's"
+                                          + ("" if has_target_embedding else "; no target given, so the draft's "
+                                             "own is used"))
     rope = config.rope_scaling
     rope_type = rope_type_of(rope)
     if rope_type not in profile.rope_types:
-        decisions.append(("rope_scaling", "default", f"{profile.label} does not apply rope_type '{rope_type}'"))
+        decisions["rope_scaling"] = Decision("default", f"{profile.label} does not apply rope_type '{rope_type}'")
         rope = None
     return DraftSettings(norm_before_fc=values["norm_before_fc"], fc_norm=values["fc_norm"],
                          norm_before_residual=values["norm_before_residual"], recycle_postnorm=recycle_postnorm,
                          use_target_embedding=use_target_embedding, rope_scaling=rope,
-                         decisions=tuple(decisions))
+                         decisions=decisions)
 
 
 def rope_type_of(rope_scaling: dict | None) -> str:

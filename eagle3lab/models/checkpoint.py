@@ -365,13 +365,10 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
     assert not result.unexpected_keys, result.unexpected_keys  # check_state_dict already refused them
     draft.to(device=dev, dtype=to_dtype)
     draft.requires_grad_(False).eval()
-    draft.num_target_layers = num_target_layers or facts.num_layers
-    draft.target_arch = facts.arch
-    if facts.embedding is not None:
-        draft.target_embedding = facts.embedding.detach().to(device=dev, dtype=to_dtype)
-    draft._set_profile(profile)   # again, now that the target's embedding is known
+    embedding_of_target = facts.embedding.detach().to(device=dev, dtype=to_dtype) if facts.embedding is not None else None
+    draft = draft.bound(num_target_layers or facts.num_layers, facts.arch, embedding_of_target)
     report.profile = draft.profile.name
-    report.settings = [{"flag": f, "value": v, "how": h} for f, v, h in draft.settings.decisions]
+    report.settings = [{"flag": f, "value": d.value, "how": d.how} for f, d in draft.settings.decisions.items()]
     seen, why = draft.profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
     if why:
         report.warnings.append(why)
@@ -578,7 +575,7 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
             for flag in FLAGS:
                 flags[flag]["by_engine"][name] = {"value": None, "how": str(err)}
             continue
-        for flag, value, how in settings.decisions:
+        for flag, (value, how) in settings.decisions.items():
             flags.setdefault(flag, {"written": None, "by_engine": {}})["by_engine"][name] = {"value": value,
                                                                                              "how": how}
     out["norm_flags"] = flags

@@ -51,6 +51,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from eagle3lab.engines.profiles import (
+    Decision,
     DraftSettings,
     EngineProfile,
     get_profile,
@@ -58,7 +59,7 @@ from eagle3lab.engines.profiles import (
     rope_type_of,
 )
 from eagle3lab.errors import bad_input
-from eagle3lab.models.hooks import HookPoints, run_with_cache, run_with_patches
+from eagle3lab.models.hooks import HookPoint, installed, run_with_cache, run_with_patches, setup_hooks
 
 
 @dataclass
@@ -204,71 +205,59 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: DraftConfig, in_dim: int):
+    def __init__(self, cfg: DraftConfig, in_dim: int, layer: int):
         super().__init__()
+        self.layer = layer
         self.n_heads, self.n_kv, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.q_proj = nn.Linear(in_dim, self.n_heads * self.head_dim, bias=False)
         self.k_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
         self.v_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
         self.o_proj = nn.Linear(self.n_heads * self.head_dim, cfg.hidden_size, bias=False)
+        self.q, self.k, self.v = HookPoint(), HookPoint(), HookPoint()   # after RoPE (layers.{i}.q/k/v)
 
-    def forward(self, x, cos, sin, mask, cache, layer, hp, names):
+    def forward(self, x, cos, sin, mask, cache):
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
-        q, k = hp(names["q"], apply_rope(q, cos, sin)), hp(names["k"], apply_rope(k, cos, sin))
-        v = hp(names["v"], v)
+        q, k, v = self.q(apply_rope(q, cos, sin)), self.k(apply_rope(k, cos, sin)), self.v(v)
         if cache is not None:
-            k, v = cache.update(layer, k, v)
+            k, v = cache.update(self.layer, k, v)
         # grouped-query attention: each kv head serves n_heads / n_kv query heads (SDPA expands them)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
 
 
 class DecoderLayer(nn.Module):
-    """Layer 0 reads ``[input_layernorm(embed) ; hidden_norm(h)]``; later layers are plain Llama layers."""
+    """Layer 0 reads ``[input_layernorm(embed) ; hidden_norm(h)]``; later layers are plain Llama layers.
+
+    Hook points are registered in forward order, so their names come out in that order.
+    """
 
     def __init__(self, cfg: DraftConfig, index: int):
         super().__init__()
-        self.index, self.first = index, index == 0
+        self.first = index == 0
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         if self.first:
             self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.self_attn = Attention(cfg, 2 * cfg.hidden_size if self.first else cfg.hidden_size)
+            self.emb_normed, self.hid_normed = HookPoint(), HookPoint()
+        self.residual, self.attn_in = HookPoint(), HookPoint()
+        self.self_attn = Attention(cfg, 2 * cfg.hidden_size if self.first else cfg.hidden_size, index)
+        self.attn_out, self.resid_mid = HookPoint(), HookPoint()
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp_in = HookPoint()
         self.mlp = MLP(cfg)
-        points = (LAYER0_POINTS if self.first else LAYER_POINTS) + ATTN_POINTS
-        self.names = {p: f"layers.{index}.{p}" for p in points}
+        self.mlp_out, self.resid_out = HookPoint(), HookPoint()
 
-    def forward(self, h, emb, s: DraftSettings, cos, sin, mask, cache, hp):
-        n = self.names
-        if self.first:
-            emb_normed = hp(n["emb_normed"], self.input_layernorm(emb))
-            hid_normed = hp(n["hid_normed"], self.hidden_norm(h))
-            residual = hp(n["residual"], hid_normed if s.norm_before_residual else h)
-            attn_in = hp(n["attn_in"], torch.cat([emb_normed, hid_normed], dim=-1))
+    def forward(self, h, emb, s: DraftSettings, cos, sin, mask, cache):
+        if self.first:   # the dual-norm first layer; the residual rule is the profile's
+            emb_normed, hid_normed = self.emb_normed(self.input_layernorm(emb)), self.hid_normed(self.hidden_norm(h))
+            residual = self.residual(hid_normed if s.norm_before_residual else h)
+            attn_in = self.attn_in(torch.cat([emb_normed, hid_normed], dim=-1))
         else:
-            residual = hp(n["residual"], h)
-            attn_in = hp(n["attn_in"], self.input_layernorm(h))
-        attn_out = hp(n["attn_out"], self.self_attn(attn_in, cos, sin, mask, cache, self.index, hp, n))
-        h = hp(n["resid_mid"], residual + attn_out)
-        mlp_out = hp(n["mlp_out"], self.mlp(hp(n["mlp_in"], self.post_attention_layernorm(h))))
-        return hp(n["resid_out"], h + mlp_out)
-
-
-LAYER0_POINTS = ("emb_normed", "hid_normed", "residual", "attn_in")
-LAYER_POINTS = ("residual", "attn_in")
-ATTN_POINTS = ("q", "k", "v", "attn_out", "resid_mid", "mlp_in", "mlp_out", "resid_out")
-
-
-def hook_names(cfg: DraftConfig) -> list[str]:
-    names = ["embed", "fc_in"] + (["fc_normed"] if (cfg.norm_before_fc or cfg.fc_norm) else [])
-    names += ["fc_out", "recycled_in"]
-    for i in range(cfg.num_hidden_layers):
-        points = (LAYER0_POINTS if i == 0 else LAYER_POINTS) + ATTN_POINTS
-        names += [f"layers.{i}.{p}" for p in points]
-    return names + ["prenorm_out", "normed_out", "logits", "hidden_out"]
+            residual, attn_in = self.residual(h), self.attn_in(self.input_layernorm(h))
+        h = self.resid_mid(residual + self.attn_out(self.self_attn(attn_in, cos, sin, mask, cache)))
+        return self.resid_out(h + self.mlp_out(self.mlp(self.mlp_in(self.post_attention_layernorm(h)))))
 
 
 # ---------------------------------------------------------------------------- the draft
@@ -281,14 +270,23 @@ class Eagle3Draft(nn.Module):
         cfg = self.config = config
         H, fc_width = cfg.hidden_size, cfg.num_aux * cfg.target_hidden_size
         self.embed_tokens = nn.Embedding(cfg.vocab_size, H)
+        self.embed, self.fc_in = HookPoint(), HookPoint()
         if cfg.norm_before_fc:   # one RMSNorm over the whole fc input (gpt-oss drafts)
             self.input_norm = RMSNorm(fc_width, cfg.rms_norm_eps)
         if cfg.fc_norm:          # one RMSNorm per aux chunk (EAGLE 3.1)
             self.fc_norm = nn.ModuleList(RMSNorm(cfg.target_hidden_size, cfg.rms_norm_eps) for _ in range(cfg.num_aux))
+        if cfg.norm_before_fc or cfg.fc_norm:
+            self.fc_normed = HookPoint()
         self.fc = nn.Linear(fc_width, H, bias=False)
+        self.fc_out, self.recycled_in = HookPoint(), HookPoint()
         self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_hidden_layers))
+        self.prenorm_out = HookPoint()
         self.norm = RMSNorm(H, cfg.rms_norm_eps)
+        self.normed_out = HookPoint()
         self.lm_head = nn.Linear(H, cfg.draft_vocab_size, bias=False)
+        self.logits, self.hidden_out = HookPoint(), HookPoint()
+        # one source of names, set once: "layers.0.residual", "layers.0.q" (self_attn left out), ...
+        self.hook_points = setup_hooks(self, drop=("self_attn",))
         if cfg.draft_vocab_size != cfg.vocab_size:
             self.register_buffer("d2t", torch.zeros(cfg.draft_vocab_size, dtype=torch.long))
             self.register_buffer("t2d", torch.zeros(cfg.vocab_size, dtype=torch.bool))
@@ -310,12 +308,11 @@ class Eagle3Draft(nn.Module):
                                          has_target_embedding=self.target_embedding is not None)
         flags = {k: v for k, v in self.wiring.items() if k != "aux_resid"}
         if flags:
-            self.settings = replace(self.settings, **flags, decisions=self.settings.decisions + tuple(
-                (k, v, "set explicitly with rewired()") for k, v in flags.items()))
+            self.settings = replace(self.settings, **flags, decisions={
+                **self.settings.decisions, **{k: Decision(v, "set explicitly with rewired()") for k, v in flags.items()}})
         # fp32 and not a buffer, so that draft.to(bfloat16) cannot round the RoPE frequencies
         self._inv_freq = rope_inv_freq(self.config.head_dim, self.config.rope_theta, self.settings.rope_scaling)
         self._rope_table: dict = {}   # (device, dtype) -> (cos, sin) rows by position, grown on demand
-        self.hook_points = HookPoints(hook_names(self.config))
 
     def under(self, profile: str | EngineProfile) -> Eagle3Draft:
         """The same weights (shared, not copied) run with that engine's arithmetic."""
@@ -343,18 +340,29 @@ class Eagle3Draft(nn.Module):
         twin._set_profile(self.profile)
         return twin
 
+    def bound(self, num_target_layers: int | None = None, target_arch: str | None = None,
+              target_embedding: torch.Tensor | None = None) -> Eagle3Draft:
+        """The same weights bound to a target: its layer count and architecture (which states the
+        profile's ids mean) and its embedding (for engines that swap it in); unset arguments keep
+        what this draft had. The settings are resolved again, since they depend on the embedding."""
+        twin = copy.copy(self)
+        if num_target_layers is not None:
+            twin.num_target_layers = int(num_target_layers)
+        if target_arch is not None:
+            twin.target_arch = target_arch
+        if target_embedding is not None:
+            twin.target_embedding = target_embedding
+        twin._set_profile(self.profile)
+        return twin
+
     @property
     def aux_resolution(self):
-        """Which target states this draft is fed under its profile (``eagle3lab.engines.layer_ids.AuxResolution``)."""
-        from eagle3lab.engines.layer_ids import resolve_aux_layers
-
+        """Which target states this draft is fed under its profile (the profile translates the ids)."""
         if self.num_target_layers is None:
             raise bad_input("draft", "num_target_layers", "the target's number of decoder layers",
                             "None", "Pass load_draft(..., target=) or num_target_layers=.")
-        ids, _ = self.profile.visible_ids(self.config.aux_layer_ids, self.config.aux_ids_key)
-        return resolve_aux_layers(self.profile.id_engine, ids=list(ids) if ids is not None else None,
-                                  num_layers=self.num_target_layers, arch=self.target_arch,
-                                  engine_version=self.profile.engine_version)
+        return self.profile.aux_resolution(self.config.aux_layer_ids, self.config.aux_ids_key,
+                                           self.num_target_layers, self.target_arch)
 
     @property
     def aux_resid(self) -> tuple[int, ...]:
@@ -368,7 +376,7 @@ class Eagle3Draft(nn.Module):
         """``logits_to_keep`` n > 0: logits for the last n rows only (decoding reads one; the LM head
         over every row of a long extend is the costliest waste), and so the ``logits`` hook sees
         ``[B, n, V]``; ``hidden`` keeps every row."""
-        s, hp, cfg = self.settings, self.hook_points, self.config
+        s, cfg = self.settings, self.config
         B, T = input_ids.shape
         if logits_to_keep < 0:
             raise bad_input("draft forward", "logits_to_keep", "0 (every row) or n > 0 (the last n rows)",
@@ -378,33 +386,33 @@ class Eagle3Draft(nn.Module):
             raise bad_input("draft", "embed_tokens.weight", "an embedding (this checkpoint has none)", "missing",
                             "Load it with load_draft(..., target=) so the target's embedding is used.")
         emb_weight = self.target_embedding if s.use_target_embedding else self.embed_tokens.weight
-        emb = hp("embed", F.embedding(input_ids, emb_weight))
+        emb = self.embed(F.embedding(input_ids, emb_weight))
 
         if (aux_hidden_states is None) == (recycled_hidden is None):
             raise bad_input("draft forward", "aux_hidden_states / recycled_hidden", "exactly one of them",
                             "both" if aux_hidden_states is not None else "neither")
         if aux_hidden_states is not None:   # target features go through fc
             self._check_width("aux_hidden_states", aux_hidden_states, cfg.num_aux * cfg.target_hidden_size, B, T)
-            fc_in = hp("fc_in", aux_hidden_states)
+            fc_in = self.fc_in(aux_hidden_states)
             if s.norm_before_fc:
-                fc_in = hp("fc_normed", self.input_norm(fc_in))
+                fc_in = self.fc_normed(self.input_norm(fc_in))
             elif s.fc_norm:
                 chunks = fc_in.split(cfg.target_hidden_size, dim=-1)
-                fc_in = hp("fc_normed", torch.cat([norm(c) for norm, c in zip(self.fc_norm, chunks)], dim=-1))
-            h = hp("fc_out", self.fc(fc_in))
+                fc_in = self.fc_normed(torch.cat([norm(c) for norm, c in zip(self.fc_norm, chunks)], dim=-1))
+            h = self.fc_out(self.fc(fc_in))
         else:                               # the draft's own previous state skips fc
             self._check_width("recycled_hidden", recycled_hidden, cfg.hidden_size, B, T)
-            h = hp("recycled_in", recycled_hidden)
+            h = self.recycled_in(recycled_hidden)
 
         cos, sin = self._rope(past, T, position_ids, h.dtype, input_ids.device)   # [B|1, 1, T, head_dim]
         mask = self._mask(attention_mask, T, past, input_ids.device)
 
         for layer in self.layers:
-            h = layer(h, emb, s, cos, sin, mask, cache, hp)
-        h = hp("prenorm_out", h)
-        normed = hp("normed_out", self.norm(h))
-        logits = hp("logits", self.lm_head(normed[:, -logits_to_keep:] if logits_to_keep else normed))
-        hidden = hp("hidden_out", normed if s.recycle_postnorm else h)
+            h = layer(h, emb, s, cos, sin, mask, cache)
+        h = self.prenorm_out(h)
+        normed = self.normed_out(self.norm(h))
+        logits = self.logits(self.lm_head(normed[:, -logits_to_keep:] if logits_to_keep else normed))
+        hidden = self.hidden_out(normed if s.recycle_postnorm else h)
         return DraftOutput(logits=logits, hidden=hidden, cache=cache)
 
     def _rope_angles(self, position_ids: torch.Tensor) -> torch.Tensor:
@@ -459,11 +467,14 @@ class Eagle3Draft(nn.Module):
     # -- hooks ---------------------------------------------------------------------------------
     @property
     def hook_names(self) -> tuple[str, ...]:
-        return self.hook_points.names
+        return tuple(self.hook_points)
 
     def hooks(self, fns: dict):
-        """Context manager installing ``{name or pattern: fn(tensor, name) -> tensor | None}``."""
-        return self.hook_points.installed(fns)
+        """Context manager installing ``{name or pattern: fn(tensor, name) -> tensor | None}``.
+
+        Views from ``under()`` / ``rewired()`` share the weights and so the hook points: a hook installed
+        through one view fires in any view run inside the ``with`` block."""
+        return installed(self.hook_points, fns)
 
     def run_with_cache(self, *args, names=None, detach: bool = True, **kwargs):
         """``(DraftOutput, {hook name: tensor})`` for the selected names (all when None)."""

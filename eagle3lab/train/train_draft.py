@@ -102,8 +102,7 @@ def build_draft(target, cfg: DraftTrainConfig, vocab: DraftVocab):
             draft.norm.weight.copy_(target.final_norm.weight)
     # SpecForge trains with the target's embedding frozen and SGLang swaps it in at load.
     draft.embed_tokens.weight.requires_grad_(False)
-    draft.num_target_layers = target.num_layers
-    return draft
+    return draft.bound(num_target_layers=target.num_layers)
 
 
 @torch.no_grad()
