@@ -32,8 +32,8 @@ _HOMES = {
     # engine knowledge
     "eagle3lab.engines.flags": ("resolve_flags", "sglang_what_if", "SEED_COMMAND", "SEED_TARGET_CONFIG",
                                 "SEED_DRAFT_CONFIG"),
-    "eagle3lab.engines.layer_ids": ("resolve_aux_layers", "to_engine_ids", "compare_engines", "resid_name",
-                                    "resid_label"),
+    "eagle3lab.engines.layer_ids": ("resolve_aux_layers", "to_engine_ids", "nearest_servable", "compare_engines",
+                                    "resid_name", "resid_label"),
     "eagle3lab.engines.profiles": ("PROFILES", "get_profile", "resolve_settings"),
     "eagle3lab.engines.acceptance": ("acceptance_stats", "expected_tau", "compare_definitions", "engine_log_lines"),
     # models
@@ -53,7 +53,8 @@ _HOMES = {
     "eagle3lab.analysis.roofline": ("SERVED", "price_on_served", "here_and_served"),
     "eagle3lab.analysis.benchmark": ("decode_sweep", "run_benchmark", "recorded_benchmarks"),
     "eagle3lab.analysis.diagnosis": ("search_wiring", "slot_scan", "wiring_neighbourhood"),
-    "eagle3lab.analysis.plots": ("plot_acceptance", "plot_break_even", "plot_here_and_served", "plot_speedup_vs_c"),
+    "eagle3lab.analysis.plots": ("plot_acceptance", "plot_break_even", "plot_here_and_served",
+                                 "plot_speedup_vs_c"),
     # the face
     "eagle3lab.app.environment": ("environment_report", "bundled_models", "notebook_map"),
     "eagle3lab.app.widgets": ("flags_widget",),

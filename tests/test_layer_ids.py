@@ -386,3 +386,16 @@ def test_cli_ids_bad_version_names_the_flag(capsys):
     assert main(["ids", "sglang", "2", "30", "--num-layers", "61", "--engine-version", "banana"]) == 2
     err = capsys.readouterr().err
     assert "--engine-version" in err and "'banana'" in err and "engine_version:" not in err
+
+
+def test_nearest_servable_moves_only_what_the_engine_cannot_capture():
+    from eagle3lab.engines.layer_ids import nearest_servable
+
+    # SGLang's llama.py cannot feed the embedding: resid[0] -> resid[1]; the rest stays
+    assert nearest_servable("sglang", (0, 3, 7), 12, arch="LlamaForCausalLM") == ((1, 3, 7), [0, 2, 6])
+    assert nearest_servable("sglang", (2, 6, 12), 12, arch="LlamaForCausalLM") == ((2, 6, 11), [1, 5, 10])
+    # what an engine can express is returned as it is
+    assert nearest_servable("vllm", (0, 3, 7), 12) == ((0, 3, 7), [0, 3, 7])
+    assert nearest_servable("sglang", (3, 7, 11), 12, arch="LlamaForCausalLM") == ((3, 7, 11), [2, 6, 10])
+    with pytest.raises(Eagle3LabError, match="no wiring near"):
+        nearest_servable("sglang", (0, 1, 7), 12, arch="LlamaForCausalLM")      # both land on resid[1]

@@ -531,6 +531,35 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
         "the embedding, resid[N-1] instead of resid[N]), or patch the engine's capture loop.")
 
 
+def nearest_servable(engine: str, resid, num_layers: int, arch: str | None = None,
+                     engine_version: str | None = None) -> tuple[tuple[int, ...], list]:
+    """The wiring closest to ``resid`` that ``engine`` can feed, and the ids to write for it.
+
+    ``resid`` itself when the engine can express it; else each point the engine cannot capture moves
+    to its nearest point that it can, the order kept (SGLang's llama.py: resid[0] -> resid[1],
+    resid[N] -> resid[N-1]). Raises ``Eagle3LabError`` when no such wiring exists (EAGLE's fixed choice,
+    or two points landing on one).
+    """
+    def ids_for(points):
+        try:
+            return to_engine_ids(engine, list(points), num_layers, arch=arch, engine_version=engine_version)
+        except Eagle3LabError:
+            return None
+
+    resid = tuple(_as_int("resid", k) for k in resid)
+    if (ids := ids_for(resid)) is not None:
+        return resid, ids
+    n = _check_num_layers(num_layers)
+    moved = []
+    for k in resid:   # nearest capturable point, the inner one first on a tie
+        near = sorted(range(n + 1), key=lambda j: (abs(j - k), abs(j - n / 2)))
+        moved.append(next((j for j in near if ids_for([j]) is not None), None))
+    if None not in moved and (ids := ids_for(moved)) is not None:
+        return tuple(moved), ids
+    raise Eagle3LabError(f"{engine}: no wiring near {resid_label(resid, n)} can be fed for N = {n}"
+                         + (f", arch {arch}" if arch else "") + f" (nearest capturable points: {moved}).")
+
+
 def compare_engines(ids=None, num_layers: int | None = None, arch: str | None = None,
                     engine_version: str | None = None, engines=ID_CONVENTIONS):
     """One row per engine: what the same written ids mean there (a pandas DataFrame)."""
