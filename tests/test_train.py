@@ -173,7 +173,7 @@ def test_trained_draft_saves_in_sglang_format_and_loads(tiny, trained_draft, tmp
     assert "embed_tokens.weight" not in tensors and tensors["d2t"].shape == (128,)
     loaded = load_draft(tmp_path / "d", target=target, device="cpu")
     assert loaded.under("sglang").aux_resid == (1, 3, 4)
-    from eagle3lab.train.pretrain_target import eval_windows
+    from eagle3lab.train.loop import eval_windows
     windows = eval_windows(heldout_stream, 4, 32)
     assert evaluate_ttt(loaded, target, windows, (1, 3, 4), 3) == evaluate_ttt(draft, target, windows, (1, 3, 4), 3)
 

@@ -47,7 +47,8 @@ def file_table(model_dir: Path) -> str:
 def _heldout_windows(data_dir: Path, tokenizer, n: int, model_dir: Path):
     """``n`` fixed held-out windows, as long as the model was trained on (``training.json``)."""
     from eagle3lab.train.corpus import read_corpus
-    from eagle3lab.train.pretrain_target import eval_windows, tokenize_docs
+    from eagle3lab.train.loop import eval_windows
+    from eagle3lab.train.pretrain_target import tokenize_docs
     seq_len = json.loads((model_dir / "training.json").read_text())["config"]["seq_len"]
     return eval_windows(tokenize_docs(tokenizer, read_corpus(data_dir / "corpus", "heldout")), n, seq_len)
 

@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from eagle3lab.atomic import atomic_dir, atomic_file
+from eagle3lab.atomic import atomic_dir
 from eagle3lab.train.corpus import Doc
+from eagle3lab.train.loop import Schedule, batch_at, eval_windows, lr_at, run_loop
 
 
 @dataclass
-class TargetTrainConfig:
+class TargetTrainConfig(Schedule):
     hidden_size: int = 192
     num_hidden_layers: int = 12
     num_attention_heads: int = 6
@@ -34,19 +33,15 @@ class TargetTrainConfig:
     max_position_embeddings: int = 2048
     rope_theta: float = 10000.0
     tie_word_embeddings: bool = True
-    seq_len: int = 512
-    batch_size: int = 4
+    # the schedule's defaults for a from-scratch target (Schedule has the fields)
     steps: int = 1000
     lr: float = 2e-3
     min_lr: float = 2e-4
     warmup_steps: int = 60
     weight_decay: float = 0.1
-    grad_clip: float = 1.0
-    seed: int = 0
     eval_every: int = 200
     eval_windows: int = 32
     ckpt_every_s: float = 180.0
-    extra: dict = field(default_factory=dict)
 
 
 def tokenize_docs(tokenizer, docs: list[Doc]) -> np.ndarray:
@@ -56,20 +51,6 @@ def tokenize_docs(tokenizer, docs: list[Doc]) -> np.ndarray:
     stream = np.fromiter((t for doc in ids for t in (*doc, eos)), dtype=np.int64)
     assert stream.max() < 2**16
     return stream.astype(np.uint16)
-
-
-def batch_at(stream: np.ndarray, step: int, batch_size: int, seq_len: int, seed: int) -> torch.Tensor:
-    """Random windows of ``seq_len + 1`` tokens; a pure function of (seed, step)."""
-    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
-    starts = torch.randint(0, len(stream) - seq_len - 1, (batch_size,), generator=g).tolist()
-    return torch.from_numpy(np.stack([stream[s:s + seq_len + 1] for s in starts]).astype(np.int64))
-
-
-def eval_windows(stream: np.ndarray, n: int, seq_len: int) -> torch.Tensor:
-    """``n`` evenly spaced held-out windows (fixed: the same every evaluation)."""
-    n = min(n, (len(stream) - 1) // (seq_len + 1))
-    starts = np.linspace(0, len(stream) - seq_len - 1, n).astype(np.int64)
-    return torch.from_numpy(np.stack([stream[s:s + seq_len + 1] for s in starts]).astype(np.int64))
 
 
 def llama_config(cfg: TargetTrainConfig, tokenizer):
@@ -98,20 +79,6 @@ def heldout_loss(model, windows: torch.Tensor, batch_size: int = 8) -> float:
     return total / count
 
 
-def lr_at(step: int, cfg) -> float:
-    """Linear warmup, then cosine to ``min_lr`` (any config with lr, min_lr, warmup_steps, steps: target or draft)."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    frac = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
-    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(1.0, frac)))
-
-
-def atomic_torch_save(obj, path: Path) -> None:
-    """A training checkpoint (our own, read back with weights_only=True), never half-written."""
-    with atomic_file(path) as tmp:
-        torch.save(obj, tmp)
-
-
 def save_hf_dir(model, tokenizer, out_dir: str | Path) -> Path:
     """Write a Hugging Face model directory atomically (tmp dir, then rename over the old one)."""
     out_dir = Path(out_dir)
@@ -138,14 +105,10 @@ def pretrain_target(cfg: TargetTrainConfig, tokenizer, train_docs: list[Doc], he
                     threads: int | None = None) -> TargetTrainResult:
     """Train (or resume) the target in ``run_dir``; returns when ``cfg.steps`` are done or
     ``stop_after_s`` has passed (a later call with the same arguments continues exactly)."""
-    from tqdm.auto import tqdm
     from transformers import LlamaForCausalLM
 
     if threads:
         torch.set_num_threads(threads)
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    ckpt_path = run_dir / "ckpt.pt"
     stream = tokenize_docs(tokenizer, train_docs)
     heldout = eval_windows(tokenize_docs(tokenizer, heldout_docs), cfg.eval_windows, cfg.seq_len)
 
@@ -155,62 +118,23 @@ def pretrain_target(cfg: TargetTrainConfig, tokenizer, train_docs: list[Doc], he
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.95))
-    step, log, train_seconds = 0, [], 0.0
-    if ckpt_path.exists():
-        state = torch.load(ckpt_path, weights_only=True)
-        if state["config"] != asdict(cfg):
-            raise ValueError(f"{ckpt_path}: checkpoint was made with a different TargetTrainConfig; "
-                             "use another run_dir or delete the checkpoint to start over.")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optim"])
-        step, log, train_seconds = state["step"], json.loads(state["log"]), state["train_seconds"]
 
-    def checkpoint():
-        atomic_torch_save({"model": model.state_dict(), "optim": opt.state_dict(), "step": step,
-                           "config": asdict(cfg), "log": json.dumps(log), "train_seconds": train_seconds},
-                          ckpt_path)
-
-    model.train()
-    t_start = time.time()
-    t_last_ckpt = t_start
-    tokens_done = 0
-    bar = tqdm(total=cfg.steps, initial=step, desc="target", disable=not progress, mininterval=10)
-    while step < cfg.steps:
-        t0 = time.time()
+    def loss_at(step):
         batch = batch_at(stream, step, cfg.batch_size, cfg.seq_len, cfg.seed)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
         logits = model(input_ids=batch[:, :-1]).logits
         loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        step += 1
-        tokens_done += batch[:, 1:].numel()
-        train_seconds += time.time() - t0
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
-        entry = {"step": step, "loss": round(loss.item(), 4), "lr": lr_at(step - 1, cfg)}
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            entry["heldout_loss"] = round(heldout_loss(model, heldout), 4)
-            if progress:
-                bar.write(f"step {step}: train {loss.item():.3f}  held-out {entry['heldout_loss']:.3f}")
-        log.append(entry)
-        now = time.time()
-        if now - t_last_ckpt >= cfg.ckpt_every_s or step == cfg.steps:
-            checkpoint()
-            t_last_ckpt = now
-        if stop_after_s is not None and now - t_start >= stop_after_s:
-            checkpoint()
-            break
-    bar.close()
-    model.eval()
-    evals = [e["heldout_loss"] for e in log if "heldout_loss" in e]
-    elapsed = time.time() - t_start
-    return TargetTrainResult(model=model, step=step, done=step >= cfg.steps, log=log,
-                             heldout_loss=evals[-1] if evals else None, train_seconds=train_seconds,
-                             tokens_per_s=tokens_done / elapsed if elapsed else 0.0, train_tokens=len(stream))
+        return loss, batch[:, 1:].numel(), {"lr": lr_at(step, cfg)}, {}
+
+    def evaluate():
+        loss = round(heldout_loss(model, heldout), 4)
+        return "heldout_loss", loss, f"held-out {loss:.3f}"
+
+    run = run_loop(cfg, run_dir, {"model": model}, opt, list(model.parameters()), loss_at, evaluate,
+                   stop_after_s=stop_after_s, progress=progress, desc="target")
+    evals = [e["heldout_loss"] for e in run.log if "heldout_loss" in e]
+    return TargetTrainResult(model=model, step=run.step, done=run.done, log=run.log,
+                             heldout_loss=evals[-1] if evals else None, train_seconds=run.train_seconds,
+                             tokens_per_s=run.tokens_per_s, train_tokens=len(stream))
 
 
 def main(argv=None) -> int:

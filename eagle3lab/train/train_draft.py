@@ -23,20 +23,18 @@ chain drafting, where the draft's cache holds the prefix up to t.
 
 from __future__ import annotations
 
-import json
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from eagle3lab.train.draft_vocab import DraftVocab, select_draft_vocab, token_counts
-from eagle3lab.train.pretrain_target import atomic_torch_save, batch_at, eval_windows, lr_at
+from eagle3lab.train.loop import Schedule, batch_at, eval_windows, run_loop
 
 
 @dataclass
-class DraftTrainConfig:
+class DraftTrainConfig(Schedule):
     # wiring: which resid points feed fc, in this order (None: the engines' default 2, N//2, N-3)
     aux_resid: tuple[int, ...] | None = None
     norm_before_residual: bool = False
@@ -52,19 +50,6 @@ class DraftTrainConfig:
     # training
     ttt_steps: int = 4
     step_weight: float = 0.8
-    seq_len: int = 512
-    batch_size: int = 4
-    steps: int = 500
-    lr: float = 3e-3
-    min_lr: float = 3e-4
-    warmup_steps: int = 30
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
-    seed: int = 0
-    eval_every: int = 100
-    eval_windows: int = 16
-    ckpt_every_s: float = 120.0
-    extra: dict = field(default_factory=dict)
 
     def resolved_aux(self, num_layers: int) -> tuple[int, ...]:
         if self.aux_resid is not None:
@@ -201,17 +186,12 @@ def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout
     ``train_stream``/``heldout_stream``: token ids (1-D) of the target's tokenizer. ``vocab``: the
     draft vocabulary (default: the ``cfg.draft_vocab_size`` most frequent tokens of ``train_stream``).
     """
-    from tqdm.auto import tqdm
-
     if vocab is None:
         vocab = select_draft_vocab(token_counts([train_stream], target.vocab_size), cfg.draft_vocab_size)
     if len(vocab.d2t) != cfg.draft_vocab_size:
         raise ValueError(f"DraftTrainConfig.draft_vocab_size is {cfg.draft_vocab_size} but the given vocab "
                          f"has {len(vocab.d2t)} draft tokens; make them agree.")
 
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    ckpt_path = run_dir / "ckpt.pt"
     aux = cfg.resolved_aux(target.num_layers)
     bad = [k for k in aux if not 0 <= k <= target.num_layers]
     if bad:
@@ -222,60 +202,21 @@ def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout
     params = [p for p in draft.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
     heldout = eval_windows(heldout_stream, cfg.eval_windows, cfg.seq_len)
-    step, log, train_seconds = 0, [], 0.0
-    if ckpt_path.exists():
-        state = torch.load(ckpt_path, weights_only=True)
-        if json.loads(state["config"]) != json.loads(json.dumps(asdict(cfg))):
-            raise ValueError(f"{ckpt_path}: checkpoint was made with a different DraftTrainConfig; "
-                             "use another run_dir or delete the checkpoint to start over.")
-        draft.load_state_dict(state["draft"])
-        opt.load_state_dict(state["optim"])
-        step, log, train_seconds = state["step"], json.loads(state["log"]), state["train_seconds"]
 
-    def checkpoint():
-        atomic_torch_save({"draft": draft.state_dict(), "optim": opt.state_dict(), "step": step,
-                           "config": json.dumps(asdict(cfg)), "log": json.dumps(log),
-                           "train_seconds": train_seconds}, ckpt_path)
-
-    draft.train()
-    t_start = t_last = time.time()
-    tokens = 0
-    bar = tqdm(total=cfg.steps, initial=step, desc=desc, disable=not progress, mininterval=10)
-    while step < cfg.steps:
-        t0 = time.time()
+    def loss_at(step):
         batch = batch_at(train_stream, step, cfg.batch_size, cfg.seq_len, cfg.seed)[:, :-1].to(target.device)
         fc_in, logits = target_features(target, batch, aux)
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, cfg)
         loss, stats = ttt_loss(draft, batch, fc_in, logits, cfg.ttt_steps, cfg.step_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        opt.step()
-        step += 1
-        tokens += batch.numel()
-        train_seconds += time.time() - t0
-        entry = {"step": step, "loss": round(loss.item(), 4),
-                 "agree": [round(s["agree"] / max(1, s["n"]), 3) for s in stats]}
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss.item():.3f}", acc0=entry["agree"][0], refresh=False)
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            entry["heldout"] = evaluate_ttt(draft, target, heldout, aux, cfg.ttt_steps)
-            if progress:
-                bar.write(f"{desc} step {step}: loss {loss.item():.3f}  held-out agree {entry['heldout']['agree']}"
-                          f"  tau_est {entry['heldout']['tau_est']}")
-        log.append(entry)
-        now = time.time()
-        if now - t_last >= cfg.ckpt_every_s or step == cfg.steps:
-            checkpoint()
-            t_last = now
-        if stop_after_s is not None and now - t_start >= stop_after_s:
-            checkpoint()
-            break
-    bar.close()
-    draft.eval()
-    evals = [e["heldout"] for e in log if "heldout" in e]
-    elapsed = time.time() - t_start
-    return DraftTrainResult(draft=draft, step=step, done=step >= cfg.steps, log=log,
-                            heldout=evals[-1] if evals else None, train_seconds=train_seconds,
-                            tokens_per_s=tokens / elapsed if elapsed else 0.0)
+        agree = [round(s["agree"] / max(1, s["n"]), 3) for s in stats]
+        return loss, batch.numel(), {"agree": agree}, {"acc0": agree[0]}
+
+    def evaluate():
+        held = evaluate_ttt(draft, target, heldout, aux, cfg.ttt_steps)
+        return "heldout", held, f"held-out agree {held['agree']}  tau_est {held['tau_est']}"
+
+    run = run_loop(cfg, run_dir, {"draft": draft}, opt, params, loss_at, evaluate, stop_after_s=stop_after_s,
+                   progress=progress, desc=desc)
+    evals = [e["heldout"] for e in run.log if "heldout" in e]
+    return DraftTrainResult(draft=draft, step=run.step, done=run.done, log=run.log,
+                            heldout=evals[-1] if evals else None, train_seconds=run.train_seconds,
+                            tokens_per_s=run.tokens_per_s)
