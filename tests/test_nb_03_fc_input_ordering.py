@@ -7,17 +7,18 @@ shipped with SGLang ids [2, 6, 10], which SGLang (llama.py: config id k -> resid
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd
 import pytest
 import torch
+from conftest import notebook_claims
 
 from eagle3lab import bundled
-from eagle3lab.analysis.diagnosis import search_wiring, slot_scan, wiring_neighbourhood
+from eagle3lab.analysis.diagnosis import slot_scan, wiring_neighbourhood
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models.capture import build_fc_input, capture_resid, fc_input_difference
+from eagle3lab.models.checkpoint import load_draft
 from eagle3lab.models.target import tiny_target
 
 # ----------------------------------------------------------------------------- helpers, tiny models
@@ -74,96 +75,47 @@ def test_slot_scan_places_each_score_at_its_slot_and_point():
         slot_scan(mixed, (0, 3, 7), num_layers=12)
 
 
-# ----------------------------------------------------------------------------- claims, bundled models
+# ----------------------------------------------------------------------------- the notebook's claims
 
-TRAINED = (0, 3, 7)         # data/models/draft-case/training.json "trained_resid"
+TRAINED = [0, 3, 7]          # data/models/draft-case/training.json "trained_resid"
 
 
 @pytest.fixture(scope="module")
-def bundle(bundled_models):
-    from eagle3lab.bundled import load_prompts
-    from eagle3lab.decoding.evaluate import greedy_dataset
-    from eagle3lab.models.checkpoint import load_draft
-    from eagle3lab.models.target import load_target
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)        # tiny matmuls: one thread avoids spin-waits on a busy 2-core box
-    try:
-        target = load_target(bundled.TARGET, device="cpu")
-        case = load_draft(bundled.DRAFT_CASE, target=target)
-        healthy = load_draft(bundled.DRAFT_HEALTHY, target=target)
-        seqs, lens = greedy_dataset(target, load_prompts(n=8, length="short"), max_new_tokens=32)
-        yield {"target": target, "case": case, "healthy": healthy, "seqs": seqs, "lens": lens}
-    finally:
-        torch.set_num_threads(threads)
+def nb(bundled_models):
+    return notebook_claims("03_fc_input_ordering.ipynb")
 
 
-def _scores(bundle, draft, hypotheses, rules=(True, False)):
-    return search_wiring(bundle["target"], draft, bundle["seqs"], prompt_lens=bundle["lens"], hypotheses=hypotheses,
-                         norm_before_residual=rules, num_steps=4, progress=False)
+def test_case_card_and_sglang_reading_match_the_story(nb):
+    assert bundled.recorded_resid(bundled.DRAFT_CASE) == TRAINED == nb["trained"]
+    assert nb["served"] == [3, 7, 11]
 
 
-def _tau(scores, wiring, rule):
-    row = scores[(scores.aux_resid == tuple(wiring)) & (scores.norm_before_residual == rule)]
-    return float(row.tau.iloc[0])
+def test_training_and_serving_fc_inputs_differ_in_every_slot(nb):
+    assert all(c < 0.95 for c in nb["slot_cosines"]), nb["slot_cosines"]
+    assert all(d > 0.2 for d in nb["slot_distances"]), nb["slot_distances"]
 
 
-def test_case_card_and_sglang_reading_match_the_story(bundle):
-    facts = json.loads((bundled.DRAFT_CASE / "training.json").read_text())
-    assert tuple(facts["trained_resid"]) == TRAINED
-    assert bundle["case"].under("sglang").aux_resid == (3, 7, 11)
+def test_served_wiring_costs_acceptance_and_both_causes_together_cost_most(nb):
+    assert nb["tau_trained"] - nb["tau_served_wiring"] >= 0.5      # the wiring alone
+    assert nb["tau_trained"] - nb["tau_served"] >= 1.0             # SGLang also ignores norm_before_residual
+    assert nb["c1_trained"] > 0.4
 
 
-def test_training_and_serving_fc_inputs_differ_in_every_slot(bundle):
-    seq = torch.tensor([bundle["seqs"][0]])
-    served = bundle["case"].under("sglang").aux_resid
-    states = capture_resid(bundle["target"], seq, sorted(set(TRAINED) | set(served)))
-    trained_in, served_in = build_fc_input(states, TRAINED), build_fc_input(states, served)
-    diff = fc_input_difference(trained_in, served_in)
-    assert (diff["cosine"] < 0.95).all(), diff
-    assert (diff["relative distance"] > 0.2).all(), diff
-    same = fc_input_difference(trained_in, trained_in)
-    assert (same["cosine"] > 0.999).all()
+def test_search_without_the_training_log_finds_the_trained_wiring(nb):
+    assert nb["best"] == TRAINED and nb["best_rule"] is True and nb["search_margin"] > 0
 
 
-def test_served_wiring_costs_acceptance_and_both_causes_together_cost_most(bundle):
-    served = bundle["case"].under("sglang").aux_resid
-    scores = _scores(bundle, bundle["case"], {TRAINED: ["trained"], served: ["served"]})
-    as_trained, wiring_only = _tau(scores, TRAINED, True), _tau(scores, served, True)
-    as_served = _tau(scores, served, False)      # SGLang also ignores norm_before_residual
-    assert as_trained - wiring_only >= 0.5, scores
-    assert as_trained - as_served >= 1.0, scores
-    assert float(scores.c1[(scores.aux_resid == TRAINED) & scores.norm_before_residual].iloc[0]) > 0.4
+def test_reorderings_cost_and_the_embedding_slot_has_no_substitute(nb):
+    assert nb["tau_trained"] - nb["tau_worst_order"] >= 0.7
+    assert nb["tau_trained"] >= nb["tau_best_scanned"] - 0.3       # at (or within noise of) the top
+    assert nb["worst_slot"] == 0                                   # the embedding slot matters most
+    # section 4: SGLang's nearest servable wiring moves only resid[0], and that is no fix for this draft
+    assert nb["servable"] == [1, 3, 7] and nb["slot0_best_substitute"] <= nb["tau_trained"] - 0.5
+    assert nb["tau_servable"] <= nb["tau_trained"] - 0.5
 
 
-def test_search_without_the_training_log_finds_the_trained_wiring(bundle):
-    scores = search_wiring(bundle["target"], bundle["case"], bundle["seqs"], prompt_lens=bundle["lens"],
-                           num_steps=4, progress=False)
-    best = scores.iloc[0]
-    assert tuple(best.aux_resid) == TRAINED and bool(best.norm_before_residual), scores
-    assert best.tau > scores.tau.iloc[1], scores
-
-
-def test_reorderings_cost_and_the_embedding_slot_has_no_substitute(bundle):
-    # reorderings and slot 0 only: the full 42-wiring scan is the notebook's
-    hyp = {w: why for w, why in wiring_neighbourhood(TRAINED, 12).items()
-           if why[0] in ("as given", "reordered") or why[0].startswith("slot 0")}
-    scores = _scores(bundle, bundle["case"], hyp, rules=(True,))
-    as_trained = _tau(scores, TRAINED, True)
-    reordered = scores[scores.why == "reordered"].tau
-    assert as_trained - reordered.min() >= 0.7, scores
-    assert as_trained >= scores.tau.max() - 0.3, scores     # at (or within noise of) the top
-    grid = slot_scan(scores, TRAINED, 12)
-    assert grid.iloc[0].notna().all() and grid.iloc[1:].isna().sum().sum() == 2 * 13 - 2
-    # the notebook's section 4: SGLang's nearest servable point, resid[1], is no fix for this draft
-    assert grid.iloc[0, 1:].max() <= as_trained - 0.5, grid.iloc[0]
-
-
-def test_healthy_draft_is_served_the_wiring_it_was_trained_on(bundle):
-    healthy = bundle["healthy"]
-    trained = tuple(json.loads((bundled.DRAFT_HEALTHY / "training.json").read_text())["trained_resid"])
-    assert healthy.under("sglang").aux_resid == trained
-    served_case = bundle["case"].under("sglang").aux_resid
-    h = _scores(bundle, healthy, {trained: ["trained = served"]}, rules=(False,))
-    c = _scores(bundle, bundle["case"], {served_case: ["served"]}, rules=(False,))
-    assert h.tau.iloc[0] - c.tau.iloc[0] >= 0.5, (h, c)
+def test_healthy_draft_is_served_the_wiring_it_was_trained_on(nb, bundled_models):
+    healthy = load_draft(bundled.DRAFT_HEALTHY, target=bundled.TARGET)
+    assert healthy.under("sglang").aux_resid == tuple(bundled.recorded_resid(bundled.DRAFT_HEALTHY))
+    assert nb["contrast_served_as_trained"] is True
+    assert nb["contrast_tau_served"] - nb["tau_served"] >= 0.5

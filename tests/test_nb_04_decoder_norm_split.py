@@ -12,10 +12,10 @@ from dataclasses import replace
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import notebook_claims
 
 from eagle3lab import bundled
 from eagle3lab.bundled import load_prompts
-from eagle3lab.decoding.evaluate import evaluate_offline, greedy_dataset
 from eagle3lab.engines.profiles import resolve_settings
 from eagle3lab.models.capture import ResidCapture
 from eagle3lab.models.checkpoint import load_draft
@@ -60,12 +60,8 @@ def probe(models):
 
 
 @pytest.fixture(scope="module")
-def acceptance(models, probe):
-    target, _ = models
-    seqs, lens = greedy_dataset(target, load_prompts(n=6, length="short"), max_new_tokens=40)
-    evals = {key: evaluate_offline(target, run[0], seqs, num_steps=NUM_STEPS, prompt_lens=lens)
-             for key, run in probe["runs"].items()}
-    return seqs, lens, evals
+def nb():
+    return notebook_claims("04_decoder_norm_split.ipynb")
 
 
 def median(x) -> float:
@@ -152,21 +148,26 @@ def test_profiles_decide_the_rule_from_the_config_and_their_engine(models):
     assert trap == {("speculators", "speculators"): False, ("speculators", "vllm"): True, ("sglang", "vllm"): False}
 
 
-def test_the_wrong_residual_rule_costs_acceptance_in_both_directions(acceptance):
-    _, _, evals = acceptance
-    tau = {key: ev.stats.tau for key, ev in evals.items()}
-    assert tau["case", True] - tau["case", False] >= 0.5, tau
-    assert tau["healthy", False] - tau["healthy", True] >= 0.5, tau
-    for name, trained in (("case", True), ("healthy", False)):
-        right, wrong = evals[name, trained].stats.survival, evals[name, not trained].stats.survival
+def test_the_wrong_residual_rule_costs_acceptance_in_both_directions(nb):
+    """The notebook's run: draft-case (A) trained with the normed residual, draft-healthy (B) with raw h."""
+    assert nb["best_A"] is True and nb["best_B"] is False
+    assert nb["tau_A_true"] - nb["tau_A_false"] >= 0.5 and nb["tau_B_false"] - nb["tau_B_true"] >= 0.5
+    assert nb["cost_A"] == pytest.approx(nb["tau_A_true"] - nb["tau_A_false"])
+    for name, trained in (("draft-case", True), ("draft-healthy", False)):
+        right, wrong = nb["survival"][f"{name} {trained}"], nb["survival"][f"{name} {not trained}"]
         assert right[0] > wrong[0] + 0.2 and right[-1] > wrong[-1], (name, right, wrong)
 
 
-def test_engine_profiles_reproduce_the_measured_rules(models, acceptance):
-    target, drafts = models
-    seqs, lens, evals = acceptance
-    case, wiring = drafts["case"]
-    for profile, nbr in (("vllm", True), ("sglang", False)):
-        ev = evaluate_offline(target, case.under(profile).rewired(aux_resid=wiring), seqs, num_steps=NUM_STEPS,
-                              prompt_lens=lens)
-        assert ev.stats.tau == evals["case", nbr].stats.tau, profile
+def test_the_summary_scales_and_patch_are_the_mechanism(nb):
+    assert nb["fc_rms"] / nb["embed_rms"] > 10
+    assert 0.5 < nb["emb_normed_rms"] < 2 and 0.5 < nb["hid_normed_rms"] < 2
+    assert nb["cos_h_normed"] > 0.95 and nb["patch_diff"] == 0.0
+
+
+def test_engine_profiles_reproduce_the_measured_rules(nb):
+    """Each engine's tau in the notebook is exactly the tau of the rule that engine applies."""
+    for profile, tau in nb["tau_by_engine"].items():
+        rule = nb["rule_by_engine"][profile]
+        assert tau == (nb["tau_A_true"] if rule else nb["tau_A_false"]), profile
+    assert nb["rule_by_engine"]["vllm"] is True and nb["rule_by_engine"]["sglang"] is False
+    assert set(nb["honour"]) == {"speculators", "vLLM"}
