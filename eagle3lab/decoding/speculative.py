@@ -13,7 +13,7 @@ One round, as SGLang's and vLLM's EAGLE workers do it (on one sequence, in plain
              features (feature at position t with token t+1, facts section 5)
 
 The output is the target's own: greedy decoding is token-identical to ``generate(do_sample=False)``
-and sampling follows the target's distribution (tests/test_decoding*.py prove both). Every round is
+and sampling follows the target's distribution (tests/decoding/test_decoding*.py prove both). Every round is
 logged (drafted tokens, accepted count, time in draft and in verify) for ``eagle3lab.engines.acceptance``.
 """
 

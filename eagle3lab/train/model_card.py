@@ -3,7 +3,7 @@
 ``write_cards(data_dir)`` writes ``data/models/*/README.md`` from each directory's
 ``training.json`` (written by ``build_data``) plus measurements made here, and lists the sha256
 of every file. ``python -m eagle3lab.train.model_card --verify data`` re-measures and compares
-with ``quality.json`` (what ``tests/test_train_models.py`` does too). The acceptance section
+with ``quality.json`` (what ``tests/train/test_train_models.py`` does too). The acceptance section
 between the ``acceptance`` markers is kept when a card is rewritten: it is filled from the
 decoding engine's measurements.
 """
@@ -176,7 +176,7 @@ def acceptance_section(acc: dict, bench: dict | None = None) -> str:
                          f"{', '.join(f'{a:.2f}' for a in r['survival'])} | {r['rounds']} | {r['lossless']} |")
         lines.append("")
     lines.append("Reproduce: `python -m eagle3lab.train.model_card --acceptance data` (rewrites this section and "
-                 "`acceptance.json`); `pytest tests/test_train_models.py -k acceptance` re-measures the K = 4 rows.")
+                 "`acceptance.json`); `pytest tests/train/test_train_models.py -k acceptance` re-measures the K = 4 rows.")
     if bench:
         lines += ["", "### Throughput on the machine that built the card", "",
                   "`eagle3lab bench` (baseline and speculative decoding timed side by side in one run; ratios, not "
@@ -276,7 +276,7 @@ Held-out loss **{quality['heldout_loss']} nats/token** (perplexity {quality['hel
 averages {quality['mean_top1_prob']:.2f} and exceeds 0.5 at {quality['share_top1_prob_over_0.5']:.1%} of
 positions (peaked where the code is predictable, flat elsewhere).
 Reproduce: `python -m eagle3lab.train.model_card --verify data` or
-`pytest tests/test_train_models.py`.
+`pytest tests/train/test_train_models.py`.
 
 ## Files
 {file_table(model_dir)}
@@ -353,7 +353,7 @@ teacher-forced on corpus tokens: an estimate, not a decoding measurement).
 | as trained (speculators arithmetic) | {t['resid']} | {c['norm_before_residual']} | {t['agree']} | **{t['tau_est']}** |
 | as shipped, served by SGLang | {s['resid']} | {s['norm_before_residual_applied']} | {s['agree']} | **{s['tau_est']}** |
 
-Reproduce: `python -m eagle3lab.train.model_card --verify data` or `pytest tests/test_train_models.py`.
+Reproduce: `python -m eagle3lab.train.model_card --verify data` or `pytest tests/train/test_train_models.py`.
 
 ## Acceptance measured with the decoding engine
 {acceptance}

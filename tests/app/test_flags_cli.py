@@ -6,12 +6,12 @@ import json
 import re
 import subprocess
 import sys
-from pathlib import Path
 
+from eagle3lab import bundled
 from eagle3lab.app.cli import main
 from eagle3lab.engines.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "cli" / "flags.md"
+DOC = bundled.ROOT / "docs" / "cli" / "flags.md"
 SEED = SEED_COMMAND.split()
 
 

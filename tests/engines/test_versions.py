@@ -3,10 +3,10 @@
 import json
 import re
 from datetime import date, timedelta
-from pathlib import Path
 
 import pytest
 
+from eagle3lab import bundled
 from eagle3lab.engines import layer_ids
 from eagle3lab.engines.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
 from eagle3lab.engines.flags import sglang as flags_sglang
@@ -15,7 +15,7 @@ from eagle3lab.engines.layer_ids import CHANGES, resolve_aux_layers
 from eagle3lab.engines.versions import Change, parse_engine_version, place, place_in_order
 from eagle3lab.errors import Eagle3LabError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = bundled.ROOT
 
 KIMI = "DeepseekV3ForCausalLM"
 PR = CHANGES["sglang#25454"]  # merged 2026-05-18; releases <= 0.5.12 lack it

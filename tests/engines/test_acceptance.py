@@ -2,11 +2,13 @@
 
 from dataclasses import dataclass
 
+import matplotlib
 import pytest
 
 from eagle3lab.engines.acceptance import (
     acceptance_stats,
     compare_definitions,
+    engine_log_lines,
     expected_tau,
     simulated_acc_len,
     survival_from_conditional,
@@ -78,7 +80,6 @@ def test_random_logs_satisfy_tau_identity():
 
 
 def test_plot_acceptance_draws_every_position():
-    import matplotlib
 
     matplotlib.use("Agg")
     from eagle3lab.analysis.plots import plot_acceptance
@@ -89,3 +90,27 @@ def test_plot_acceptance_draws_every_position():
     ax = fig.axes[0]
     assert len(ax.patches) == 6 and len(ax.lines) == 2
     assert list(ax.lines[0].get_ydata()) == pytest.approx([0.8, 0.6, 0.4])
+
+
+def test_engine_log_lines_by_hand():
+    st = acceptance_stats([2, 0, 3], num_positions=3)   # 5 accepted in 3 rounds of 3 drafts
+    lines = engine_log_lines(st, elapsed_s=2.0)
+    assert "accept len: 2.67, " in lines["SGLang before 2025-10"]
+    assert "accept rate" not in lines["SGLang before 2025-10"]
+    # 2025-10 .. #23530: (accepted + rounds) / (rounds * 4 verified) = 8/12; after: drafts only, 5/9
+    assert "accept rate: 0.67," in lines["SGLang 2025-10 to PR #23530"]
+    assert "accept rate: 0.56," in lines["SGLang from PR #23530"]
+    vllm = lines["vLLM V1"]
+    assert "Mean acceptance length: 2.67," in vllm and "Accepted: 5 tokens, Drafted: 9 tokens" in vllm
+    assert "Per-position acceptance rate: 0.667, 0.667, 0.333," in vllm     # survival, not conditional
+    assert "Avg Draft acceptance rate: 55.6%" in vllm and "Accepted throughput: 2.50 tokens/s" in vllm
+    # a tree verifies more than depth + 1 tokens: SGLang divides by the verify width
+    tree = engine_log_lines(st, num_draft_tokens=8)
+    assert "accept rate: 0.33," in tree["SGLang 2025-10 to PR #23530"]      # 8 / (3 * 8)
+    assert "Accepted throughput: ? tokens/s" in tree["vLLM V1"]
+
+
+def test_compare_definitions_on_a_round_log():
+    st = acceptance_stats([0, 1, 3, 3], num_positions=3)
+    defs = compare_definitions(st)["value"]
+    assert defs["SpecForge simulated_acc_len (loop c_k)"] == pytest.approx(st.tau - 1)

@@ -1,7 +1,7 @@
 """Every notebook executes headless on the bundled models (once per test run), without an error, and
 states a summary whose measured numbers are the ones its run computed (``summary(text, **claims)``).
 
-The notebooks' claims themselves are asserted in ``tests/test_nb_*.py`` from the same runs.
+The notebooks' claims themselves are asserted in ``tests/notebooks/test_nb_*.py`` from the same runs.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Capturing resid[k]: three independent paths agree bit for bit; batches, caches, masks, fc input."""
 
+
 import pytest
 import torch
 from torch import nn
@@ -10,6 +11,7 @@ from eagle3lab.models.capture import (
     _offload_device,
     build_fc_input,
     capture_resid,
+    fc_input_difference,
     hf_hidden_states,
     resid_modules,
 )
@@ -231,3 +233,28 @@ def test_paths_agreement_and_similarity_tables(targets):
     assert sim.shape == (3, 3) and list(sim.index) == ["resid[0]", "resid[2]", "resid[4]"]
     assert abs(sim.iloc[1, 1] - 1) < 1e-5 and sim.iloc[0, 2] < 0.99
     assert abs(sim.iloc[0, 2] - sim.iloc[2, 0]) < 1e-6
+
+
+def test_fc_input_difference_per_slot_and_padding_dropped():
+    torch.manual_seed(0)
+    target = tiny_target("llama", num_layers=4, hidden_size=32)
+    ids = torch.randint(0, target.vocab_size, (2, 7))
+    mask = torch.ones_like(ids)
+    mask[1, 4:] = 0                                   # right padding in the second row
+    states = capture_resid(target, ids, range(5), mask)
+    a, b = build_fc_input(states, [0, 1, 3]), build_fc_input(states, [0, 2, 4])
+    diff = fc_input_difference(a, b, mask, names=("trained", "served"))
+    assert list(diff.index) == ["slot 0", "slot 1", "slot 2", "whole fc input"]
+    assert diff.loc["slot 0", "cosine"] == pytest.approx(1.0, abs=1e-6)
+    assert diff.loc["slot 0", "relative distance"] == 0.0
+    assert diff.loc["slot 0", "norm ratio"] == pytest.approx(1.0)
+    assert diff.loc["slot 2", ["trained", "served"]].tolist() == ["resid[3]", "resid[4]"]
+    # by hand over the 7 + 4 valid tokens only
+    keep = mask.reshape(-1).bool()
+    x, y = states[1].reshape(-1, 32)[keep], states[2].reshape(-1, 32)[keep]
+    assert diff.loc["slot 1", "cosine"] == pytest.approx(float(torch.cosine_similarity(x, y, dim=-1).mean()), abs=1e-6)
+    assert diff.loc["slot 1", "relative distance"] == pytest.approx(float((y - x).norm() / x.norm()), rel=1e-5)
+    assert diff.loc["slot 1", "norm ratio"] == pytest.approx(float(y.norm() / x.norm()), rel=1e-5)
+    assert 0 < diff.loc["whole fc input", "relative distance"] < diff["relative distance"].iloc[1:3].max()
+    with pytest.raises(Eagle3LabError, match="same shape"):
+        fc_input_difference(a, build_fc_input(states, [0, 1]))

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from conftest import REAL_CONFIGS
 
+from eagle3lab import bundled
 from eagle3lab.engines.flags import (
     SEED_COMMAND,
     SEED_DRAFT_CONFIG,
@@ -585,7 +585,7 @@ def test_result_serialises_and_tables():
 
 
 def test_every_finding_code_is_documented():
-    root = Path(__file__).resolve().parent.parent
+    root = bundled.ROOT
     src = "".join(p.read_text() for p in sorted((root / "eagle3lab" / "engines" / "flags").glob("*.py")))
     codes = set(re.findall(r'(?:_f|Finding)\(\s*"([A-Z0-9_]+)"', src))
     codes |= {p + s for s in re.findall(r'f"\{prefix\}(_AUX_[A-Z_]+)"', src) for p in ("SGL", "VLLM")}

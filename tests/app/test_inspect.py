@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 import torch
 from conftest import REAL_CONFIGS
 
+from eagle3lab import bundled
 from eagle3lab.app.cli import main
 from eagle3lab.models.checkpoint import save_draft
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 from eagle3lab.models.vocab import build_vocab_map
 
 REAL = REAL_CONFIGS
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = bundled.ROOT
 KINDS = {
     "SafeAILab__EAGLE__traineagle3-config.json": "eagle",
     "deepseek-ai__DeepSeek-V3.json": "target",

@@ -1,0 +1,113 @@
+"""The benchmark harness (decode_sweep, its projection, recorded benchmarks) on a tiny real target + draft pair."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import hand_costs, one_thread, prompts, tiny_pair
+
+from eagle3lab.analysis.benchmark import decode_sweep, recorded_benchmarks
+from eagle3lab.analysis.plots import plot_speedup_vs_c
+from eagle3lab.errors import Eagle3LabError
+from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+from eagle3lab.models.target import tiny_target
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    with one_thread():
+        yield
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep():
+    target, draft = tiny_pair()
+    cases = {"chain 3": dict(draft=draft, num_steps=3), "tree 3/2/5": dict(draft=draft, num_steps=3, topk=2,
+                                                                          num_draft_tokens=5),
+             "capped": dict(draft=draft, num_steps=1, num_draft_tokens=16),
+             "sampled": dict(draft=draft, num_steps=3, temperature=1.0)}
+    return decode_sweep(target, cases, prompts(n=2), max_new_tokens=10, repeats=2, progress=False)
+
+
+def test_decode_sweep_is_lossless_and_tabulates_every_case(tiny_sweep):
+    sw = tiny_sweep
+    df = sw.table()
+    assert list(df.index) == ["chain 3", "tree 3/2/5", "capped", "sampled"]
+    assert list(df.identical) == ["2/2", "2/2", "2/2", "sampled"]
+    assert df.loc["capped", "verified"] == 2 and df.loc["capped", "max_tau"] == 2      # SGLang's topk-1 rule
+    assert df.loc["tree 3/2/5", "verified"] == 5
+    assert (df.tau >= 1).all() and (df.tau <= df.max_tau).all()
+    for name in sw.results:
+        st = sw.stats(name)
+        assert st.rounds == sum(len(o.rounds) for o in sw.results[name])
+        assert st.tau == pytest.approx(st.tau_from_survival)
+        assert all(len(o.tokens) == 10 for o in sw.results[name])
+    assert set(sw.decode_tps) == {"no speculation", *sw.results} and all(v > 0 for v in sw.decode_tps.values())
+    assert sw.decode_speedup("chain 3") == pytest.approx(sw.decode_tps["chain 3"] / sw.decode_tps["no speculation"])
+    assert set(sw.e2e_tps) == set(sw.decode_tps) and all(v > 0 for v in sw.e2e_tps.values())
+    assert sw.e2e_speedup("chain 3") == pytest.approx(sw.e2e_tps["chain 3"] / sw.e2e_tps["no speculation"])
+    assert sw.context_len == 6 + 5
+
+
+def test_projection_prices_each_case_with_the_cost_model(tiny_sweep):
+    cm = hand_costs()      # target step 1 s, draft step 0.1 s, verify curve up to 8 tokens
+    proj = tiny_sweep.projection(cm, names=["chain 3", "capped"])
+    assert list(proj.index) == ["chain 3", "capped"]
+    for name, row in proj.iterrows():
+        p = cm.project(tiny_sweep.stats(name), row.num_steps)
+        assert row.round_cost == pytest.approx(p.round_cost) == pytest.approx(row.break_even_tau)
+        assert row.projected_speedup == pytest.approx(row.tau / row.round_cost)
+        assert row.c_round * row.num_steps == pytest.approx(row.draft_phase)
+        assert row.draft_phase + row.v_verify == pytest.approx(row.round_cost)   # the curve passes the point
+        assert row.measured_speedup == pytest.approx(tiny_sweep.decode_speedup(name))
+    assert proj.loc["capped", "v_verify"] == pytest.approx(1.1)      # 2 tokens verified, whatever was asked
+    fig = plot_speedup_vs_c(proj)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2 * 2 + 1 and len(ax.collections) == 2 * 2   # solid + dotted per case, break-even
+    y = ax.lines[0].get_ydata()
+    assert y[0] == pytest.approx(proj.tau.iloc[0] / proj.v_verify.iloc[0])   # c = 0: only the verify is paid
+
+
+def test_decode_sweep_needs_prompts_and_cases():
+    target, draft = tiny_pair()
+    with pytest.raises(Eagle3LabError, match="prompt"):
+        decode_sweep(target, {"x": dict(draft=draft)}, [], progress=False)
+
+
+def test_recorded_benchmarks_picks_the_what_if(tmp_path):
+    """Section 9 quotes bench.json's run of the same what-if: the reader must pick it, and only it."""
+    assert recorded_benchmarks(tmp_path) == []                      # no file: nothing recorded
+    runs = {"as shipped": {"overrides": {}, "settings": {"num_steps": 1}},
+            "half fixed": {"overrides": {"aux_resid": [0, 3, 7]}, "settings": {"num_steps": 1}},
+            "half fixed, chain 4": {"overrides": {"aux_resid": [0, 3, 7]}, "settings": {"num_steps": 4}}}
+    (tmp_path / "bench.json").write_text(json.dumps(runs))
+    assert recorded_benchmarks(tmp_path, aux_resid=(0, 3, 7), num_steps=1) == [runs["half fixed"]]
+    assert len(recorded_benchmarks(tmp_path, aux_resid=[0, 3, 7])) == 2 and len(recorded_benchmarks(tmp_path)) == 3
+    (tmp_path / "bench.json").write_text("[1, 2]")
+    with pytest.raises(Eagle3LabError, match="bench.json"):
+        recorded_benchmarks(tmp_path)
+
+
+def test_decode_sweep_on_a_tiny_target_is_lossless_and_reports_caps_and_both_speeds():
+    torch.manual_seed(0)
+    target = tiny_target("llama", num_layers=4, hidden_size=32)
+    cfg = DraftConfig(hidden_size=32, intermediate_size=48, num_attention_heads=4, vocab_size=target.vocab_size,
+                      aux_layer_ids=(1, 2, 3))
+    draft = Eagle3Draft(cfg)
+    draft.num_target_layers = 4
+    prompts = [[5, 6, 7, 8], [9, 10, 11]]
+    sw = decode_sweep(target, {"chain 3": dict(draft=draft, num_steps=3),
+                               "capped": dict(draft=draft, num_steps=1, topk=1, num_draft_tokens=16)},
+                      prompts, max_new_tokens=6, repeats=1, progress=False)
+    df = sw.table()
+    assert list(df.index) == ["chain 3", "capped"]
+    assert list(df.identical) == ["2/2", "2/2"]
+    assert df.loc["capped", "max_tau"] == 2 and df.loc["chain 3", "max_tau"] == 4   # SGLang's topk-1 rule
+    assert (df.tau >= 1).all() and (df.tau <= df.max_tau).all()
+    rates = sw.rates()
+    assert list(rates.index) == ["no speculation", "chain 3", "capped"] and (rates > 0).all().all()
+    for name in ("chain 3", "capped"):   # both speed definitions, each against the baseline in its own sense
+        assert df.loc[name, "e2e_speedup"] == pytest.approx(rates.e2e_tps[name] / rates.e2e_tps["no speculation"])
+        assert df.loc[name, "decode_speedup"] == pytest.approx(rates.decode_tps[name] / rates.decode_tps["no speculation"])

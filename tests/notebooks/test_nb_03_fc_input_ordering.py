@@ -1,0 +1,70 @@
+"""Notebook 03's claims on the bundled models, and the helpers it calls.
+
+The draft-case was trained on [resid[0], resid[3], resid[7]] with norm_before_residual=True and
+shipped with SGLang ids [2, 6, 10], which SGLang (llama.py: config id k -> resid[k+1]) serves as
+[resid[3], resid[7], resid[11]]. The drafts get retrained, so claims are relations with margins.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+from conftest import notebook_claims
+
+from eagle3lab import bundled
+from eagle3lab.analysis.diagnosis import slot_scan, wiring_neighbourhood
+from eagle3lab.errors import Eagle3LabError
+from eagle3lab.models.capture import build_fc_input, capture_resid, fc_input_difference
+from eagle3lab.models.checkpoint import load_draft
+from eagle3lab.models.target import tiny_target
+
+# ----------------------------------------------------------------------------- helpers, tiny models
+
+
+# ----------------------------------------------------------------------------- the notebook's claims
+
+TRAINED = [0, 3, 7]          # data/models/draft-case/training.json "trained_resid"
+
+
+@pytest.fixture(scope="module")
+def nb(bundled_models):
+    return notebook_claims("03_fc_input_ordering.ipynb")
+
+
+def test_case_card_and_sglang_reading_match_the_story(nb):
+    assert bundled.recorded_resid(bundled.DRAFT_CASE) == TRAINED == nb["trained"]
+    assert nb["served"] == [3, 7, 11]
+
+
+def test_training_and_serving_fc_inputs_differ_in_every_slot(nb):
+    assert all(c < 0.95 for c in nb["slot_cosines"]), nb["slot_cosines"]
+    assert all(d > 0.2 for d in nb["slot_distances"]), nb["slot_distances"]
+
+
+def test_served_wiring_costs_acceptance_and_both_causes_together_cost_most(nb):
+    assert nb["tau_trained"] - nb["tau_served_wiring"] >= 0.5      # the wiring alone
+    assert nb["tau_trained"] - nb["tau_served"] >= 1.0             # SGLang also ignores norm_before_residual
+    assert nb["c1_trained"] > 0.4
+
+
+def test_search_without_the_training_log_finds_the_trained_wiring(nb):
+    assert nb["best"] == TRAINED and nb["best_rule"] is True and nb["search_margin"] > 0
+
+
+def test_reorderings_cost_and_the_embedding_slot_has_no_substitute(nb):
+    assert nb["tau_trained"] - nb["tau_worst_order"] >= 0.7
+    assert nb["tau_trained"] >= nb["tau_best_scanned"] - 0.3       # at (or within noise of) the top
+    assert nb["worst_slot"] == 0                                   # the embedding slot matters most
+    # section 4: SGLang's nearest servable wiring moves only resid[0], and that is no fix for this draft
+    assert nb["servable"] == [1, 3, 7] and nb["slot0_best_substitute"] <= nb["tau_trained"] - 0.5
+    assert nb["tau_servable"] <= nb["tau_trained"] - 0.5
+
+
+def test_healthy_draft_is_served_the_wiring_it_was_trained_on(nb, bundled_models):
+    healthy = load_draft(bundled.DRAFT_HEALTHY, target=bundled.TARGET)
+    assert healthy.under("sglang").aux_resid == tuple(bundled.recorded_resid(bundled.DRAFT_HEALTHY))
+    assert nb["contrast_served_as_trained"] is True
+    assert nb["contrast_tau_served"] - nb["tau_served"] >= 0.5
