@@ -97,3 +97,185 @@ def plot_here_and_served(where: pd.DataFrame, ax=None):
             rows.append({"case": f"{name} | {col.removeprefix('break-even ')}", "tau": row["tau"],
                          "break_even_tau": be, "projected_speedup": row["tau"] / be})
     return plot_break_even(pd.DataFrame(rows).set_index("case"), ax=ax)
+
+
+def plot_tokens_per_round(shares: pd.DataFrame, cap: int | None = None, engine: str | None = None, ax=None):
+    """Share of rounds that emitted 1, 2, ... tokens (accepted drafts + bonus), one bar colour per launch.
+
+    ``shares``: one column per launch, indexed by tokens per round (missing counts are drawn as 0);
+    ``cap``: the most tokens the first launch can emit per round; ``engine``: whose rules the launches follow.
+    """
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3))
+    full = shares.reindex(range(1, int(shares.index.max()) + 1)).fillna(0)
+    full.plot.bar(ax=ax, rot=0)
+    ax.set_xlabel("tokens emitted in a round (accepted drafts + bonus)")
+    ax.set_ylabel("share of rounds")
+    title = f"Same draft, {len(full.columns)} {engine + ' ' if engine else ''}launches"
+    if cap is not None:
+        title += f": as launched, at most {cap} tokens per round"
+    ax.set_title(title)
+    return ax.figure
+
+
+def _short(wiring) -> str:
+    return "[" + ", ".join(str(int(k)) for k in wiring) + "]"
+
+
+def plot_slot_scan(grid: pd.DataFrame, orders: pd.DataFrame, trained, served, engine: str,
+                   tau_served_wiring: float | None = None, num_steps: int | None = None):
+    """``slot_scan``'s grid as a heatmap (white box: the trained point; dashed red: what ``engine`` feeds) beside
+    the tau of each reordering of the trained states (``orders``: ``search_wiring`` rows; the trained order green).
+
+    ``tau_served_wiring``: the tau of the served wiring, drawn as a line on the reorderings.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    trained = tuple(int(k) for k in trained)
+    values = grid.to_numpy(dtype=float)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 3.8), gridspec_kw={"width_ratios": [3, 1.3]})
+    im = ax.imshow(values, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(values.shape[1]), range(values.shape[1]))
+    ax.set_yticks(range(len(grid.index)), grid.index)
+    ax.set_xlabel("k: the slot is fed resid[k], the other slots as trained")
+    ax.set_ylabel("fc input slot (trained point)")
+    for i, (k_trained, k_served) in enumerate(zip(trained, served)):
+        ax.add_patch(plt.Rectangle((k_trained - 0.5, i - 0.5), 1, 1, fill=False, ec="white", lw=2.5))
+        ax.add_patch(plt.Rectangle((k_served - 0.45, i - 0.45), 0.9, 0.9, fill=False, ec="red", lw=2, ls="--"))
+    ax.set_title(f"tau, one slot changed (white: trained point, dashed red: what {engine} feeds)")
+    middle = np.nanmean(values)
+    for (i, k), value in np.ndenumerate(values):
+        if value == value:   # NaN: not scored
+            ax.text(k, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                    color="black" if value > middle else "white")
+    chain = f" ({num_steps}-step chain)" if num_steps else ""
+    fig.colorbar(im, ax=ax, label=f"tau, tokens per round{chain}")
+    bx.barh([_short(w) for w in orders.aux_resid], orders.tau,
+            color=["tab:green" if tuple(w) == trained else "tab:grey" for w in orders.aux_resid])
+    if tau_served_wiring is not None:
+        bx.axvline(tau_served_wiring, color="red", ls="--", label=f"{engine}'s wiring")
+        bx.legend(loc="lower right")
+    bx.set_xlabel("tau (tokens per round)")
+    bx.set_ylabel("fc input order (resid k)")
+    bx.set_title("the trained states, reordered")
+    bx.set_xlim(0, 1.4 * float(orders.tau.max()))
+    fig.tight_layout()
+    return fig
+
+
+def plot_rms_halves(per_token: pd.DataFrame, labels: dict[str, str] | None = None, bins: int = 70):
+    """Histograms of per-token RMS of the first layer's two halves, one panel per draft.
+
+    ``per_token``: one column per (draft, hook), one row per token. Hooks with ``normed`` in their name
+    are drawn filled (after their norm), the others outlined (raw); the embedding half (``emb`` in the
+    name) in blue, the fc half in orange. ``labels``: hook -> legend text. The bins are shared, log-spaced.
+    """
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    labels = labels or {}
+    drafts = list(dict.fromkeys(per_token.columns.get_level_values(0)))
+    everything = per_token.to_numpy(dtype=float)
+    everything = everything[~np.isnan(everything)]
+    edges = np.logspace(np.log10(everything.min()) - 0.1, np.log10(everything.max()) + 0.1, bins)
+    fig, axes = plt.subplots(1, len(drafts), figsize=(5.5 * len(drafts), 3.6), sharey=True, squeeze=False)
+    axes = axes[0]
+    for ax, name in zip(axes, drafts):
+        for hook in per_token[name].columns:
+            normed = "normed" in hook
+            ax.hist(per_token[name, hook].dropna().to_numpy(), bins=edges,
+                    color="tab:blue" if "emb" in hook else "tab:orange", alpha=0.45 if normed else 1.0,
+                    histtype="stepfilled" if normed else "step", lw=2, label=labels.get(hook, hook))
+        ax.set_xscale("log")
+        ax.set_xlabel("per-token RMS (log scale)")
+        ax.set_title(name)
+    axes[0].set_ylabel("tokens")
+    axes[0].legend(fontsize=8)
+    fig.suptitle("per-token RMS of the two halves: outlined = raw, filled = after their norms")
+    fig.tight_layout()
+    return fig
+
+
+def _rule_label(name, nbr) -> str:
+    return f"{name}\nflag {'on' if nbr else 'off'}"
+
+
+def plot_residual_balance(balance: pd.DataFrame, ax=None):
+    """Median per-token RMS of the residual and of attn_out, per (draft, norm_before_residual) row of
+    ``balance`` (columns ``rms residual``, ``rms attn_out``), on a log scale."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.4))
+    x = np.arange(len(balance))
+    ax.bar(x - 0.2, balance["rms residual"], 0.4, label="residual")
+    ax.bar(x + 0.2, balance["rms attn_out"], 0.4, label="attn_out")
+    ax.set_xticks(x, [_rule_label(name, nbr) for name, nbr in balance.index], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_xlabel("draft and norm_before_residual")
+    ax.set_ylabel("median per-token RMS")
+    ax.set_title("what attn_out is added to, with norm_before_residual off / on")
+    ax.legend()
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def plot_survival_by_rule(accept: pd.DataFrame, ax=None):
+    """Survival a_k per draft position, one line per (draft, norm_before_residual) row of ``accept``
+    (columns ``tau``, ``a1``..``aK``); the first draft solid, the others dashed."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 3.6))
+    cols = [c for c in accept.columns if c[0] == "a" and c[1:].isdigit()]
+    ks = [int(c[1:]) for c in cols]
+    first = accept.index[0][0]
+    for (name, nbr), row in accept.iterrows():
+        ax.plot(ks, row[cols].to_numpy(dtype=float), marker="o", ls="-" if name == first else "--",
+                label=f"{name}, norm_before_residual={nbr} (tau {row['tau']:.2f})")
+    ax.set_xticks(ks)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("draft position k")
+    ax.set_ylabel("a_k = P(at least k accepted)")
+    ax.set_title("acceptance under each residual rule (trained wiring)")
+    ax.legend(fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def plot_residual_scale(sweep: pd.Series, flag_off: float, h_scale: float, draft: str, ax=None):
+    """Step-1 agreement against the factor c on the (normed) residual (``sweep``: c -> agreement), with the
+    flag-off agreement (raw h) and the median rms(h) marked."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 3.4))
+    ax.plot(sweep.index, sweep.values, marker="o", label=f"{draft}, flag on, residual x c")
+    ax.axhline(flag_off, color="tab:red", ls=":", label="flag off (raw h)")
+    ax.axvline(h_scale, color="grey", ls="--", label=f"median rms(h) = {h_scale:.1f}")
+    ax.set_xscale("log")
+    ax.set_xlabel("factor c on the residual")
+    ax.set_ylabel("step-1 agreement with the target")
+    ax.set_title(f"{draft}: scaling the normed residual towards rms(h)")
+    ax.legend(fontsize=8)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def plot_chain_vs_tree(trees: pd.DataFrame, title: str = "chain vs tree, greedy", ax=None):
+    """tau per setting (``trees``: rows named ``chain ...`` or ``tree ...``, columns ``tau`` and ``verified``):
+    chains blue, trees green, each bar labelled with the tokens it verifies per round."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 2.8))
+    ax.barh(trees.index, trees.tau, color=["tab:blue" if n.startswith("chain") else "tab:green" for n in trees.index])
+    for i, row in enumerate(trees.itertuples()):
+        ax.text(row.tau, i, f" {row.verified} verified", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlabel="tau (tokens per verify step)", ylabel="setting", title=title)
+    return ax.figure

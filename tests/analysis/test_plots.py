@@ -1,0 +1,180 @@
+"""The notebooks' figures (eagle3lab.analysis.plots) on tiny hand-made tables: what each one draws."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
+
+import eagle3lab  # noqa: E402
+from eagle3lab.analysis import plots  # noqa: E402
+from eagle3lab.analysis.plots import (  # noqa: E402
+    plot_chain_vs_tree,
+    plot_residual_balance,
+    plot_residual_scale,
+    plot_rms_halves,
+    plot_slot_scan,
+    plot_survival_by_rule,
+    plot_tokens_per_round,
+)
+
+NEW = ["plot_tokens_per_round", "plot_slot_scan", "plot_rms_halves", "plot_residual_balance",
+       "plot_survival_by_rule", "plot_residual_scale", "plot_chain_vs_tree"]
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _labels(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_the_new_figures_are_public_names_of_eagle3lab():
+    for name in NEW:
+        assert getattr(eagle3lab, name) is getattr(plots, name)
+        assert name in eagle3lab.__all__
+
+
+def test_tokens_per_round_draws_one_bar_per_launch_and_count_with_missing_counts_as_zero():
+    shares = pd.DataFrame({"as launched": {1: 0.7, 2: 0.3}, "fixed": {1: 0.2, 3: 0.5, 5: 0.3}})
+    fig = plot_tokens_per_round(shares, cap=2, engine="sglang")
+    ax = fig.axes[0]
+    assert len(ax.patches) == 2 * 5                     # 1..5 tokens, two launches
+    heights = [[bar.get_height() for bar in c] for c in ax.containers]
+    assert heights == [pytest.approx([0.7, 0.3, 0, 0, 0]), pytest.approx([0.2, 0, 0.5, 0, 0.3])]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "4", "5"]
+    assert _labels(ax) == ["as launched", "fixed"]
+    assert ax.get_title() == "Same draft, 2 sglang launches: as launched, at most 2 tokens per round"
+    assert ax.get_xlabel() == "tokens emitted in a round (accepted drafts + bonus)"
+    assert ax.get_ylabel() == "share of rounds"
+    plain = plot_tokens_per_round(shares).axes[0]
+    assert plain.get_title() == "Same draft, 2 launches"
+
+
+def test_slot_scan_heatmap_marks_trained_and_served_points_beside_the_reorderings():
+    grid = pd.DataFrame([[1.5, 2.0, 1.0, np.nan], [1.1, 1.3, 2.0, 1.7]],
+                        index=["slot 0 (resid[1])", "slot 1 (resid[2])"],
+                        columns=[f"resid[{k}]" for k in range(4)])
+    orders = pd.DataFrame({"aux_resid": [(2, 1), (1, 2)], "tau": [1.2, 2.0]})
+    fig = plot_slot_scan(grid, orders, trained=(1, 2), served=(2, 3), engine="sglang", tau_served_wiring=1.7,
+                         num_steps=3)
+    ax, bx, cbar = fig.axes
+    np.testing.assert_array_equal(np.ma.filled(ax.images[0].get_array().astype(float), np.nan), grid.to_numpy())
+    boxes = [(p.get_x(), p.get_y(), to_rgba(p.get_edgecolor())) for p in ax.patches]
+    assert boxes == [(0.5, -0.5, to_rgba("white")), (1.55, -0.45, to_rgba("red")),
+                     (1.5, 0.5, to_rgba("white")), (2.55, 0.55, to_rgba("red"))]
+    texts = sorted((t.get_position(), t.get_text()) for t in ax.texts)
+    assert len(texts) == 7 and ((3, 0), "nan") not in texts        # the unscored cell is left blank
+    assert ((1, 0), "2.00") in texts and ((3, 1), "1.70") in texts
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(grid.index)
+    assert "sglang" in ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    assert cbar.get_ylabel() == "tau, tokens per round (3-step chain)"
+    assert [b.get_width() for b in bx.patches] == [1.2, 2.0]
+    assert [t.get_text() for t in bx.get_yticklabels()] == ["[2, 1]", "[1, 2]"]
+    assert [to_rgba(b.get_facecolor()) for b in bx.patches] == [to_rgba("tab:grey"), to_rgba("tab:green")]
+    assert list(bx.lines[0].get_xdata()) == [1.7, 1.7] and _labels(bx) == ["sglang's wiring"]
+    assert bx.get_xlim() == pytest.approx((0, 1.4 * 2.0))
+    assert bx.get_title() == "the trained states, reordered" and bx.get_xlabel() == "tau (tokens per round)"
+
+
+def test_rms_halves_one_panel_per_draft_raw_outlined_normed_filled_counts_of_the_table():
+    hooks = {"embed": "embedding half, raw", "fc_out": "fc half, raw (h)",
+             "layers.0.emb_normed": "input_layernorm(embed)", "layers.0.hid_normed": "hidden_norm(h)"}
+    base = {"embed": [0.01, 0.02, 0.02, 0.03, 0.05], "fc_out": [5.0, 8.0, 9.0, 12.0, 30.0],
+            "layers.0.emb_normed": [0.9, 1.0, 1.0, 1.1, 1.2], "layers.0.hid_normed": [0.8, 0.95, 1.0, 1.0, 1.3]}
+    per_token = pd.DataFrame({(name, hook): np.array(v) * scale for name, scale in (("case", 1.0), ("healthy", 2.0))
+                              for hook, v in base.items()})
+    fig = plot_rms_halves(per_token, labels=hooks, bins=20)
+    panels = fig.axes
+    assert [ax.get_title() for ax in panels] == ["case", "healthy"]
+    assert fig._suptitle.get_text() == "per-token RMS of the two halves: outlined = raw, filled = after their norms"
+    assert _labels(panels[0]) == list(hooks.values())
+    assert panels[0].get_ylabel() == "tokens" and all(ax.get_xscale() == "log" for ax in panels)
+    assert all(ax.get_xlabel() == "per-token RMS (log scale)" for ax in panels)
+    values = per_token.to_numpy()
+    edges = np.logspace(np.log10(values.min()) - 0.1, np.log10(values.max()) + 0.1, 20)
+    for ax, name in zip(panels, ["case", "healthy"]):
+        assert len(ax.patches) == 4
+        for patch, hook in zip(ax.patches, base):
+            assert patch.get_fill() == ("normed" in hook)
+            blue = "emb" in hook
+            drawn_colour = patch.get_facecolor() if patch.get_fill() else patch.get_edgecolor()
+            assert to_rgba(drawn_colour)[:3] == to_rgba("tab:blue" if blue else "tab:orange")[:3]
+            counts, _ = np.histogram(per_token[name, hook], bins=edges)
+            drawn = patch.get_xy()
+            assert drawn[:, 1].max() == counts.max() and counts.sum() == 5
+            assert {float(y) for y in drawn[:, 1]} <= {0.0, *map(float, counts)}
+            assert drawn[:, 0].min() == pytest.approx(edges[0]) and drawn[:, 0].max() == pytest.approx(edges[-1])
+
+
+def _by_rule(values: dict) -> pd.DataFrame:
+    index = pd.MultiIndex.from_tuples(list(values), names=["draft", "norm_before_residual"])
+    return pd.DataFrame(list(values.values()), index=index)
+
+
+def test_residual_balance_pairs_residual_and_attn_out_bars_on_a_log_scale():
+    balance = _by_rule({("a", False): {"rms residual": 20.0, "rms attn_out": 0.5},
+                        ("a", True): {"rms residual": 1.0, "rms attn_out": 0.6},
+                        ("b", False): {"rms residual": 15.0, "rms attn_out": 9.0},
+                        ("b", True): {"rms residual": 1.1, "rms attn_out": 8.0}})
+    ax = plot_residual_balance(balance).axes[0]
+    assert len(ax.patches) == 8
+    residual, attn = ax.containers
+    assert [b.get_height() for b in residual] == [20.0, 1.0, 15.0, 1.1]
+    assert [b.get_height() for b in attn] == [0.5, 0.6, 9.0, 8.0]
+    assert [b.get_x() + b.get_width() / 2 for b in residual] == pytest.approx([-0.2, 0.8, 1.8, 2.8])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a\nflag off", "a\nflag on", "b\nflag off", "b\nflag on"]
+    assert ax.get_yscale() == "log" and ax.get_ylabel() == "median per-token RMS" and ax.get_xlabel()
+    assert ax.get_title() == "what attn_out is added to, with norm_before_residual off / on"
+    assert _labels(ax) == ["residual", "attn_out"]
+
+
+def test_survival_by_rule_draws_one_line_per_draft_and_rule_with_its_tau():
+    accept = _by_rule({("case", False): {"tau": 1.21, "a1": 0.2, "a2": 0.01, "a3": 0.0},
+                       ("case", True): {"tau": 2.5, "a1": 0.8, "a2": 0.5, "a3": 0.2},
+                       ("healthy", False): {"tau": 2.9, "a1": 0.9, "a2": 0.6, "a3": 0.4}})
+    ax = plot_survival_by_rule(accept).axes[0]
+    assert len(ax.lines) == 3
+    for line, (_, row) in zip(ax.lines, accept.iterrows()):
+        assert list(line.get_xdata()) == [1, 2, 3]
+        assert list(line.get_ydata()) == [row.a1, row.a2, row.a3]
+    assert [line.get_linestyle() for line in ax.lines] == ["-", "-", "--"]   # the first draft solid
+    assert _labels(ax) == ["case, norm_before_residual=False (tau 1.21)", "case, norm_before_residual=True (tau 2.50)",
+                           "healthy, norm_before_residual=False (tau 2.90)"]
+    assert ax.get_ylim() == (0, 1) and ax.get_xlabel() == "draft position k"
+    assert ax.get_ylabel() == "a_k = P(at least k accepted)"
+    assert ax.get_title() == "acceptance under each residual rule (trained wiring)"
+
+
+def test_residual_scale_plots_the_sweep_with_the_flag_off_level_and_rms_h():
+    sweep = pd.Series({0.5: 0.7, 1.0: 0.75, 4.0: 0.4, 16.0: 0.2}, name="step-1 agreement")
+    ax = plot_residual_scale(sweep, flag_off=0.25, h_scale=3.7, draft="draft-case").axes[0]
+    curve, off, rms_h = ax.lines
+    assert list(curve.get_xdata()) == [0.5, 1.0, 4.0, 16.0] and list(curve.get_ydata()) == [0.7, 0.75, 0.4, 0.2]
+    assert list(off.get_ydata()) == [0.25, 0.25] and list(rms_h.get_xdata()) == [3.7, 3.7]
+    assert _labels(ax) == ["draft-case, flag on, residual x c", "flag off (raw h)", "median rms(h) = 3.7"]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "factor c on the residual"
+    assert ax.get_ylabel() == "step-1 agreement with the target" and "draft-case" in ax.get_title()
+
+
+def test_chain_vs_tree_colours_chains_and_trees_and_labels_the_verify_width():
+    trees = pd.DataFrame({"tau": [3.1, 3.4, 2.9], "verified": [6, 8, 8]},
+                         index=pd.Index(["chain 5", "chain 7", "tree 5/4/8"], name="setting"))
+    ax = plot_chain_vs_tree(trees).axes[0]
+    assert [b.get_width() for b in ax.patches] == [3.1, 3.4, 2.9]
+    assert [to_rgba(b.get_facecolor()) for b in ax.patches] == [to_rgba("tab:blue")] * 2 + [to_rgba("tab:green")]
+    assert [t.get_text() for t in ax.texts] == [" 6 verified", " 8 verified", " 8 verified"]
+    assert [t.get_position() for t in ax.texts] == [(3.1, 0), (3.4, 1), (2.9, 2)]
+    assert ax.yaxis_inverted()
+    assert ax.get_title() == "chain vs tree, greedy" and ax.get_xlabel() == "tau (tokens per verify step)"
+    assert ax.get_ylabel() == "setting"
+    assert plot_chain_vs_tree(trees, title="sampled").axes[0].get_title() == "sampled"
