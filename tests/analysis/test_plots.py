@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+
+import matplotlib
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -22,6 +24,9 @@ from eagle3lab.analysis.plots import (  # noqa: E402
     plot_slot_scan,
     plot_survival_by_rule,
     plot_tokens_per_round,
+)
+from eagle3lab.engines.acceptance import (
+    acceptance_stats,
 )
 
 NEW = ["plot_tokens_per_round", "plot_slot_scan", "plot_rms_halves", "plot_residual_balance",
@@ -178,3 +183,16 @@ def test_chain_vs_tree_colours_chains_and_trees_and_labels_the_verify_width():
     assert ax.get_title() == "chain vs tree, greedy" and ax.get_xlabel() == "tau (tokens per verify step)"
     assert ax.get_ylabel() == "setting"
     assert plot_chain_vs_tree(trees, title="sampled").axes[0].get_title() == "sampled"
+
+
+def test_plot_acceptance_draws_every_position():
+
+    matplotlib.use("Agg")
+    from eagle3lab.analysis.plots import plot_acceptance
+
+    runs = {"healthy": acceptance_stats([0, 2, 3, 1, 3], num_positions=3),
+            "case": acceptance_stats([0, 0, 1], num_positions=3)}
+    fig = plot_acceptance(runs)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 6 and len(ax.lines) == 2
+    assert list(ax.lines[0].get_ydata()) == pytest.approx([0.8, 0.6, 0.4])

@@ -2,7 +2,6 @@
 
 from dataclasses import dataclass
 
-import matplotlib
 import pytest
 
 from eagle3lab.engines.acceptance import (
@@ -77,19 +76,6 @@ def test_random_logs_satisfy_tau_identity():
         s = acceptance_stats(log, num_positions=k)
         assert s.tau_from_survival == pytest.approx(s.tau)
         assert expected_tau(s.conditional) == pytest.approx(s.tau) or any(c != c for c in s.conditional)
-
-
-def test_plot_acceptance_draws_every_position():
-
-    matplotlib.use("Agg")
-    from eagle3lab.analysis.plots import plot_acceptance
-
-    runs = {"healthy": acceptance_stats([0, 2, 3, 1, 3], num_positions=3),
-            "case": acceptance_stats([0, 0, 1], num_positions=3)}
-    fig = plot_acceptance(runs)
-    ax = fig.axes[0]
-    assert len(ax.patches) == 6 and len(ax.lines) == 2
-    assert list(ax.lines[0].get_ydata()) == pytest.approx([0.8, 0.6, 0.4])
 
 
 def test_engine_log_lines_by_hand():
