@@ -54,8 +54,7 @@ def build(shape: dict, device: torch.device, dtype: torch.dtype):
                        rope_theta=rope["rope_theta"], rope_scaling=scaling,
                        max_position_embeddings=cfg.max_position_embeddings, aux_layer_ids=(2, n // 2, n - 3))
     with torch.device(device):
-        draft = Eagle3Draft(dcfg, profile="speculators").to(dtype)
-    draft.num_target_layers = n
+        draft = Eagle3Draft(dcfg, profile="speculators").to(dtype).bound(num_target_layers=n)
     ids = torch.randperm(cfg.vocab_size, generator=torch.Generator().manual_seed(0))[:dv].sort().values
     d2t, t2d = build_vocab_map(ids, cfg.vocab_size)
     draft.d2t.copy_(d2t.to(device))

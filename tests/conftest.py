@@ -45,6 +45,18 @@ def notebook_claims(name: str) -> dict:
     return find_claims(executed_notebook(name))
 
 
+def notebook_summary(name: str) -> str:
+    """The text notebook NAME's summary states (its words must follow its claims)."""
+    from eagle3lab.app.workbook import find_summary
+
+    return find_summary(executed_notebook(name)) or ""
+
+
+# the words notebooks 05 and 06 use for a measured speed verdict (eagle3lab.verdict)
+SPEED_WORDS = {"wins": "faster than no speculation", "loses": "slower than no speculation",
+               "breaks even": "no faster than no speculation"}
+
+
 @pytest.fixture(scope="session")
 def bundled_models():
     """The one policy when the committed models are missing: fail, saying how to rebuild them."""
@@ -83,7 +95,7 @@ def tiny_spec_target(seed=0, vocab=V, hidden=H, layers=4, scale=0.15, init=0.02)
 def tiny_draft(target, seed=0, draft_vocab=None, train_steps=150, passes=3, ids=(1, 2, 4)):
     """An EAGLE-3 draft (speculators profile) for ``target``; trained when train_steps > 0."""
     from eagle3lab.decoding.evaluate import draft_passes
-    from eagle3lab.models.capture import ResidCapture
+    from eagle3lab.models.capture import ResidCapture, concat_aux
     from eagle3lab.models.draft import DraftConfig, Eagle3Draft
     from eagle3lab.models.vocab import build_vocab_map
 
@@ -92,13 +104,13 @@ def tiny_draft(target, seed=0, draft_vocab=None, train_steps=150, passes=3, ids=
     torch.manual_seed(seed)
     draft = Eagle3Draft(DraftConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_attention_heads=4,
                                     num_key_value_heads=2, vocab_size=vocab, draft_vocab_size=dv,
-                                    target_hidden_size=hidden, aux_layer_ids=ids), profile="speculators")
-    draft.num_target_layers = target.num_layers
+                                    target_hidden_size=hidden, aux_layer_ids=ids),
+                         profile="speculators").bound(num_target_layers=target.num_layers)
     seqs = torch.randint(0, vocab, (32, 20), generator=torch.Generator().manual_seed(seed))
     points = list(draft.aux_resid)
     with torch.no_grad(), ResidCapture(target.model, sorted(points)) as cap:
         greedy = target.model(seqs).logits.argmax(-1)
-    aux = torch.cat([cap.states[k] for k in points], -1)
+    aux = concat_aux(cap.states, points)
     keep = torch.bincount(greedy.flatten(), minlength=vocab).argsort(descending=True)[:dv].sort().values
     d2t, t2d = build_vocab_map(keep, vocab)
     if draft.d2t is not None:

@@ -124,3 +124,30 @@ def test_missing_bundled_models_fail_with_make_data(monkeypatch):
     monkeypatch.setattr(conftest.bundled, "available", lambda: {"target": True, "draft-healthy": False, "draft-case": True})
     with pytest.raises(pytest.fail.Exception, match=r"draft-healthy.*make data"):
         conftest.bundled_models.__wrapped__()
+
+
+def test_every_module_path_and_import_the_docs_name_exists():
+    """README, docs, model cards, notebooks and docstrings name files and imports a reader can follow."""
+    import importlib
+    import importlib.util
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "*.md", "*.ipynb", "eagle3lab/*.py"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    missing = []
+    for name in files:
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for path in set(re.findall(r"\beagle3lab/[\w/]+\.py\b", text)):
+            if not (ROOT / path).exists():
+                missing.append(f"{name}: {path}")
+        for module, names in re.findall(r"from (eagle3lab(?:\.\w+)*) import ([\w, ]+)", text):
+            try:
+                mod = importlib.import_module(module)
+            except ImportError:
+                missing.append(f"{name}: module {module}")
+                continue
+            for n in (part.split(" as ")[0].strip() for part in names.split(",")):
+                is_module = hasattr(mod, "__path__") and importlib.util.find_spec(f"{module}.{n}") is not None
+                if n and not hasattr(mod, n) and not is_module:
+                    missing.append(f"{name}: {module}.{n}")
+    assert not missing, "\n".join(sorted(missing))

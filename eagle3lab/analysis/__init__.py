@@ -1,5 +1,5 @@
 """Analysis: what the runs mean. The cost model and its timing on this device, the served-target
-roofline, the benchmark harness, diagnosis (symptom table, wiring search, serving scenarios) and the
+roofline, the benchmark harness (both speed definitions), diagnosis (symptom table, wiring search) and the
 package's plots.
 
 May import ``eagle3lab.decoding``, ``eagle3lab.models``, ``eagle3lab.engines`` and the foundation;

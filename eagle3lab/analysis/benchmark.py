@@ -48,56 +48,39 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
                   progress: bool = False) -> dict:
     """Baseline and speculative decoding timed side by side in one run, plus the cost model.
 
-    Each repetition decodes every prompt with ``transformers`` ``generate(do_sample=False)``, the
-    plain greedy loop and the speculative loop, interleaved so that machine noise hits all three
-    alike, then measures the cost model in the same time window and projects that repetition's
-    speedup from it. Reported numbers are medians over repetitions (rates: tokens / seconds summed
-    over prompts); ``projection.error`` is the median of the per-repetition errors.
+    Each repetition is one ``decode_sweep`` (``transformers`` ``generate(do_sample=False)``, the plain
+    greedy loop and the speculative loop, interleaved so that machine noise hits all three alike),
+    then the cost model measured in the same time window, which projects that repetition's decode
+    speedup. Reported numbers are medians over repetitions (rates: tokens / seconds summed over
+    prompts); ``projection.error`` is the median of the per-repetition errors.
     """
     tgt = as_target(target)
     d = draft_for(draft, tgt, profile)
     settings, warnings = tree_settings(num_steps, topk, num_draft_tokens)
     K, k, M = settings["num_steps"], settings["topk"], settings["num_draft_tokens"]
     prompts = list(prompts)
-    # warm-up on a whole prompt: first calls pay one-off allocation and dispatch costs
-    speculative_generate(tgt, d, prompts[0], num_steps=K, topk=k, num_draft_tokens=M, max_new_tokens=max_new_tokens)
-    target_greedy(tgt, prompts[0], max_new_tokens)
-    hf_generate(tgt, prompts[0], max_new_tokens)
+    case = {"speculative": dict(draft=d, num_steps=K, topk=k, num_draft_tokens=M)}
     sizes = sorted({1, 2, 3, 4, 6, 8, 12, 16, K + 1, M})
-    reps: dict[str, list[float]] = {}
-    rounds, identical, prompt_lens, projections = [], 0, [], []
+    sweeps, projections = [], []
     for rep in tqdm(range(repeats), desc="benchmark", disable=not progress):
-        tot = {m: [0, 0.0] for m in ("generate", "greedy", "greedy_decode", "spec", "spec_decode")}
-        for text in prompts:
-            ref = hf_generate(tgt, text, max_new_tokens)
-            base = target_greedy(tgt, text, max_new_tokens)
-            spec = speculative_generate(tgt, d, text, num_steps=K, topk=k, num_draft_tokens=M,
-                                        max_new_tokens=max_new_tokens)
-            for name, n, sec in (("generate", len(ref.tokens), ref.decode_s),
-                                 ("greedy", len(base.tokens), base.prefill_s + base.decode_s),
-                                 ("greedy_decode", len(base.tokens) - 1, base.decode_s),
-                                 ("spec", len(spec.tokens), spec.prefill_s + spec.decode_s),
-                                 ("spec_decode", len(spec.tokens) - 1, spec.decode_s)):
-                tot[name][0] += n
-                tot[name][1] += sec
-            if rep == 0:  # greedy: every repetition produces the same rounds
-                rounds += spec.rounds
-                identical += spec.tokens == ref.tokens
-                prompt_lens.append(len(spec.prompt_ids) + len(spec.tokens) // 2)
-        for name, (n, sec) in tot.items():
-            reps.setdefault(name, []).append(n / sec)
-        if rep == 0:
-            stats = acceptance_stats(rounds, num_positions=K)
-            context = int(round(statistics.mean(prompt_lens)))
+        sw = decode_sweep(tgt, case, prompts, max_new_tokens=max_new_tokens, progress=False)
+        if rep == 0:  # greedy: every repetition produces the same rounds
+            stats = sw.stats("speculative")
+            rounds = [r for out in sw.results["speculative"] for r in out.rounds]
             emitted = sum(len(r.emitted) for r in rounds) / len(rounds) if rounds else 1.0
-        costs = measure_costs(tgt, d, context_len=context, verify_sizes=sizes, settings=((K, k, M),),
+        costs = measure_costs(tgt, d, context_len=sw.context_len, verify_sizes=sizes, settings=((K, k, M),),
                               repeats=measure_repeats)
         proj = costs.project(stats, K, k, M, tokens_per_round=emitted)
-        measured = reps["spec_decode"][-1] / reps["greedy_decode"][-1]
-        projections.append((costs, proj, measured))
+        sweeps.append(sw)
+        projections.append((costs, proj, sw.decode_speedup("speculative")))
     med = statistics.median
-    tps = {name: med(v) for name, v in reps.items()}
+    tps = {"generate": med(sw.generate_tps for sw in sweeps),
+           "greedy": med(sw.e2e_tps["no speculation"] for sw in sweeps),
+           "greedy_decode": med(sw.decode_tps["no speculation"] for sw in sweeps),
+           "spec": med(sw.e2e_tps["speculative"] for sw in sweeps),
+           "spec_decode": med(sw.decode_tps["speculative"] for sw in sweeps)}
     measured_speedup = med(m for _, _, m in projections)
+    context = sweeps[0].context_len
     return {
         "target": display_path(tgt.path), "profile": d.profile.name, "aux_resid": list(d.aux_resid),
         "norm_before_residual": d.settings.norm_before_residual,
@@ -109,7 +92,7 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
                          "speculative_decode": tps["spec_decode"]},
         "speedup": {"vs_generate": tps["spec"] / tps["generate"], "vs_greedy_loop": tps["spec"] / tps["greedy"],
                     "decode_vs_greedy_loop": measured_speedup},
-        "lossless": {"identical_to_generate": identical, "prompts": len(prompts)},
+        "lossless": {"identical_to_generate": sweeps[0].identical("speculative"), "prompts": len(prompts)},
         "acceptance": {"tau": stats.tau, "vllm_mean_acceptance_length": stats.vllm_mean_acceptance_length,
                        "vllm_draft_acceptance_rate": stats.vllm_draft_acceptance_rate,
                        "conditional": list(stats.conditional), "survival": list(stats.survival),
@@ -138,7 +121,8 @@ class DecodeSweep:
 
     Rates are medians over repetitions of tokens / seconds summed over prompts, under both speed
     definitions: ``e2e_tps`` (every new token over prefill + decoding) and ``decode_tps`` (tokens after
-    the first over decoding time, what the cost model prices). Both hold "no speculation" too.
+    the first over decoding time, what the cost model prices). Both hold "no speculation" (the plain
+    greedy loop) too; ``generate_tps`` is ``transformers`` ``generate`` timed whole, in the same rounds.
     """
 
     results: dict[str, list]          # case -> SpecResult per prompt (first repetition)
@@ -146,6 +130,7 @@ class DecodeSweep:
     decode_tps: dict[str, float]      # case and "no speculation" -> median decode tokens/s
     e2e_tps: dict[str, float]         # case and "no speculation" -> median end-to-end tokens/s
     context_len: int                  # mean prompt length + half the new tokens: where rounds ran
+    generate_tps: float = float("nan")  # transformers generate(do_sample=False), end to end, interleaved too
 
     def settings(self, name: str) -> dict:
         return self.results[name][0].settings
@@ -215,29 +200,36 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
     ``topk``, ``num_draft_tokens``, ``temperature``, ``profile``, ``seed``). Interleaving per prompt
     makes machine noise hit every case alike; decode rates (tokens after the first over the rounds'
     time) and end-to-end rates (every token over prefill + decoding) are medians over ``repeats``
-    (``DecodeSweep.rates``). The first repetition's outputs are kept, with
-    ``generate(do_sample=False)`` of each prompt as the lossless reference.
+    (``DecodeSweep.rates``), ``generate(do_sample=False)`` timed in the same rounds. The first
+    repetition's outputs are kept, with ``generate``'s as the lossless reference.
     """
     tgt = as_target(target)
     prompts = list(prompts)
     if not prompts or not cases:
         raise bad_input("decode_sweep", "prompts / cases", "at least one prompt and one case",
                         f"{len(prompts)} prompts, {len(cases)} cases")
-    target_greedy(tgt, prompts[0], 8)  # warm-up: first calls pay one-off allocation costs
+    hf_generate(tgt, prompts[0], 8)    # warm-up: first calls pay one-off allocation costs
+    target_greedy(tgt, prompts[0], 8)
     for kw in cases.values():
         speculative_generate(tgt, prompt=prompts[0], **{**kw, "max_new_tokens": 8})
-    reference = [hf_generate(tgt, p, max_new_tokens).tokens for p in prompts]
+    reference: list[list[int]] = []
     results: dict[str, list] = {name: [] for name in cases}
     names = ["no speculation", *cases]
     rates: dict[str, dict[str, list[float]]] = {"decode": {n: [] for n in names}, "e2e": {n: [] for n in names}}
+    generate_rates: list[float] = []
     bar = tqdm(total=repeats * len(prompts), desc="decode sweep", disable=not progress)
     for rep in range(repeats):
         done = {kind: dict.fromkeys(names, (0, 0.0)) for kind in rates}
+        generated = (0, 0.0)
         for prompt in prompts:
+            ref = hf_generate(tgt, prompt, max_new_tokens)    # timed whole, prefill included
+            generated = _add(generated, len(ref.tokens), ref.decode_s)
             outs = {"no speculation": target_greedy(tgt, prompt, max_new_tokens)}
             for name, kw in cases.items():
                 outs[name] = speculative_generate(tgt, prompt=prompt, **{**kw, "max_new_tokens": max_new_tokens})
-                if rep == 0:
+            if rep == 0:
+                reference.append(ref.tokens)
+                for name in cases:
                     results[name].append(outs[name])
             for name, out in outs.items():
                 done["decode"][name] = _add(done["decode"][name], len(out.tokens) - 1, out.decode_s)
@@ -246,12 +238,13 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
         for kind, per_name in done.items():
             for name, (n, secs) in per_name.items():
                 rates[kind][name].append(n / secs if secs > 0 else float("nan"))
+        generate_rates.append(generated[0] / generated[1] if generated[1] > 0 else float("nan"))
     bar.close()
     first = next(iter(results.values()))
     context = round(statistics.mean(len(o.prompt_ids) + len(o.tokens) / 2 for o in first))
     med = {kind: {name: statistics.median(v) for name, v in per_name.items()} for kind, per_name in rates.items()}
     return DecodeSweep(results=results, reference=reference, context_len=context, decode_tps=med["decode"],
-                       e2e_tps=med["e2e"])
+                       e2e_tps=med["e2e"], generate_tps=statistics.median(generate_rates))
 
 
 def _add(acc: tuple[int, float], tokens: int, seconds: float) -> tuple[int, float]:

@@ -76,8 +76,6 @@ ROOFLINE_EXAMPLES = {
 SERVED = {"roofline": "kimi-k2 fp8, 8 GPUs (H200-class)", "c": 0.1, "overhead": 0.2, "batch": 48}
 
 
-
-
 def price_on_served(cases: dict[str, dict], roofline: str | Roofline = SERVED["roofline"], c: float = SERVED["c"],
                     overhead: float = SERVED["overhead"], batches=(1, SERVED["batch"])) -> pd.DataFrame:
     """The same acceptance on a served target: ``{name: {tau, num_steps, num_draft_tokens}}`` -> ``explain`` table.

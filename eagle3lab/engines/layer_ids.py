@@ -531,14 +531,25 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
         "the embedding, resid[N-1] instead of resid[N]), or patch the engine's capture loop.")
 
 
+def _moves(slots: int, distance: int):
+    """Every way to move ``slots`` points by ``distance`` in total (signed moves, sum of |move| = distance)."""
+    if slots == 1:
+        yield from {(distance,), (-distance,)}
+        return
+    for first in range(-distance, distance + 1):
+        for rest in _moves(slots - 1, distance - abs(first)):
+            yield (first, *rest)
+
+
 def nearest_servable(engine: str, resid, num_layers: int, arch: str | None = None,
                      engine_version: str | None = None) -> tuple[tuple[int, ...], list]:
     """The wiring closest to ``resid`` that ``engine`` can feed, and the ids to write for it.
 
-    ``resid`` itself when the engine can express it; else each point the engine cannot capture moves
-    to its nearest point that it can, the order kept (SGLang's llama.py: resid[0] -> resid[1],
-    resid[N] -> resid[N-1]). Raises ``Eagle3LabError`` when no such wiring exists (EAGLE's fixed choice,
-    or two points landing on one).
+    ``resid`` itself when the engine can express it; else the ascending wiring at the smallest total
+    distance (sum of |moves|, then the smallest single move, then the inner point on a tie) that the
+    engine can capture as a whole (SGLang's llama.py: resid[0] -> resid[1], resid[N] -> resid[N-1]; a
+    DeepSeek-family rule where only a whole list decides the convention is tried as a whole).
+    Raises ``Eagle3LabError`` when none is within ``2 * len(resid) + 2`` moves (EAGLE's fixed choice).
     """
     def ids_for(points):
         try:
@@ -547,17 +558,20 @@ def nearest_servable(engine: str, resid, num_layers: int, arch: str | None = Non
             return None
 
     resid = tuple(_as_int("resid", k) for k in resid)
-    if (ids := ids_for(resid)) is not None:
-        return resid, ids
     n = _check_num_layers(num_layers)
-    moved = []
-    for k in resid:   # nearest capturable point, the inner one first on a tie
-        near = sorted(range(n + 1), key=lambda j: (abs(j - k), abs(j - n / 2)))
-        moved.append(next((j for j in near if ids_for([j]) is not None), None))
-    if None not in moved and (ids := ids_for(moved)) is not None:
-        return tuple(moved), ids
-    raise Eagle3LabError(f"{engine}: no wiring near {resid_label(resid, n)} can be fed for N = {n}"
-                         + (f", arch {arch}" if arch else "") + f" (nearest capturable points: {moved}).")
+    if n is None:
+        raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None)
+    reach = 2 * len(resid) + 2   # the moves a real fix needs are few; further is no longer "near"
+    for distance in range(0, min(n, reach) + 1):
+        near = [tuple(k + d for k, d in zip(resid, moves)) for moves in _moves(len(resid), distance)]
+        near = [w for w in near if all(0 <= k <= n for k in w) and list(w) == sorted(set(w))]
+        near.sort(key=lambda w: (max(abs(a - b) for a, b in zip(w, resid)), sum(abs(k - n / 2) for k in w)))
+        for wiring in near:
+            if (ids := ids_for(wiring)) is not None:
+                return wiring, ids
+    raise Eagle3LabError(f"{engine}: no wiring within {reach} moves of {resid_label(resid, n)} can be fed for "
+                         f"N = {n}" + (f", arch {arch}" if arch else "") + " (EAGLE's choice is fixed; other engines "
+                         "need other points or a patched capture loop).")
 
 
 def compare_engines(ids=None, num_layers: int | None = None, arch: str | None = None,

@@ -392,9 +392,7 @@ def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, requ
         raise bad_input("draft", "num_target_layers", "the target's number of decoder layers (to translate the "
                         f"aux ids {list(ids)} between engines' conventions)", "unknown",
                         "Pass num_target_layers= (CLI: --num-target-layers N or --target DIR).")
-    from eagle3lab.engines.layer_ids import resolve_aux_layers
-
-    res = resolve_aux_layers(trainer.id_engine, list(ids), n, arch=draft.target_arch)
+    res = trainer.aux_resolution(draft.config.aux_layer_ids, draft.config.aux_ids_key, n, draft.target_arch)
     if res.fatal:
         raise Eagle3LabError(f"{trainer.engine} cannot capture the states for ids {list(ids)}: {res.fatal[0]}")
     return tuple(res.resid), trainer
@@ -484,7 +482,6 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
     Never raises on a bad checkpoint: problems are listed under ``errors``; what could not be
     checked (no weights, no layer count) under ``not_checked``.
     """
-    from eagle3lab.engines.layer_ids import resolve_aux_layers
     from eagle3lab.engines.profiles import FLAGS, PROFILES
 
     raw, config_file = read_config(path)
@@ -551,8 +548,7 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
         seen, why = profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
         row = {"engine": profile.label, "ids_seen": list(seen) if seen is not None else None, "note": why}
         try:
-            res = resolve_aux_layers(profile.id_engine, list(seen) if seen is not None else None, n,
-                                     arch=facts.arch, engine_version=profile.engine_version)
+            res = profile.aux_resolution(cfg.aux_layer_ids, cfg.aux_ids_key, n, facts.arch)
             row.update(resid=list(res.resid), label=res.label, defaulted=res.defaulted, rule=res.rule,
                        warnings=list(res.warnings), fatal=list(res.fatal))
         except Eagle3LabError as err:

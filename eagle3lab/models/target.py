@@ -193,13 +193,13 @@ def check_draft_fits(facts: TargetFacts, *, target_hidden_size: int | None = Non
 
     if known(target_hidden_size, facts.hidden_size):
         raise bad_input(where, "target_hidden_size", f"{facts.hidden_size} (hidden_size of the target {facts.where})",
-                        target_hidden_size, f"This draft was trained for another target: fc reads num_aux * "
-                        f"{target_hidden_size} features (vLLM and SGLang fail at load with a shape mismatch in fc.weight).")
+                        target_hidden_size, "This draft was trained for another target: fc reads num_aux * "
+                        f"{target_hidden_size} features.")
     if known(vocab_size, facts.vocab_size):
         raise bad_input(where, "vocab_size", f"{facts.vocab_size} (the target's vocabulary, {facts.where})", vocab_size,
-                        "d2t offsets map draft ids into the target vocabulary; with another vocabulary every "
-                        "proposal is a different token and acceptance collapses (engines do not check).")
-    if fc_in_features is not None and num_aux is not None and known(fc_in_features, num_aux * (facts.hidden_size or 0)):
+                        "d2t maps draft ids into the target vocabulary; another vocabulary means every proposal "
+                        "is a different token.")
+    if None not in (fc_in_features, num_aux, facts.hidden_size) and fc_in_features != num_aux * facts.hidden_size:
         raise bad_input(where, "fc.weight", f"in_features = num_aux * H = {num_aux} * {facts.hidden_size}",
                         fc_in_features, "The number of aux layer ids and fc's width disagree; the engine fails "
                         "with a shape error in fc at the first forward.")

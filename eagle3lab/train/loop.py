@@ -89,7 +89,8 @@ def run_loop(cfg: Schedule, run_dir, modules: dict[str, torch.nn.Module], opt, p
     step, log, train_seconds = 0, [], 0.0
     if ckpt_path.exists():
         state = torch.load(ckpt_path, weights_only=True)
-        if json.loads(state["config"]) != json.loads(config):
+        saved = state["config"]   # a JSON string; checkpoints before train/loop.py stored a dict
+        if (json.loads(saved) if isinstance(saved, str) else json.loads(json.dumps(saved))) != json.loads(config):
             raise ValueError(f"{ckpt_path}: checkpoint was made with a different {type(cfg).__name__}; "
                              "use another run_dir or delete the checkpoint to start over.")
         for name, module in modules.items():

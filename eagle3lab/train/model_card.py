@@ -245,7 +245,7 @@ distribution is peaked where the text is predictable. Standard Hugging Face dire
 ```python
 from transformers import AutoModelForCausalLM, AutoTokenizer
 model = AutoModelForCausalLM.from_pretrained("data/models/target")
-# or: from eagle3lab.models.target import load_target; target = load_target("data/models/target")
+# or: from eagle3lab import load_target; target = load_target("data/models/target")
 ```
 
 ## Architecture and size
@@ -308,7 +308,7 @@ def draft_card(name: str, model_dir: Path, facts: dict, quality: dict, acceptanc
 An EAGLE-3 draft head for `data/models/target` (N = {n} layers). {story}
 
 ```python
-from eagle3lab.models.checkpoint import load_draft
+from eagle3lab import load_draft
 draft = load_draft("data/models/{name}", target="data/models/target")   # run as SpecForge would
 draft.under("sglang")                                                     # the same weights, as SGLang serves them
 # plain: safetensors.torch.load_file("data/models/{name}/model.safetensors"); the embedding is the target's

@@ -111,3 +111,25 @@ def test_decode_sweep_on_a_tiny_target_is_lossless_and_reports_caps_and_both_spe
     for name in ("chain 3", "capped"):   # both speed definitions, each against the baseline in its own sense
         assert df.loc[name, "e2e_speedup"] == pytest.approx(rates.e2e_tps[name] / rates.e2e_tps["no speculation"])
         assert df.loc[name, "decode_speedup"] == pytest.approx(rates.decode_tps[name] / rates.decode_tps["no speculation"])
+
+
+def test_decode_sweep_keeps_the_two_speed_definitions_apart(monkeypatch):
+    """Stub decoders with known times: e2e = every token over prefill + decode, decode = the rest over decode."""
+    from types import SimpleNamespace
+
+    from eagle3lab.analysis import benchmark
+
+    def result(prefill_s, decode_s, n=5):
+        return SimpleNamespace(tokens=list(range(n)), prompt_ids=[0, 0], prefill_s=prefill_s, decode_s=decode_s,
+                               rounds=[], settings={"num_steps": 1, "temperature": 0.0})
+
+    monkeypatch.setattr(benchmark, "as_target", lambda t: t)
+    monkeypatch.setattr(benchmark, "hf_generate", lambda t, p, n: result(0.0, 2.0))
+    monkeypatch.setattr(benchmark, "target_greedy", lambda t, p, n: result(1.0, 4.0))
+    monkeypatch.setattr(benchmark, "speculative_generate", lambda t, prompt, **kw: result(1.0, 1.0))
+    sw = decode_sweep(object(), {"spec": {}}, [[1, 2]] * 3, max_new_tokens=5, progress=False)
+    assert sw.e2e_tps == {"no speculation": 5 / 5.0, "spec": 5 / 2.0}       # 5 tokens over prefill + decode
+    assert sw.decode_tps == {"no speculation": 4 / 4.0, "spec": 4 / 1.0}    # the 4 after the first, over decode
+    assert sw.generate_tps == 5 / 2.0                                        # generate is timed whole
+    assert sw.e2e_speedup("spec") == 2.5 and sw.decode_speedup("spec") == 4.0
+    assert sw.identical("spec") == 3 and sw.context_len == 2 + 2            # 2 prompt tokens + half of 5, rounded

@@ -1,4 +1,4 @@
-"""Diagnosis: the wiring hypotheses a draft's config implies, and the symptom table."""
+"""Diagnosis: the wiring hypotheses a draft's config implies, the neighbourhood of a wiring and the slot scan."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ def test_one_step_cases_priced_here_and_served(tmp_path, capsys):
     assert rc == 0
     printed = capsys.readouterr().out
     payload = json.loads(out.read_text())
-    trained = json.loads((bundled.DRAFT_CASE / "training.json").read_text())["trained_resid"]
+    trained = bundled.recorded_resid(bundled.DRAFT_CASE)
     half = payload["results"][bench_decode.HALF_FIXED]
     shipped = payload["results"]["case as SGLang, chain 1"]
     # the half fix restores the trained wiring; SGLang still drops the residual rule

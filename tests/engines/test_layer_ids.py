@@ -397,5 +397,11 @@ def test_nearest_servable_moves_only_what_the_engine_cannot_capture():
     # what an engine can express is returned as it is
     assert nearest_servable("vllm", (0, 3, 7), 12) == ((0, 3, 7), [0, 3, 7])
     assert nearest_servable("sglang", (3, 7, 11), 12, arch="LlamaForCausalLM") == ((3, 7, 11), [2, 6, 10])
-    with pytest.raises(Eagle3LabError, match="no wiring near"):
-        nearest_servable("sglang", (0, 1, 7), 12, arch="LlamaForCausalLM")      # both land on resid[1]
+    # two points that cannot stay: the nearest ascending wiring the engine captures as a whole
+    assert nearest_servable("sglang", (0, 1, 7), 12, arch="LlamaForCausalLM") == ((1, 2, 7), [0, 1, 6])
+    # DeepSeek-family after SGLang #25454: a list starting with id 1 switches the convention, so resid[1]
+    # is servable as part of [1, 3, 7] though not alone; the nearest answer is found as a whole
+    assert nearest_servable("sglang", (0, 3, 7), 61, arch="DeepseekV3ForCausalLM", engine_version="0.5.13")[0] == (1, 3, 7)
+    assert nearest_servable("eagle", (0, 3, 7), 12) == ((2, 6, 9), [2, 6, 9])   # EAGLE's fixed choice is near
+    with pytest.raises(Eagle3LabError, match="no wiring within 8 moves"):
+        nearest_servable("eagle", (0, 3, 7), 61)                                 # ... and here it is not

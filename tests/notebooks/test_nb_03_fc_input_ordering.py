@@ -1,4 +1,4 @@
-"""Notebook 03's claims on the bundled models, and the helpers it calls.
+"""Notebook 03's claims, asserted from the notebook's own run on the bundled models.
 
 The draft-case was trained on [resid[0], resid[3], resid[7]] with norm_before_residual=True and
 shipped with SGLang ids [2, 6, 10], which SGLang (llama.py: config id k -> resid[k+1]) serves as
@@ -7,22 +7,11 @@ shipped with SGLang ids [2, 6, 10], which SGLang (llama.py: config id k -> resid
 
 from __future__ import annotations
 
-import math
-
-import pandas as pd
 import pytest
-import torch
 from conftest import notebook_claims
 
 from eagle3lab import bundled
-from eagle3lab.analysis.diagnosis import slot_scan, wiring_neighbourhood
-from eagle3lab.errors import Eagle3LabError
-from eagle3lab.models.capture import build_fc_input, capture_resid, fc_input_difference
 from eagle3lab.models.checkpoint import load_draft
-from eagle3lab.models.target import tiny_target
-
-# ----------------------------------------------------------------------------- helpers, tiny models
-
 
 # ----------------------------------------------------------------------------- the notebook's claims
 

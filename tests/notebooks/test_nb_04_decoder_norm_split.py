@@ -152,7 +152,6 @@ def test_the_wrong_residual_rule_costs_acceptance_in_both_directions(nb):
     """The notebook's run: draft-case (A) trained with the normed residual, draft-healthy (B) with raw h."""
     assert nb["best_A"] is True and nb["best_B"] is False
     assert nb["tau_A_true"] - nb["tau_A_false"] >= 0.5 and nb["tau_B_false"] - nb["tau_B_true"] >= 0.5
-    assert nb["cost_A"] == pytest.approx(nb["tau_A_true"] - nb["tau_A_false"])
     for name, trained in (("draft-case", True), ("draft-healthy", False)):
         right, wrong = nb["survival"][f"{name} {trained}"], nb["survival"][f"{name} {not trained}"]
         assert right[0] > wrong[0] + 0.2 and right[-1] > wrong[-1], (name, right, wrong)

@@ -7,18 +7,14 @@ asserted here (they belong to benchmarks), only acceptance and what each engine 
 from __future__ import annotations
 
 import pytest
-import torch
-from conftest import notebook_claims
+from conftest import SPEED_WORDS, notebook_claims, notebook_summary
 
 import eagle3lab
 from eagle3lab import bundled
-from eagle3lab.analysis.benchmark import decode_sweep
 from eagle3lab.analysis.cost_model import verdict
 from eagle3lab.engines.flags import resolve_flags
 from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
 from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
-from eagle3lab.models.draft import DraftConfig, Eagle3Draft
-from eagle3lab.models.target import tiny_target
 
 LAUNCH = ("python -m sglang.launch_server --model-path data/models/target --speculative-draft-model-path "
           "data/models/draft-case --speculative-algorithm EAGLE3 --speculative-num-steps 1 "
@@ -30,14 +26,14 @@ def nb(bundled_models):
     return notebook_claims("06_case_file.ipynb")
 
 
-def test_step1_flags_cap_accept_length_at_two():
+def test_step1_flags_cap_accept_length_at_two(bundled_models):
     flags = resolve_flags("sglang", LAUNCH)
     assert flags.effective["num_draft_tokens"] == 2 and flags.max_accept_length == 2
     assert "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED" in flags.codes()
     assert flags.effective["aux_resid"] == [3, 7, 11]
 
 
-def test_step2_engines_feed_this_checkpoint_different_states():
+def test_step2_engines_feed_this_checkpoint_different_states(bundled_models):
     report = inspect_checkpoint(bundled.DRAFT_CASE, num_target_layers=12)["aux_ids"]
     assert report["as_written"] == [2, 6, 10]
     assert report["by_engine"]["sglang"]["resid"] == [3, 7, 11]
@@ -46,7 +42,9 @@ def test_step2_engines_feed_this_checkpoint_different_states():
 
 def test_step0_the_symptom_is_measured_and_lossless(nb):
     assert nb["lossless"] and nb["fixed_lossless"]
-    assert nb["launched_verdict"] == verdict(nb["launched_speedup"], 1.0)     # the words follow the number
+    assert nb["launched_verdict"] == verdict(nb["launched_speedup"], 1.0)
+    text = notebook_summary("06_case_file.ipynb")       # the words follow the number the run measured
+    assert f"**{SPEED_WORDS[nb['launched_verdict']]}" in text and f"({nb['launched_speedup']:.2f}x as launched" in text
     assert nb["max_accept_length"] == 2 and nb["tau_launched"] <= 2 and nb["tau_retry"] < 1.5
 
 

@@ -1,1 +1,1 @@
-"""One module per CLI subcommand (see eagle3lab/cli.py)."""
+"""One module per CLI subcommand (see eagle3lab/app/cli.py)."""

@@ -67,7 +67,7 @@ def run(args) -> int:
     import torch
 
     from eagle3lab.analysis.benchmark import finite_json, run_benchmark
-    from eagle3lab.bundled import load_prompts
+    from eagle3lab.bundled import display_path, load_prompts
     from eagle3lab.models.checkpoint import load_draft
     from eagle3lab.models.target import load_target
 
@@ -84,7 +84,7 @@ def run(args) -> int:
     result = run_benchmark(target, draft, prompts, num_steps=args.num_steps, topk=args.topk,
                            num_draft_tokens=args.num_draft_tokens, profile=args.profile,
                            max_new_tokens=args.max_new_tokens, repeats=args.repeats, progress=not args.json)
-    result["draft"] = str(draft_path)
+    result["draft"] = display_path(draft_path)
     result["overrides"] = overrides
     result = finite_json(result)
     if args.json:

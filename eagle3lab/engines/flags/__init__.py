@@ -50,8 +50,8 @@ SEED_DRAFT_CONFIG = {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_la
                      "max_position_embeddings": 131072, "draft_vocab_size": 32000,
                      "eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58], "use_aux_hidden_state": True}}
 
-SERVING_ENGINES = ("sglang", "vllm")
-_RULES = {"sglang": sglang, "vllm": vllm}
+_RULES = {"sglang": sglang, "vllm": vllm}   # the engines with a flag resolver
+SERVING_ENGINES = tuple(_RULES)
 
 
 def resolve_flags(engine: str, args, target_config=None, draft_config=None, engine_version=None,

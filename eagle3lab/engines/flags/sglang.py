@@ -6,7 +6,7 @@ Read in sgl-project/sglang: ``python/sglang/srt/server_args.py`` (``_handle_spec
 ``_auto_choose_speculative_params``); ``model_executor/model_runner.py`` (aux layer ids);
 ``configs/model_config.py`` (``_derive_context_length``); ``speculative/eagle_utils.py``
 (``organize_draft_results``); ``scripts/playground/bench_speculative.py``. The overlap scheduler's
-eras are ``flags_sglang_overlap.py``. The order:
+eras are ``sglang_overlap.py``. The order:
 
     NEXTN -> EAGLE; max_running_requests := 48; overlap / mixed chunk; DeepSeek-family draft path;
     auto (steps, topk, draft tokens) when steps is unset; topk == 1 -> draft tokens := steps + 1.
