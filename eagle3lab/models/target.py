@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from eagle3lab.bundled import REAL_TARGETS
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models.device import resolve_device, resolve_device_map, resolve_dtype
 
@@ -217,10 +218,16 @@ def _looks_local(path_or_name: str) -> bool:
 
 
 def load_target(path_or_name, device="auto", dtype="auto", device_map=None, trust_remote_code: bool = False) -> Target:
-    """Load a causal LM and its tokenizer from a local directory or a hub name (online only)."""
+    """Load a causal LM and its tokenizer from a local directory, a short name of a real target installed
+    by ``make install`` (``"smollm2-135m-instruct"``, ``bundled.REAL_TARGETS``) or a hub name (online only)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     name = str(path_or_name)
+    if name in REAL_TARGETS:
+        if not (REAL_TARGETS[name] / "config.json").exists():
+            raise bad_input(name, None, f"the converted model in {REAL_TARGETS[name]}", "not converted yet",
+                            "Run `make install` (or `python -m eagle3lab.train.real_target`).")
+        name = str(REAL_TARGETS[name])
     local = Path(name).expanduser()
     if _looks_local(name):
         if not local.is_dir():
