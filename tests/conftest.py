@@ -175,3 +175,37 @@ def hand_costs():
 
     return CostModel(device="cpu", context_len=10, target_step_s=1.0, draft_step_s=0.1,
                      verify_s={1: 1.0, 2: 1.1, 4: 1.3, 8: 1.7}, extend_s={1: 0.1, 2: 0.12, 3: 0.14, 4: 0.16})
+
+
+# ------------------------------------------------------------------ a tiny target trained here (train/)
+
+def tiny_docs(n: int, seed: int = 0):
+    """``n`` small synthetic Python files (``train.corpus.Doc``) for a tokenizer and a target to learn."""
+    import numpy as np
+
+    from eagle3lab.train.corpus import Doc
+
+    rng = np.random.default_rng(seed)
+    return [Doc(f"m{i}.py", "".join(f"def f{j}(self, x):\n    return x + {j}\n\n" for j in rng.integers(0, 40, 24)))
+            for i in range(n)]
+
+
+TINY_TARGET = dict(hidden_size=32, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=64, max_position_embeddings=128, seq_len=32, batch_size=8,
+                   warmup_steps=4, eval_every=20, eval_windows=4, lr=5e-3, min_lr=5e-4)
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """A tiny target pretrained here: (tokenizer, Target, train stream, held-out stream, pretraining result)."""
+    from eagle3lab.models.target import Target
+    from eagle3lab.train.pretrain_target import TargetTrainConfig, pretrain_target, tokenize_docs
+    from eagle3lab.train.tokenizer import train_tokenizer
+
+    torch.manual_seed(0)
+    docs = tiny_docs(48)
+    tok = train_tokenizer(docs[:40], vocab_size=300)
+    cfg = TargetTrainConfig(steps=40, **TINY_TARGET)
+    res = pretrain_target(cfg, tok, docs[:40], docs[40:], tmp_path_factory.mktemp("target"), progress=False)
+    target = Target.wrap(res.model, tok)
+    return tok, target, tokenize_docs(tok, docs[:40]), tokenize_docs(tok, docs[40:]), res

@@ -29,7 +29,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from eagle3lab.errors import bad_input
 from eagle3lab.train.draft_vocab import DraftVocab, select_draft_vocab, token_counts
+from eagle3lab.train.feature_cache import FeatureCache
 from eagle3lab.train.loop import Schedule, batch_at, eval_windows, run_loop
 
 
@@ -117,15 +119,19 @@ def unroll(draft, input_ids, fc_in, ttt_steps: int):
         yield i, src.clamp(max=T - 1), src <= T - 1, out
 
 
-def ttt_loss(draft, input_ids, fc_in, target_logits, ttt_steps: int, step_weight: float = 0.8):
+def draft_labels(target_logits: torch.Tensor, t2d: torch.Tensor | None):
+    """Full-vocabulary target logits -> (their draft-vocabulary columns, the target's top-1 id)."""
+    return (target_logits[..., t2d] if t2d is not None else target_logits), target_logits.argmax(-1)
+
+
+def ttt_loss(draft, input_ids, fc_in, label_logits, target_top, ttt_steps: int, step_weight: float = 0.8):
     """The TTT loss for one window batch and per-step stats (see the module docstring).
 
-    ``stats[i] = {"loss", "agree", "n"}``: soft CE, and top-1 agreement (draft top-1 mapped to a
-    target id == target top-1) counted over the valid positions.
+    ``label_logits``: the target's logits over the draft vocabulary; ``target_top``: its top-1 over the
+    full vocabulary (``draft_labels``). ``stats[i] = {"loss", "agree", "n"}``: soft CE, and top-1
+    agreement (draft top-1 mapped to a target id == target top-1) counted over the valid positions.
     """
     t2d = draft.t2d
-    label_logits = target_logits[..., t2d] if t2d is not None else target_logits
-    target_top = target_logits.argmax(-1)
     in_vocab = t2d[target_top] if t2d is not None else torch.ones_like(target_top, dtype=torch.bool)
     total, stats = 0.0, []
     for i, src, valid, out in unroll(draft, input_ids, fc_in, ttt_steps):
@@ -179,12 +185,14 @@ class DraftTrainResult:
 
 def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout_stream: np.ndarray,
                 run_dir: str | Path, vocab: DraftVocab | None = None, stop_after_s: float | None = None,
-                progress: bool = True, desc: str = "draft") -> DraftTrainResult:
+                progress: bool = True, desc: str = "draft", features: FeatureCache | None = None) -> DraftTrainResult:
     """Train (or resume) a draft in ``run_dir``; a later call with the same arguments continues
     exactly where a stopped one left off (batches are a function of the step, state is saved).
 
     ``train_stream``/``heldout_stream``: token ids (1-D) of the target's tokenizer. ``vocab``: the
     draft vocabulary (default: the ``cfg.draft_vocab_size`` most frequent tokens of ``train_stream``).
+    ``features``: target features captured once (``feature_cache.capture_features``) to train from
+    instead of running the target every step; its windows replace ``train_stream``'s.
     """
     if vocab is None:
         vocab = select_draft_vocab(token_counts([train_stream], target.vocab_size), cfg.draft_vocab_size)
@@ -203,10 +211,21 @@ def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
     heldout = eval_windows(heldout_stream, cfg.eval_windows, cfg.seq_len)
 
+    if features is not None and (tuple(features.aux_resid) != aux or features.windows.shape[1] != cfg.seq_len):
+        raise bad_input("features", "aux_resid / seq_len", f"{list(aux)} and windows of {cfg.seq_len} tokens "
+                        "(this DraftTrainConfig)", f"{list(features.aux_resid)}, {features.windows.shape[1]}",
+                        "Capture the features again for this wiring and window length.")
+    lm_rows = target.model.get_output_embeddings().weight[vocab.draft_ids.to(target.device)].detach()
+
     def loss_at(step):
-        batch = batch_at(train_stream, step, cfg.batch_size, cfg.seq_len, cfg.seed)[:, :-1].to(target.device)
-        fc_in, logits = target_features(target, batch, aux)
-        loss, stats = ttt_loss(draft, batch, fc_in, logits, cfg.ttt_steps, cfg.step_weight)
+        if features is not None:
+            batch, fc_in, label_logits, top = features.labels(features.batch(step, cfg.batch_size, cfg.seed), lm_rows,
+                                                              target.device)
+        else:
+            batch = batch_at(train_stream, step, cfg.batch_size, cfg.seq_len, cfg.seed)[:, :-1].to(target.device)
+            fc_in, logits = target_features(target, batch, aux)
+            label_logits, top = draft_labels(logits, draft.t2d)
+        loss, stats = ttt_loss(draft, batch, fc_in, label_logits, top, cfg.ttt_steps, cfg.step_weight)
         agree = [round(s["agree"] / max(1, s["n"]), 3) for s in stats]
         return loss, batch.numel(), {"agree": agree}, {"acc0": agree[0]}
 

@@ -11,14 +11,13 @@ import json
 import numpy as np
 import pytest
 import torch
+from conftest import TINY_TARGET, tiny_docs
 
 from eagle3lab import bundled
-from eagle3lab.train.corpus import Doc
 from eagle3lab.train.pretrain_target import (
     TargetTrainConfig,
     pretrain_target,
     save_hf_dir,
-    tokenize_docs,
 )
 from eagle3lab.train.tokenizer import train_tokenizer
 from eagle3lab.train.train_draft import (
@@ -30,31 +29,6 @@ from eagle3lab.train.train_draft import (
 )
 
 
-def _docs(n: int, seed: int = 0) -> list[Doc]:
-    rng = np.random.default_rng(seed)
-    return [Doc(f"m{i}.py", "".join(f"def f{j}(self, x):\n    return x + {j}\n\n" for j in rng.integers(0, 40, 24)))
-            for i in range(n)]
-
-
-TINY_TARGET = dict(hidden_size=32, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2,
-                   intermediate_size=64, max_position_embeddings=128, seq_len=32, batch_size=8,
-                   warmup_steps=4, eval_every=20, eval_windows=4, lr=5e-3, min_lr=5e-4)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    """(tokenizer, Target, train stream, held-out stream, pretraining result)."""
-    from eagle3lab.models.target import Target
-
-    torch.manual_seed(0)
-    docs = _docs(48)
-    tok = train_tokenizer(docs[:40], vocab_size=300)
-    cfg = TargetTrainConfig(steps=40, **TINY_TARGET)
-    res = pretrain_target(cfg, tok, docs[:40], docs[40:], tmp_path_factory.mktemp("target"), progress=False)
-    target = Target.wrap(res.model, tok)
-    return tok, target, tokenize_docs(tok, docs[:40]), tokenize_docs(tok, docs[40:]), res
-
-
 def test_target_pretraining_lowers_heldout_loss(tiny):
     *_, res = tiny
     assert res.done and res.step == 40
@@ -63,7 +37,7 @@ def test_target_pretraining_lowers_heldout_loss(tiny):
 
 
 def test_target_resume_continues_exactly(tmp_path):
-    docs = _docs(12, seed=1)
+    docs = tiny_docs(12, seed=1)
     tok = train_tokenizer(docs, vocab_size=280)
     cfg = TargetTrainConfig(steps=5, **{**TINY_TARGET, "eval_every": 100})
     straight = pretrain_target(cfg, tok, docs[:10], docs[10:], tmp_path / "a", progress=False)
