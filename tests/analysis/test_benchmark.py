@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import hand_costs, one_thread, prompts, tiny_pair
+from conftest import hand_costs, prompts, tiny_pair
 
 from eagle3lab.analysis.benchmark import decode_sweep, recorded_benchmarks
 from eagle3lab.analysis.plots import plot_speedup_vs_c
@@ -14,11 +14,7 @@ from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 from eagle3lab.models.target import tiny_target
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with one_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_thread")
 
 
 @pytest.fixture(scope="module")

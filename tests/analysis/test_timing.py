@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import one_thread, tiny_pair
+from conftest import tiny_pair
 
 from eagle3lab.analysis.timing import measure_costs
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with one_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_thread")
 
 
 def test_measure_costs_on_the_loop_steps():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import one_thread, prompts, tiny_draft, tiny_pair, tiny_spec_target
+from conftest import prompts, tiny_draft, tiny_pair, tiny_spec_target
 
 from eagle3lab.decoding.speculative import (
     hf_generate,
@@ -23,11 +23,7 @@ from eagle3lab.decoding.tree import tree_attention_mask
 from eagle3lab.engines.verify_width import pool_size
 from eagle3lab.errors import Eagle3LabError
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with one_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_thread")
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import one_thread, prompts, tiny_pair
+from conftest import prompts, tiny_pair
 
 from eagle3lab import bundled
 from eagle3lab.decoding.evaluate import draft_passes, evaluate_offline, greedy_dataset, pass_mask
@@ -14,11 +14,7 @@ from eagle3lab.decoding.speculative import speculative_generate
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models.draft import DraftCache
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    with one_thread():
-        yield
+pytestmark = pytest.mark.usefixtures("single_thread")
 
 
 def test_pass_mask_pattern():
