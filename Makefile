@@ -10,7 +10,7 @@ export TOKENIZERS_PARALLELISM := false
 # Model hubs are unreachable here; nothing may download weights at run time.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install test lint workbook lab data data-smoke lock bench clean
+.PHONY: install test lint workbook lab data data-real data-smoke lock bench clean
 
 install: $(STAMP)
 
@@ -40,6 +40,11 @@ lab: $(STAMP)
 # Rebuild corpus split, tokenizer, target and drafts from the shipped corpus (about 90 minutes on 2 cores: target 25, healthy draft 42, case draft 21).
 data: $(STAMP)
 	$(BIN)/python -m eagle3lab.train.build_data --out data
+
+# The real track's draft for SmolLM2-135M-Instruct (features captured once, then about 55 minutes of training
+# on 2 cores; resumable from runs/real).
+data-real: $(STAMP)
+	$(BIN)/python -m eagle3lab.train.build_real --out data --run-dir runs/real
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_decode.py
