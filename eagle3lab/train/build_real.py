@@ -46,8 +46,11 @@ def build_healthy(out: Path, run_dir: Path, smoke: bool = False, progress: bool 
     train = tokenize_docs(target.tokenizer, read_corpus(out / "corpus", "train")[:n_train])
     heldout = tokenize_docs(target.tokenizer, read_corpus(out / "corpus", "heldout")[:HELDOUT_DOCS])
     cfg = DraftTrainConfig(**{**HEALTHY_TRAIN, **(SMOKE["train"] if smoke else {})})
-    feature_file = run_dir / "features.safetensors"
-    if feature_file.exists():
+    feature_file, ckpt = run_dir / "features.safetensors", run_dir / "healthy-run" / "ckpt.pt"
+    finished = ckpt.exists() and torch.load(ckpt, weights_only=True, map_location="cpu")["step"] >= cfg.steps
+    if finished:            # the trained draft is in the checkpoint: no feature is read again
+        features = None
+    elif feature_file.exists():
         features = load_features(feature_file)
     else:
         features = capture_features(target, train, cfg.aux_resid, SMOKE["windows"] if smoke else FEATURE_WINDOWS,
@@ -61,8 +64,8 @@ def build_healthy(out: Path, run_dir: Path, smoke: bool = False, progress: bool 
     written = save_draft(draft, model_dir, format="sglang", include_embedding=False, overwrite=True)
     facts = {"target": TARGET, "config": asdict(cfg), "trained_resid": list(cfg.aux_resid),
              "aux_ids_written": written["aux_ids_written"], "data": f"the first {n_train} bundled stdlib-corpus "
-             f"training files, SmolLM2's tokenizer; {len(features.windows)} windows of {cfg.seq_len} tokens "
-             "captured once", "steps": res.step, "train_seconds": round(res.train_seconds),
+             f"training files, SmolLM2's tokenizer; {SMOKE['windows'] if smoke else FEATURE_WINDOWS} windows of "
+             f"{cfg.seq_len} tokens captured once", "steps": res.step, "train_seconds": round(res.train_seconds),
              "threads": torch.get_num_threads(), "heldout": res.heldout,
              "log": [{"step": e["step"], "heldout": e["heldout"]} for e in res.log if "heldout" in e]}
     write_json(model_dir / "training.json", facts)

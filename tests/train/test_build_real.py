@@ -35,5 +35,7 @@ def test_smoke_build_trains_saves_half_precision_measures_and_writes_the_card(re
     text = (model_dir / "README.md").read_text()
     assert "Q4_1" in text and f"{run_['tau']:.2f}" in text and "| chain 2 |" in text
     # a second build resumes: the features and the finished checkpoint are reused, nothing retrains
+    (run / "features.safetensors").unlink()      # a finished run needs no features
     again = build_real.build_healthy(tmp_path, run, smoke=True, progress=False)
     assert again["steps"] == 3 and again["train_seconds"] == facts["train_seconds"]
+    assert not (run / "features.safetensors").exists()
