@@ -18,11 +18,12 @@ def test_smoke_build_trains_saves_half_precision_measures_and_writes_the_card(re
     (tmp_path / "corpus").symlink_to(bundled.CORPUS)
     run = tmp_path / "run"
     assert build_real.main(["--out", str(tmp_path), "--run-dir", str(run), "--smoke"]) == 0
+    features = build_real.feature_path(run, (2, 15, 27))
     model_dir = tmp_path / "models" / build_real.HEALTHY
     facts = json.loads((model_dir / "training.json").read_text())
     acc = json.loads((model_dir / "acceptance.json").read_text())
     assert facts["steps"] == 3 and facts["trained_resid"] == [2, 15, 27] and facts["aux_ids_written"] == [1, 14, 26]
-    assert (run / "features.safetensors").exists() and (run / "healthy-run" / "ckpt.pt").exists()
+    assert features.exists() and (run / "healthy-run" / "ckpt.pt").exists()
     from safetensors.torch import load_file
 
     weights = load_file(str(model_dir / "model.safetensors"))
@@ -35,7 +36,18 @@ def test_smoke_build_trains_saves_half_precision_measures_and_writes_the_card(re
     text = (model_dir / "README.md").read_text()
     assert "Q4_1" in text and f"{run_['tau']:.2f}" in text and "| chain 2 |" in text
     # a second build resumes: the features and the finished checkpoint are reused, nothing retrains
-    (run / "features.safetensors").unlink()      # a finished run needs no features
-    again = build_real.build_healthy(tmp_path, run, smoke=True, progress=False)
+    features.unlink()      # a finished run needs no features
+    again = build_real.build_draft("healthy", tmp_path, run, smoke=True, progress=False)
     assert again["steps"] == 3 and again["train_seconds"] == facts["train_seconds"]
-    assert not (run / "features.safetensors").exists()
+    assert not features.exists()
+    # the case draft: trained on the embedding first with norm_before_residual, shipped with ids
+    # SGLang reads as other points; the card measures it as served and with the training wiring restored
+    case_dir = tmp_path / "models" / build_real.CASE
+    case = json.loads((case_dir / "training.json").read_text())
+    assert case["trained_resid"] == [0, 3, 16] and case["aux_ids_written"] == [2, 15, 28]
+    assert json.loads((case_dir / "config.json").read_text())["norm_before_residual"] is True
+    served = json.loads((case_dir / "acceptance.json").read_text())["served"]
+    assert served["as shipped, served by SGLang"] == {"profile": "sglang", "aux_resid": [3, 16, 29],
+                                                      "norm_before_residual": False}
+    assert served["trained wiring and residual restored"]["aux_resid"] == [0, 3, 16]
+    assert "as shipped, served by SGLang: chain 2" in (case_dir / "README.md").read_text()
