@@ -2,9 +2,9 @@
 
 A draft is fast only when it is fed the target states and the residual it was trained with.
 Nothing in a checkpoint proves which ones that was, but the weights know: the teacher-forced
-evaluator (``eagle3lab.decoding.evaluate``) scores each hypothesis in seconds, and the wiring with the
-highest acceptance is the one the draft was trained on. This is the search behind the case-file
-notebook and, later, ``eagle3lab doctor``.
+evaluator scores each hypothesis in seconds on states captured once. Here: the hypothesis lists a
+person reads (each engine's reading, a wiring's neighbourhood) and their scores; the search that
+needs no list, with intervals and identifiability, is ``analysis.wiring_search``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def wiring_hypotheses(draft, num_layers: int) -> dict[tuple[int, ...], list[str]
 
 
 def wiring_neighbourhood(aux_resid, num_layers: int) -> dict[tuple[int, ...], list[str]]:
-    """Hypotheses around one wiring, for ``search_wiring``: the wiring itself, every reordering of
+    """Hypotheses around one wiring, for ``score_wirings``: the wiring itself, every reordering of
     it, and each slot alone fed every ``resid[k]``, k = 0..N (repeats allowed: the fc reads any state
     twice). ``slot_scan`` turns the scores back into a slot x resid[k] grid."""
     wiring = tuple(int(k) for k in aux_resid)
@@ -68,7 +68,7 @@ def wiring_neighbourhood(aux_resid, num_layers: int) -> dict[tuple[int, ...], li
 
 
 def slot_scan(scores: pd.DataFrame, aux_resid, num_layers: int, value: str = "tau") -> pd.DataFrame:
-    """``search_wiring`` rows -> a grid: row i = slot i of ``aux_resid``, column k = ``value`` when that
+    """``score_wirings`` rows -> a grid: row i = slot i of ``aux_resid``, column k = ``value`` when that
     slot alone is fed resid[k] (NaN where not scored). Scores of one residual rule only."""
     rules = scores["norm_before_residual"].unique()
     if len(rules) != 1:
@@ -82,26 +82,34 @@ def slot_scan(scores: pd.DataFrame, aux_resid, num_layers: int, value: str = "ta
                         columns=[f"resid[{k}]" for k in range(num_layers + 1)])
 
 
-def search_wiring(target, draft, sequences, *, prompt_lens=None, num_layers: int | None = None,
+def score_wirings(target_or_bank, draft, sequences=None, *, prompt_lens=None, num_layers: int | None = None,
                   hypotheses: dict | None = None, norm_before_residual=(False, True), num_steps: int = 4,
                   progress: bool = True) -> pd.DataFrame:
-    """Score every (fc wiring x residual rule) hypothesis with the teacher-forced evaluator.
+    """Score a given list of (fc wiring x residual rule) hypotheses, teacher-forced, on states captured once.
 
-    Returns one row per hypothesis, best first: expected accept length ``tau`` (bonus included),
-    per-position conditional acceptance ``c1..cK``, and why the wiring was a candidate.
+    Returns one row per hypothesis, best first: expected accept length ``tau`` (bonus included), its
+    bootstrap interval over prompts, per-position conditional acceptance ``c1..cK``, and why the wiring
+    was a candidate. ``search_wiring`` (``analysis.wiring_search``) finds wirings no list holds.
     """
-    from eagle3lab.decoding.evaluate import evaluate_offline
-    from eagle3lab.models.target import as_target
+    from eagle3lab.analysis.wiring_search import Scorer, _tau_sums
+    from eagle3lab.engines.acceptance import bootstrap_ratio
+    from eagle3lab.models.state_bank import StateBank, capture_bank
 
-    tgt = as_target(target)
-    n = num_layers or tgt.num_layers
+    bank = target_or_bank if isinstance(target_or_bank, StateBank) else capture_bank(target_or_bank, sequences,
+                                                                                     prompt_lens)
+    n = num_layers or bank.num_layers
     hypotheses = hypotheses if hypotheses is not None else wiring_hypotheses(draft, n)
-    grid = [(tuple(r), bool(nbr)) for r in hypotheses for nbr in norm_before_residual]
+    base = draft.rewired()
+    settings = {"norm_before_fc": base.settings.norm_before_fc, "fc_norm": base.settings.fc_norm,
+                "recycle_postnorm": base.settings.recycle_postnorm}
+    score = Scorer(bank, draft, num_steps)
     rows = []
-    for resid, nbr in tqdm(grid, desc="wiring hypotheses", disable=not progress):
-        d = draft.rewired(aux_resid=resid, norm_before_residual=nbr)
-        stats = evaluate_offline(tgt, d, sequences, num_steps=num_steps, prompt_lens=prompt_lens).stats
-        row = {"wiring": resid_label(resid), "aux_resid": resid, "norm_before_residual": nbr, "tau": stats.tau}
+    for resid, nbr in tqdm([(tuple(r), bool(b)) for r in hypotheses for b in norm_before_residual],
+                           desc="wiring hypotheses", disable=not progress):
+        result = score(resid, {**settings, "norm_before_residual": nbr})
+        stats, tau = result.stats, bootstrap_ratio(*_tau_sums(result))
+        row = {"wiring": resid_label(resid), "aux_resid": resid, "norm_before_residual": nbr, "tau": stats.tau,
+               "tau_low": tau.low, "tau_high": tau.high, "ce": result.ce}
         row.update({f"c{k}": c for k, c in enumerate(stats.conditional, start=1)})
         row["why"] = "; ".join(hypotheses[resid])
         rows.append(row)
@@ -116,7 +124,7 @@ SYMPTOMS = pd.DataFrame([
     ("Accept length close to 1 from a draft whose training accuracy was good",
      "fc fed other target states than in training: id convention (SGLang +1, PR #25454), ids outside "
      "eagle_config (SGLang) or inside it (vLLM) silently replaced by defaults",
-     "eagle3lab inspect DRAFT --target T; eagle3lab ids; notebooks 02, 03; diagnosis.search_wiring"),
+     "eagle3lab inspect DRAFT --target T; eagle3lab ids; notebooks 02, 03; eagle3lab.search_wiring"),
     ("Acceptance lower than the training estimate, first position still decent",
      "first-layer residual or recurrence convention differs: norm_before_residual (ignored by SGLang, "
      "missing key = true in vLLM), norm_output recycling",

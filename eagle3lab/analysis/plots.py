@@ -127,7 +127,7 @@ def _short(wiring) -> str:
 def plot_slot_scan(grid: pd.DataFrame, orders: pd.DataFrame, trained, served, engine: str,
                    tau_served_wiring: float | None = None, num_steps: int | None = None):
     """``slot_scan``'s grid as a heatmap (white box: the trained point; dashed red: what ``engine`` feeds) beside
-    the tau of each reordering of the trained states (``orders``: ``search_wiring`` rows; the trained order green).
+    the tau of each reordering of the trained states (``orders``: ``score_wirings`` rows; the trained order green).
 
     ``tau_served_wiring``: the tau of the served wiring, drawn as a line on the reorderings.
     """

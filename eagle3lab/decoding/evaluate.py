@@ -42,12 +42,15 @@ def pass_mask(rows: int, k: int, device=None) -> torch.Tensor:
     return allow[None, None]
 
 
-def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: int, pad_id: int = 0) -> list:
+def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: int, pad_id: int = 0,
+                 skip_fc: bool = False) -> list:
     """Teacher-forced unroll: ``num_steps`` draft passes -> list of ``DraftOutput`` (pass k at index k-1).
 
     ``input_ids`` [B, L] and ``aux`` [B, L, F] (fc input at every position). Row t of pass k reads
     token ``x_{t+k}`` (``pad_id`` past the end; such rows are never attended by valid ones). Runs
     with gradients when enabled, so a trainer can use it for multi-step (TTT-style) losses.
+    ``skip_fc``: pass 1 reads ``aux`` [B, L, H] as a state past fc, as SGLang's plain EAGLE path
+    does when the fed state is as wide as the draft (sglang#21272).
     """
     from eagle3lab.models.draft import DraftCache
 
@@ -56,7 +59,8 @@ def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: i
     if rows < 1:
         raise bad_input("sequences", None, "at least 2 tokens per sequence", L)
     cache = DraftCache()
-    outs = [draft(input_ids[:, 1:], aux[:, :-1], cache=cache)]
+    first = {"recycled_hidden": aux[:, :-1]} if skip_fc else {"aux_hidden_states": aux[:, :-1]}
+    outs = [draft(input_ids[:, 1:], **first, cache=cache)]
     pad = torch.full((B, num_steps), pad_id, dtype=input_ids.dtype, device=input_ids.device)
     ids_ext = torch.cat([input_ids, pad], dim=1)
     for k in range(2, num_steps + 1):
@@ -199,3 +203,79 @@ def greedy_dataset(target, prompts, max_new_tokens: int = 64, eos_token_id="auto
         seqs.append(ids + out.tokens)
         lens.append(len(ids))
     return seqs, lens
+
+
+@dataclass
+class BankScore:
+    """One (wiring, settings) hypothesis scored on a ``StateBank``, per sequence, for bootstrap intervals.
+
+    Anchors as in ``OfflineEval.stats``: after the prompt, all ``num_steps`` positions inside the
+    sequence. ``ce_sum[b]`` / ``ce_n[b]``: soft cross-entropy of the draft against the target's
+    distribution over the draft vocabulary (renormalised), summed over anchors and passes where the
+    target's top-1 lies in the draft vocabulary; ``accept[b]``: leading top-1 matches per anchor.
+    """
+
+    num_steps: int
+    ce_sum: list[float]
+    ce_n: list[int]
+    accept: list[list[int]]
+
+    @property
+    def ce(self) -> float:
+        return sum(self.ce_sum) / max(1, sum(self.ce_n))
+
+    @property
+    def stats(self) -> AcceptanceStats:
+        return acceptance_stats([a for seq in self.accept for a in seq], num_positions=self.num_steps)
+
+
+@torch.inference_mode()
+def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 16) -> BankScore:
+    """Teacher-forced chain acceptance and cross-entropy of ``draft`` fed ``wiring`` from ``bank``.
+
+    ``wiring``: bank points in fc order (resid indices or ``FINAL_NORMED``); ``()``: no aux states, the
+    final post-norm state fed past fc (the EAGLE algorithm flag on an EAGLE-3 draft). The draft runs
+    with its own settings (``draft.rewired(...)`` chooses them); only draft passes run, no target.
+    """
+    from eagle3lab.models.state_bank import FINAL_NORMED
+
+    K, dev, dtype = int(num_steps), draft.fc.weight.device, draft.fc.weight.dtype
+    vocab_ids = None if draft.d2t is None else draft.to_target_ids(torch.arange(draft.config.draft_vocab_size,
+                                                                                device=draft.d2t.device)).cpu()
+    p_target = bank.label_probs(vocab_ids)
+    aux = bank.fc_input(wiring) if wiring else bank.states[FINAL_NORMED]
+    if not wiring and aux.shape[-1] != draft.config.hidden_size:
+        raise bad_input("wiring", None, f"aux states for a draft {draft.config.hidden_size} wide",
+                        f"no aux states with a {aux.shape[-1]}-wide target state", "fc cannot be skipped here.")
+    ce_sum, ce_n, accept = [], [], []
+    for start in range(0, len(bank.lengths), batch_size):
+        sl = slice(start, start + batch_size)
+        ids = bank.input_ids[sl].to(dev)
+        B, L = ids.shape
+        R = L - 1
+        pad = torch.full((B, K), -1, dtype=torch.long)
+        top_ext = torch.cat([bank.top1[sl], pad], 1).to(dev)
+        p_ext = torch.cat([p_target[sl], p_target[sl][:, :K] * 0], 1).to(dev)
+        in_vocab = (torch.ones_like(top_ext, dtype=torch.bool) if draft.t2d is None
+                    else draft.t2d[top_ext.clamp(min=0)] & (top_ext >= 0))
+        rows = torch.arange(R, device=dev)[None]
+        lens = torch.tensor(bank.lengths[sl], device=dev)[:, None]
+        first = torch.tensor([p - 1 for p in bank.prompt_lens[sl]], device=dev)[:, None]
+        anchor = (rows >= first) & (rows + K <= lens - 1)               # [B, R]
+        lead = torch.ones(B, R, dtype=torch.long, device=dev)
+        n_acc = torch.zeros(B, R, dtype=torch.long, device=dev)
+        ce_b = torch.zeros(B, device=dev)
+        n_b = torch.zeros(B, dtype=torch.long, device=dev)
+        for k, out in enumerate(draft_passes(draft, ids, aux[sl].to(dev, dtype), K, skip_fc=not wiring), start=1):
+            # pass k row t proposes position t+k+1, whose target distribution sits at index t+k
+            hit = draft.to_target_ids(out.logits.argmax(-1)) == top_ext[:, k:k + R]
+            lead = lead * hit.long()
+            n_acc += lead
+            ce = -(p_ext[:, k:k + R] * out.logits.float().log_softmax(-1)).sum(-1)
+            used = anchor & in_vocab[:, k:k + R]
+            ce_b += (ce * used).sum(-1)
+            n_b += used.sum(-1)
+        ce_sum += ce_b.tolist()
+        ce_n += n_b.tolist()
+        accept += [n_acc[b][anchor[b]].tolist() for b in range(B)]
+    return BankScore(K, ce_sum, ce_n, accept)

@@ -130,6 +130,74 @@ def acceptance_stats(rounds: Iterable, num_positions: int | None = None,
                            reached_per_pos=tuple(reached), conditional=tuple(cond), survival=tuple(surv))
 
 
+# ---------------------------------------------------------------------------- uncertainty
+# Acceptance varies far more between prompts than between rounds of one prompt (code vs prose, a
+# repeated boilerplate block), so intervals resample prompts, never rounds: a percentile bootstrap
+# over the units given, ratios of sums (tau = tokens / rounds) recomputed per resample.
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate and its bootstrap interval at ``level`` over ``units`` resampled units."""
+
+    value: float
+    low: float
+    high: float
+    level: float
+    units: int
+
+    def __contains__(self, x: float) -> bool:
+        return self.low <= x <= self.high
+
+    def __str__(self) -> str:
+        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
+
+def _weights(units: int, resamples: int, seed: int):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(units, [1.0 / units] * units, size=resamples).astype(float)   # [R, units]
+
+
+def bootstrap_ratio(num: Sequence[float], den: Sequence[float], *, level: float = 0.95, resamples: int = 2000,
+                    seed: int = 0) -> Interval:
+    """``sum(num) / sum(den)`` with a bootstrap interval over the units (one entry per prompt)."""
+    import numpy as np
+
+    num, den = np.asarray(num, float), np.asarray(den, float)
+    if num.shape != den.shape or num.ndim != 1 or len(num) == 0 or den.sum() <= 0:
+        raise ValueError(f"bootstrap_ratio needs equal-length, non-empty per-unit sums with a positive total "
+                         f"denominator; found {num.shape} and {den.shape} (denominator total {den.sum()})")
+    w = _weights(len(num), resamples, seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot = (w @ num) / (w @ den)
+    lo, hi = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(float(num.sum() / den.sum()), float(lo), float(hi), level, len(num))
+
+
+def bootstrap_ratio_difference(num_a, den_a, num_b, den_b, *, level: float = 0.95, resamples: int = 2000,
+                               seed: int = 0) -> Interval:
+    """``ratio_a - ratio_b`` measured on the same units (paired: each resample draws the same prompts for
+    both), which separates two hypotheses far better than comparing their separate intervals."""
+    import numpy as np
+
+    arrays = [np.asarray(x, float) for x in (num_a, den_a, num_b, den_b)]
+    if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1 or len(arrays[0]) == 0:
+        raise ValueError("bootstrap_ratio_difference needs four equal-length per-unit arrays (the same units)")
+    na, da, nb, db = arrays
+    w = _weights(len(na), resamples, seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot = (w @ na) / (w @ da) - (w @ nb) / (w @ db)
+    lo, hi = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(float(na.sum() / da.sum() - nb.sum() / db.sum()), float(lo), float(hi), level, len(na))
+
+
+def tau_interval(accepted_per_prompt: Sequence[Iterable], **kw) -> Interval:
+    """tau with a bootstrap interval over prompts; ``accepted_per_prompt``: each prompt's rounds
+    (accepted counts or round-log objects)."""
+    counts = [_accepted_counts(r) for r in accepted_per_prompt]
+    return bootstrap_ratio([sum(c) + len(c) for c in counts], [len(c) for c in counts], **kw)
+
+
 def survival_from_conditional(conditional: Sequence[float]) -> list[float]:
     """a_k = prod_{j<=k} c_j."""
     out, run = [], 1.0

@@ -340,6 +340,19 @@ class Eagle3Draft(nn.Module):
         twin._set_profile(self.profile)
         return twin
 
+    def variants(self) -> list[dict[str, bool]]:
+        """Every setting of the switches these weights can run with, as ``rewired`` keywords: the
+        first-layer residual rule and the recycled state always; an fc norm only when its weights
+        exist (then also without it, as an engine that ignores it runs). A wiring search enumerates
+        these, so a draft family with other switches brings its own list."""
+        fc_rules = [{"norm_before_fc": False, "fc_norm": False}]
+        if self.config.norm_before_fc:
+            fc_rules.append({"norm_before_fc": True, "fc_norm": False})
+        if self.config.fc_norm:
+            fc_rules.append({"norm_before_fc": False, "fc_norm": True})
+        return [{**fc, "norm_before_residual": nbr, "recycle_postnorm": post}
+                for fc in fc_rules for nbr in (False, True) for post in (False, True)]
+
     def bound(self, num_target_layers: int | None = None, target_arch: str | None = None,
               target_embedding: torch.Tensor | None = None) -> Eagle3Draft:
         """The same weights bound to a target: its layer count and architecture (which states the

@@ -39,8 +39,14 @@ def test_served_wiring_costs_acceptance_and_both_causes_together_cost_most(nb):
     assert nb["c1_trained"] > 0.4
 
 
-def test_search_without_the_training_log_finds_the_trained_wiring(nb):
-    assert nb["best"] == TRAINED and nb["best_rule"] is True and nb["search_margin"] > 0
+def test_search_without_the_training_log_finds_the_trained_wiring_up_to_a_set(nb):
+    # no list of hypotheses: the residual rule is found, the embedding slot is found, and the trained
+    # wiring lies inside the per-slot sets within noise (this target's middle layers are interchangeable,
+    # so the search says "not identifiable as one wiring" rather than ranking inside the noise)
+    assert nb["best_rule"] is True and nb["best"][0] == TRAINED[0] and nb["search_in_sets"] is True
+    assert nb["search_evaluations"] < nb["search_brute_force"] / 20
+    assert nb["search_tau_low"] > nb["tau_served"] + 1.0           # far above what SGLang serves
+    assert max(nb["slot_tau_drops"]) > 1.0 > min(nb["slot_tau_drops"])   # some slots matter, one barely
 
 
 def test_reorderings_cost_and_the_embedding_slot_has_no_substitute(nb):
