@@ -59,7 +59,7 @@ _HOMES = {
     "eagle3lab.analysis.plots": ("plot_acceptance", "plot_break_even", "plot_here_and_served",
                                  "plot_speedup_vs_c", "plot_tokens_per_round", "plot_slot_scan", "plot_rms_halves",
                                  "plot_residual_balance", "plot_survival_by_rule", "plot_residual_scale",
-                                 "plot_chain_vs_tree"),
+                                 "plot_chain_vs_tree", "plot_wiring_search"),
     # the face
     "eagle3lab.app.environment": ("environment_report", "bundled_models", "notebook_map"),
     "eagle3lab.app.widgets": ("flags_widget",),

@@ -279,3 +279,51 @@ def plot_chain_vs_tree(trees: pd.DataFrame, title: str = "chain vs tree, greedy"
     ax.invert_yaxis()
     ax.set(xlabel="tau (tokens per verify step)", ylabel="setting", title=title)
     return ax.figure
+
+
+def plot_wiring_search(found, device: str | None = None):
+    """``search_wiring``'s answer: per slot, tau when that slot alone takes each point (white box: the best
+    point; dotted: points within noise of it), beside tau with its interval for the best hypothesis and
+    for the checkpoint as each engine serves it."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    slots = found.slots
+    names = list(slots["tau_by_point"].iloc[0]) if len(slots) else []
+    values = np.array([[row.get(n, np.nan) for n in names] for row in slots["tau_by_point"]], dtype=float)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 1.2 + 0.9 * max(len(slots), 2)),
+                                 gridspec_kw={"width_ratios": [3, 1.6]})
+    if len(slots):
+        im = ax.imshow(values, cmap="viridis", aspect="auto")
+        short = [n.replace(" (embedding)", "").replace("resid", "").replace("final post-norm", "post-norm")
+                 for n in names]
+        ax.set_xticks(range(len(names)), short, rotation=90 if len(names) > 20 else 0, fontsize=7)
+        ax.set_yticks(range(len(slots)), [f"slot {i}" for i in slots.index])
+        for i, (best, equal) in enumerate(zip(slots["best"], slots["equivalent"])):
+            for n in equal:
+                ax.add_patch(plt.Rectangle((names.index(n) - 0.42, i - 0.42), 0.84, 0.84, fill=False, ec="white",
+                                           lw=1, ls=":"))
+            ax.add_patch(plt.Rectangle((names.index(best) - 0.5, i - 0.5), 1, 1, fill=False, ec="white", lw=2.5))
+        fig.colorbar(im, ax=ax, label="tau, tokens per round (teacher-forced)")
+    ax.set_xlabel("the point fed to that slot, the other slots at the best ([k] = resid[k])")
+    ax.set_title("one slot changed (white box: best, dotted: within noise)")
+    def short(wiring):
+        return "[" + ", ".join("post-norm" if not isinstance(p, int) else str(p) for p in wiring) + "]"
+
+    bars = [(f"best {short(found.best['wiring'])}", found.best["tau"].value, found.best["tau"].low,
+             found.best["tau"].high, "tab:green")]
+    for (aux, _), group in found.served.groupby(["aux", "settings"], sort=False):
+        bars.append((f"{short(aux)} {'/'.join(group.index)}", group["tau"].iloc[0], group["tau_low"].iloc[0],
+                     group["tau_high"].iloc[0], "tab:red"))
+    labels, tau, low, high, colors = zip(*bars)
+    y = np.arange(len(bars))
+    bx.barh(y, tau, color=colors, xerr=[np.subtract(tau, low), np.subtract(high, tau)], capsize=3)
+    bx.set_yticks(y, labels, fontsize=7)
+    bx.invert_yaxis()
+    bx.set_xlabel(f"tau, tokens per round ({int(found.level * 100)}% interval, prompts resampled)")
+    bx.set_title("best vs as each engine serves it")
+    verdict = "identified" if found.identifiable else "not identifiable as one wiring"
+    fig.suptitle(f"wiring search, {found.source}" + (f", {device}" if device else "")
+                 + f": {verdict} ({found.evaluations} evaluations, brute force {found.brute_force})", fontsize=10)
+    fig.tight_layout()
+    return fig

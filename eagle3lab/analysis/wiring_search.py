@@ -284,10 +284,10 @@ def _served(by_key: dict, served: dict) -> pd.DataFrame:
     rows = []
     for name, (wiring, variant) in served.items():
         r = by_key[_key(wiring, variant)]
-        rows.append({"profile": name, "engine": PROFILES[name].label, "wiring": wiring_text(wiring),
+        rows.append({"profile": name, "engine": PROFILES[name].label, "wiring": wiring_text(wiring), "aux": tuple(wiring),
                      "settings": settings_text(variant), "tau": r["tau"], "tau_low": r["tau_low"],
                      "tau_high": r["tau_high"], "ce": r["ce"], "within_noise_of_best": bool(r["within_noise"])})
-    return pd.DataFrame(rows, columns=["profile", "engine", "wiring", "settings", "tau", "tau_low", "tau_high", "ce",
+    return pd.DataFrame(rows, columns=["profile", "engine", "wiring", "aux", "settings", "tau", "tau_low", "tau_high", "ce",
                                        "within_noise_of_best"]).set_index("profile")
 
 

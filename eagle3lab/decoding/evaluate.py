@@ -230,7 +230,7 @@ class BankScore:
 
 
 @torch.inference_mode()
-def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 16) -> BankScore:
+def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 8) -> BankScore:
     """Teacher-forced chain acceptance and cross-entropy of ``draft`` fed ``wiring`` from ``bank``.
 
     ``wiring``: bank points in fc order (resid indices or ``FINAL_NORMED``); ``()``: no aux states, the
@@ -247,26 +247,32 @@ def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 
     if not wiring and aux.shape[-1] != draft.config.hidden_size:
         raise bad_input("wiring", None, f"aux states for a draft {draft.config.hidden_size} wide",
                         f"no aux states with a {aux.shape[-1]}-wide target state", "fc cannot be skipped here.")
-    ce_sum, ce_n, accept = [], [], []
-    for start in range(0, len(bank.lengths), batch_size):
-        sl = slice(start, start + batch_size)
-        ids = bank.input_ids[sl].to(dev)
-        B, L = ids.shape
+    n_seq = len(bank.lengths)
+    ce_sum, ce_n, accept = [0.0] * n_seq, [0] * n_seq, [[] for _ in range(n_seq)]
+    by_length = sorted(range(n_seq), key=lambda b: bank.lengths[b])   # batches of similar length: little padding
+    for start in range(0, n_seq, batch_size):
+        idx = by_length[start:start + batch_size]
+        L = max(bank.lengths[b] for b in idx)
+        sl = torch.tensor(idx)
+        ids = bank.input_ids[sl, :L].to(dev)
+        B = len(idx)
         R = L - 1
         pad = torch.full((B, K), -1, dtype=torch.long)
-        top_ext = torch.cat([bank.top1[sl], pad], 1).to(dev)
-        p_ext = torch.cat([p_target[sl], p_target[sl][:, :K] * 0], 1).to(dev)
+        top_ext = torch.cat([bank.top1[sl, :L], pad], 1).to(dev)
+        p_b = p_target[sl, :L]
+        p_ext = torch.cat([p_b, p_b[:, :K] * 0], 1).to(dev)
         in_vocab = (torch.ones_like(top_ext, dtype=torch.bool) if draft.t2d is None
                     else draft.t2d[top_ext.clamp(min=0)] & (top_ext >= 0))
         rows = torch.arange(R, device=dev)[None]
-        lens = torch.tensor(bank.lengths[sl], device=dev)[:, None]
-        first = torch.tensor([p - 1 for p in bank.prompt_lens[sl]], device=dev)[:, None]
+        lens = torch.tensor([bank.lengths[b] for b in idx], device=dev)[:, None]
+        first = torch.tensor([bank.prompt_lens[b] - 1 for b in idx], device=dev)[:, None]
         anchor = (rows >= first) & (rows + K <= lens - 1)               # [B, R]
         lead = torch.ones(B, R, dtype=torch.long, device=dev)
         n_acc = torch.zeros(B, R, dtype=torch.long, device=dev)
         ce_b = torch.zeros(B, device=dev)
         n_b = torch.zeros(B, dtype=torch.long, device=dev)
-        for k, out in enumerate(draft_passes(draft, ids, aux[sl].to(dev, dtype), K, skip_fc=not wiring), start=1):
+        fc_in = aux[sl, :L].to(dev, dtype)
+        for k, out in enumerate(draft_passes(draft, ids, fc_in, K, skip_fc=not wiring), start=1):
             # pass k row t proposes position t+k+1, whose target distribution sits at index t+k
             hit = draft.to_target_ids(out.logits.argmax(-1)) == top_ext[:, k:k + R]
             lead = lead * hit.long()
@@ -275,7 +281,6 @@ def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 
             used = anchor & in_vocab[:, k:k + R]
             ce_b += (ce * used).sum(-1)
             n_b += used.sum(-1)
-        ce_sum += ce_b.tolist()
-        ce_n += n_b.tolist()
-        accept += [n_acc[b][anchor[b]].tolist() for b in range(B)]
+        for j, b in enumerate(idx):
+            ce_sum[b], ce_n[b], accept[b] = float(ce_b[j]), int(n_b[j]), n_acc[j][anchor[j]].tolist()
     return BankScore(K, ce_sum, ce_n, accept)

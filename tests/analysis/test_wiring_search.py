@@ -78,6 +78,17 @@ def test_search_finds_the_trained_wiring_and_rule(case, tiny8, bank, tmp_path_fa
     if tuple(found.best["wiring"]) == tuple(sorted(found.best["wiring"])) and FINAL_NORMED not in found.best["wiring"]:
         assert list(found.fixes.loc["vllm", "ids"]) == list(found.best["wiring"])
     assert len(found.slots) == len(wiring)
+    # the figure: one heatmap row per slot, the best and each distinct served hypothesis as bars
+    import matplotlib.pyplot as plt
+
+    from eagle3lab.analysis.plots import plot_wiring_search
+
+    fig = plot_wiring_search(found, device="cpu")
+    heat, bars = fig.axes[0], fig.axes[1]
+    assert heat.images[0].get_array().shape == (len(wiring), bank.num_layers + 2)
+    assert len(bars.patches) == 1 + found.served.groupby(["aux", "settings"]).ngroups
+    assert "cpu" in fig._suptitle.get_text() and str(found.evaluations) in fig._suptitle.get_text()
+    plt.close(fig)
 
 
 def test_an_untrained_draft_is_not_identifiable(tiny8, bank, tmp_path_factory):
