@@ -27,7 +27,7 @@ from eagle3lab.decoding.speculative import (
     target_greedy,
     tree_settings,
 )
-from eagle3lab.engines.acceptance import acceptance_stats
+from eagle3lab.engines.acceptance import acceptance_stats, tau_interval
 from eagle3lab.errors import bad_input
 from eagle3lab.models.target import as_target
 
@@ -139,6 +139,10 @@ class DecodeSweep:
         """Acceptance of one case, pooled over prompts (``AcceptanceStats``)."""
         res = self.results[name]
         return acceptance_stats([r for out in res for r in out.rounds], num_positions=self.settings(name)["num_steps"])
+
+    def tau_interval(self, name: str, level: float = 0.95):
+        """tau of one case with a bootstrap interval over prompts (``engines.acceptance.Interval``)."""
+        return tau_interval([out.rounds for out in self.results[name]], level=level)
 
     def identical(self, name: str) -> int | None:
         """Prompts whose output equals ``generate(do_sample=False)`` token for token; None when sampled."""

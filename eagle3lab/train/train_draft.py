@@ -124,12 +124,14 @@ def draft_labels(target_logits: torch.Tensor, t2d: torch.Tensor | None):
     return (target_logits[..., t2d] if t2d is not None else target_logits), target_logits.argmax(-1)
 
 
-def ttt_loss(draft, input_ids, fc_in, label_logits, target_top, ttt_steps: int, step_weight: float = 0.8):
+def ttt_loss(draft, input_ids, fc_in, label_logits, target_top, ttt_steps: int, step_weight: float = 0.8,
+             loss_mask=None):
     """The TTT loss for one window batch and per-step stats (see the module docstring).
 
     ``label_logits``: the target's logits over the draft vocabulary; ``target_top``: its top-1 over the
-    full vocabulary (``draft_labels``). ``stats[i] = {"loss", "agree", "n"}``: soft CE, and top-1
-    agreement (draft top-1 mapped to a target id == target top-1) counted over the valid positions.
+    full vocabulary (``draft_labels``). ``loss_mask`` [B, T]: the labelled positions that count (chat
+    data: the assistant's tokens, as SpecForge's loss mask). ``stats[i] = {"loss", "agree", "n"}``: soft
+    CE, and top-1 agreement (draft top-1 mapped to a target id == target top-1) over counted positions.
     """
     t2d = draft.t2d
     in_vocab = t2d[target_top] if t2d is not None else torch.ones_like(target_top, dtype=torch.bool)
@@ -137,13 +139,14 @@ def ttt_loss(draft, input_ids, fc_in, label_logits, target_top, ttt_steps: int, 
     for i, src, valid, out in unroll(draft, input_ids, fc_in, ttt_steps):
         p_target = label_logits[:, src].softmax(-1)     # restricted to the draft vocab, renormalised
         ce = -(p_target * out.logits.float().log_softmax(-1)).sum(-1)
-        used = valid[None] & in_vocab[:, src]
+        counted = valid[None] if loss_mask is None else valid[None] & loss_mask[:, src]
+        used = counted & in_vocab[:, src]
         step_loss = (ce * used).sum() / used.sum().clamp(min=1)
         total = total + step_weight ** i * step_loss
         with torch.no_grad():
             hit = draft.to_target_ids(out.logits.argmax(-1)) == target_top[:, src]
-        stats.append({"loss": step_loss.item(), "agree": int((hit & valid[None]).sum()),
-                      "n": int(valid.sum()) * input_ids.shape[0]})
+        stats.append({"loss": step_loss.item(), "agree": int((hit & counted).sum()),
+                      "n": int(counted.expand_as(hit).sum())})
     return total, stats
 
 
@@ -218,14 +221,15 @@ def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout
     lm_rows = target.model.get_output_embeddings().weight[vocab.draft_ids.to(target.device)].detach()
 
     def loss_at(step):
+        mask = None
         if features is not None:
-            batch, fc_in, label_logits, top = features.labels(features.batch(step, cfg.batch_size, cfg.seed), lm_rows,
-                                                              target.device)
+            batch, fc_in, label_logits, top, mask = features.labels(features.batch(step, cfg.batch_size, cfg.seed),
+                                                                    lm_rows, target.device)
         else:
             batch = batch_at(train_stream, step, cfg.batch_size, cfg.seq_len, cfg.seed)[:, :-1].to(target.device)
             fc_in, logits = target_features(target, batch, aux)
             label_logits, top = draft_labels(logits, draft.t2d)
-        loss, stats = ttt_loss(draft, batch, fc_in, label_logits, top, cfg.ttt_steps, cfg.step_weight)
+        loss, stats = ttt_loss(draft, batch, fc_in, label_logits, top, cfg.ttt_steps, cfg.step_weight, mask)
         agree = [round(s["agree"] / max(1, s["n"]), 3) for s in stats]
         return loss, batch.numel(), {"agree": agree}, {"acc0": agree[0]}
 

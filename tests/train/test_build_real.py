@@ -51,3 +51,18 @@ def test_smoke_build_trains_saves_half_precision_measures_and_writes_the_card(re
                                                       "norm_before_residual": False}
     assert served["trained wiring and residual restored"]["aux_resid"] == [0, 3, 16]
     assert "as shipped, served by SGLang: chain 2" in (case_dir / "README.md").read_text()
+
+    # the chat draft: templated conversations answered by the target, the loss on the answers only,
+    # measured on the same held-out requests chat-templated and raw, beside the healthy draft
+    from eagle3lab.train.feature_cache import load_features
+
+    chat = load_features(build_real.feature_path(run, (2, 15, 27), "chat"))
+    assert chat.loss_mask is not None and 0 < int(chat.loss_mask.sum()) < chat.loss_mask.numel()
+    first_answer = int(chat.loss_mask[0].nonzero()[0])
+    assert real_target.tokenizer.decode(chat.windows[0, :first_answer]).rstrip().endswith("assistant")
+    chat_dir = tmp_path / "models" / build_real.CHAT
+    runs = json.loads((chat_dir / "acceptance.json").read_text())["runs"]
+    assert {k.split(",")[0] for k in runs} == {f"{r}: {d} draft" for r in ("chat template", "raw completion")
+                                               for d in ("chat", "healthy")}
+    assert all(r["tau_low"] <= r["tau"] <= r["tau_high"] for r in runs.values())
+    assert "loss on the answer tokens only" in (chat_dir / "README.md").read_text()

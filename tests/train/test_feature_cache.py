@@ -32,7 +32,8 @@ def test_the_cache_holds_what_the_live_target_gives(tiny, features):
     assert torch.allclose(features.aux[:2].float(), fc_in, atol=2e-3, rtol=1e-3)
     vocab = select_draft_vocab(token_counts([train_stream], target.vocab_size), 128)
     lm_rows = target.model.get_output_embeddings().weight[vocab.draft_ids]
-    ids, aux, label_logits, top = features.labels(torch.tensor([0, 1]), lm_rows)
+    ids, aux, label_logits, top, mask = features.labels(torch.tensor([0, 1]), lm_rows)
+    assert mask is None                       # windows from a stream: every position counts
     want_labels, want_top = draft_labels(logits, vocab.t2d)
     assert torch.equal(ids, features.windows[:2]) and torch.equal(top, want_top)
     assert torch.allclose(label_logits, want_labels, atol=5e-2)          # fp16 normed state, fp32 logits
