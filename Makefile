@@ -32,7 +32,7 @@ test: lint
 	exit $$rc
 
 workbook: $(STAMP)
-	$(BIN)/eagle3lab workbook --out build/workbook
+	$(BIN)/eagle3lab workbook --out build/workbook $(if $(TRACK),--track $(TRACK))
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=notebooks

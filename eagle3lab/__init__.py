@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 _HOMES = {
     # foundation
     "eagle3lab.errors": ("Eagle3LabError",),
-    "eagle3lab.bundled": ("load_prompts", "recorded_resid"),
+    "eagle3lab.bundled": ("load_prompts", "recorded_resid", "TRACKS", "apply_track"),
     # engine knowledge
     "eagle3lab.engines.flags": ("resolve_flags", "sglang_what_if", "SEED_COMMAND", "SEED_TARGET_CONFIG",
                                 "SEED_DRAFT_CONFIG"),
@@ -60,6 +60,8 @@ _HOMES = {
                                  "plot_speedup_vs_c", "plot_tokens_per_round", "plot_slot_scan", "plot_rms_halves",
                                  "plot_residual_balance", "plot_survival_by_rule", "plot_residual_scale",
                                  "plot_chain_vs_tree", "plot_wiring_search"),
+    # training data
+    "eagle3lab.train.chat_data": ("heldout_chat_requests", "chat_prompt", "raw_prompt"),
     # the face
     "eagle3lab.app.environment": ("environment_report", "bundled_models", "notebook_map"),
     "eagle3lab.app.widgets": ("flags_widget",),

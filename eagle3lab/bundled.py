@@ -21,6 +21,40 @@ EXTERNAL = DATA / "external"
 REAL_TARGETS = {"smollm2-135m-instruct": EXTERNAL / "smollm2-135m-instruct"}
 
 
+# Named presets ("tracks") for the notebooks' parameters cells: the bundled models' values (paths as the
+# notebooks write them, the case draft's trained wiring) -> the same role on another track. A notebook
+# sets ``TRACK`` in its parameters cell; ``apply_track`` swaps in the track's values wherever a parameter
+# still holds the bundled one, so a user's own paths are never replaced.
+TRACKS: dict[str, dict] = {
+    "bundled": {},
+    "smollm2": {   # SmolLM2-135M-Instruct (30 layers; Q4_1 GGUF, dequantized) and its drafts trained here
+        "../data/models/target": "smollm2-135m-instruct",
+        "../data/models/draft-case": "../data/models/smollm2-draft-case",
+        "../data/models/draft-healthy": "../data/models/smollm2-draft-healthy",
+        (0, 3, 7): (0, 3, 16),      # the case draft's trained wiring (build_data.case_wiring for N = 30)
+    },
+}
+
+
+def apply_track(track: str, params: dict) -> dict:
+    """The parameters to change so that a notebook whose parameters are ``params`` runs on ``track``."""
+    if track not in TRACKS:
+        raise bad_input("TRACK", None, f"one of {', '.join(map(repr, TRACKS))}", repr(track))
+    swap = TRACKS[track]
+    out = {}
+    for name, value in params.items():
+        if not name.isupper() or name == "TRACK":
+            continue
+        key = tuple(value) if isinstance(value, list) else value
+        try:
+            if key in swap:
+                new = swap[key]
+                out[name] = list(new) if isinstance(value, list) else new
+        except TypeError:   # unhashable values (dicts) are never track values
+            continue
+    return out
+
+
 def display_path(path) -> str | None:
     """A path as a committed record may hold it: relative to the checkout when inside it, else as given
     (no committed file carries the absolute path of the machine that wrote it)."""

@@ -64,11 +64,11 @@ def feature_path(run_dir: Path, aux_resid, data: str = "corpus") -> Path:
 
 def chat_features(target, docs, cfg, run_dir: Path, smoke: bool, progress: bool):
     """Templated questions about ``docs``' code, the target's own answers, one window each, loss on the answers."""
-    from eagle3lab.train.chat_data import cached_answers, chat_requests, chat_windows, templated
+    from eagle3lab.train.chat_data import cached_answers, chat_prompt, chat_requests, chat_windows
     from eagle3lab.train.feature_cache import capture_features
 
     n = SMOKE["windows"] if smoke else FEATURE_WINDOWS
-    prompts = [templated(target.tokenizer, r) for r in chat_requests(docs, n)]
+    prompts = [chat_prompt(target.tokenizer, r) for r in chat_requests(docs, n)]
     answers = cached_answers(run_dir / "chat-answers.json", target, prompts, progress=progress,
                              max_new_tokens=SMOKE["answer_tokens"] if smoke else CHAT_ANSWER_TOKENS)
     windows, mask = chat_windows(prompts, answers, cfg.seq_len, target.tokenizer.eos_token_id)
@@ -168,12 +168,12 @@ def measure(out: Path, name: str, smoke: bool = False) -> dict:
               "served": {label: {"profile": d.profile.name, "aux_resid": list(d.aux_resid),
                                  "norm_before_residual": d.settings.norm_before_residual} for label, d in runs.items()}}
     if name == CHAT:
-        from eagle3lab.train.chat_data import chat_requests, raw, templated
+        from eagle3lab.train.chat_data import chat_prompt, chat_requests, raw_prompt
         drafts = {"chat draft": runs["as shipped, served by SGLang"],
                   "healthy draft": load_draft(out / "models" / HEALTHY, target=target, device="cpu")}
         requests = chat_requests(read_corpus(out / "corpus", "heldout")[:HELDOUT_DOCS], 2 if smoke else ACCEPT_PROMPTS)
         cases = {f"{label}, chain {k}": dict(draft=d, num_steps=k) for label, d in drafts.items() for k in chains}
-        for render, fmt in (("chat template", templated), ("raw completion", raw)):
+        for render, fmt in (("chat template", chat_prompt), ("raw completion", raw_prompt)):
             sweep = decode_sweep(target, cases, [fmt(target.tokenizer, r) for r in requests], max_new_tokens=tokens,
                                  progress=False)
             result["runs"].update(_runs(sweep, f"{render}: "))

@@ -12,6 +12,8 @@ def add_arguments(parser):
     parser.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="override a parameters-cell variable in every notebook (VALUE is JSON or a string)")
+    parser.add_argument("--track", default=None, help="a named preset of models (eagle3lab.TRACKS: bundled, smollm2), "
+                        "the same as --param TRACK=NAME")
     parser.add_argument("--json", action="store_true", help="print the per-notebook results as JSON (docs/cli/workbook.md)")
 
 
@@ -32,7 +34,8 @@ def run(args) -> int:
     from eagle3lab.app.workbook import build_workbook
 
     index, results = build_workbook(Path(args.out), only=args.only, timeout=args.timeout,
-                                    parameters=_parse_params(args.param))
+                                    parameters={**({"TRACK": args.track} if args.track else {}),
+                                                **_parse_params(args.param)})
     if args.json:
         print(json.dumps({"index": str(index.resolve()), "notebooks": [r.__dict__ for r in results]}, indent=2))
     else:
