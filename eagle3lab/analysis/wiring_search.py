@@ -149,23 +149,25 @@ def _tau_sums(s) -> tuple[list[int], list[int]]:
     return [sum(a) + len(a) for a in s.accept], [len(a) for a in s.accept]
 
 
+def _diffs(s, b, level: float):
+    """Paired intervals (same prompts resampled) of cross-entropy and tau, hypothesis minus best."""
+    return (bootstrap_ratio_difference(s.ce_sum, s.ce_n, b.ce_sum, b.ce_n, level=level),
+            bootstrap_ratio_difference(*_tau_sums(s), *_tau_sums(b), level=level))
+
+
 def _close(score: Scorer, best_key, wiring, variant, level: float) -> bool:
-    """Is (wiring, variant) within noise of the best (paired intervals of cross-entropy and of tau)?"""
-    s, b = score(wiring, variant), score.scores[best_key]
+    """Within noise of the best: its cross-entropy not above the best's, or its tau not below it."""
     if _key(wiring, variant) == best_key:
         return True
-    d_ce = bootstrap_ratio_difference(s.ce_sum, s.ce_n, b.ce_sum, b.ce_n, level=level)
-    d_tau = bootstrap_ratio_difference(*_tau_sums(s), *_tau_sums(b), level=level)
+    d_ce, d_tau = _diffs(score(wiring, variant), score.scores[best_key], level)
     return d_ce.low <= 0.0 or d_tau.high >= 0.0
 
 
 def _row(score: Scorer, wiring, variant, best_key, level: float, why: str) -> dict:
     s = score(wiring, variant)
-    b = score.scores[best_key]
     tau = bootstrap_ratio(*_tau_sums(s), level=level)
     ce = bootstrap_ratio(s.ce_sum, s.ce_n, level=level)
-    diff = bootstrap_ratio_difference(s.ce_sum, s.ce_n, b.ce_sum, b.ce_n, level=level)
-    d_tau = bootstrap_ratio_difference(*_tau_sums(s), *_tau_sums(b), level=level)
+    diff, d_tau = _diffs(s, score.scores[best_key], level)
     stats = s.stats
     row = {"wiring": wiring_text(wiring), "aux": tuple(wiring), "settings": settings_text(variant),
            **{k: variant[k] for k in ("norm_before_residual", "recycle_postnorm", "norm_before_fc", "fc_norm")},
@@ -178,8 +180,8 @@ def _row(score: Scorer, wiring, variant, best_key, level: float, why: str) -> di
 
 
 def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, num_steps: int = 3,
-                  max_cycles: int = 4, level: float = 0.95, max_set: int = 5, max_combinations: int = 64, min_tau_gain: float = 0.05,
-                  arch: str | None = None, progress: bool = True) -> WiringSearch:
+                  max_cycles: int = 4, level: float = 0.95, max_set: int = 5, max_combinations: int = 64,
+                  min_tau_gain: float = 0.05, arch: str | None = None, progress: bool = True) -> WiringSearch:
     """Search fc wirings and switch settings for the one ``draft``'s weights were trained on.
 
     ``target_or_bank``: a ``StateBank`` (from ``capture_bank`` or ``bank_from_dump``), or a target with
@@ -218,17 +220,20 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
         for v in variants:
             why.setdefault(_key(NO_AUX, v), []).append("EAGLE algorithm flag: no aux states")
             score(NO_AUX, v)
-    best_key = min(score.scores, key=lambda k: score.scores[k].ce)
-    best_wiring, best_variant = best_key[0], dict(best_key[1])
-    _descend(score, best_wiring, best_variant, points, variants, 1)   # every neighbour of the best is scored
-    # Slots rarely matter one at a time only: every combination of the points found equivalent in
-    # each slot is scored too, so the set within noise is measured, not inferred.
-    per_slot = [[p for p in points if _close(score, best_key, best_wiring[:i] + (p,) + best_wiring[i + 1:], best_variant,
-                                               level)] for i in range(len(best_wiring))]
-    combos = math.prod(len(c) for c in per_slot)
-    if 1 < combos <= max_combinations:
-        for wiring in itertools.product(*per_slot):
-            score(tuple(wiring), best_variant)
+    for _ in range(max_cycles):   # until the best's neighbourhood holds nothing better
+        best_key = min(score.scores, key=lambda k: score.scores[k].ce)
+        best_wiring, best_variant = best_key[0], dict(best_key[1])
+        _descend(score, best_wiring, best_variant, points, variants, 1)   # every neighbour of the best is scored
+        # Slots rarely matter one at a time only: every combination of the points found equivalent in
+        # each slot is scored too, so the set within noise is measured, not inferred.
+        per_slot = [[p for p in points if _close(score, best_key, best_wiring[:i] + (p,) + best_wiring[i + 1:],
+                                                 best_variant, level)] for i in range(len(best_wiring))]
+        combos = math.prod(len(c) for c in per_slot)
+        if 1 < combos <= max_combinations:
+            for wiring in itertools.product(*per_slot):
+                score(tuple(wiring), best_variant)
+        if min(score.scores, key=lambda k: score.scores[k].ce) == best_key:
+            break
     bar.close()
 
     by_key = {k: _row(score, k[0], dict(k[1]), best_key, level, "; ".join(why.get(k, ["descent step"])))
@@ -238,6 +243,9 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
     near = table[table["within_noise"]]
     wirings_near = sorted(set(near["aux"]), key=str)
     tau_low = float(best["tau_low"])
+    switches = ("norm_before_residual", "recycle_postnorm", "norm_before_fc", "fc_norm")
+    rules = sorted({settings_text(dict(zip(switches, r))) for r in near[list(switches)].itertuples(index=False)})
+    rule_note = f"; settings identifiable only up to {rules}" if len(rules) > 1 else "; settings identified"
     if tau_low <= 1.0 + min_tau_gain:
         identifiable, reason = False, (f"the best hypothesis barely drafts (tau interval low {tau_low:.3f} <= "
                                        f"{1 + min_tau_gain:.2f}): an untrained or broken draft, or states unlike "
@@ -249,12 +257,8 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
         identifiable, reason = False, (f"{len(wirings_near)} wirings are within noise of the best (more than "
                                        f"{max_set}); see `slots` for which slot choices matter")
     else:
-        identifiable = True
-        rules = sorted({settings_text(dict(zip(("norm_before_residual", "recycle_postnorm", "norm_before_fc",
-                                                "fc_norm"), r))) for r in
-                        near[["norm_before_residual", "recycle_postnorm", "norm_before_fc", "fc_norm"]].itertuples(index=False)})
-        reason = (f"{len(wirings_near)} wiring(s) within noise of the best"
-                  + (f"; settings identifiable only up to {rules}" if len(rules) > 1 else "; settings identified"))
+        identifiable, reason = True, f"{len(wirings_near)} wiring(s) within noise of the best"
+    reason += rule_note
     best_info = {"wiring": best_wiring, "variant": best_variant,
                  "tau": Interval(best["tau"], best["tau_low"], best["tau_high"], level, len(bank.lengths)),
                  "ce": Interval(best["ce"], best["ce_low"], best["ce_high"], level, len(bank.lengths))}

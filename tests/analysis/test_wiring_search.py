@@ -68,7 +68,8 @@ def test_search_finds_the_trained_wiring_and_rule(case, tiny8, bank, tmp_path_fa
     if found.identifiable:
         assert n_wirings <= 5, found.summary()
     else:   # said, with why: a slot whose equivalent points hold the trained one and others besides
-        assert f"{n_wirings} wirings are within noise" in found.reason, found.summary()
+        assert (f"{n_wirings} wirings are within noise" in found.reason
+                or "equivalent points combine into" in found.reason), found.summary()
         assert any(len(eq) > 1 for eq in found.slots["equivalent"]), found.slots
     # serving the best wiring beats the checkpoint as vLLM serves it, beyond the served interval
     served = found.served.loc["vllm"]
