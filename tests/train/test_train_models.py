@@ -28,7 +28,7 @@ def test_data_dir_fits_the_budget():
     tracked = subprocess.run(["git", "ls-files", "data"], cwd=bundled.ROOT, capture_output=True, text=True,
                              check=True).stdout.split()
     total = sum((bundled.ROOT / name).stat().st_size for name in tracked)
-    assert total <= 50e6, f"data/ commits {total / 1e6:.1f} MB (budget 50 MB: the bundled models and the real track's draft)"
+    assert total <= 80e6, f"data/ commits {total / 1e6:.1f} MB (budget 80 MB: the bundled models and the real track's three drafts)"
     assert not any(name.startswith("data/external/") for name in tracked)
 
 
