@@ -3,7 +3,7 @@
     python benchmarks/bench_diagnose.py [--threads 2] [--out build/bench_diagnose.json]
 
 1. The bundled models: wall time of capturing every state once and of the search on the case
-   draft (16 held-out prompts, 48 greedy tokens each, 4-step chains), its answer and its draft
+   draft (16 held-out prompts, 48 greedy tokens each, 3-step chains), its answer and its draft
    evaluations beside the brute-force count.
 2. Depth: random-initialised targets of 12, 24, 48 and 61 layers at width 64 with an untrained
    3-aux draft (an untrained draft makes the descent wander the longest): draft evaluations, the
@@ -37,7 +37,7 @@ def bundled_case() -> dict:
     t0 = time.perf_counter()
     bank = capture_bank(target, seqs, lens)
     t1 = time.perf_counter()
-    found = search_wiring(bank, draft, num_steps=4, progress=True)
+    found = search_wiring(bank, draft, progress=True)     # 3-step chains, the default
     t2 = time.perf_counter()
     return {"capture_s": t1 - t0, "search_s": t2 - t1, "evaluations": found.evaluations,
             "brute_force": found.brute_force, "tokens": sum(bank.lengths), "summary": found.summary()}
