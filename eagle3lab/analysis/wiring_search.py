@@ -11,7 +11,8 @@ whichever point (resid[0..N] or the final post-norm state) scores best, and the 
 ``variants + num_aux * (N + 1)`` evaluations, so the search grows linearly in N where brute force
 grows as ``(N + 2) ** num_aux``. The result holds every hypothesis within noise of the best (paired
 bootstrap over prompts of cross-entropy and of tau: a hypothesis whose tau is not below the best's
-within noise is not ranked below it), each slot's sensitivity, how each engine serves the checkpoint, and the ids
+within noise is not ranked below it; each hypothesis is tested at the given level with no correction for
+how many are compared, so the set leans large, never small), each slot's sensitivity, how each engine serves the checkpoint, and the ids
 each engine needs to serve the best wiring.
 """
 
@@ -197,6 +198,9 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
             raise bad_input("search_wiring", "sequences", "token sequences to score on (with a target)", None,
                             "Pass greedy_dataset(target, prompts) output, or a StateBank.")
         bank = capture_bank(target_or_bank, sequences, prompt_lens, progress=progress)
+    if max_cycles < 1:
+        raise bad_input("search_wiring", "max_cycles", "at least 1", max_cycles)
+    arch = arch or draft.target_arch     # DeepSeek-family targets read ids by another rule
     n, num_aux = bank.num_layers, draft.config.num_aux
     points = (*bank.points, FINAL_NORMED)
     variants = draft.variants()
@@ -218,6 +222,8 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
         why.setdefault(_key(*found), []).append("local optimum of the descent")
     if draft.config.hidden_size == bank.hidden_size:
         for v in variants:
+            if v["norm_before_fc"] or v["fc_norm"]:   # fc is skipped: its norms cannot matter
+                continue
             why.setdefault(_key(NO_AUX, v), []).append("EAGLE algorithm flag: no aux states")
             score(NO_AUX, v)
     for _ in range(max_cycles):   # until the best's neighbourhood holds nothing better
@@ -234,12 +240,15 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
                 score(tuple(wiring), best_variant)
         if min(score.scores, key=lambda k: score.scores[k].ce) == best_key:
             break
+    else:   # out of cycles with a better hypothesis just found: report that one, its neighbourhood as scored
+        best_key = min(score.scores, key=lambda k: score.scores[k].ce)
+        best_wiring, best_variant = best_key[0], dict(best_key[1])
     bar.close()
 
     by_key = {k: _row(score, k[0], dict(k[1]), best_key, level, "; ".join(why.get(k, ["descent step"])))
               for k in score.scores}
-    table = pd.DataFrame(list(by_key.values())).sort_values("ce", ignore_index=True)
-    best = table.iloc[0]
+    table = pd.DataFrame(list(by_key.values())).sort_values("ce", kind="stable", ignore_index=True)
+    best = by_key[best_key]
     near = table[table["within_noise"]]
     wirings_near = sorted(set(near["aux"]), key=str)
     tau_low = float(best["tau_low"])

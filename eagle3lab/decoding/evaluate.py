@@ -260,7 +260,7 @@ def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 
         pad = torch.full((B, K), -1, dtype=torch.long)
         top_ext = torch.cat([bank.top1[sl, :L], pad], 1).to(dev)
         p_b = p_target[sl, :L]
-        p_ext = torch.cat([p_b, p_b[:, :K] * 0], 1).to(dev)
+        p_ext = torch.cat([p_b, p_b.new_zeros(B, K, p_b.shape[-1])], 1).to(dev)
         in_vocab = (torch.ones_like(top_ext, dtype=torch.bool) if draft.t2d is None
                     else draft.t2d[top_ext.clamp(min=0)] & (top_ext >= 0))
         rows = torch.arange(R, device=dev)[None]

@@ -73,15 +73,17 @@ class TargetHead:
         return cls(found["norm"], float(text.get("rms_norm_eps", 1e-6)), found["head"])
 
     def normed(self, resid_last: torch.Tensor) -> torch.Tensor:
+        """The post-norm state, on ``resid_last``'s device (the head may sit on a GPU, a dump on the CPU)."""
         if self.norm_module is not None:
-            return self.norm_module(resid_last)
+            weight = next(self.norm_module.parameters())
+            return self.norm_module(resid_last.to(weight.device, weight.dtype)).to(resid_last.device)
         x = resid_last.float()   # Llama-family RMSNorm, statistics in fp32
         return (self.norm_weight.float() * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)).to(resid_last.dtype)
 
     def logits(self, normed: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
         """Target logits, over the whole vocabulary or only ``rows`` (target ids of a draft vocabulary)."""
         head = self.lm_head if rows is None else self.lm_head[rows.to(self.lm_head.device)]
-        return normed.to(head.device, head.dtype) @ head.T
+        return (normed.to(head.device, head.dtype) @ head.T).to(normed.device)
 
 
 @dataclass

@@ -55,6 +55,8 @@ def generate_answers(target, prompts: list[list[int]], max_new_tokens: int = 128
     from tqdm.auto import tqdm
 
     eos = target.config.eos_token_id
+    if eos is None:
+        raise ValueError("generate_answers: the target's config has no eos_token_id to end an answer at")
     eos = set(eos if isinstance(eos, list) else [eos])
     pad = min(eos)
     answers = []
@@ -72,7 +74,8 @@ def generate_answers(target, prompts: list[list[int]], max_new_tokens: int = 128
 
 
 def chat_windows(prompts: list[list[int]], answers: list[list[int]], seq_len: int, pad_id: int):
-    """One window per conversation, ``[W, seq_len]`` ids and a loss mask true on the answer's tokens. A
+    """One window per conversation, ``[W, seq_len]`` ids and a loss mask over label positions: true where
+    the next token is one of the answer's (the target's logits at position j predict token j + 1). A
     conversation longer than ``seq_len`` loses the start of its prompt (the answer and the assistant
     header before it stay); the tail is padded with ``pad_id`` and masked."""
     windows = torch.full((len(prompts), seq_len), pad_id, dtype=torch.long)
@@ -80,16 +83,18 @@ def chat_windows(prompts: list[list[int]], answers: list[list[int]], seq_len: in
     for i, (p, a) in enumerate(zip(prompts, answers)):
         ids = (p + a)[-seq_len:]
         windows[i, :len(ids)] = torch.tensor(ids)
-        mask[i, max(0, len(ids) - len(a)):len(ids)] = True
+        mask[i, max(0, len(ids) - len(a) - 1):len(ids) - 1] = True
     return windows, mask
 
 
 def cached_answers(path: Path, target, prompts, **kw) -> list[list[int]]:
-    """Answers generated once and kept in ``path`` (JSON of token ids), regenerated if the prompts changed."""
+    """Answers generated once and kept in ``path`` (JSON of token ids), regenerated if the prompts or the
+    generation settings changed."""
+    kw_key = {k: v for k, v in kw.items() if k != "progress"}
     if path.exists():
         saved = json.loads(path.read_text())
-        if saved.get("prompts") == prompts:
+        if saved.get("prompts") == prompts and saved.get("settings") == kw_key:
             return saved["answers"]
     answers = generate_answers(target, prompts, **kw)
-    write_json(path, {"prompts": prompts, "answers": answers})
+    write_json(path, {"prompts": prompts, "settings": kw_key, "answers": answers})
     return answers
