@@ -91,7 +91,7 @@ def score_wirings(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
     bootstrap interval over prompts, per-position conditional acceptance ``c1..cK``, and why the wiring
     was a candidate. ``search_wiring`` (``analysis.wiring_search``) finds wirings no list holds.
     """
-    from eagle3lab.analysis.wiring_search import Scorer, _tau_sums
+    from eagle3lab.analysis.wiring_search import Scorer, settings_of
     from eagle3lab.engines.acceptance import bootstrap_ratio
     from eagle3lab.models.state_bank import StateBank, capture_bank
 
@@ -99,15 +99,13 @@ def score_wirings(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
                                                                                      prompt_lens)
     n = num_layers or bank.num_layers
     hypotheses = hypotheses if hypotheses is not None else wiring_hypotheses(draft, n)
-    base = draft.rewired()
-    settings = {"norm_before_fc": base.settings.norm_before_fc, "fc_norm": base.settings.fc_norm,
-                "recycle_postnorm": base.settings.recycle_postnorm}
+    settings = settings_of(draft)
     score = Scorer(bank, draft, num_steps)
     rows = []
     for resid, nbr in tqdm([(tuple(r), bool(b)) for r in hypotheses for b in norm_before_residual],
                            desc="wiring hypotheses", disable=not progress):
         result = score(resid, {**settings, "norm_before_residual": nbr})
-        stats, tau = result.stats, bootstrap_ratio(*_tau_sums(result))
+        stats, tau = result.stats, bootstrap_ratio(*result.tau_sums)
         row = {"wiring": resid_label(resid), "aux_resid": resid, "norm_before_residual": nbr, "tau": stats.tau,
                "tau_low": tau.low, "tau_high": tau.high, "ce": result.ce}
         row.update({f"c{k}": c for k, c in enumerate(stats.conditional, start=1)})

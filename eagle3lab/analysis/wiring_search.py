@@ -74,7 +74,8 @@ class Scorer:
         return self(wiring, variant).ce
 
 
-def _settings_of(d) -> dict:
+def settings_of(d) -> dict:
+    """The switches a draft view runs with, as ``rewired`` keywords (what a variant is)."""
     s = d.settings
     return {"norm_before_fc": s.norm_before_fc, "fc_norm": s.fc_norm,
             "norm_before_residual": s.norm_before_residual, "recycle_postnorm": s.recycle_postnorm}
@@ -91,7 +92,7 @@ def served_hypotheses(draft, bank: StateBank, arch: str | None = None) -> dict[s
         except (ValueError, Eagle3LabError):   # this engine cannot serve the written ids at all
             continue
         if len(wiring) == draft.config.num_aux and all(p in bank.states for p in wiring):
-            out[name] = (wiring, _settings_of(d))
+            out[name] = (wiring, settings_of(d))
     return out
 
 
@@ -145,15 +146,10 @@ class WiringSearch:
                 f"({self.evaluations} draft evaluations, brute force {self.brute_force}; states from {self.source})")
 
 
-def _tau_sums(s) -> tuple[list[int], list[int]]:
-    """Per sequence: tokens per round summed (accepted + bonus) and rounds (anchors)."""
-    return [sum(a) + len(a) for a in s.accept], [len(a) for a in s.accept]
-
-
 def _diffs(s, b, level: float):
     """Paired intervals (same prompts resampled) of cross-entropy and tau, hypothesis minus best."""
     return (bootstrap_ratio_difference(s.ce_sum, s.ce_n, b.ce_sum, b.ce_n, level=level),
-            bootstrap_ratio_difference(*_tau_sums(s), *_tau_sums(b), level=level))
+            bootstrap_ratio_difference(*s.tau_sums, *b.tau_sums, level=level))
 
 
 def _close(score: Scorer, best_key, wiring, variant, level: float) -> bool:
@@ -166,7 +162,7 @@ def _close(score: Scorer, best_key, wiring, variant, level: float) -> bool:
 
 def _row(score: Scorer, wiring, variant, best_key, level: float, why: str) -> dict:
     s = score(wiring, variant)
-    tau = bootstrap_ratio(*_tau_sums(s), level=level)
+    tau = bootstrap_ratio(*s.tau_sums, level=level)
     ce = bootstrap_ratio(s.ce_sum, s.ce_n, level=level)
     diff, d_tau = _diffs(s, score.scores[best_key], level)
     stats = s.stats

@@ -151,16 +151,14 @@ def evaluate_offline(target, draft, sequences, num_steps: int = 5, *, prompt_len
     where the continuation starts; anchors inside the prompt are skipped.
     """
     from eagle3lab.models.capture import ResidCapture, build_fc_input
+    from eagle3lab.models.state_bank import check_prompt_lens
 
     tgt = as_target(target)
     d = draft_for(draft, tgt, profile)
     seqs = [list(map(int, s)) for s in sequences]
     if not seqs:
         raise bad_input("sequences", None, "at least one sequence", "none")
-    prompt_lens = [1] * len(seqs) if prompt_lens is None else [int(p) for p in prompt_lens]
-    if len(prompt_lens) != len(seqs) or any(not 1 <= p <= len(s) for p, s in zip(prompt_lens, seqs)):
-        raise bad_input("prompt_lens", None, "one length per sequence, 1 <= prompt_len <= len(sequence)",
-                        prompt_lens[:8])
+    prompt_lens = check_prompt_lens(prompt_lens, [len(s) for s in seqs])
     points, K, dev = list(d.aux_resid), int(num_steps), tgt.device
     Lmax = max(len(s) for s in seqs)
     matches = torch.zeros(len(seqs), Lmax - 1, K, dtype=torch.bool)
@@ -227,6 +225,11 @@ class BankScore:
     @property
     def stats(self) -> AcceptanceStats:
         return acceptance_stats([a for seq in self.accept for a in seq], num_positions=self.num_steps)
+
+    @property
+    def tau_sums(self) -> tuple[list[int], list[int]]:
+        """Per sequence: tokens over its rounds (accepted + bonus) and rounds, tau's numerator and denominator."""
+        return [sum(a) + len(a) for a in self.accept], [len(a) for a in self.accept]
 
 
 @torch.inference_mode()

@@ -123,16 +123,17 @@ class StateBank:
     def label_probs(self, draft_ids: torch.Tensor | None) -> torch.Tensor:
         """p_target over the draft vocabulary (renormalised, as trainers label), ``[B, L, V_draft]``;
         computed once per draft vocabulary."""
-        held = self._labels.get("ids", False)
-        same = (held is None and draft_ids is None) or (
-            held is not None and held is not False and draft_ids is not None and torch.equal(held, draft_ids))
-        if not same:     # one vocabulary at a time: these tables are large
+        held = self._labels.get("ids", ...)
+        same = held is draft_ids or (isinstance(held, torch.Tensor) and draft_ids is not None
+                                     and torch.equal(held, draft_ids))
+        if not same:   # one vocabulary at a time: these tables are large
             logits = self.head.logits(self.states[FINAL_NORMED], draft_ids).float()
             self._labels = {"ids": draft_ids, "probs": logits.softmax(-1)}
         return self._labels["probs"]
 
 
-def _check_prompt_lens(prompt_lens, lengths):
+def check_prompt_lens(prompt_lens, lengths) -> list[int]:
+    """Where each sequence's continuation starts (default 1 each), checked against the sequence lengths."""
     prompt_lens = [1] * len(lengths) if prompt_lens is None else [int(p) for p in prompt_lens]
     if len(prompt_lens) != len(lengths) or any(not 1 <= p <= n for p, n in zip(prompt_lens, lengths)):
         raise bad_input("prompt_lens", None, "one length per sequence, 1 <= prompt_len <= len(sequence)",
@@ -170,7 +171,7 @@ def capture_bank(target, sequences, prompt_lens=None, batch_size: int = 8, progr
         parts[FINAL_NORMED].append(head.normed(states[n].to(tgt.device)).cpu())
         parts["top1"].append(logits.argmax(-1).cpu())
     top1 = torch.cat(parts.pop("top1"))
-    return StateBank(ids, [len(s) for s in seqs], _check_prompt_lens(prompt_lens, [len(s) for s in seqs]),
+    return StateBank(ids, [len(s) for s in seqs], check_prompt_lens(prompt_lens, [len(s) for s in seqs]),
                      {k: torch.cat(v) for k, v in parts.items()}, top1, head, n, source=f"live target {tgt.arch}")
 
 
@@ -204,6 +205,6 @@ def bank_from_dump(dump, head: TargetHead, prompt_lens=None, num_layers: int | N
             states[k][i, :lengths[i]] = s.hidden_states[:, j]
     states[FINAL_NORMED] = head.normed(states[n].float()).to(states[n].dtype)
     top1 = head.logits(states[FINAL_NORMED]).argmax(-1)
-    return StateBank(ids, lengths, _check_prompt_lens(prompt_lens, lengths), states, top1, head, n,
+    return StateBank(ids, lengths, check_prompt_lens(prompt_lens, lengths), states, top1, head, n,
                      source=f"hidden-state dump {Path(dump.path).name}")
 

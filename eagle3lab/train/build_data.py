@@ -64,6 +64,25 @@ def case_wiring(num_layers: int) -> tuple[tuple[int, ...], list[int]]:
     return (0, 3, n // 2 + 1), [2, n // 2, n - 2]
 
 
+def save_sglang(draft, model_dir: Path, trained_resid, shipped_ids=None) -> dict:
+    """Save a trained draft in SpecForge/SGLang format, without embedding. Healthy (``shipped_ids`` None):
+    ids translated so that SGLang captures ``trained_resid``. A case: shipped as the seed's team shipped
+    theirs, ``shipped_ids`` written as they are (SGLang reads them as other points) and
+    ``norm_before_residual: true``, which SGLang ignores. Returns ``save_draft``'s report."""
+    from eagle3lab.models.checkpoint import save_draft
+
+    # speculators convention in memory (id k = resid[k]); save_draft translates to SGLang's ids itself
+    draft.config.aux_layer_ids = None if shipped_ids else tuple(trained_resid)
+    written = save_draft(draft, model_dir, format="sglang", include_embedding=False, overwrite=True)
+    if shipped_ids:
+        config = json.loads((model_dir / "config.json").read_text())
+        config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = list(shipped_ids)
+        config["norm_before_residual"] = True
+        write_json(model_dir / "config.json", config)
+        written["aux_ids_written"] = list(shipped_ids)
+    return written
+
+
 def draft_configs(num_layers: int, smoke: bool = False):
     from eagle3lab.train.train_draft import DraftTrainConfig
     trained, _ = case_wiring(num_layers)
@@ -107,7 +126,6 @@ def token_streams(out: Path, tokenizer, smoke: bool = False):
 
 def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None, smoke: bool = False) -> dict:
     """Train one bundled draft against the bundled target and save it in SGLang format."""
-    from eagle3lab.models.checkpoint import save_draft
     from eagle3lab.models.target import load_target
     from eagle3lab.train.draft_vocab import select_draft_vocab, token_counts
     from eagle3lab.train.train_draft import train_draft
@@ -123,19 +141,8 @@ def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None,
                       progress=not smoke)
     draft = res.draft
     model_dir = out / "models" / name
-    if name == "draft-healthy":
-        # speculators convention: id k = resid[k]; save_draft translates to SGLang's ids itself.
-        draft.config.aux_layer_ids = tuple(cfg.aux_resid)
-        written = save_draft(draft, model_dir, format="sglang", include_embedding=False, overwrite=True)
-    else:
-        draft.config.aux_layer_ids = None  # written below, as the seed's team shipped them
-        written = save_draft(draft, model_dir, format="sglang", include_embedding=False, overwrite=True)
-        _, shipped_ids = case_wiring(n)
-        config = json.loads((model_dir / "config.json").read_text())
-        config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = shipped_ids
-        config["norm_before_residual"] = True
-        write_json(model_dir / "config.json", config)
-        written["aux_ids_written"] = shipped_ids
+    written = save_sglang(draft, model_dir, cfg.aux_resid, shipped_ids=None if name == "draft-healthy"
+                          else case_wiring(n)[1])
     facts = {"config": asdict(cfg), "hidden_size": draft.config.hidden_size,
              "intermediate_size": draft.config.intermediate_size, "target_num_layers": n,
              "trained_resid": list(cfg.aux_resid),

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from eagle3lab.atomic import write_json, write_text
-from eagle3lab.train.build_data import case_wiring
+from eagle3lab.train.build_data import case_wiring, save_sglang
 from eagle3lab.train.corpus import read_corpus
 
 TARGET = "smollm2-135m-instruct"
@@ -78,7 +78,6 @@ def chat_features(target, docs, cfg, run_dir: Path, smoke: bool, progress: bool)
 
 def build_draft(key: str, out: Path, run_dir: Path, smoke: bool = False, progress: bool = True) -> dict:
     """Train (or resume) one of ``DRAFTS`` and save it under ``out/models``; returns its training facts."""
-    from eagle3lab.models.checkpoint import save_draft
     from eagle3lab.models.target import load_target
     from eagle3lab.train.feature_cache import capture_features, load_features
     from eagle3lab.train.pretrain_target import tokenize_docs
@@ -87,6 +86,7 @@ def build_draft(key: str, out: Path, run_dir: Path, smoke: bool = False, progres
     name, train_cfg, shipped_ids, data = DRAFTS[key]
     target = load_target(TARGET, device="cpu")
     n_train = SMOKE["train_docs"] if smoke else TRAIN_DOCS
+    windows = SMOKE["windows"] if smoke else FEATURE_WINDOWS
     train_docs = read_corpus(out / "corpus", "train")[:n_train]
     train = tokenize_docs(target.tokenizer, train_docs)
     heldout = tokenize_docs(target.tokenizer, read_corpus(out / "corpus", "heldout")[:HELDOUT_DOCS])
@@ -99,8 +99,8 @@ def build_draft(key: str, out: Path, run_dir: Path, smoke: bool = False, progres
         features = load_features(feature_file)
     else:
         features = (chat_features(target, train_docs, cfg, run_dir, smoke, progress) if data == "chat" else
-                    capture_features(target, train, cfg.aux_resid, SMOKE["windows"] if smoke else FEATURE_WINDOWS,
-                                     cfg.seq_len, seed=cfg.seed, progress=progress))
+                    capture_features(target, train, cfg.aux_resid, windows, cfg.seq_len, seed=cfg.seed,
+                                     progress=progress))
         features.save(feature_file)
     vocab = None
     if data == "chat":      # the draft vocabulary of what it is trained to predict: the answers
@@ -109,19 +109,8 @@ def build_draft(key: str, out: Path, run_dir: Path, smoke: bool = False, progres
         vocab = select_draft_vocab(token_counts([answers], target.vocab_size), cfg.draft_vocab_size)
     res = train_draft(cfg, target, train, heldout, run_dir / f"{key}-run", desc=name, progress=progress,
                       features=features, vocab=vocab)
-    draft = res.draft.half()
-    # speculators numbering (id k = resid[k]); save_draft writes SGLang's. The case is shipped as the
-    # seed's team shipped it: ids that SGLang reads as other points, and a flag SGLang ignores.
-    draft.config.aux_layer_ids = None if shipped_ids else tuple(cfg.aux_resid)
     model_dir = out / "models" / name
-    written = save_draft(draft, model_dir, format="sglang", include_embedding=False, overwrite=True)
-    if shipped_ids:
-        config = json.loads((model_dir / "config.json").read_text())
-        config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = shipped_ids
-        config["norm_before_residual"] = True
-        write_json(model_dir / "config.json", config)
-        written["aux_ids_written"] = shipped_ids
-    windows = SMOKE["windows"] if smoke else FEATURE_WINDOWS
+    written = save_sglang(res.draft.half(), model_dir, cfg.aux_resid, shipped_ids)
     about = (f"the first {n_train} bundled stdlib-corpus training files, SmolLM2's tokenizer; {windows} windows of "
              f"{cfg.seq_len} tokens captured once" if data == "corpus" else
              f"{windows} questions about code chunks of the first {n_train} training files, in SmolLM2's chat "
