@@ -15,7 +15,6 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from eagle3lab.engines.layer_ids import default_resid, resid_label, resid_name
-from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.errors import bad_input
 
 
@@ -27,15 +26,11 @@ def wiring_hypotheses(draft, num_layers: int) -> dict[tuple[int, ...], list[str]
     and the last state dropped: the seed case's pattern, where the trainer fed
     ``[embedding, a, b]`` and the server ``[a, b, c]``.
     """
+    from eagle3lab.analysis.wiring_search import served_views
+
     base: dict[tuple[int, ...], list[str]] = {}
-    for name in PROFILES:
-        d = draft.under(name).bound(num_target_layers=num_layers)
-        try:
-            resid = tuple(d.aux_resid)
-        except ValueError:   # this engine cannot serve the written ids at all: nothing to score
-            continue
-        if len(resid) == draft.config.num_aux:
-            base.setdefault(resid, []).append(f"served by {name}")
+    for name, d in served_views(draft, num_layers).items():
+        base.setdefault(tuple(d.aux_resid), []).append(f"served by {name}")
     default = default_resid(num_layers)
     if len(default) == draft.config.num_aux:
         base.setdefault(default, []).append("engines' default")

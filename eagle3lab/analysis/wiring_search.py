@@ -81,19 +81,25 @@ def settings_of(d) -> dict:
             "norm_before_residual": s.norm_before_residual, "recycle_postnorm": s.recycle_postnorm}
 
 
-def served_hypotheses(draft, bank: StateBank, arch: str | None = None) -> dict[str, tuple]:
-    """Profile name -> (wiring, settings) that engine runs the checkpoint with (profiles that can serve it,
-    restricted to the points the bank holds)."""
+def served_views(draft, num_layers: int, arch: str | None = None) -> dict:
+    """Profile name -> the draft as that engine runs it, for every engine that feeds it ``num_aux`` states."""
     out = {}
     for name in PROFILES:
-        d = draft.under(name).bound(num_target_layers=bank.num_layers, target_arch=arch)
+        d = draft.under(name).bound(num_target_layers=num_layers, target_arch=arch)
         try:
             wiring = tuple(d.aux_resid)
         except (ValueError, Eagle3LabError):   # this engine cannot serve the written ids at all
             continue
-        if len(wiring) == draft.config.num_aux and all(p in bank.states for p in wiring):
-            out[name] = (wiring, settings_of(d))
+        if len(wiring) == draft.config.num_aux:
+            out[name] = d
     return out
+
+
+def served_hypotheses(draft, bank: StateBank, arch: str | None = None) -> dict[str, tuple]:
+    """Profile name -> (wiring, settings) that engine runs the checkpoint with (restricted to the points
+    the bank holds)."""
+    return {name: (tuple(d.aux_resid), settings_of(d)) for name, d in served_views(draft, bank.num_layers, arch).items()
+            if all(p in bank.states for p in d.aux_resid)}
 
 
 def _descend(score: Scorer, wiring, variant, points, variants, max_cycles: int):
