@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 _HOMES = {
     # foundation
     "eagle3lab.errors": ("Eagle3LabError",),
-    "eagle3lab.bundled": ("load_prompts", "recorded_resid", "TRACKS", "apply_track"),
+    "eagle3lab.bundled": ("load_prompts", "recorded_resid", "TRACKS", "TRACK_MODELS", "apply_track"),
     # engine knowledge
     "eagle3lab.engines.flags": ("resolve_flags", "sglang_what_if", "SEED_COMMAND", "SEED_TARGET_CONFIG",
                                 "SEED_DRAFT_CONFIG"),
@@ -56,10 +56,11 @@ _HOMES = {
     "eagle3lab.analysis.benchmark": ("decode_sweep", "run_benchmark", "recorded_benchmarks"),
     "eagle3lab.analysis.diagnosis": ("score_wirings", "slot_scan", "wiring_neighbourhood"),
     "eagle3lab.analysis.wiring_search": ("search_wiring", "WiringSearch"),
+    "eagle3lab.analysis.tracks": ("measure_track", "side_by_side"),
     "eagle3lab.analysis.plots": ("plot_acceptance", "plot_break_even", "plot_here_and_served",
                                  "plot_speedup_vs_c", "plot_tokens_per_round", "plot_slot_scan", "plot_rms_halves",
                                  "plot_residual_balance", "plot_survival_by_rule", "plot_residual_scale",
-                                 "plot_chain_vs_tree", "plot_wiring_search"),
+                                 "plot_chain_vs_tree", "plot_wiring_search", "plot_tracks"),
     # training data
     "eagle3lab.train.chat_data": ("heldout_chat_requests", "chat_prompt", "raw_prompt"),
     # the face

@@ -20,6 +20,12 @@ CORPUS = DATA / "corpus"
 EXTERNAL = DATA / "external"
 REAL_TARGETS = {"smollm2-135m-instruct": EXTERNAL / "smollm2-135m-instruct"}
 
+# Each track's models by role (loadable paths or short names), for code that runs several tracks at once.
+TRACK_MODELS: dict[str, dict] = {
+    "bundled": {"target": TARGET, "healthy": DRAFT_HEALTHY, "case": DRAFT_CASE},
+    "smollm2": {"target": "smollm2-135m-instruct", "healthy": MODELS / "smollm2-draft-healthy",
+                "case": MODELS / "smollm2-draft-case"},
+}
 
 # Named presets ("tracks") for the notebooks' parameters cells: the bundled models' values (paths as the
 # notebooks write them, the case draft's trained wiring) -> the same role on another track. A notebook

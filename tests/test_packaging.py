@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 
@@ -85,6 +86,9 @@ def test_notebook_is_stored_without_outputs(path):
     nb = nbformat.read(path, as_version=4)
     dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
     assert not dirty, f"{path.name}: cells {dirty} carry outputs; clear them before committing (Kernel > Restart & Clear)"
+    raw = json.loads(path.read_text())
+    unnamed = [i for i, c in enumerate(raw["cells"]) if "id" not in c]
+    assert not unnamed, f"{path.name}: cells {unnamed} lack the 'id' nbformat 4.5 requires"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

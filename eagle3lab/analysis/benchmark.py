@@ -27,7 +27,7 @@ from eagle3lab.decoding.speculative import (
     target_greedy,
     tree_settings,
 )
-from eagle3lab.engines.acceptance import acceptance_stats, tau_interval
+from eagle3lab.engines.acceptance import acceptance_stats, tau_difference, tau_interval
 from eagle3lab.errors import bad_input
 from eagle3lab.models.target import as_target
 
@@ -143,6 +143,10 @@ class DecodeSweep:
     def tau_interval(self, name: str, level: float = 0.95):
         """tau of one case with a bootstrap interval over prompts (``engines.acceptance.Interval``)."""
         return tau_interval([out.rounds for out in self.results[name]], level=level)
+
+    def tau_difference(self, a: str, b: str, level: float = 0.95):
+        """tau(a) - tau(b) with a paired bootstrap interval over the prompts both decoded."""
+        return tau_difference([o.rounds for o in self.results[a]], [o.rounds for o in self.results[b]], level=level)
 
     def identical(self, name: str) -> int | None:
         """Prompts whose output equals ``generate(do_sample=False)`` token for token; None when sampled."""

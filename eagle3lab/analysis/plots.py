@@ -327,3 +327,39 @@ def plot_wiring_search(found, device: str | None = None):
                  + f": {verdict} ({found.evaluations} evaluations, brute force {found.brute_force})", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def plot_tracks(measures: dict, chain: str = "chain 4"):
+    """:func:`analysis.tracks.measure_track` per track, side by side: tau per setting (interval over
+    prompts), conditional acceptance per position of ``chain``, and the tau a slot loses when fed the
+    layer next to its best."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(14, 3.8))
+    width = 0.8 / max(len(measures), 1)
+    for i, (track, m) in enumerate(measures.items()):
+        label = f"{track} ({m.layers} layers)"
+        taus = [m.sweep.tau_interval(n) for n in m.cases]
+        x = np.arange(len(taus)) + (i - (len(measures) - 1) / 2) * width
+        ax.bar(x, [t.value for t in taus], width, label=label,
+               yerr=[[t.value - t.low for t in taus], [t.high - t.value for t in taus]], capsize=3)
+        cond = m.sweep.stats(chain).conditional
+        bx.plot(range(1, len(cond) + 1), cond, marker="o", label=label)
+        bx.set_xticks(range(1, len(cond) + 1))
+        slots = m.slot_table()
+        cx.set_xticks(range(len(slots)))
+        cx.bar(np.arange(len(slots)) + (i - (len(measures) - 1) / 2) * width, slots.tau_lost_next_layer, width,
+               label=label)
+        cases = m.cases
+    ax.set_xticks(range(len(cases)), cases)
+    ax.set(ylabel="tau, tokens per round (95% interval)", title="tau per setting, real decoding")
+    bx.set(xlabel="draft position k", ylabel="c_k = P(accept k | 1..k-1 accepted)", ylim=(0, 1.05),
+           title=f"{chain}: conditional acceptance")
+    cx.set(xlabel="fc slot", ylabel="tau lost (tokens per round)", title="a slot fed the next layer instead")
+    for a in (ax, bx, cx):
+        a.legend(fontsize=7)
+    devices = sorted({m.device for m in measures.values()})
+    fig.suptitle(f"toy vs real target, healthy drafts, on {', '.join(devices)}", fontsize=10)
+    fig.tight_layout()
+    return fig

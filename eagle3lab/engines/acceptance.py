@@ -151,6 +151,10 @@ class Interval:
     def __str__(self) -> str:
         return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
+    def sign(self) -> int:
+        """+1 / -1 when the whole interval lies above / below 0, else 0 (within noise)."""
+        return 1 if self.low > 0 else -1 if self.high < 0 else 0
+
 
 def _weights(units: int, resamples: int, seed: int):
     import numpy as np
@@ -196,6 +200,14 @@ def tau_interval(accepted_per_prompt: Sequence[Iterable], **kw) -> Interval:
     (accepted counts or round-log objects)."""
     counts = [_accepted_counts(r) for r in accepted_per_prompt]
     return bootstrap_ratio([sum(c) + len(c) for c in counts], [len(c) for c in counts], **kw)
+
+
+def tau_difference(rounds_a: Sequence[Iterable], rounds_b: Sequence[Iterable], **kw) -> Interval:
+    """tau(a) - tau(b) over the same prompts (paired bootstrap); each argument: each prompt's rounds."""
+    a = [_accepted_counts(r) for r in rounds_a]
+    b = [_accepted_counts(r) for r in rounds_b]
+    return bootstrap_ratio_difference([sum(c) + len(c) for c in a], [len(c) for c in a],
+                                      [sum(c) + len(c) for c in b], [len(c) for c in b], **kw)
 
 
 def survival_from_conditional(conditional: Sequence[float]) -> list[float]:

@@ -6,11 +6,15 @@ import pytest
 
 from eagle3lab.engines.acceptance import (
     acceptance_stats,
+    bootstrap_ratio,
+    bootstrap_ratio_difference,
     compare_definitions,
     engine_log_lines,
     expected_tau,
     simulated_acc_len,
     survival_from_conditional,
+    tau_difference,
+    tau_interval,
 )
 
 
@@ -100,3 +104,29 @@ def test_compare_definitions_on_a_round_log():
     st = acceptance_stats([0, 1, 3, 3], num_positions=3)
     defs = compare_definitions(st)["value"]
     assert defs["SpecForge simulated_acc_len (loop c_k)"] == pytest.approx(st.tau - 1)
+
+
+def test_bootstrap_ratio_pools_units_and_narrows_with_more_of_them():
+    r = bootstrap_ratio([3, 5, 4], [2, 2, 2])
+    assert r.value == pytest.approx(12 / 6) and r.low <= r.value <= r.high and r.units == 3
+    same = bootstrap_ratio([2, 2, 2], [1, 1, 1])
+    assert (same.low, same.value, same.high) == (2, 2, 2)          # no spread between units, no interval
+    few, many = bootstrap_ratio([1, 3] * 2, [1, 1] * 2), bootstrap_ratio([1, 3] * 50, [1, 1] * 50)
+    assert many.high - many.low < (few.high - few.low) / 3
+    with pytest.raises(ValueError):
+        bootstrap_ratio_difference([1, 2], [1, 1], [1], [1])
+
+
+def test_tau_interval_and_paired_difference_by_hand():
+    a = [[2, 0, 1], [1, 1]]      # accepted drafts per round, per prompt: 5 accepted + 5 bonus in 5 rounds
+    assert tau_interval(a).value == pytest.approx(10 / 5)
+    zero = tau_difference(a, a)
+    assert (zero.low, zero.value, zero.high, zero.sign()) == (0, 0, 0, 0)
+    # b accepts one more per round on every prompt: paired, the difference is certain although the
+    # prompts' own taus differ widely
+    b = [[3, 1, 2], [2, 2]]
+    more = tau_difference(b, a)
+    assert more.value == pytest.approx(1) and more.low == pytest.approx(1) and more.sign() == 1
+    assert tau_difference(a, b).sign() == -1
+    noisy = tau_difference([[3, 0], [0, 0]], [[0, 0], [2, 0]])     # one prompt up, one down: within noise
+    assert noisy.sign() == 0

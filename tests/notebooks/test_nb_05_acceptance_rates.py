@@ -79,3 +79,23 @@ def test_sglang_ignores_the_half_fixed_drafts_residual_rule(bundled_models):
     target = eagle3lab.load_target(bundled.TARGET, device="cpu")
     d = load_draft(bundled.DRAFT_CASE, target=target, device="cpu").rewired(aux_resid=trained).under("sglang")
     assert d.aux_resid == tuple(trained) and d.settings.norm_before_residual is False   # facts section 3
+
+
+def test_toy_and_real_target_side_by_side(nb):
+    """Section 10: the bundled target (this notebook's models) beside SmolLM2-135M-Instruct."""
+    side = nb["side"]
+    toy, real = side["this notebook"], side["smollm2"]
+    assert (toy["layers"], real["layers"]) == (12, 30)
+    assert toy["lossless"] == toy["cases"] == real["lossless"] == real["cases"] == 3
+    assert real["c"] < toy["c"] / 1.5, "a one-layer draft is cheaper next to a 30-layer, hidden-576 target"
+    assert real["tau_chain2_high"] < toy["tau_chain2_low"], "the real target's sharper distribution is harder to draft"
+    text = notebook_summary(NOTEBOOK)
+    for name, r in side.items():
+        assert f"{name} ({r['layers']} layers) c = {r['c']:.3f}, chain-2 tau {r['tau_chain2']:.2f}" in text
+        assert r["tree_vs_chain"] in text.split(f"{name} (")[1].split(";")[0]
+        words = {"the tree beat the 4-chain": 1, "the 4-chain beat the tree": -1}
+        if r["tree_vs_chain"] in words:   # a verdict outside noise goes the way of the measured difference
+            assert words[r["tree_vs_chain"]] * r["tree_minus_chain"] > 0
+        assert 0 <= r["within_noise"] <= 1
+    # in the deeper target a slot moved to the next layer loses less (more neighbours carry its state)
+    assert real["lost_next_layer"] < toy["lost_next_layer"] + 0.05

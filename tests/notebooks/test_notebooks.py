@@ -24,9 +24,12 @@ def _formatted(value, decimals: int) -> set[str]:
 
 def decimals_not_claimed(text: str, claims: dict) -> list[str]:
     """Decimal numbers in ``text`` that no claim rounds to (at the precision the text shows)."""
-    values = []
-    for v in claims.values():
-        values += v if isinstance(v, list) else [v]
+    def flat(v):
+        if isinstance(v, dict):
+            return [x for w in v.values() for x in flat(w)]
+        return [x for w in v for x in flat(w)] if isinstance(v, list) else [v]
+
+    values = flat(claims)
     missing = []
     for token in _DECIMAL.findall(text):
         places = len(token.split(".")[1])
@@ -39,6 +42,7 @@ def test_decimal_check_sees_an_unclaimed_number():
     assert decimals_not_claimed("tau 1.43 and 0.94x", {"tau": 1.4321, "speedup": 0.9412}) == []
     assert decimals_not_claimed("tau 1.43 and 0.94x", {"tau": 1.4321}) == ["0.94"]
     assert decimals_not_claimed("resid[3] in v0.5.11 or 0.5.10.post1, PR #25454", {}) == []
+    assert decimals_not_claimed("c = 0.043", {"side": {"smollm2": {"c": 0.0431}}}) == []   # nested claims
 
 
 @pytest.mark.notebook
