@@ -39,3 +39,12 @@ def test_every_notebook_with_models_has_a_track_parameter_applied_right_after_it
             continue
         assert 'TRACK = "bundled"' in params, path.name
         assert "apply_track(TRACK" in "".join(cells[i + 1]["source"]), path.name
+
+
+def test_every_track_names_its_models():
+    assert set(bundled.TRACK_MODELS) == set(bundled.TRACKS)
+    for track, models in bundled.TRACK_MODELS.items():
+        assert set(models) == {"target", "healthy", "case"}
+        # the notebooks' preset swaps to the same models
+        swap = bundled.apply_track(track, {"TARGET": "../data/models/target", "DRAFT": "../data/models/draft-healthy"})
+        assert str(models["target"]).endswith(str(swap.get("TARGET", "data/models/target")).lstrip("./"))

@@ -363,3 +363,43 @@ def plot_tracks(measures: dict, chain: str = "chain 4"):
     fig.suptitle(f"toy vs real target, healthy drafts, on {', '.join(devices)}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def plot_tensor_diff(diff, title: str | None = None, ax=None):
+    """A :class:`analysis.tensor_diff.TensorDiff` per hook point in forward order: max |a-b| and max relative
+    difference on a log axis (exact agreement drawn at the floor, a shape mismatch as a red x at the top),
+    the first divergence marked; the title names the two sides."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    table = diff.table
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(6.5, 0.38 * len(table) + 2), 3.8))
+    x = np.arange(len(table))
+    values = table[["max_abs", "max_rel"]].to_numpy(dtype=float)
+    seen = values[np.isfinite(values) & (values > 0)]
+    floor = seen.min() / 100 if seen.size else 1e-12
+    top = seen.max() * 100 if seen.size else 1.0
+    for col, (label, marker) in enumerate([("max |a-b|", "o"), ("max |a-b| / (|b| + tiny)", "s")]):
+        y = np.where(np.isfinite(values[:, col]), np.maximum(values[:, col], floor), np.nan)
+        ax.plot(x, y, marker=marker, ms=4, lw=1, label=label)
+    mismatched = table["max_abs"].isna().to_numpy()
+    if mismatched.any():
+        ax.scatter(x[mismatched], np.full(mismatched.sum(), top), marker="x", color="tab:red", zorder=3,
+                   label="shape mismatch")
+    if (values == 0).any():
+        ax.axhline(floor, color="grey", lw=0.8, ls=":", label="identical (0, drawn here)")
+    if diff.first_divergence is not None:
+        i = int(np.flatnonzero(table["name"].to_numpy() == diff.first_divergence)[0])
+        ax.axvline(i, color="tab:red", ls="--", lw=1.2, label=f"first divergence: {diff.first_divergence}")
+    ax.set_yscale("log")
+    ax.set_ylim(floor / 3, top * 3)
+    ax.set_xticks(x, table["name"], rotation=60, ha="right", fontsize=7)
+    ax.set_xlabel("hook point, forward order")
+    ax.set_ylabel("difference (log scale)")
+    verdict = (f"first divergence at {diff.first_divergence}" if diff.first_divergence is not None
+               else "no divergence")
+    ax.set_title(title or f"{diff.label_a} vs {diff.label_b}: {verdict}", fontsize=10)
+    ax.legend(fontsize=7)
+    ax.figure.tight_layout()
+    return ax.figure

@@ -55,11 +55,3 @@ def test_side_by_side_json_and_plot(measured):
     fig = plot_tracks({"a": measured})
     assert len(fig.axes) == 3 and "cpu" in fig._suptitle.get_text()
 
-
-def test_every_track_names_its_models():
-    assert set(bundled.TRACK_MODELS) == set(bundled.TRACKS)
-    for track, models in bundled.TRACK_MODELS.items():
-        assert set(models) == {"target", "healthy", "case"}
-        # the notebooks' preset swaps to the same models
-        swap = bundled.apply_track(track, {"TARGET": "../data/models/target", "DRAFT": "../data/models/draft-healthy"})
-        assert str(models["target"]).endswith(str(swap.get("TARGET", "data/models/target")).lstrip("./"))

@@ -1,0 +1,252 @@
+"""What the serving engine itself says about acceptance, read from its log or its ``/metrics`` page.
+
+Our emulation predicts the tau a deployment should reach; the server prints the tau it does reach.
+``parse_server_evidence`` reads the server's own numbers out of pasted text (any other lines are
+ignored) and ``compare_with_prediction`` sets them against the prediction. A mismatch means the
+emulation or the deployment differs (a flag overridden, other layer ids, other weights, other prompts).
+
+Three formats, as verified in the engines' sources (the inverse is
+``eagle3lab.engines.acceptance.engine_log_lines``):
+
+- **SGLang log**: the periodic ``Decode batch`` line, ``accept len: X.XX`` = (accepted + rounds) / rounds
+  over the last ``--decode-log-interval`` batches, bonus included, i.e. tau. Older
+  ``python/sglang/srt/managers/scheduler.py`` prints ``Decode batch. #running-req: .., #token: ..,
+  token usage: .., accept len: .., gen throughput (token/s): .., #queue-req: ..``; the line later moved to
+  ``scheduler_metrics_mixin.py`` (read at commit 01bb3c807f7e) as ``Decode batch[ [iter]], ...
+  accept len: .., accept rate: .., cuda graph: .., gen throughput ...``. ``accept rate`` changed meaning
+  (PR #11572, 2025-10, kept it below 1; PR #23530, 2026-04, made it drafts only), so it is not read.
+  The line carries no count of rounds, so several lines pool only as a plain mean.
+- **vLLM log**: ``SpecDecoding metrics:`` from ``SpecDecodingLogging.log`` in
+  ``vllm/v1/spec_decode/metrics.py``. PR #15902 (2025-04-01) printed only ``Draft acceptance rate,
+  Accepted, Drafted`` (no count of drafts: tau cannot be recovered); PR #16665 (2025-04-24) added
+  ``Mean acceptance length`` and ``Per-position acceptance rate`` (the survival a_k); PR #24127
+  (2025-09) added the throughputs; at commit 016a8587 the line starts with ``Mean acceptance length``
+  and ends with ``Avg Draft acceptance rate``. Fields are read by name, so every order parses. Lines
+  carry counts, so they pool exactly: drafts = Drafted / K with K the per-position list's length.
+- **vLLM Prometheus** (``SpecDecodingProm``, same file; labels ``model_name``, ``engine`` from
+  ``vllm/v1/metrics/loggers.py``): counters ``vllm:spec_decode_num_drafts``, ``..._num_draft_tokens``,
+  ``..._num_accepted_tokens`` and ``..._num_accepted_tokens_per_pos`` (extra label ``position``,
+  0-based), exposed with the ``_total`` suffix. ``num_drafts`` and the per-position counter came with
+  PR #16665. Cumulative since the server started, summed over label sets except ``position``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+
+from eagle3lab.engines.acceptance import Interval
+from eagle3lab.errors import bad_input
+
+# Absolute slack on tau when judging agreement. SGLang prints accept len to 2 decimals and pools only
+# as a plain mean of lines (biased when intervals hold unequal numbers of rounds); vLLM prints rates to
+# 3. 0.05 covers that bookkeeping; it is not a statistical interval (the prediction's interval is).
+AGREEMENT_TOLERANCE = 0.05
+
+EXPECTED_FORMATS = (
+    "SGLang 'Decode batch ... accept len: X' log lines, vLLM 'SpecDecoding metrics: Mean acceptance "
+    "length: ..., Per-position acceptance rate: ...' log lines, or vLLM Prometheus counters "
+    "(vllm:spec_decode_num_drafts_total, vllm:spec_decode_num_accepted_tokens_total, "
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total)"
+)
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_NUM = r"(?:nan|inf|\d+(?:\.\d+)?)"
+_SGLANG = re.compile(rf"Decode batch\b.*?\baccept len: ({_NUM})")
+_VLLM_MARK = "SpecDecoding metrics:"
+_VLLM_MEAN = re.compile(rf"Mean acceptance length: ({_NUM})")
+_VLLM_ACCEPTED = re.compile(r"\bAccepted: (\d+) tokens")
+_VLLM_DRAFTED = re.compile(r"\bDrafted: (\d+) tokens")
+_VLLM_PER_POS = re.compile(rf"Per-position acceptance rate: ({_NUM}(?:,\s*{_NUM})*)")
+_VLLM_PRE_V1_LOG = "Speculative metrics: Draft acceptance rate"   # V0, and V1 before PR #15902
+_PROM_SAMPLE = re.compile(r"^(vllm:spec_decode_\w+?)_total(?:\{([^}]*)\})?\s+(\S+)(?:\s+\S+)?$")
+_PROM_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_PROM_COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
+
+
+@dataclass(frozen=True)
+class ServerEvidence:
+    """The acceptance a server reported: tau (bonus included) and, where printed, survival a_k."""
+
+    engine: str                    # "sglang" / "vllm"
+    format: str                    # "sglang log" / "vllm log" / "vllm prometheus"
+    tau: float
+    survival: list[float] | None   # a_k = P(at least k drafts accepted), positions 1..K
+    lines: int                     # evidence records read (log lines, or Prometheus label sets)
+    drafts: int | None             # verify rounds behind the numbers, where the format counts them
+    note: str
+    source: str = "<pasted>"
+
+    @property
+    def conditional(self) -> list[float] | None:
+        """c_k = a_k / a_{k-1} (a_0 = 1): acceptance at k given 1..k-1 accepted."""
+        if self.survival is None:
+            return None
+        prev = [1.0] + self.survival[:-1]
+        return [a / p if p > 0 else float("nan") for a, p in zip(self.survival, prev)]
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "conditional": self.conditional}
+
+
+def _first_line(lines: list[str]) -> str:
+    first = next((ln for ln in lines if ln.strip()), "")
+    return repr(first[:120] + ("..." if len(first) > 120 else ""))
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in re.split(r",\s*", text.strip())]
+
+
+def _sglang(values: list[float], source: str) -> ServerEvidence:
+    n = len(values)
+    if n == 1:
+        note = "one SGLang Decode batch line: tau over one logging interval."
+    else:
+        note = (f"plain mean of {n} SGLang Decode batch lines: the line prints no count of verify rounds, "
+                "so intervals are weighted equally (exact only if each held as many rounds).")
+    return ServerEvidence("sglang", "sglang log", sum(values) / n, None, n, None, note, source)
+
+
+def _vllm_log(records: list[tuple[float, int, int, list[float]]], skipped: int, source: str) -> ServerEvidence:
+    positions = {len(r[3]) for r in records}
+    if len(positions) > 1:
+        raise bad_input(source, "Per-position acceptance rate", "one number of speculative tokens in every "
+                        "SpecDecoding metrics line", f"lists of lengths {sorted(positions)}",
+                        "The log spans servers with different num_speculative_tokens; paste one run.")
+    k = positions.pop()
+    total_accepted, total_drafts, weighted, refit = 0, 0.0, [0.0] * k, 0
+    for mean, accepted, drafted, rates in records:
+        drafts = drafted / k
+        # EAGLE drafts K tokens every round; a proposer that drafts fewer (n-gram) breaks Drafted / K,
+        # which the printed mean exposes. Then recover the drafts from the mean (2 decimals).
+        if math.isfinite(mean) and mean > 1 and abs(1 + accepted / drafts - mean) > 0.006:
+            drafts, refit = accepted / (mean - 1), refit + 1
+        total_accepted += accepted
+        total_drafts += drafts
+        weighted = [w + r * drafts for w, r in zip(weighted, rates)]
+    note = (f"pooled exactly from {len(records)} vLLM SpecDecoding lines: tau = 1 + accepted / drafts with "
+            f"drafts = Drafted / {k} positions; per-position rates (3 decimals) weighted by drafts.")
+    if refit:
+        note += (f" On {refit} line(s) Drafted / {k} disagreed with the printed mean acceptance length (fewer "
+                 "drafted tokens than positions); their drafts were taken from the mean.")
+    if skipped:
+        note += f" {skipped} line(s) with no drafts were skipped."
+    return ServerEvidence("vllm", "vllm log", 1 + total_accepted / total_drafts,
+                          [w / total_drafts for w in weighted], len(records), round(total_drafts), note, source)
+
+
+def _vllm_prometheus(samples: list[tuple[str, dict, float]], source: str) -> ServerEvidence:
+    totals: dict[str, float] = {}
+    per_pos: dict[int, float] = {}
+    seen, label_sets = set(), set()
+    for counter, labels, value in samples:
+        key = (counter, tuple(sorted(labels.items())))
+        if key in seen:
+            raise bad_input(source, f"vllm:spec_decode_{counter}_total", "each series once (one scrape of "
+                            "/metrics)", f"{dict(labels)} twice", "Paste a single scrape, or subtract an "
+                            "earlier scrape from a later one yourself.")
+        seen.add(key)
+        label_sets.add(tuple(sorted((k, v) for k, v in labels.items() if k != "position")))
+        if counter == "num_accepted_tokens_per_pos":
+            pos = int(labels.get("position", -1))
+            per_pos[pos] = per_pos.get(pos, 0.0) + value
+        else:
+            totals[counter] = totals.get(counter, 0.0) + value
+    if "num_drafts" not in totals or "num_accepted_tokens" not in totals:
+        raise bad_input(source, "vllm:spec_decode_num_drafts_total", "the drafts and accepted-tokens counters",
+                        f"only {sorted(f'vllm:spec_decode_{c}_total' for c in totals)}",
+                        "vLLM before PR #16665 (2025-04) exports no count of drafts, so tau cannot be "
+                        "recovered; upgrade vLLM or paste the SpecDecoding metrics log lines.")
+    drafts = totals["num_drafts"]
+    if drafts <= 0:
+        raise bad_input(source, "vllm:spec_decode_num_drafts_total", "a positive count", drafts,
+                        "The server has verified no drafts yet; send it some requests first.")
+    survival = None
+    if per_pos:
+        if sorted(per_pos) != list(range(len(per_pos))):
+            raise bad_input(source, "position", f"positions 0..{len(per_pos) - 1}", sorted(per_pos))
+        survival = [per_pos[k] / drafts for k in range(len(per_pos))]
+    note = (f"vLLM Prometheus counters summed over {len(label_sets)} label set(s) (model_name, engine): "
+            "cumulative since the server started, so they include every request it has served.")
+    return ServerEvidence("vllm", "vllm prometheus", 1 + totals["num_accepted_tokens"] / drafts, survival,
+                          len(label_sets), round(drafts), note, source)
+
+
+def parse_server_evidence(text: str, source: str = "<pasted>") -> ServerEvidence:
+    """Find the server's acceptance numbers in ``text`` (a log or a /metrics scrape mixed with anything).
+
+    Raises ``Eagle3LabError`` naming ``source`` when no format is found, when two are mixed, or when
+    the lines come from an engine version whose numbers do not determine tau.
+    """
+    lines = [_ANSI.sub("", ln).strip() for ln in text.splitlines()]
+    sglang: list[float] = []
+    vllm: list[tuple[float, int, int, list[float]]] = []
+    prom: list[tuple[str, dict, float]] = []
+    vllm_skipped, vllm_old, first_of = 0, [], {}
+    for ln in lines:
+        if (m := _SGLANG.search(ln)) and math.isfinite(float(m.group(1))):
+            sglang.append(float(m.group(1)))
+            first_of.setdefault("sglang log", ln)
+        elif _VLLM_MARK in ln:
+            mean, acc, dra, pos = (r.search(ln) for r in (_VLLM_MEAN, _VLLM_ACCEPTED, _VLLM_DRAFTED, _VLLM_PER_POS))
+            if not (mean and acc and dra and pos):
+                vllm_old.append(ln)
+            elif int(dra.group(1)) == 0:
+                vllm_skipped += 1
+            else:
+                vllm.append((float(mean.group(1)), int(acc.group(1)), int(dra.group(1)), _floats(pos.group(1))))
+                first_of.setdefault("vllm log", ln)
+        elif _VLLM_PRE_V1_LOG in ln:
+            vllm_old.append(ln)
+        elif (m := _PROM_SAMPLE.match(ln)) and m.group(1).removeprefix("vllm:spec_decode_") in _PROM_COUNTERS:
+            labels = dict(_PROM_LABEL.findall(m.group(2) or ""))
+            prom.append((m.group(1).removeprefix("vllm:spec_decode_"), labels, float(m.group(3))))
+            first_of.setdefault("vllm prometheus", ln)
+    if len(first_of) > 1:
+        found = "; ".join(f"{fmt} ({ln[:80]!r})" for fmt, ln in first_of.items())
+        raise bad_input(source, None, "evidence in one format", f"several: {found}",
+                        "Paste one server's log or one /metrics scrape at a time.")
+    if sglang:
+        return _sglang(sglang, source)
+    if vllm:
+        return _vllm_log(vllm, vllm_skipped, source)
+    if prom:
+        return _vllm_prometheus(prom, source)
+    if vllm_old:
+        raise bad_input(source, None, "a vLLM 'SpecDecoding metrics' line with 'Mean acceptance length' and "
+                        "'Per-position acceptance rate' (vLLM V1 from PR #16665, 2025-04)",
+                        f"{len(vllm_old)} older line(s) such as {_first_line(vllm_old)}",
+                        "These print accepted and drafted tokens but no count of drafts, so tau cannot be "
+                        "recovered; upgrade vLLM, or measure with this workbook's decoding loop.")
+    nonempty = [ln for ln in lines if ln]
+    found = (f"none in {len(nonempty)} non-empty line(s); the first is {_first_line(nonempty)}"
+             if nonempty else "an empty text")
+    raise bad_input(source, None, EXPECTED_FORMATS, found,
+                    "Paste the server's own log with speculative decoding on (SGLang logs a Decode batch line "
+                    "every --decode-log-interval batches; vLLM logs SpecDecoding metrics unless "
+                    "--disable-log-stats), or the text of GET /metrics from a vLLM server.")
+
+
+def compare_with_prediction(evidence: ServerEvidence, predicted: Interval | float) -> dict:
+    """Does the server's tau lie in the predicted as-served interval, widened by AGREEMENT_TOLERANCE?"""
+    if isinstance(predicted, Interval):
+        value, low, high = predicted.value, predicted.low, predicted.high
+        about = f" ({predicted.level:.0%} interval over {predicted.units} units)"
+    else:
+        value = low = high = float(predicted)
+        about = ""
+    observed = evidence.tau
+    agrees = low - AGREEMENT_TOLERANCE <= observed <= high + AGREEMENT_TOLERANCE
+    said = f"The server's tau {observed:.2f} ({evidence.format}, {evidence.lines} record(s) from {evidence.source})"
+    pred = f"the predicted {value:.2f} [{low:.2f}, {high:.2f}]{about}, widened by {AGREEMENT_TOLERANCE}"
+    if agrees:
+        message = f"{said} lies within {pred}: the emulation reproduces what the deployment serves."
+    else:
+        side = "below" if observed < low else "above" if observed > high else "not comparable with"
+        message = (f"{said} lies {side} {pred}: the emulation and the deployment differ. Check the flags the "
+                   "server really ran, the target layers it feeds the draft, the draft weights it loaded, and "
+                   "whether it served the same kind of prompts.")
+    return {"observed": observed, "predicted": value, "low": low, "high": high,
+            "tolerance": AGREEMENT_TOLERANCE, "agrees": agrees, "message": message}
