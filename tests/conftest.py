@@ -216,3 +216,32 @@ def tiny(tmp_path_factory):
     res = pretrain_target(cfg, tok, docs[:40], docs[40:], tmp_path_factory.mktemp("target"), progress=False)
     target = Target.wrap(res.model, tok)
     return tok, target, tokenize_docs(tok, docs[:40]), tokenize_docs(tok, docs[40:]), res
+
+
+@pytest.fixture(scope="session")
+def tiny8(tiny, tmp_path_factory):
+    """An 8-layer tiny target pretrained here (the engines' default for N = 8 is three distinct points)."""
+    from eagle3lab.models.target import Target
+    from eagle3lab.train.pretrain_target import TargetTrainConfig, pretrain_target
+
+    tok, _, train, heldout, _ = tiny
+    torch.manual_seed(0)
+    cfg = TargetTrainConfig(steps=300, **{**TINY_TARGET, "num_hidden_layers": 8})   # layers that differ
+    docs = tiny_docs(48)
+    res = pretrain_target(cfg, tok, docs[:40], docs[40:], tmp_path_factory.mktemp("target8"), progress=False)
+    return Target.wrap(res.model, tok), train, heldout
+
+
+def trained_tiny_draft(tiny8, tmp_path_factory, wiring, nbr, ids, steps=150):
+    """A draft for ``tiny8`` trained here on ``wiring`` (resid points) with ``norm_before_residual=nbr``, shipped
+    with ``ids`` (None: missing) and no residual flag: what a checkpoint we did not make looks like."""
+    target, train, heldout = tiny8
+    from eagle3lab.train.train_draft import DraftTrainConfig, train_draft
+
+    cfg = DraftTrainConfig(aux_resid=wiring, norm_before_residual=nbr, draft_vocab_size=128, ttt_steps=3,
+                           seq_len=32, batch_size=8, steps=steps, warmup_steps=3, eval_every=steps, eval_windows=2,
+                           lr=5e-3)
+    draft = train_draft(cfg, target, train, heldout, tmp_path_factory.mktemp("draft"), progress=False).draft
+    draft.config.aux_layer_ids = ids     # shipped as the case says; the search never reads the training record
+    draft.config.norm_before_residual = None
+    return draft.eval().requires_grad_(False).bound(num_target_layers=target.num_layers)

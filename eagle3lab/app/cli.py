@@ -19,6 +19,7 @@ COMMANDS = {
     "inspect": "read a draft checkpoint (or just its config.json) and report what each engine makes of it",
     "convert": "rewrite a draft checkpoint in another family's format (ids translated, not copied)",
     "bench": "measure baseline vs speculative tokens/s, acceptance and the throughput model",
+    "doctor": "every finding for a draft as an engine serves it, measured, with the fix (and --write-fixed)",
     "workbook": "execute every notebook headless and render build/workbook/index.html",
 }
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import TINY_TARGET, tiny_docs
+from conftest import trained_tiny_draft as trained
 
 from eagle3lab.analysis.wiring_search import NO_AUX, search_wiring
 from eagle3lab.decoding.evaluate import evaluate_offline, evaluate_on_bank, greedy_dataset
 from eagle3lab.models.state_bank import FINAL_NORMED, capture_bank
-from eagle3lab.train.train_draft import DraftTrainConfig, train_draft
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -24,36 +23,11 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def tiny8(tiny, tmp_path_factory):
-    """An 8-layer tiny target pretrained here (the engines' default for N = 8 is three distinct points)."""
-    from eagle3lab.models.target import Target
-    from eagle3lab.train.pretrain_target import TargetTrainConfig, pretrain_target
-
-    tok, _, train, heldout, _ = tiny
-    torch.manual_seed(0)
-    cfg = TargetTrainConfig(steps=300, **{**TINY_TARGET, "num_hidden_layers": 8})   # layers that differ
-    docs = tiny_docs(48)
-    res = pretrain_target(cfg, tok, docs[:40], docs[40:], tmp_path_factory.mktemp("target8"), progress=False)
-    return Target.wrap(res.model, tok), train, heldout
-
-
-@pytest.fixture(scope="module")
 def bank(tiny8):
     target, _, heldout = tiny8
     prompts = [heldout[i:i + 12].tolist() for i in range(0, 40 * 40, 40)]
     seqs, lens = greedy_dataset(target, prompts, max_new_tokens=28)
     return capture_bank(target, seqs, lens)
-
-
-def trained(tiny8, tmp_path_factory, wiring, nbr, ids, steps=150):
-    target, train, heldout = tiny8
-    cfg = DraftTrainConfig(aux_resid=wiring, norm_before_residual=nbr, draft_vocab_size=128, ttt_steps=3,
-                           seq_len=32, batch_size=8, steps=steps, warmup_steps=3, eval_every=steps, eval_windows=2,
-                           lr=5e-3)
-    draft = train_draft(cfg, target, train, heldout, tmp_path_factory.mktemp("draft"), progress=False).draft
-    draft.config.aux_layer_ids = ids     # shipped as the case says; the search never reads the training record
-    draft.config.norm_before_residual = None
-    return draft.eval().requires_grad_(False).bound(num_target_layers=target.num_layers)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -1,0 +1,712 @@
+"""Doctor: every reason a draft accepts less when served than it should, each proven by measurement.
+
+A draft is checked four ways and each problem becomes a ``DoctorFinding`` (a code, a severity, the
+evidence, the fix in the engine's own syntax):
+
+- the **launch command** through the engine's flag resolver (``engines.flags``): caps, algorithm,
+  silently replaced ids;
+- the **configs**: fc width vs ``num_aux x`` target hidden, hidden and vocab sizes, context length,
+  RoPE (theta, scaling), sliding window, dtype;
+- the **wiring and first-layer rule** the weights were trained on (``wiring_search``) against what
+  the engine feeds the draft;
+- the **vocabulary map from behaviour** (:func:`vocab_from_behaviour`): per draft-vocabulary slot,
+  whether the target agrees with the token the map sends it to.
+
+Measured findings form a ladder of single fixes on one bank of target states (teacher-forced, chain
+acceptance at the served chain length): as launched -> right algorithm -> the chain the command asked
+for -> the trained wiring -> the trained rule -> the map from behaviour. Each rung's tau carries a
+bootstrap interval over prompts and its gain a paired one. "Critical" = the engine refuses, silently
+skips fc, or a measured fix raises tau beyond the noise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from eagle3lab.analysis.wiring_search import wiring_text
+from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
+from eagle3lab.engines.layer_ids import nearest_servable
+from eagle3lab.engines.profiles import PROFILES
+from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.models.state_bank import FINAL_NORMED, StateBank
+
+SEVERITIES = ("critical", "warning", "info")
+_FLAG_SEVERITY = {"error": "critical", "warning": "warning", "info": "info"}
+# flag findings whose effect doctor measures itself (the flag finding then carries the measured taus)
+_CHAIN_CAPS = {"SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"}
+_ALGORITHM = {"SGL_EAGLE3_DRAFT_WITH_EAGLE", "VLLM_EAGLE3_DRAFT_WITH_EAGLE"}
+
+
+@dataclass
+class DoctorFinding:
+    """One thing wrong (or worth knowing), with its evidence and its fix; measured ones carry tau before
+    and after the fix (intervals over prompts) and the paired gain."""
+
+    code: str
+    severity: str
+    title: str
+    evidence: str
+    fix: str | None = None
+    source: str = ""                      # flags / config / wiring / vocab / server
+    tau_before: Interval | None = None
+    tau_after: Interval | None = None
+    gain: Interval | None = None          # paired: the same prompts resampled for both
+    undone: Interval | None = None        # tau lost undoing only this fix, every other fix kept (paired)
+    data: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for k in ("tau_before", "tau_after", "gain", "undone"):
+            v = getattr(self, k)
+            out[k] = None if v is None else {"value": v.value, "low": v.low, "high": v.high, "level": v.level}
+        return out
+
+
+# ------------------------------------------------------------------ configs
+
+
+def _text_config(raw: dict) -> dict:
+    return raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+
+
+def _sliding_window(cfg: dict):
+    if cfg.get("use_sliding_window") is False:
+        return None
+    if "layer_types" in cfg and not any("sliding" in str(t) for t in cfg["layer_types"] or ()):
+        return None
+    return cfg.get("sliding_window")
+
+
+def config_findings(draft, target_config: dict, where: str = "draft config.json") -> list[DoctorFinding]:
+    """Static checks of a loaded draft's config against the target's ``config.json`` (a dict)."""
+    out = []
+    cfg, tgt = draft.config, _text_config(target_config)
+    t_hidden, t_vocab = tgt.get("hidden_size"), tgt.get("vocab_size")
+    fc_in = draft.fc.weight.shape[1]
+    if t_hidden and fc_in != cfg.num_aux * t_hidden:
+        out.append(DoctorFinding(
+            "FC_WIDTH", "critical", "fc input width is not num_aux x target hidden size",
+            f"fc.weight takes {fc_in} inputs; {cfg.num_aux} aux states of a {t_hidden}-wide target give "
+            f"{cfg.num_aux * t_hidden}", "Retrain or reconvert: the draft was made for another target.", "config"))
+    if t_hidden and cfg.target_hidden_size != t_hidden:
+        out.append(DoctorFinding(
+            "TARGET_HIDDEN_SIZE", "critical", "draft target_hidden_size differs from the target's hidden_size",
+            f"{where}: target_hidden_size {cfg.target_hidden_size}; target hidden_size {t_hidden}",
+            f"config key target_hidden_size: {t_hidden}", "config"))
+    if t_vocab and cfg.vocab_size != t_vocab:
+        out.append(DoctorFinding(
+            "VOCAB_SIZE", "critical", "draft vocab_size differs from the target's",
+            f"{where}: vocab_size {cfg.vocab_size}; target {t_vocab}", f"config key vocab_size: {t_vocab}", "config"))
+    t_ctx, d_ctx = tgt.get("max_position_embeddings"), cfg.max_position_embeddings
+    if t_ctx and d_ctx and d_ctx < t_ctx:
+        out.append(DoctorFinding(
+            "DRAFT_CONTEXT_SHORT", "warning", "the draft's context is shorter than the target's",
+            f"{where}: max_position_embeddings {d_ctx}; target {t_ctx}. Past {d_ctx} tokens the draft runs outside "
+            "its positions (sglang#6783: prompts over 2k slower than no speculation)",
+            f"config key max_position_embeddings: {t_ctx} (SGLang: also --context-length applies to both)", "config"))
+    t_rope, d_rope = tgt.get("rope_scaling"), cfg.rope_scaling
+    if (t_rope or None) != (d_rope or None):
+        out.append(DoctorFinding(
+            "ROPE_SCALING", "warning", "the draft's rope_scaling differs from the target's",
+            f"{where}: rope_scaling {json.dumps(d_rope)}; target {json.dumps(t_rope)} (speculators#574: a converter "
+            "dropped it; positions past the original context then rotate differently)",
+            f"config key rope_scaling: {json.dumps(t_rope)}", "config"))
+    t_theta = tgt.get("rope_theta")
+    if t_theta and cfg.rope_theta and float(t_theta) != float(cfg.rope_theta):
+        out.append(DoctorFinding(
+            "ROPE_THETA", "warning", "the draft's rope_theta differs from the target's",
+            f"{where}: rope_theta {cfg.rope_theta}; target {t_theta}", f"config key rope_theta: {t_theta}", "config"))
+    window = _sliding_window(tgt)
+    if window:
+        out.append(DoctorFinding(
+            "TARGET_SLIDING_WINDOW", "info", "the target uses a sliding window; the draft attends to everything",
+            f"target sliding_window {window}. Acceptance can fall on prompts longer than the window "
+            "(speculators#684: tau 2.30 at 2k -> 1.08 at 20k)", "Measure acceptance by prompt length.", "config"))
+    t_dtype = tgt.get("torch_dtype") or tgt.get("dtype")
+    d_dtype = str(draft.fc.weight.dtype).replace("torch.", "")
+    if t_dtype and str(t_dtype) not in (d_dtype, "auto") and draft.load_report is not None:
+        out.append(DoctorFinding(
+            "DTYPE", "info", "the draft is loaded in another dtype than the target's",
+            f"draft {d_dtype} here; target {t_dtype}", None, "config"))
+    return out
+
+
+# ------------------------------------------------------------------ the vocabulary map from behaviour
+
+
+@dataclass
+class VocabCheck:
+    """Per draft-vocabulary slot: how often the draft chose it (first pass, teacher-forced), how often the
+    target's top-1 was the token the map sends it to, and which target token it most often was."""
+
+    table: pd.DataFrame          # slot, mapped, chosen, agree, mode, mode_count, suspect
+    suspects: list[int]
+    min_count: int
+
+    @property
+    def checked(self) -> int:
+        return int((self.table.mode_count >= self.min_count).sum())
+
+    def suggested_d2t(self, d2t: torch.Tensor) -> torch.Tensor:
+        """``d2t`` with each suspect slot pointed at the token the target agreed with (offsets: id - slot)."""
+        fixed = d2t.clone()
+        for s in self.suspects:
+            fixed[s] = int(self.table.loc[s, "mode"]) - s
+        return fixed
+
+
+@torch.inference_mode()
+def vocab_from_behaviour(bank: StateBank, draft, wiring, *, sequences=None, min_count: int = 3, ratio: float = 4.0,
+                         batch_size: int = 8) -> VocabCheck:
+    """Which draft-vocabulary slots point at the wrong target tokens, read from behaviour.
+
+    ``draft`` runs with its own settings on ``wiring`` over the bank's ``sequences`` (default all). A
+    slot is *suspect* when the target's top-1, at the positions the draft chose it, was one other token
+    at least ``min_count`` times and at least ``ratio`` times as often as the mapped token, and that
+    token is also the most common one in each half of the sequences (odd and even): the draft means it
+    by this slot, the map sends it elsewhere. A weak draft's honest confusions agree with the mapped
+    token some of the time and scatter; a slot pointed at an unrelated token almost never agrees.
+    Slots chosen too rarely are not checked (``VocabCheck.checked`` counts the others).
+    """
+    from eagle3lab.decoding.evaluate import draft_passes
+
+    dev, dtype = draft.fc.weight.device, draft.fc.weight.dtype
+    aux = bank.fc_input(wiring) if wiring else bank.states[FINAL_NORMED]
+    rows_of = list(range(len(bank.lengths))) if sequences is None else sorted(sequences)
+    half_of = {b: k % 2 for k, b in enumerate(rows_of)}
+    halves: tuple[dict, dict] = ({}, {})             # slot -> Counter of the target's top-1, per half
+    for start in range(0, len(rows_of), batch_size):
+        idx = rows_of[start:start + batch_size]
+        L = max(bank.lengths[b] for b in idx)
+        sl = torch.tensor(idx)
+        out = draft_passes(draft, bank.input_ids[sl, :L].to(dev), aux[sl, :L].to(dev, dtype), 1, skip_fc=not wiring)[0]
+        slots = out.logits.argmax(-1).cpu()               # row t proposes position t + 2 ...
+        truth = bank.top1[sl, 1:L]                        # ... whose target top-1 sits at index t + 1
+        for j, b in enumerate(idx):
+            n = bank.lengths[b] - 1
+            for s, y in zip(slots[j, :n].tolist(), truth[j, :n].tolist()):
+                halves[half_of[b]].setdefault(s, Counter())[y] += 1
+    n_slots = draft.config.draft_vocab_size
+    mapped = draft.to_target_ids(torch.arange(n_slots, device=dev)).cpu().tolist()
+    rows = []
+    for s in range(n_slots):
+        parts = [h.get(s, Counter()) for h in halves]
+        seen = parts[0] + parts[1]
+        chosen = sum(seen.values())
+        mode, mode_count = seen.most_common(1)[0] if seen else (-1, 0)
+        agree = seen.get(mapped[s], 0)
+        replicated = all(p and p.most_common(1)[0][0] == mode for p in parts)
+        suspect = (mode != mapped[s] and mode_count >= min_count and mode_count >= ratio * max(agree, 0.5)
+                   and replicated)
+        rows.append({"slot": s, "mapped": mapped[s], "chosen": chosen, "agree": agree, "mode": mode,
+                     "mode_count": mode_count, "suspect": suspect})
+    table = pd.DataFrame(rows).set_index("slot")
+    return VocabCheck(table, [int(s) for s in table.index[table.suspect]], min_count)
+
+
+@contextlib.contextmanager
+def vocab_map(draft, d2t: torch.Tensor):
+    """Run ``draft`` with another ``d2t`` (offsets) inside the block; ``t2d`` follows."""
+    old_d2t, old_t2d = draft.d2t.clone(), draft.t2d.clone()
+    try:
+        draft.d2t.copy_(d2t)
+        t2d = torch.zeros_like(old_t2d)
+        t2d[torch.arange(len(d2t), device=d2t.device) + d2t] = True
+        draft.t2d.copy_(t2d)
+        yield draft
+    finally:
+        draft.d2t.copy_(old_d2t)
+        draft.t2d.copy_(old_t2d)
+
+
+# ------------------------------------------------------------------ the ladder
+
+
+@dataclass
+class Rung:
+    """One state of the ladder: what runs (wiring, switch settings, chain length, map) and its score."""
+
+    name: str
+    wiring: tuple
+    variant: dict
+    num_steps: int
+    d2t: torch.Tensor | None = None
+    score: object = None       # decoding.evaluate.BankScore
+
+    @property
+    def tau(self) -> Interval:
+        return bootstrap_ratio(*self.score.tau_sums)
+
+
+def _measure(bank: StateBank, draft, rung: Rung) -> Rung:
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+
+    view = draft.rewired(**rung.variant)
+    ctx = vocab_map(view, rung.d2t) if rung.d2t is not None else contextlib.nullcontext()
+    with ctx:
+        rung.score = evaluate_on_bank(bank, view, rung.wiring, rung.num_steps)
+    return rung
+
+
+def _gain(before: Rung, after: Rung) -> Interval:
+    return bootstrap_ratio_difference(*after.score.tau_sums, *before.score.tau_sums)
+
+
+def _crossfit_vocab(bank: StateBank, draft, state: dict, before: Rung) -> Interval:
+    """Gain of the map read from behaviour, each half of the prompts scored with the map read from the
+    other half (reading and scoring on the same prompts would favour any change); paired with ``before``."""
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+
+    wiring = state["wiring"] if state["aux"] else ()
+    view = draft.rewired(**state["variant"])
+    seqs = list(range(len(bank.lengths)))
+    folds = (seqs[0::2], seqs[1::2])
+    num, den = [0] * len(seqs), [0] * len(seqs)
+    for read, scored in (folds, folds[::-1]):
+        found = vocab_from_behaviour(bank, view, wiring, sequences=read)
+        with vocab_map(view, found.suggested_d2t(draft.d2t)):
+            score = evaluate_on_bank(bank, view, wiring, before.num_steps)
+        n_b, d_b = score.tau_sums
+        for b in scored:
+            num[b], den[b] = n_b[b], d_b[b]
+    return bootstrap_ratio_difference(num, den, *before.score.tau_sums)
+
+
+def servable_wiring(wiring, engine: str, num_layers: int, arch: str | None):
+    """The engine's nearest servable points to ``wiring`` (kept in ``wiring``'s fc order) and the ids that
+    capture them; (None, None, why) when the engine cannot capture such points."""
+    if not wiring or FINAL_NORMED in wiring:
+        return None, None, "the final post-norm state is not an aux capture point"
+    profile = PROFILES[engine]
+    try:
+        nearest, ids = nearest_servable(profile.id_engine, sorted(wiring), num_layers, arch=arch)
+    except Eagle3LabError as err:
+        return None, None, str(err)
+    rank = sorted(range(len(wiring)), key=lambda i: wiring[i])
+    kept = [None] * len(wiring)
+    for r, i in enumerate(rank):
+        kept[i] = nearest[r]
+    return tuple(kept), list(ids), ""
+
+
+def severity_of(gain: Interval | None, forced: str | None = None) -> str:
+    if forced:
+        return forced
+    return "critical" if gain is not None and gain.sign() == 1 else "info"
+
+
+# ------------------------------------------------------------------ the whole check
+
+ENGINE_FORMAT = {"sglang": "sglang", "vllm": "speculators"}   # the checkpoint family each engine loads
+_RULE_KEYS = ("norm_before_residual", "norm_before_fc", "fc_norm", "recycle_postnorm")
+_WRITABLE = {"WIRING", "FIRST_LAYER_RULE", "VOCAB_MAP", "DRAFT_CONTEXT_SHORT", "ROPE_SCALING", "ROPE_THETA"}
+
+
+@dataclass
+class DoctorReport:
+    """What ``doctor`` found: findings ordered by measured impact, the ladder of single fixes, the
+    wiring search and the vocabulary check behind them."""
+
+    draft: str
+    target: str
+    engine: str
+    engine_version: str | None
+    device: str
+    findings: list[DoctorFinding]
+    ladder: list[Rung]
+    search: object                 # analysis.wiring_search.WiringSearch
+    vocab: VocabCheck | None
+    flags: object = None           # engines.flags.FlagsResult when a launch command was given
+    notes: list[str] = field(default_factory=list)
+    written_fix: Rung | None = None   # what a checkpoint written by write_fixed should measure (engine's view)
+    model: object = field(default=None, repr=False)   # the loaded draft and the bank, for write_fixed
+    bank: StateBank | None = field(default=None, repr=False)
+    target_config: dict = field(default_factory=dict, repr=False)
+    target_source: object = field(default=None, repr=False)   # what load_draft reads the embedding from
+
+    def remaining_after_write(self) -> list[DoctorFinding]:
+        """Critical findings a written checkpoint cannot fix: the launch command's, a rule the engine
+        ignores, a checkpoint made for another target."""
+        return [f for f in self.critical if f.code not in _WRITABLE or f.data.get("cannot_apply")]
+
+    @property
+    def critical(self) -> list[DoctorFinding]:
+        return [f for f in self.findings if f.severity == "critical"]
+
+    def codes(self) -> list[str]:
+        return [f.code for f in self.findings]
+
+    def finding(self, code: str) -> DoctorFinding | None:
+        return next((f for f in self.findings if f.code == code), None)
+
+    def table(self) -> pd.DataFrame:
+        rows = []
+        for f in self.findings:
+            rows.append({"code": f.code, "severity": f.severity, "title": f.title,
+                         "tau before": None if f.tau_before is None else round(f.tau_before.value, 3),
+                         "tau after": None if f.tau_after is None else round(f.tau_after.value, 3),
+                         "gain [95%]": None if f.gain is None else f"{f.gain.value:+.2f} [{f.gain.low:+.2f}, {f.gain.high:+.2f}]",
+                         "fix": f.fix})
+        return pd.DataFrame(rows)
+
+    def ladder_table(self) -> pd.DataFrame:
+        rows = []
+        for r in self.ladder:
+            tau = r.tau
+            rows.append({"rung": r.name, "wiring": wiring_text(r.wiring),
+                "settings": ", ".join(k for k in _RULE_KEYS if r.variant.get(k)) or "all off",
+                "num_steps": r.num_steps, "tau": tau.value, "tau_low": tau.low, "tau_high": tau.high})
+        return pd.DataFrame(rows).set_index("rung")
+
+    def to_dict(self) -> dict:
+        """The ``eagle3lab doctor --json`` object (docs/cli/doctor.md)."""
+        return {"schema_version": 1, "draft": self.draft, "target": self.target, "engine": self.engine,
+                "engine_version": self.engine_version, "device": self.device,
+                "critical": len(self.critical), "findings": [f.to_dict() for f in self.findings],
+                "ladder": self.ladder_table().reset_index().to_dict("records"),
+                "search": self.search.summary(), "notes": self.notes}
+
+    def summary(self) -> str:
+        first, last = self.ladder[0].tau, self.ladder[-1].tau
+        crit = ", ".join(f.code for f in self.critical) or "none"
+        return (f"{len(self.findings)} findings ({len(self.critical)} critical: {crit}). As {self.engine} serves it "
+                f"tau {first.value:.2f} [{first.low:.2f}, {first.high:.2f}]; with every fix "
+                f"{last.value:.2f} [{last.low:.2f}, {last.high:.2f}] (teacher-forced chain of {self.ladder[-1].num_steps}).")
+
+
+def _served_chain(flags, engine: str) -> tuple[int, int, str]:
+    """(chain length served, chain length the command asked for, why) from a resolved command."""
+    eff, given = flags.effective, flags.as_given
+    if engine == "sglang":
+        served = int(eff.get("num_steps") or 1)
+        topk = eff.get("topk") or 1
+        asked = given.get("num_draft_tokens")
+        intended = int(asked) - 1 if topk == 1 and asked and int(asked) - 1 > served else served
+        return served, intended, f"--speculative-num-steps {served}, topk {topk}"
+    served = int(eff.get("num_speculative_tokens") or 1)
+    return served, served, f"num_speculative_tokens {served}"
+
+
+def _algorithm_wrong(flags) -> bool:
+    return bool(flags is not None and any(f.code in _ALGORITHM for f in flags.findings))
+
+
+def _ids_fix(engine: str, ids) -> str:
+    key = PROFILES[engine].id_keys[0]
+    return f"config key {key}: {list(ids)}"
+
+
+def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", engine_version=None,
+               engine_args=None, server_log: str | None = None, prompts=None, max_new_tokens: int = 48,
+               num_steps: int = 3, device: str = "cpu", progress: bool = True) -> DoctorReport:
+    """Check ``draft_path`` as ``engine`` serves it (see the module docstring).
+
+    States come from a live ``target`` (a folder, a short name or a ``Target``; ``prompts`` decoded
+    greedily for ``max_new_tokens``) or from a hidden-state ``dump`` (``models.hidden_dump``), in which
+    case ``target`` is a folder read only for its config and head. ``engine_args``: the launch command
+    (resolved by ``engines.flags``); without it a chain of ``num_steps`` is assumed. ``server_log``:
+    the server's own acceptance lines or metrics text, compared with the as-served prediction.
+    """
+    from eagle3lab.analysis.wiring_search import NO_AUX, search_wiring, served_views, settings_of
+    from eagle3lab.bundled import load_prompts
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.engines.flags import resolve_flags
+    from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft
+    from eagle3lab.models.state_bank import TargetHead, bank_from_dump, capture_bank
+    from eagle3lab.models.target import Target, load_target
+
+    if engine not in ENGINE_FORMAT:
+        raise bad_input("--engine", None, f"one of {', '.join(ENGINE_FORMAT)}", repr(engine))
+    if target is None:
+        raise bad_input("doctor", "--target", "the target (a folder or short name; with --dump, its folder for the "
+                        "config and the head)", None)
+    notes: list[str] = []
+    if dump is not None:
+        from eagle3lab.models.hidden_dump import HiddenDump
+
+        target_dir = str(target)
+        target_config = json.loads((Path(target_dir) / "config.json").read_text())
+        bank = bank_from_dump(HiddenDump(dump), TargetHead.from_folder(target_dir))
+        draft = load_draft(draft_path, target=target_dir, device=device, check_vocab=False)
+        target_name = f"{target_dir} (states from the dump {dump})"
+    else:
+        tgt = target if isinstance(target, Target) else load_target(target, device=device)
+        target_config = tgt.model.config.to_dict()
+        draft = load_draft(draft_path, target=tgt, device=device, check_vocab=False)
+        seqs, lens = greedy_dataset(tgt, prompts if prompts is not None else load_prompts(n=8),
+                                    max_new_tokens=max_new_tokens, progress=progress)
+        bank = capture_bank(tgt, seqs, lens, progress=progress)
+        target_name = str(getattr(tgt, "name", None) or target)
+    n, arch = bank.num_layers, draft.target_arch
+    findings: list[DoctorFinding] = []
+
+    # the checkpoint and the configs (the draft was loaded even with a broken map: its behaviour is read below)
+    inspected = inspect_checkpoint(draft_path, target=target if dump is None else target_dir)
+    for err in inspected["errors"]:
+        findings.append(DoctorFinding("CHECKPOINT_ERROR", "critical", "the checkpoint does not load cleanly", err,
+                                      source="config"))
+    findings += config_findings(draft, target_config, f"{draft_path}/config.json")
+
+    # the launch command
+    flags = None
+    served_steps, intended_steps = num_steps, num_steps
+    if engine_args:
+        flags = resolve_flags(engine, engine_args, target_config=target_config, draft_config=str(draft_path),
+                              engine_version=engine_version, num_target_layers=n)
+        served_steps, intended_steps, _ = _served_chain(flags, engine)
+        for f in flags.findings:
+            if f.code in _CHAIN_CAPS | _ALGORITHM or f.severity != "info":
+                findings.append(DoctorFinding(f.code, _FLAG_SEVERITY[f.severity], f.message.split(". ")[0],
+                                              f.message, f.fix, "flags", data={"rule": f.rule}))
+    else:
+        notes.append(f"no launch command given: a chain of {num_steps} draft tokens assumed")
+
+    # the ladder of single fixes, measured on the bank
+    views = served_views(draft, n, arch)
+    if engine not in views:
+        raise bad_input(draft_path, "aux ids", f"ids {engine} can serve for a {n}-layer target", "none it can read",
+                        "Run `eagle3lab inspect` on the draft with --target.")
+    served_wiring, served_variant = tuple(views[engine].aux_resid), settings_of(views[engine])
+    # A wrong map misleads the search's labels: read the map first from the draft as served, and search
+    # with the slots it re-points pointed back
+    first = None if draft.d2t is None else vocab_from_behaviour(bank, draft.rewired(**served_variant), served_wiring)
+    with vocab_map(draft, first.suggested_d2t(draft.d2t)) if first and first.suspects else contextlib.nullcontext():
+        found = search_wiring(bank, draft, num_steps=num_steps, arch=arch, progress=progress)
+    if first and first.suspects:
+        notes.append(f"the wiring search ran with {len(first.suspects)} slots re-pointed as read from the draft as served")
+    best_wiring, best_variant = tuple(found.best["wiring"]), dict(found.best["variant"])
+
+    algorithm_wrong = _algorithm_wrong(flags)
+    fc_skipped = algorithm_wrong and draft.config.hidden_size == bank.hidden_size
+
+    # The fixes, each one change to what runs. The ladder applies them in order; each finding also
+    # says what undoing that fix alone costs with every other fix kept (fixes can need each other:
+    # the trained wiring helps little while the first-layer rule is still wrong).
+    start = {"aux": not fc_skipped, "wiring": served_wiring, "variant": served_variant, "num_steps": served_steps,
+             "d2t": None}
+    fixes: list[tuple[str, dict, dict]] = []          # (rung name, change, finding fields)
+    if fc_skipped:
+        flag = findings.pop(next(i for i, f in enumerate(findings) if f.code in _ALGORITHM))
+        fixes.append(("EAGLE-3 algorithm", {"aux": True}, dict(
+            code=flag.code, severity="critical", title="fc silently skipped: wrong algorithm", source="flags",
+            evidence=flag.evidence + " The widths match, so nothing fails: the draft reads the last hidden state "
+            "past fc (sglang#21272).", fix=flag.fix)))
+    elif algorithm_wrong:
+        notes.append("the algorithm flag makes the engine feed fc a state of the wrong width: it refuses to load")
+    servable, ids, why = servable_wiring(best_wiring, engine, n, arch)
+    if best_wiring != served_wiring:
+        order_note = "" if servable is None or list(servable) == sorted(servable) else (
+            "; the engine concatenates in ascending order, so fc's input columns must be permuted "
+            "(--write-fixed does it)")
+        if servable == best_wiring:
+            fix = _ids_fix(engine, ids) + order_note
+        else:   # the trained points are measured as they are; the engine gets the nearest it can capture
+            others = {e: servable_wiring(best_wiring, e, n, arch) for e in ENGINE_FORMAT if e != engine}
+            exact = [f"{e} captures them exactly ({_ids_fix(e, o[1])})" for e, o in others.items() if o[0] == best_wiring]
+            fix = (f"{engine} cannot capture {wiring_text(best_wiring)} ({why or 'not every point'}); nearest it can: "
+                   + (f"{wiring_text(servable)} with {_ids_fix(engine, ids)}{order_note}" if servable else "none")
+                   + ("; " + "; ".join(exact) if exact else ""))
+        fixes.append(("trained wiring", {"wiring": best_wiring}, dict(
+            code="WIRING", title="fc is fed other target states than in training", source="wiring",
+            evidence=f"{engine} feeds {wiring_text(served_wiring)}; the weights fit {found.summary()}",
+            fix=fix, data={"ids": ids, "wiring": list(best_wiring), "servable": list(servable) if servable else None})))
+    if best_variant != served_variant:
+        changed = [k for k in _RULE_KEYS if best_variant.get(k) != served_variant.get(k)]
+        profile = PROFILES[engine]
+        cannot = [
+            k for k in changed if (k not in profile.honours if k != "recycle_postnorm" else
+                                   "norm_output" not in profile.honours or not profile.norm_output_recycles_postnorm)]
+        keys = ", ".join(f"{k if k != 'recycle_postnorm' else 'norm_output'}: {str(best_variant[k]).lower()}"
+                         for k in changed)
+        fixes.append(("trained rule", {"variant": best_variant}, dict(
+            code="FIRST_LAYER_RULE", title=f"the first decoder layer runs another rule than in training "
+            f"({', '.join(changed)})", source="wiring",
+            evidence=f"trained with {', '.join(f'{k}={best_variant[k]}' for k in changed)}; {engine} runs "
+            f"{', '.join(f'{k}={served_variant.get(k)}' for k in changed)}",
+            fix=f"config keys {keys}" if not cannot else (
+                f"{engine} ignores {', '.join(cannot)}: serve with an engine that honours it (vLLM honours "
+                "norm_before_residual) or retrain with the engine's rule"),
+            data={"changed": changed, "cannot_apply": cannot})))
+
+    def state_of(changes) -> dict:
+        state = dict(start)
+        for change in changes:
+            state.update(change)
+        return state
+
+    scored: dict = {}
+
+    def measure(name, state) -> Rung:
+        wiring = state["wiring"] if state["aux"] else NO_AUX
+        key = (wiring, tuple(sorted(state["variant"].items())), state["num_steps"], state["d2t"] is not None)
+        if key not in scored:
+            scored[key] = _measure(bank, draft, Rung(name, wiring, dict(state["variant"]), state["num_steps"],
+                                                     state["d2t"]))
+        r = scored[key]
+        return Rung(name, r.wiring, r.variant, r.num_steps, r.d2t, r.score)
+
+    # the vocabulary map, read from behaviour with every other fix applied
+    vocab = None
+    if draft.d2t is not None:
+        best_state = state_of(c for _, c, _ in fixes)
+        vocab = vocab_from_behaviour(bank, draft.rewired(**best_state["variant"]),
+                                     best_state["wiring"] if best_state["aux"] else NO_AUX)
+        if vocab.suspects:
+            shown = ", ".join(f"{s} -> {int(vocab.table.loc[s, 'mode'])}" for s in vocab.suspects[:12])
+            share = len(vocab.suspects) / max(1, vocab.checked)
+            absolute = sum(int(vocab.table.loc[s, "mode"]) == int(draft.d2t[s]) for s in vocab.suspects)
+            hint = (" Most point where d2t read as absolute ids would: d2t holds absolute ids."
+                    if absolute > len(vocab.suspects) / 2 else
+                    " Most of the map disagrees: a regenerated or missing d2t (SpecForge#534)." if share > 0.5 else "")
+            seen = (f"{len(vocab.suspects)} of {vocab.checked} slots the draft used enough agree with the target on "
+                    f"one other token, never or rarely on the map's, in both halves of the prompts (slot -> token: "
+                    f"{shown}).")
+            data = {"slots": vocab.suspects, "tokens": [int(vocab.table.loc[s, "mode"]) for s in vocab.suspects]}
+            gain = _crossfit_vocab(bank, draft, best_state, measure("before the map", best_state))
+            if gain.sign() == 1:
+                fixes.append(("map from behaviour", {"d2t": vocab.suggested_d2t(draft.d2t)}, dict(
+                    crossfit=lambda before, st=best_state: _crossfit_vocab(bank, draft, st, before),
+                    code="VOCAB_MAP", title=f"{len(vocab.suspects)} draft-vocabulary slots point at the wrong target "
+                    "tokens", source="vocab", fix="rewrite d2t for those slots (--write-fixed does it)",
+                    evidence=seen + hint, data=data)))
+            else:
+                findings.append(DoctorFinding(
+                    "VOCAB_CONFUSIONS", "info", f"{len(vocab.suspects)} slots look re-pointed, but re-pointing them "
+                    "does not raise tau on prompts they were not read from", seen + " Likely a weak draft's confusions, "
+                    "not a wrong map.", None, "vocab", gain=gain, data=data))
+
+    if intended_steps != served_steps:
+        flag = findings.pop(next(i for i, f in enumerate(findings) if f.code in _CHAIN_CAPS))
+        fixes.append((f"chain of {intended_steps}", {"num_steps": intended_steps}, dict(
+            code=flag.code, title=f"the chain is capped at {served_steps}", evidence=flag.evidence, fix=flag.fix,
+            source="flags", floor="warning")))
+
+    ladder = [measure("as launched", start)]
+    for i, (name, _, _) in enumerate(fixes):
+        ladder.append(measure(name, state_of(c for _, c, _ in fixes[:i + 1])))
+    final = ladder[-1]
+    # undoing one fix is compared at a chain the bank measures steadily (a long chain's tau is noisy);
+    # the chain fix itself at the final length
+    steady = min(final.num_steps, max(num_steps, served_steps))
+    for i, (name, _, info) in enumerate(fixes):
+        before, after = ladder[i], ladder[i + 1]
+        crossfit = info.pop("crossfit", None)
+        gain = crossfit(before) if crossfit else _gain(before, after)
+        others = [c for j, (_, c, _) in enumerate(fixes) if j != i]
+        if info["code"] in _CHAIN_CAPS:
+            undone = _gain(measure(f"all but {name}", state_of(others)), final)
+        else:
+            everything = measure("every fix, steady chain", {**state_of(c for _, c, _ in fixes), "num_steps": steady})
+            without = measure(f"all but {name}, steady chain", {**state_of(others), "num_steps": steady})
+            if crossfit:     # the map read from the same prompts it is scored on: cross-fitted
+                undone = crossfit(without)
+            else:
+                undone = _gain(without, everything)
+        floor = info.pop("floor", "info")
+        forced = info.pop("severity", None)
+        severity = forced or ("critical" if gain.sign() == 1 or undone.sign() == 1 else floor)
+        findings.append(DoctorFinding(severity=severity, tau_before=before.tau, tau_after=after.tau, gain=gain,
+                                      undone=undone, **info))
+
+    # what a checkpoint written for this engine runs: every fix, but a rule the engine ignores stays its own
+    writable = []
+    for name, change, info in fixes:
+        if name == "trained wiring":   # what the engine can capture
+            if info["data"]["servable"] is None:
+                continue
+            change = {"wiring": tuple(info["data"]["servable"])}
+        if name == "trained rule":    # the keys the engine honours take effect, the others stay the engine's
+            ignored = info["data"]["cannot_apply"]
+            change = {"variant": {k: (served_variant if k in ignored else best_variant)[k] for k in best_variant}}
+        writable.append(change)
+    written_fix = measure("written checkpoint", state_of(writable))
+
+    if server_log is not None:
+        findings.append(_server_finding(server_log, ladder[0]))
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    findings.sort(key=lambda f: (order[f.severity], -max(f.gain.value if f.gain else 0.0,
+                                                          f.undone.value if f.undone else 0.0)))
+    return DoctorReport(draft=str(draft_path), target=target_name, engine=engine, engine_version=engine_version,
+                        device=str(draft.fc.weight.device), findings=findings, ladder=ladder, search=found,
+                        vocab=vocab, flags=flags, notes=notes, written_fix=written_fix, model=draft, bank=bank,
+                        target_config=target_config, target_source=target_dir if dump is not None else tgt)
+
+
+def _server_finding(server_log: str, served: Rung) -> DoctorFinding:
+    from eagle3lab.analysis.server_evidence import compare_with_prediction, parse_server_evidence
+
+    evidence = parse_server_evidence(server_log)
+    cmp = compare_with_prediction(evidence, served.tau)
+    if cmp["agrees"]:
+        return DoctorFinding("SERVER_AGREES", "info", "the server's acceptance matches the as-served prediction",
+                             cmp["message"], None, "server", data=cmp)
+    return DoctorFinding("SERVER_MISMATCH", "warning", "the server's acceptance differs from the as-served prediction",
+                         cmp["message"] + " The emulation or the deployment differs (flags, ids, build, prompts).",
+                         "Check the launch command and engine version given to doctor against the server's.",
+                         "server", data=cmp)
+
+
+@contextlib.contextmanager
+def _fc_columns(draft, wiring):
+    """fc with its input blocks reordered so that states concatenated in ascending order (as engines
+    capture them) compute what ``wiring``'s order computed; yields the ascending wiring."""
+    order = sorted(range(len(wiring)), key=lambda i: wiring[i])
+    width = draft.fc.weight.shape[1] // len(wiring)
+    old = draft.fc.weight.data
+    blocks = [old[:, i * width:(i + 1) * width] for i in order]
+    try:
+        draft.fc.weight.data = torch.cat(blocks, dim=1)
+        yield tuple(wiring[i] for i in order)
+    finally:
+        draft.fc.weight.data = old
+
+
+def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> dict:
+    """Write the draft with every fix a checkpoint can carry, in ``report.engine``'s format, then load it
+    back, run it as that engine does and measure it on the same bank.
+
+    Returns what was written, the measured tau and doctor's prediction for it (``report.written_fix``),
+    with ``agrees`` = the prediction lies in the measured interval. The launch command's fixes are not in
+    a checkpoint: the measurement assumes them (the printed flags).
+    """
+    from dataclasses import replace
+
+    from eagle3lab.analysis.wiring_search import served_views, settings_of
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+    from eagle3lab.models.checkpoint import load_draft, save_draft
+
+    fix, draft, bank = report.written_fix, report.model, report.bank
+    if fix is None or draft is None or bank is None:
+        raise bad_input("write_fixed", "report", "a report from run_doctor in this process", "a loaded report")
+    if not fix.wiring or FINAL_NORMED in fix.wiring:
+        raise bad_input("--write-fixed", None, "a wiring of target layers an engine can capture",
+                        "the final post-norm state", "No aux ids can ask an engine for it; retrain instead.")
+    tgt = _text_config(report.target_config)
+    config_keys = {}
+    for code, key in (("DRAFT_CONTEXT_SHORT", "max_position_embeddings"), ("ROPE_SCALING", "rope_scaling"),
+                      ("ROPE_THETA", "rope_theta")):
+        if report.finding(code):
+            config_keys[key] = tgt.get(key)
+    with _fc_columns(draft, fix.wiring) as ascending:
+        # the config states the rule the weights were trained with, even where this engine ignores it
+        view = draft.rewired(aux_resid=ascending, **report.ladder[-1].variant)
+        view.config = replace(draft.config, **config_keys)
+        ctx = vocab_map(draft, fix.d2t) if fix.d2t is not None else contextlib.nullcontext()
+        with ctx:
+            written = save_draft(view, out_dir, format=ENGINE_FORMAT[report.engine], include_embedding=False,
+                                 num_target_layers=bank.num_layers, overwrite=overwrite)
+    reloaded = load_draft(out_dir, target=report.target_source, device=str(draft.fc.weight.device))
+    served = served_views(reloaded, bank.num_layers, reloaded.target_arch)[report.engine]
+    score = evaluate_on_bank(bank, reloaded.rewired(**settings_of(served)), tuple(served.aux_resid), fix.num_steps)
+    tau = bootstrap_ratio(*score.tau_sums)
+    predicted = fix.tau
+    return {"path": str(out_dir), "written": written, "config_keys": config_keys, "served_wiring":
+            wiring_text(served.aux_resid), "num_steps": fix.num_steps, "tau": tau, "predicted": predicted,
+            "agrees": predicted.value in tau}
