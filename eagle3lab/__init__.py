@@ -57,10 +57,13 @@ _HOMES = {
     "eagle3lab.analysis.diagnosis": ("score_wirings", "slot_scan", "wiring_neighbourhood"),
     "eagle3lab.analysis.wiring_search": ("search_wiring", "WiringSearch"),
     "eagle3lab.analysis.tracks": ("measure_track", "side_by_side"),
+    "eagle3lab.analysis.doctor": ("run_doctor", "write_fixed", "vocab_from_behaviour", "config_findings"),
+    "eagle3lab.analysis.tensor_diff": ("tensor_diff", "save_trace", "load_trace"),
+    "eagle3lab.analysis.server_evidence": ("parse_server_evidence", "compare_with_prediction"),
     "eagle3lab.analysis.plots": ("plot_acceptance", "plot_break_even", "plot_here_and_served",
                                  "plot_speedup_vs_c", "plot_tokens_per_round", "plot_slot_scan", "plot_rms_halves",
                                  "plot_residual_balance", "plot_survival_by_rule", "plot_residual_scale",
-                                 "plot_chain_vs_tree", "plot_wiring_search", "plot_tracks"),
+                                 "plot_chain_vs_tree", "plot_wiring_search", "plot_tracks", "plot_tensor_diff"),
     # training data
     "eagle3lab.train.chat_data": ("heldout_chat_requests", "chat_prompt", "raw_prompt"),
     # the face

@@ -13,8 +13,8 @@ evidence, the fix in the engine's own syntax):
   whether the target agrees with the token the map sends it to.
 
 Measured findings form a ladder of single fixes on one bank of target states (teacher-forced, chain
-acceptance at the served chain length): as launched -> right algorithm -> the chain the command asked
-for -> the trained wiring -> the trained rule -> the map from behaviour. Each rung's tau carries a
+acceptance): as launched -> right algorithm -> the trained wiring -> the trained rule -> the map from
+behaviour (these at the served chain length) -> the chain the command asked for. Each rung's tau carries a
 bootstrap interval over prompts and its gain a paired one. "Critical" = the engine refuses, silently
 skips fc, or a measured fix raises tau beyond the noise.
 """
@@ -84,6 +84,14 @@ def _sliding_window(cfg: dict):
     return cfg.get("sliding_window")
 
 
+def _rope_key(scaling) -> tuple | None:
+    """rope_scaling as what it computes: the type (``rope_type`` or the older ``type``) and its numbers."""
+    if not scaling:
+        return None
+    kind = scaling.get("rope_type", scaling.get("type"))
+    return (kind, *sorted((k, v) for k, v in scaling.items() if k not in ("type", "rope_type")))
+
+
 def config_findings(draft, target_config: dict, where: str = "draft config.json") -> list[DoctorFinding]:
     """Static checks of a loaded draft's config against the target's ``config.json`` (a dict)."""
     out = []
@@ -112,7 +120,7 @@ def config_findings(draft, target_config: dict, where: str = "draft config.json"
             "its positions (sglang#6783: prompts over 2k slower than no speculation)",
             f"config key max_position_embeddings: {t_ctx} (SGLang: also --context-length applies to both)", "config"))
     t_rope, d_rope = tgt.get("rope_scaling"), cfg.rope_scaling
-    if (t_rope or None) != (d_rope or None):
+    if _rope_key(t_rope) != _rope_key(d_rope):
         out.append(DoctorFinding(
             "ROPE_SCALING", "warning", "the draft's rope_scaling differs from the target's",
             f"{where}: rope_scaling {json.dumps(d_rope)}; target {json.dumps(t_rope)} (speculators#574: a converter "
@@ -259,6 +267,21 @@ def _gain(before: Rung, after: Rung) -> Interval:
     return bootstrap_ratio_difference(*after.score.tau_sums, *before.score.tau_sums)
 
 
+def _rule_divergence(bank: StateBank, draft, wiring, served: dict, trained: dict):
+    """``analysis.tensor_diff`` of the draft run with the engine's switches vs the trained ones, on the same
+    fc input (one sequence of the bank): the hook point where the engine's arithmetic departs."""
+    from eagle3lab.analysis.tensor_diff import tensor_diff
+
+    n = bank.lengths[0]
+    dev, dtype = draft.fc.weight.device, draft.fc.weight.dtype
+    inputs = {"input_ids": bank.input_ids[:1, 1:n].to(dev)}
+    if wiring:
+        inputs["aux_hidden_states"] = bank.fc_input(wiring)[:1, :n - 1].to(dev, dtype)
+    else:
+        inputs["recycled_hidden"] = bank.states[FINAL_NORMED][:1, :n - 1].to(dev, dtype)
+    return tensor_diff(draft.rewired(**served), draft.rewired(**trained), labels=("as served", "as trained"), **inputs)
+
+
 def _crossfit_vocab(bank: StateBank, draft, state: dict, before: Rung) -> Interval:
     """Gain of the map read from behaviour, each half of the prompts scored with the map read from the
     other half (reading and scoring on the same prompts would favour any change); paired with ``before``."""
@@ -296,17 +319,11 @@ def servable_wiring(wiring, engine: str, num_layers: int, arch: str | None):
     return tuple(kept), list(ids), ""
 
 
-def severity_of(gain: Interval | None, forced: str | None = None) -> str:
-    if forced:
-        return forced
-    return "critical" if gain is not None and gain.sign() == 1 else "info"
-
-
 # ------------------------------------------------------------------ the whole check
 
 ENGINE_FORMAT = {"sglang": "sglang", "vllm": "speculators"}   # the checkpoint family each engine loads
 _RULE_KEYS = ("norm_before_residual", "norm_before_fc", "fc_norm", "recycle_postnorm")
-_WRITABLE = {"WIRING", "FIRST_LAYER_RULE", "VOCAB_MAP", "DRAFT_CONTEXT_SHORT", "ROPE_SCALING", "ROPE_THETA"}
+_WRITABLE = {"WIRING", "FIRST_LAYER_RULE", "VOCAB_MAP", "DRAFT_CONTEXT_SHORT"}   # what write_fixed writes
 
 
 @dataclass
@@ -334,7 +351,11 @@ class DoctorReport:
     def remaining_after_write(self) -> list[DoctorFinding]:
         """Critical findings a written checkpoint cannot fix: the launch command's, a rule the engine
         ignores, a checkpoint made for another target."""
-        return [f for f in self.critical if f.code not in _WRITABLE or f.data.get("cannot_apply")]
+        def fixed(f):
+            if f.code == "WIRING":
+                return f.data.get("servable") == f.data.get("wiring")
+            return f.code in _WRITABLE and not f.data.get("cannot_apply")
+        return [f for f in self.critical if not fixed(f)]
 
     @property
     def critical(self) -> list[DoctorFinding]:
@@ -381,17 +402,26 @@ class DoctorReport:
                 f"{last.value:.2f} [{last.low:.2f}, {last.high:.2f}] (teacher-forced chain of {self.ladder[-1].num_steps}).")
 
 
-def _served_chain(flags, engine: str) -> tuple[int, int, str]:
-    """(chain length served, chain length the command asked for, why) from a resolved command."""
-    eff, given = flags.effective, flags.as_given
-    if engine == "sglang":
-        served = int(eff.get("num_steps") or 1)
-        topk = eff.get("topk") or 1
-        asked = given.get("num_draft_tokens")
-        intended = int(asked) - 1 if topk == 1 and asked and int(asked) - 1 > served else served
-        return served, intended, f"--speculative-num-steps {served}, topk {topk}"
-    served = int(eff.get("num_speculative_tokens") or 1)
-    return served, served, f"num_speculative_tokens {served}"
+def _served_chain(flags, engine: str, default: int) -> tuple[int, int, list[str]]:
+    """(chain length served, chain length the command asked for, notes) from a resolved command. The asked
+    length differs only where the resolver found the cap; a command the engine refuses, or leaves
+    without a chain length, is scored at ``default`` steps and said so."""
+    eff, key = flags.effective, ("num_steps" if engine == "sglang" else "num_speculative_tokens")
+    notes = []
+    served = eff.get(key)
+    if not isinstance(served, int) or served < 1 or flags.errors:
+        notes.append(f"the command gives no chain the engine would run ({key} {served!r}"
+                     + (f"; {', '.join(f.code for f in flags.errors)}" if flags.errors else "")
+                     + f"): scored as a chain of {default}")
+        served = default
+    if (eff.get("topk") or 1) > 1:
+        notes.append(f"topk {eff.get('topk')}: the engine drafts a tree; doctor scores chains of the same depth")
+    intended = served
+    cap = next((f for f in flags.findings if f.code in _CHAIN_CAPS), None)
+    asked = flags.as_given.get("num_draft_tokens")
+    if cap is not None and isinstance(asked, int) and asked - 1 > served:
+        intended = asked - 1
+    return served, intended, notes
 
 
 def _algorithm_wrong(flags) -> bool:
@@ -460,7 +490,8 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
     if engine_args:
         flags = resolve_flags(engine, engine_args, target_config=target_config, draft_config=str(draft_path),
                               engine_version=engine_version, num_target_layers=n)
-        served_steps, intended_steps, _ = _served_chain(flags, engine)
+        served_steps, intended_steps, chain_notes = _served_chain(flags, engine, num_steps)
+        notes += chain_notes
         for f in flags.findings:
             if f.code in _CHAIN_CAPS | _ALGORITHM or f.severity != "info":
                 findings.append(DoctorFinding(f.code, _FLAG_SEVERITY[f.severity], f.message.split(". ")[0],
@@ -473,10 +504,13 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
     if engine not in views:
         raise bad_input(draft_path, "aux ids", f"ids {engine} can serve for a {n}-layer target", "none it can read",
                         "Run `eagle3lab inspect` on the draft with --target.")
-    served_wiring, served_variant = tuple(views[engine].aux_resid), settings_of(views[engine])
+    # every rung runs the weights as the engine does (its embedding and RoPE choices); only the switches
+    # and the wiring a fix changes are forced
+    served_view = views[engine]
+    served_wiring, served_variant = tuple(served_view.aux_resid), settings_of(served_view)
     # A wrong map misleads the search's labels: read the map first from the draft as served, and search
     # with the slots it re-points pointed back
-    first = None if draft.d2t is None else vocab_from_behaviour(bank, draft.rewired(**served_variant), served_wiring)
+    first = None if draft.d2t is None else vocab_from_behaviour(bank, served_view, served_wiring)
     with vocab_map(draft, first.suggested_d2t(draft.d2t)) if first and first.suspects else contextlib.nullcontext():
         found = search_wiring(bank, draft, num_steps=num_steps, arch=arch, progress=progress)
     if first and first.suspects:
@@ -500,8 +534,12 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
             "past fc (sglang#21272).", fix=flag.fix)))
     elif algorithm_wrong:
         notes.append("the algorithm flag makes the engine feed fc a state of the wrong width: it refuses to load")
+    # the served hypothesis within noise of the best: nothing to fix (the search's best is then one of a set)
+    served_ok = engine in found.served.index and bool(found.served.loc[engine, "within_noise_of_best"])
+    if served_ok and (best_wiring != served_wiring or best_variant != served_variant):
+        notes.append(f"{engine}'s wiring and rule are within noise of the search's best: not called a fault")
     servable, ids, why = servable_wiring(best_wiring, engine, n, arch)
-    if best_wiring != served_wiring:
+    if best_wiring != served_wiring and not served_ok:
         order_note = "" if servable is None or list(servable) == sorted(servable) else (
             "; the engine concatenates in ascending order, so fc's input columns must be permuted "
             "(--write-fixed does it)")
@@ -517,7 +555,7 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
             code="WIRING", title="fc is fed other target states than in training", source="wiring",
             evidence=f"{engine} feeds {wiring_text(served_wiring)}; the weights fit {found.summary()}",
             fix=fix, data={"ids": ids, "wiring": list(best_wiring), "servable": list(servable) if servable else None})))
-    if best_variant != served_variant:
+    if best_variant != served_variant and not served_ok:
         changed = [k for k in _RULE_KEYS if best_variant.get(k) != served_variant.get(k)]
         profile = PROFILES[engine]
         cannot = [
@@ -525,15 +563,17 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
                                    "norm_output" not in profile.honours or not profile.norm_output_recycles_postnorm)]
         keys = ", ".join(f"{k if k != 'recycle_postnorm' else 'norm_output'}: {str(best_variant[k]).lower()}"
                          for k in changed)
+        divergence = _rule_divergence(bank, served_view, best_wiring, served_variant, best_variant)
         fixes.append(("trained rule", {"variant": best_variant}, dict(
             code="FIRST_LAYER_RULE", title=f"the first decoder layer runs another rule than in training "
             f"({', '.join(changed)})", source="wiring",
             evidence=f"trained with {', '.join(f'{k}={best_variant[k]}' for k in changed)}; {engine} runs "
-            f"{', '.join(f'{k}={served_variant.get(k)}' for k in changed)}",
+            f"{', '.join(f'{k}={served_variant.get(k)}' for k in changed)}. Same fc input through both: the first "
+            f"hook point that differs is {divergence.first_divergence}",
             fix=f"config keys {keys}" if not cannot else (
                 f"{engine} ignores {', '.join(cannot)}: serve with an engine that honours it (vLLM honours "
                 "norm_before_residual) or retrain with the engine's rule"),
-            data={"changed": changed, "cannot_apply": cannot})))
+            data={"changed": changed, "cannot_apply": cannot, "first_divergence": divergence.first_divergence})))
 
     def state_of(changes) -> dict:
         state = dict(start)
@@ -545,9 +585,10 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
 
     def measure(name, state) -> Rung:
         wiring = state["wiring"] if state["aux"] else NO_AUX
+        # the only map a state ever carries is the one read from behaviour, so "has a map" identifies it
         key = (wiring, tuple(sorted(state["variant"].items())), state["num_steps"], state["d2t"] is not None)
         if key not in scored:
-            scored[key] = _measure(bank, draft, Rung(name, wiring, dict(state["variant"]), state["num_steps"],
+            scored[key] = _measure(bank, served_view, Rung(name, wiring, dict(state["variant"]), state["num_steps"],
                                                      state["d2t"]))
         r = scored[key]
         return Rung(name, r.wiring, r.variant, r.num_steps, r.d2t, r.score)
@@ -556,7 +597,7 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
     vocab = None
     if draft.d2t is not None:
         best_state = state_of(c for _, c, _ in fixes)
-        vocab = vocab_from_behaviour(bank, draft.rewired(**best_state["variant"]),
+        vocab = vocab_from_behaviour(bank, served_view.rewired(**best_state["variant"]),
                                      best_state["wiring"] if best_state["aux"] else NO_AUX)
         if vocab.suspects:
             shown = ", ".join(f"{s} -> {int(vocab.table.loc[s, 'mode'])}" for s in vocab.suspects[:12])
@@ -569,10 +610,10 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
                     f"one other token, never or rarely on the map's, in both halves of the prompts (slot -> token: "
                     f"{shown}).")
             data = {"slots": vocab.suspects, "tokens": [int(vocab.table.loc[s, "mode"]) for s in vocab.suspects]}
-            gain = _crossfit_vocab(bank, draft, best_state, measure("before the map", best_state))
+            gain = _crossfit_vocab(bank, served_view, best_state, measure("before the map", best_state))
             if gain.sign() == 1:
-                fixes.append(("map from behaviour", {"d2t": vocab.suggested_d2t(draft.d2t)}, dict(
-                    crossfit=lambda before, st=best_state: _crossfit_vocab(bank, draft, st, before),
+                fixes.append(("map from behaviour (in-sample)", {"d2t": vocab.suggested_d2t(draft.d2t)}, dict(
+                    crossfit=lambda before, st=best_state: _crossfit_vocab(bank, served_view, st, before),
                     code="VOCAB_MAP", title=f"{len(vocab.suspects)} draft-vocabulary slots point at the wrong target "
                     "tokens", source="vocab", fix="rewrite d2t for those slots (--write-fixed does it)",
                     evidence=seen + hint, data=data)))
@@ -586,7 +627,7 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
         flag = findings.pop(next(i for i, f in enumerate(findings) if f.code in _CHAIN_CAPS))
         fixes.append((f"chain of {intended_steps}", {"num_steps": intended_steps}, dict(
             code=flag.code, title=f"the chain is capped at {served_steps}", evidence=flag.evidence, fix=flag.fix,
-            source="flags", floor="warning")))
+            source="flags", severity="warning")))   # a longer chain always accepts more: never critical by itself
 
     ladder = [measure("as launched", start)]
     for i, (name, _, _) in enumerate(fixes):
@@ -609,15 +650,17 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
                 undone = crossfit(without)
             else:
                 undone = _gain(without, everything)
-        floor = info.pop("floor", "info")
         forced = info.pop("severity", None)
-        severity = forced or ("critical" if gain.sign() == 1 or undone.sign() == 1 else floor)
+        severity = forced or ("critical" if gain.sign() == 1 or undone.sign() == 1 else "info")
         findings.append(DoctorFinding(severity=severity, tau_before=before.tau, tau_after=after.tau, gain=gain,
                                       undone=undone, **info))
 
     # what a checkpoint written for this engine runs: every fix, but a rule the engine ignores stays its own
     writable = []
+    hurts = {f.code for f in findings if f.gain is not None and f.gain.sign() == -1}
     for name, change, info in fixes:
+        if info["code"] in hurts:     # a measured loss is not written
+            continue
         if name == "trained wiring":   # what the engine can capture
             if info["data"]["servable"] is None:
                 continue
@@ -655,32 +698,54 @@ def _server_finding(server_log: str, served: Rung) -> DoctorFinding:
 
 @contextlib.contextmanager
 def _fc_columns(draft, wiring):
-    """fc with its input blocks reordered so that states concatenated in ascending order (as engines
-    capture them) compute what ``wiring``'s order computed; yields the ascending wiring."""
+    """fc (and the fc norms: ``input_norm``'s weight by blocks, ``fc_norm`` per chunk) reordered so that states
+    concatenated in ascending order, as engines capture them, compute what ``wiring``'s order computed;
+    yields the ascending wiring. Everything is restored on exit."""
     order = sorted(range(len(wiring)), key=lambda i: wiring[i])
     width = draft.fc.weight.shape[1] // len(wiring)
-    old = draft.fc.weight.data
-    blocks = [old[:, i * width:(i + 1) * width] for i in order]
+
+    def blocks(t):
+        return torch.cat([t[..., i * width:(i + 1) * width] for i in order], dim=-1)
+
+    old_fc = draft.fc.weight.data
+    norm = getattr(draft, "input_norm", None)
+    old_norm = norm.weight.data if norm is not None else None
+    chunks = getattr(draft, "fc_norm", None)
+    old_chunks = list(chunks) if chunks is not None else None
     try:
-        draft.fc.weight.data = torch.cat(blocks, dim=1)
+        draft.fc.weight.data = blocks(old_fc)
+        if norm is not None:
+            norm.weight.data = blocks(old_norm)
+        if chunks is not None:
+            for j, i in enumerate(order):
+                chunks[j] = old_chunks[i]
         yield tuple(wiring[i] for i in order)
     finally:
-        draft.fc.weight.data = old
+        draft.fc.weight.data = old_fc
+        if norm is not None:
+            norm.weight.data = old_norm
+        if chunks is not None:
+            for j, m in enumerate(old_chunks):
+                chunks[j] = m
 
 
 def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> dict:
     """Write the draft with every fix a checkpoint can carry, in ``report.engine``'s format, then load it
     back, run it as that engine does and measure it on the same bank.
 
-    Returns what was written, the measured tau and doctor's prediction for it (``report.written_fix``),
-    with ``agrees`` = the prediction lies in the measured interval. The launch command's fixes are not in
-    a checkpoint: the measurement assumes them (the printed flags).
+    Returns what was written, the measured tau, doctor's prediction for it (``report.written_fix``) and
+    their paired difference; ``agrees`` = the difference's interval holds 0 and it is below 0.02 (both
+    come from the same states, so they should match). ``remaining`` = the critical findings the written
+    checkpoint does not fix (the checkpoint errors are re-read from OUT). The launch command's fixes are
+    not in a checkpoint: the measurement assumes them (the printed flags). RoPE keys are left to the
+    user: they change the draft's arithmetic, which doctor does not predict.
     """
     from dataclasses import replace
 
-    from eagle3lab.analysis.wiring_search import served_views, settings_of
+    from eagle3lab.analysis.wiring_search import served_views
     from eagle3lab.decoding.evaluate import evaluate_on_bank
-    from eagle3lab.models.checkpoint import load_draft, save_draft
+    from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
+    from eagle3lab.models.vocab import check_vocab_map
 
     fix, draft, bank = report.written_fix, report.model, report.bank
     if fix is None or draft is None or bank is None:
@@ -688,25 +753,38 @@ def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> di
     if not fix.wiring or FINAL_NORMED in fix.wiring:
         raise bad_input("--write-fixed", None, "a wiring of target layers an engine can capture",
                         "the final post-norm state", "No aux ids can ask an engine for it; retrain instead.")
-    tgt = _text_config(report.target_config)
+    if fix.d2t is not None:
+        t2d = torch.zeros_like(draft.t2d)
+        t2d[torch.arange(len(fix.d2t), device=fix.d2t.device) + fix.d2t] = True
+        broken = [f for f in check_vocab_map(fix.d2t, t2d, draft.config.vocab_size, draft.config.draft_vocab_size)
+                  if f.severity == "error"]
+        if broken:
+            raise bad_input(out_dir, "d2t", "a valid map after re-pointing the slots read from behaviour",
+                            f"{broken[0].key}: {broken[0].message}",
+                            "Slots the draft used too rarely to be read are wrong too: restore the map the draft "
+                            "was trained with (its training run's vocabulary) instead.")
     config_keys = {}
-    for code, key in (("DRAFT_CONTEXT_SHORT", "max_position_embeddings"), ("ROPE_SCALING", "rope_scaling"),
-                      ("ROPE_THETA", "rope_theta")):
-        if report.finding(code):
-            config_keys[key] = tgt.get(key)
+    if report.finding("DRAFT_CONTEXT_SHORT"):
+        config_keys["max_position_embeddings"] = _text_config(report.target_config).get("max_position_embeddings")
     with _fc_columns(draft, fix.wiring) as ascending:
         # the config states the rule the weights were trained with, even where this engine ignores it
         view = draft.rewired(aux_resid=ascending, **report.ladder[-1].variant)
         view.config = replace(draft.config, **config_keys)
-        ctx = vocab_map(draft, fix.d2t) if fix.d2t is not None else contextlib.nullcontext()
-        with ctx:
-            written = save_draft(view, out_dir, format=ENGINE_FORMAT[report.engine], include_embedding=False,
-                                 num_target_layers=bank.num_layers, overwrite=overwrite)
+        with vocab_map(draft, fix.d2t) if fix.d2t is not None else contextlib.nullcontext():
+            written = save_draft(view, out_dir, format=ENGINE_FORMAT[report.engine], overwrite=overwrite,
+                                 include_embedding=False if report.engine == "sglang" else None,
+                                 num_target_layers=bank.num_layers)
     reloaded = load_draft(out_dir, target=report.target_source, device=str(draft.fc.weight.device))
-    served = served_views(reloaded, bank.num_layers, reloaded.target_arch)[report.engine]
-    score = evaluate_on_bank(bank, reloaded.rewired(**settings_of(served)), tuple(served.aux_resid), fix.num_steps)
+    views = served_views(reloaded, bank.num_layers, reloaded.target_arch)
+    if report.engine not in views:
+        raise bad_input(out_dir, "aux ids", f"ids {report.engine} can read", "none", "Report this as a doctor bug.")
+    served = views[report.engine]
+    score = evaluate_on_bank(bank, served, tuple(served.aux_resid), fix.num_steps)   # as the engine runs it
     tau = bootstrap_ratio(*score.tau_sums)
-    predicted = fix.tau
-    return {"path": str(out_dir), "written": written, "config_keys": config_keys, "served_wiring":
-            wiring_text(served.aux_resid), "num_steps": fix.num_steps, "tau": tau, "predicted": predicted,
-            "agrees": predicted.value in tau}
+    difference = bootstrap_ratio_difference(*score.tau_sums, *fix.score.tau_sums)
+    errors = inspect_checkpoint(out_dir, target=report.target_source)["errors"]
+    remaining = [f for f in report.remaining_after_write() if f.code != "CHECKPOINT_ERROR" or errors]
+    return {"path": str(out_dir), "written": written, "config_keys": config_keys,
+            "served_wiring": wiring_text(served.aux_resid), "num_steps": fix.num_steps, "tau": tau,
+            "predicted": fix.tau, "difference": difference, "checkpoint_errors": errors,
+            "agrees": difference.sign() == 0 and abs(difference.value) < 0.02, "remaining": remaining}

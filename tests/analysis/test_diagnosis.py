@@ -56,3 +56,17 @@ def test_slot_scan_places_each_score_at_its_slot_and_point():
     mixed = pd.concat([scores, scores.assign(norm_before_residual=False)])
     with pytest.raises(Eagle3LabError, match="one residual rule"):
         slot_scan(mixed, (0, 3, 7), num_layers=12)
+
+
+def test_symptoms_doc_is_generated_from_the_table_and_names_real_codes():
+    from eagle3lab import bundled
+    from eagle3lab.analysis.diagnosis import SYMPTOMS, symptoms_markdown
+
+    doc = bundled.ROOT / "docs" / "symptoms.md"
+    assert doc.read_text() == symptoms_markdown(), "regenerate docs/symptoms.md from diagnosis.SYMPTOMS"
+    assert "docs/symptoms.md" in (bundled.ROOT / "README.md").read_text()
+    sources = "".join(p.read_text() for p in (bundled.ROOT / "eagle3lab").rglob("*.py"))
+    for codes in SYMPTOMS["doctor finds"]:
+        for code in codes.split(", "):   # every code a symptom promises is one doctor or the resolver emits
+            assert f'"{code}"' in sources, code
+    assert len(SYMPTOMS) == 8 and SYMPTOMS.symptom.is_unique

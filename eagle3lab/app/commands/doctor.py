@@ -67,13 +67,14 @@ def run(args) -> int:
     fixed = None
     if args.write_fixed:
         fixed = write_fixed(report, args.write_fixed, overwrite=args.overwrite)
-        remaining = report.remaining_after_write()
+        remaining = fixed["remaining"]
     if args.json:
         out = report.to_dict()
         if fixed is not None:
-            out["written"] = {**{k: v for k, v in fixed.items() if k not in ("tau", "predicted", "written")},
+            out["written"] = {**{k: v for k, v in fixed.items()
+                                 if k not in ("tau", "predicted", "difference", "written", "remaining")},
                               "tau": vars(fixed["tau"]), "predicted": vars(fixed["predicted"]),
-                              "warnings": fixed["written"]["warnings"]}
+                              "difference": vars(fixed["difference"]), "warnings": fixed["written"]["warnings"]}
         out["remaining_critical"] = [f.code for f in remaining]
         print(json.dumps(out, indent=2, default=str))
     else:
@@ -93,7 +94,8 @@ def run(args) -> int:
         if fixed is not None:
             print(f"\nwrote {fixed['path']} ({report.engine} format): as {report.engine} serves it "
                   f"{fixed['served_wiring']}, tau {_interval(fixed['tau'])}; predicted "
-                  f"{fixed['predicted'].value:.2f} ({'inside' if fixed['agrees'] else 'OUTSIDE'} the interval)")
+                  f"{fixed['predicted'].value:.2f} (difference {_interval(fixed['difference'])}"
+                  f"{'' if fixed['agrees'] else ': it does NOT match'})")
             for w in fixed["written"]["warnings"]:
                 print(f"  warning: {w}")
         if remaining:
