@@ -433,14 +433,15 @@ def _ids_fix(engine: str, ids) -> str:
     return f"config key {key}: {list(ids)}"
 
 
-def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", engine_version=None,
+def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engine: str = "sglang", engine_version=None,
                engine_args=None, server_log: str | None = None, prompts=None, max_new_tokens: int = 48,
                num_steps: int = 3, device: str = "cpu", progress: bool = True) -> DoctorReport:
     """Check ``draft_path`` as ``engine`` serves it (see the module docstring).
 
     States come from a live ``target`` (a folder, a short name or a ``Target``; ``prompts`` decoded
     greedily for ``max_new_tokens``) or from a hidden-state ``dump`` (``models.hidden_dump``), in which
-    case ``target`` is a folder read only for its config and head. ``engine_args``: the launch command
+    case ``target`` is a folder read only for its config and head (``dump_layer_ids``: the ids a bare vLLM
+    ``extract_hidden_states`` folder was dumped with; an eagle3lab dump names its points). ``engine_args``: the launch command
     (resolved by ``engines.flags``); without it a chain of ``num_steps`` is assumed. ``server_log``:
     the server's own acceptance lines or metrics text, compared with the as-served prediction.
     """
@@ -463,7 +464,9 @@ def run_doctor(draft_path, *, target=None, dump=None, engine: str = "sglang", en
 
         target_dir = str(target)
         target_config = json.loads((Path(target_dir) / "config.json").read_text())
-        bank = bank_from_dump(HiddenDump(dump), TargetHead.from_folder(target_dir))
+        n_layers = _text_config(target_config).get("num_hidden_layers")
+        bank = bank_from_dump(HiddenDump(dump, vllm_layer_ids=dump_layer_ids, num_layers=n_layers),
+                              TargetHead.from_folder(target_dir), num_layers=n_layers)
         draft = load_draft(draft_path, target=target_dir, device=device, check_vocab=False)
         target_name = f"{target_dir} (states from the dump {dump})"
     else:

@@ -42,3 +42,25 @@ def test_the_bundled_healthy_draft_is_clean(bundled_models, capsys):
     code, out = doctor(capsys, "--draft", str(bundled.DRAFT_HEALTHY))
     assert code == 0 and out["critical"] == 0 and out["remaining_critical"] == []
     assert len(out["ladder"]) == 1
+
+
+@pytest.mark.timeout(600)
+def test_doctor_from_a_dump_without_the_target_run(bundled_models, capsys, tmp_path):
+    """A cluster's dump (here written from the bundled target) and the target's config and head only."""
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.hidden_dump import MANIFEST, dump_hidden_states
+    from eagle3lab.models.target import load_target
+
+    target = load_target(bundled.TARGET, device="cpu")
+    seqs, _ = greedy_dataset(target, bundled.load_prompts(n=6), max_new_tokens=24)
+    dump_hidden_states(target, seqs, tmp_path / "dump", points=tuple(range(13)), progress=False)
+    base = ["doctor", "--draft", str(bundled.DRAFT_HEALTHY), "--target-head", str(bundled.TARGET), "--json"]
+    assert main([*base, "--dump", str(tmp_path / "dump")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["critical"] == 0 and "states from the dump" in out["target"]
+    # vLLM's own folder has no manifest: its layer ids are given instead
+    (tmp_path / "dump" / MANIFEST).unlink()
+    assert main([*base, "--dump", str(tmp_path / "dump")]) == 2
+    assert "manifest.json" in capsys.readouterr().err
+    assert main([*base, "--dump", str(tmp_path / "dump"), "--dump-layer-ids", ",".join(map(str, range(13)))]) == 0
+    assert json.loads(capsys.readouterr().out)["ladder"][0]["tau"] == out["ladder"][0]["tau"]

@@ -15,6 +15,9 @@ def add_arguments(parser):
                      help="a hidden-state dump folder (eagle3lab or vLLM extract_hidden_states); then --target-head "
                           "names the target folder, read only for config.json and its norm and lm_head tensors")
     parser.add_argument("--target-head", default=None, help="with --dump: the target folder (config and head only)")
+    parser.add_argument("--dump-layer-ids", default=None, metavar="K,K,...",
+                        help="with a bare vLLM dump (no manifest.json): the eagle_aux_hidden_state_layer_ids it was "
+                             "dumped with")
     parser.add_argument("--engine", default="sglang", choices=("sglang", "vllm"), help="the serving engine (default sglang)")
     parser.add_argument("--engine-version", default=None, help="the engine build (0.5.4, YYYY-MM-DD, pre-#N/post-#N)")
     parser.add_argument("--engine-args", default=None, metavar='"<launch command>"',
@@ -50,6 +53,12 @@ def run(args) -> int:
         raise bad_input("--dump", "--target-head", "the target folder for its config and head", None)
     if not args.dump and not args.target:
         raise bad_input("doctor", "--target / --dump", "where the target states come from", None)
+    layer_ids = None
+    if args.dump_layer_ids:
+        try:
+            layer_ids = [int(k) for k in args.dump_layer_ids.split(",")]
+        except ValueError:
+            raise bad_input("--dump-layer-ids", None, "comma-separated integers, e.g. 1,2,3", repr(args.dump_layer_ids)) from None
     if args.threads:
         torch.set_num_threads(args.threads)
     server_log = None
@@ -59,6 +68,7 @@ def run(args) -> int:
             raise bad_input(path, None, "a server log or metrics text file", "no such file")
         server_log = path.read_text(errors="replace")
     report = run_doctor(args.draft, target=args.target_head if args.dump else args.target, dump=args.dump,
+                        dump_layer_ids=layer_ids,
                         engine=args.engine, engine_version=args.engine_version, engine_args=args.engine_args,
                         server_log=server_log, prompts=load_prompts(args.prompts, n=args.num_prompts),
                         max_new_tokens=args.max_new_tokens, num_steps=args.num_steps, device=args.device,
