@@ -21,6 +21,7 @@ COMMANDS = {
     "bench": "measure baseline vs speculative tokens/s, acceptance and the throughput model",
     "doctor": "every finding for a draft as an engine serves it, measured, with the fix (and --write-fixed)",
     "workbook": "execute every notebook headless and render build/workbook/index.html",
+    "session": "show a recorded debug session, or what changed between two (models, flags, metrics)",
 }
 
 
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"eagle3lab {name}", description=COMMANDS[name])
     module.add_arguments(parser)
     args = parser.parse_args(rest)
+    args.argv = [name, *rest]   # what a recorded session re-runs
     try:
         return int(module.run(args) or 0)
     except (ValueError, FileNotFoundError) as err:  # bad input: a clear message, no traceback

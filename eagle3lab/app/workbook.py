@@ -162,6 +162,7 @@ def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEB
         if errors and not error:
             error = errors[0]
         write_text(out / path.name, nbformat.writes(nb))
+        _write_session(nb, path, out / "sessions" / path.stem)
         body, _ = HTMLExporter().from_notebook_node(nb)
         write_text(out / f"{path.stem}.html", body)
         results.append(NotebookResult(path.name, notebook_title(path), error is None, seconds, find_summary(nb), error))
@@ -169,6 +170,13 @@ def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEB
     write_text(index, render_index(results))
     write_text(out / "summary.json", json.dumps([r.__dict__ for r in results], indent=2))
     return index, results
+
+
+def _write_session(nb, path: Path, folder: Path) -> None:
+    """The executed notebook as a session (eagle3lab.app.session): parameters, models, claims, figures."""
+    from eagle3lab.app.session import notebook_parameters, notebook_session
+
+    notebook_session(nb, path.name, notebook_parameters(nb)).save(folder)
 
 
 def _md_inline(text: str) -> str:
@@ -184,7 +192,8 @@ def render_index(results: list[NotebookResult]) -> str:
         status = "ok" if r.ok else f"<b style='color:#b00'>FAILED</b>: {html.escape(r.error or '')}"
         found = _md_inline(r.summary) if r.summary else "<i>no summary() in this notebook</i>"
         stem = Path(r.name).stem
-        rows.append(f"<tr><td><a href='{stem}.html'>{html.escape(r.name)}</a><br><small>{html.escape(r.title)}</small></td>"
+        rows.append(f"<tr><td><a href='{stem}.html'>{html.escape(r.name)}</a><br><small>{html.escape(r.title)}</small>"
+                    f"<br><small><a href='sessions/{stem}/session.json'>session</a></small></td>"
                     f"<td>{status}<br><small>{r.seconds:.0f} s</small></td><td>{found}</td></tr>")
     failed = sum(not r.ok for r in results)
     head = "all notebooks ran" if not failed else f"{failed} notebook(s) FAILED"

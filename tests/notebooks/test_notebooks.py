@@ -55,3 +55,24 @@ def test_notebook_executes_and_its_summary_states_computed_numbers(path):
     assert text and len(text) > 20, f"{path.name} ran but its summary() is missing or empty"
     claims = find_claims(nb)
     assert decimals_not_claimed(text, claims) == [], f"{path.name}: numbers in the summary not passed as claims"
+
+
+def test_a_notebook_session_loads_without_the_models(tmp_path):
+    """What make workbook writes beside each notebook: its parameters, models, claims and figures."""
+    import json
+    import subprocess
+    import sys
+
+    from eagle3lab.app.session import notebook_parameters, notebook_session
+
+    nb = executed_notebook("05_acceptance_rates.ipynb")
+    s = notebook_session(nb, "05_acceptance_rates.ipynb", notebook_parameters(nb))
+    s.save(tmp_path / "s")
+    code = ("import json, sys; from eagle3lab.app.session import Session; s = Session.load(sys.argv[1]); "
+            "print(json.dumps({'p': s.parameters, 'm': s.metrics, 'models': sorted(s.models), 'figs': len(s.figures)}))")
+    out = json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True,
+                                    text=True, check=True).stdout)
+    claims = find_claims(nb)
+    assert out["p"]["TRACK"] == "bundled" and out["p"]["NUM_STEPS"] == 5 and out["p"]["TREES"] == [[5, 2, 8], [5, 4, 8]]
+    assert out["m"]["tau"]["value"] == claims["tau"] and out["m"]["side.smollm2.c"]["value"] == claims["side"]["smollm2"]["c"]
+    assert {"TARGET", "DRAFT", "CASE_DRAFT"} <= set(out["models"]) and out["figs"] >= 8

@@ -35,6 +35,8 @@ def add_arguments(parser):
                         help="chain length scored when no launch command says (default 3)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 ... (default cpu)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--session", default=None, metavar="DIR",
+                        help="record this run as a session folder (eagle3lab session show / diff; docs/cli/session.md)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/doctor.md)")
 
 
@@ -75,6 +77,8 @@ def run(args) -> int:
                         progress=not args.json)
     remaining = report.critical
     fixed = None
+    if args.session:
+        _record(report, args)
     if args.write_fixed:
         fixed = write_fixed(report, args.write_fixed, overwrite=args.overwrite)
         remaining = fixed["remaining"]
@@ -111,3 +115,28 @@ def run(args) -> int:
         if remaining:
             print(f"\n{len(remaining)} critical finding(s) remain: {', '.join(f.code for f in remaining)}")
     return 1 if remaining else 0
+
+
+def _record(report, args) -> None:
+    """The run as a session: the command, the models by fingerprint, every measured tau and gain."""
+    from eagle3lab.app.session import Session
+
+    keep = ("engine", "engine_version", "num_prompts", "max_new_tokens", "num_steps", "device", "prompts")
+    s = Session("doctor", command={"kind": "doctor", "argv": list(args.argv)},
+                parameters={k: getattr(args, k) for k in keep})
+    s.model("draft", args.draft)
+    target = args.target_head if args.dump else args.target
+    if target and Path(target).exists():
+        s.model("target", target)
+    if args.dump:
+        s.model("dump", args.dump)
+    for rung in report.ladder:
+        s.metric(f"tau: {rung.name} (chain {rung.num_steps})", rung.tau)
+    for f in report.findings:
+        if f.gain is not None:
+            s.metric(f"gain: {f.code}", f.gain)
+    s.metric("critical findings", len(report.critical))
+    s.table("findings", report.table())
+    s.table("ladder", report.ladder_table().reset_index())
+    s.notes = [report.summary(), *report.notes]
+    s.save(args.session)

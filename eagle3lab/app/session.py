@@ -1,0 +1,353 @@
+"""A debug session a colleague can load, compare and re-run: what went in, what came out, nothing executable.
+
+A ``Session`` is a folder: ``session.json`` (the command that ran it, its parameters, the models by
+sha256 fingerprint, the environment, and every metric, with its interval when it has one), one
+``tables/NAME.json`` per table (pandas ``split`` orientation), ``figures/NAME.png``, and
+``tensors.safetensors`` when tensors were kept. JSON, PNG and safetensors only: loading reads data and
+never runs code, and a folder holding anything else (a pickle, a Python file) is refused. Folders are
+written whole or not at all (``eagle3lab.atomic``).
+
+    s = Session("doctor", command={"kind": "doctor", "argv": [...]})
+    s.model("draft", "data/models/draft-case"); s.metric("tau as launched", interval)
+    s.table("findings", df); s.figure("ladder", fig); s.save("build/sessions/doctor")
+    Session.load("build/sessions/doctor").metrics            # no models needed
+    diff_sessions(a, b)                                        # what changed, beyond noise or not
+
+Re-running (``rerun``) executes the recorded command again on the same models: a notebook with the
+recorded parameters, or ``eagle3lab doctor`` with the recorded arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from eagle3lab.atomic import atomic_dir
+from eagle3lab.errors import bad_input
+
+FORMAT = "eagle3lab-session/1"
+ALLOWED = {".json", ".png", ".safetensors"}          # data only: nothing here can run code when read
+_WEIGHTS = (".safetensors", ".json", ".txt", ".model", ".jinja")   # what a model folder's fingerprint reads
+
+
+def fingerprint(path) -> dict:
+    """sha256 of a model folder's files (configs, weights, tokenizer) or of one file, and their total size."""
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in _WEIGHTS)
+    if not files:
+        raise bad_input(path, None, "a model folder or file to fingerprint", "no such files")
+    digest, size = hashlib.sha256(), 0
+    for f in files:
+        digest.update(str(f.relative_to(path) if f != path else f.name).encode())
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        size += f.stat().st_size
+    return {"sha256": digest.hexdigest(), "files": len(files), "bytes": size}
+
+
+def environment() -> dict:
+    import torch
+    import transformers
+
+    return {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "cuda": torch.cuda.is_available(),
+            "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+            "threads": torch.get_num_threads()}
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+@dataclass
+class Session:
+    """One recorded experiment (see the module docstring)."""
+
+    name: str
+    command: dict = field(default_factory=dict)      # {"kind": "notebook"|"doctor", ...}: what rerun() runs
+    parameters: dict = field(default_factory=dict)
+    models: dict = field(default_factory=dict)       # role -> {"path", "sha256", "files", "bytes"}
+    env: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)      # name -> {"value", "low", "high", "level"} (bounds optional)
+    notes: list = field(default_factory=list)
+    tables: dict = field(default_factory=dict)       # name -> DataFrame
+    figures: dict = field(default_factory=dict)      # name -> PNG bytes
+    tensors: dict = field(default_factory=dict)      # name -> torch.Tensor
+    path: Path | None = None
+
+    # ------------------------------------------------------------------ recording
+    def model(self, role: str, path) -> None:
+        from eagle3lab.bundled import display_path
+
+        self.models[role] = {"path": display_path(path), **fingerprint(path)}
+
+    def metric(self, name: str, value) -> None:
+        """A number, or an interval (anything with ``value``, ``low``, ``high``, ``level``)."""
+        if hasattr(value, "low") and hasattr(value, "high"):
+            self.metrics[name] = _plain({"value": value.value, "low": value.low, "high": value.high,
+                                         "level": getattr(value, "level", None)})
+        else:
+            self.metrics[name] = {"value": _plain(value)}
+
+    def table(self, name: str, df: pd.DataFrame) -> None:
+        self.tables[name] = df
+
+    def figure(self, name: str, fig_or_png) -> None:
+        if isinstance(fig_or_png, bytes):
+            self.figures[name] = fig_or_png
+            return
+        buf = io.BytesIO()
+        fig_or_png.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+        self.figures[name] = buf.getvalue()
+
+    # ------------------------------------------------------------------ disk
+    def save(self, folder) -> Path:
+        folder = Path(folder)
+        if not self.env:
+            self.env = environment()
+        with atomic_dir(folder) as tmp:
+            record = {"format": FORMAT, "name": self.name, "command": _plain(self.command),
+                      "parameters": _plain(self.parameters), "models": self.models, "environment": self.env,
+                      "metrics": self.metrics, "notes": list(self.notes), "tables": sorted(self.tables),
+                      "figures": sorted(self.figures), "tensors": sorted(self.tensors)}
+            (tmp / "session.json").write_text(json.dumps(record, indent=2, allow_nan=True) + "\n")
+            if self.tables:
+                (tmp / "tables").mkdir()
+                for name, df in self.tables.items():
+                    (tmp / "tables" / f"{_safe(name)}.json").write_text(df.to_json(orient="split", default_handler=str))
+            if self.figures:
+                (tmp / "figures").mkdir()
+                for name, png in self.figures.items():
+                    (tmp / "figures" / f"{_safe(name)}.png").write_bytes(png)
+            if self.tensors:
+                from safetensors.torch import save_file
+
+                save_file({k: v.detach().cpu().contiguous() for k, v in self.tensors.items()},
+                          str(tmp / "tensors.safetensors"))
+        self.path = folder
+        return folder
+
+    @classmethod
+    def load(cls, folder) -> Session:
+        """Read a session folder without the models; refuses one holding anything but JSON, PNG, safetensors."""
+        folder = Path(folder)
+        meta = folder / "session.json"
+        if not meta.is_file():
+            raise bad_input(folder, "session.json", "a session folder (eagle3lab session)", "no session.json")
+        unsafe = [str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.suffix not in ALLOWED]
+        if unsafe:
+            raise bad_input(folder, None, f"only {', '.join(sorted(ALLOWED))} files (a session never holds code)",
+                            ", ".join(unsafe[:5]), "Loading runs nothing; remove those files if you trust them.")
+        record = json.loads(meta.read_text())
+        if record.get("format") != FORMAT:
+            raise bad_input(meta, "format", FORMAT, record.get("format"))
+        tables = {name: pd.read_json(io.StringIO((folder / "tables" / f"{_safe(name)}.json").read_text()),
+                                     orient="split") for name in record.get("tables", [])}
+        figures = {name: (folder / "figures" / f"{_safe(name)}.png").read_bytes() for name in record.get("figures", [])}
+        tensors = {}
+        if record.get("tensors"):
+            from safetensors.torch import load_file
+
+            tensors = load_file(str(folder / "tensors.safetensors"))
+        return cls(name=record["name"], command=record.get("command", {}), parameters=record.get("parameters", {}),
+                   models=record.get("models", {}), env=record.get("environment", {}),
+                   metrics=record.get("metrics", {}), notes=record.get("notes", []), tables=tables, figures=figures,
+                   tensors=tensors, path=folder)
+
+    def summary(self) -> dict:
+        return {"name": self.name, "path": str(self.path) if self.path else None, "command": self.command,
+                "parameters": self.parameters, "models": self.models, "environment": self.env,
+                "metrics": self.metrics, "notes": self.notes, "tables": {k: list(v.shape) for k, v in self.tables.items()},
+                "figures": sorted(self.figures)}
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+# ---------------------------------------------------------------------- comparing
+
+
+def _beyond_noise(a: dict, b: dict) -> bool | None:
+    """Disjoint intervals: a difference beyond noise; overlapping: not shown to differ; None without intervals."""
+    if None in (a.get("low"), a.get("high"), b.get("low"), b.get("high")):
+        return None
+    return a["high"] < b["low"] or b["high"] < a["low"]
+
+
+def diff_sessions(a: Session, b: Session) -> pd.DataFrame:
+    """Everything that differs between two sessions: models, command, parameters, environment, metrics.
+    Metrics with intervals are marked ``beyond noise`` (disjoint intervals) or ``within noise``."""
+    rows = []
+
+    def compare(kind, left: dict, right: dict, describe=lambda v: v):
+        for key in sorted(set(left) | set(right)):
+            x, y = left.get(key), right.get(key)
+            if x == y:
+                continue
+            change = "added" if x is None else "removed" if y is None else "changed"
+            rows.append({"kind": kind, "name": key, "a": describe(x), "b": describe(y), "change": change})
+
+    compare("model", {k: v["sha256"] for k, v in a.models.items()}, {k: v["sha256"] for k, v in b.models.items()},
+            lambda v: v and v[:12])
+    compare("command", _flat(a.command), _flat(b.command))
+    compare("parameter", a.parameters, b.parameters)
+    compare("environment", {k: v for k, v in a.env.items() if k != "threads"},
+            {k: v for k, v in b.env.items() if k != "threads"})
+    for key in sorted(set(a.metrics) | set(b.metrics)):
+        x, y = a.metrics.get(key), b.metrics.get(key)
+        if x is None or y is None:
+            rows.append({"kind": "metric", "name": key, "a": x and x["value"], "b": y and y["value"],
+                         "change": "added" if x is None else "removed"})
+            continue
+        if x["value"] == y["value"]:
+            continue
+        noise = _beyond_noise(x, y)
+        rows.append({"kind": "metric", "name": key, "a": x["value"], "b": y["value"],
+                     "change": "changed" if noise is None else "beyond noise" if noise else "within noise"})
+    return pd.DataFrame(rows, columns=["kind", "name", "a", "b", "change"])
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "."))
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v) and k == "argv":
+            out.update(_argv_flags(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def _argv_flags(argv: list[str], prefix: str) -> dict:
+    """``--flag value`` pairs of a command line (and of a quoted launch command inside it) as a dict."""
+    import shlex
+
+    out, i = {}, 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok.startswith("--"):
+            value = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else True
+            if tok == "--engine-args" and isinstance(value, str):
+                out.update(_argv_flags(shlex.split(value), prefix + "engine-args "))
+            elif tok in ("--session", "--json"):     # where and how it was printed, not what ran
+                pass
+            else:
+                out[prefix + tok] = value
+            i += 1 if value is True else 2
+        else:
+            out[f"{prefix}[{i}]"] = tok
+            i += 1
+    return out
+
+
+# ---------------------------------------------------------------------- notebooks and re-running
+
+
+def notebook_session(nb, name: str, parameters: dict) -> Session:
+    """A session from an executed notebook: its parameters, the models they name, its summary claims as
+    metrics (intervals where a claim has ``NAME_low``/``NAME_high`` siblings), its figures (PNG outputs)."""
+    import base64
+
+    from eagle3lab.app.workbook import find_claims, find_summary
+    from eagle3lab.bundled import REAL_TARGETS, ROOT
+
+    s = Session(name, command={"kind": "notebook", "notebook": name, "parameters": parameters},
+                parameters=parameters)
+    for key, value in parameters.items():
+        if not isinstance(value, str):
+            continue
+        path = REAL_TARGETS.get(value) or (ROOT / "notebooks" / value).resolve()
+        if Path(path).exists() and (Path(path).is_file() or (Path(path) / "config.json").exists()):
+            s.model(key, path)
+    claims = find_claims(nb)
+    for key, value in _flat(claims).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if key.endswith(("_low", "_high")):
+            continue
+        low, high = claims.get(f"{key}_low"), claims.get(f"{key}_high")
+        s.metrics[key] = {"value": value, **({"low": low, "high": high} if low is not None and high is not None else {})}
+    s.notes = [find_summary(nb) or ""]
+    k = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            png = out.get("data", {}).get("image/png")
+            if png:
+                k += 1
+                s.figures[f"figure {k:02d}"] = base64.b64decode(png)
+    return s
+
+
+def notebook_parameters(nb) -> dict:
+    """The literal values of a notebook's parameters cell and its injected overrides (read, never run)."""
+    import ast
+
+    params = {}
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type != "code" or not ({"parameters", "injected-parameters"} & set(tags)):
+            continue
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                try:
+                    params[node.targets[0].id] = ast.literal_eval(node.value)
+                except ValueError:
+                    continue
+    return params
+
+
+def rerun(session: Session, out_dir=None) -> Session:
+    """Run the recorded command again (same models: fingerprints checked) and return the new session."""
+    from eagle3lab.bundled import ROOT
+
+    kind = session.command.get("kind")
+    if kind == "notebook":
+        from eagle3lab.app.workbook import execute_notebook
+
+        nb = execute_notebook(ROOT / "notebooks" / session.command["notebook"],
+                              parameters=session.command.get("parameters") or None)
+        new = notebook_session(nb, session.name, notebook_parameters(nb))
+    elif kind == "doctor":
+        import contextlib
+        import tempfile
+
+        from eagle3lab.app.cli import main
+
+        with tempfile.TemporaryDirectory() as tmp:
+            argv = [a for a in session.command["argv"]]
+            at = argv.index("--session") if "--session" in argv else None
+            if at is not None:
+                argv[at + 1] = str(Path(tmp) / "s")
+            else:
+                argv += ["--session", str(Path(tmp) / "s")]
+            with contextlib.redirect_stdout(io.StringIO()):
+                main(argv)
+            new = Session.load(Path(tmp) / "s")
+            new.path = None
+    else:
+        raise bad_input(session.path or session.name, "command.kind", "notebook or doctor", kind)
+    moved = {role: (m["sha256"][:12], new.models.get(role, {}).get("sha256", "")[:12])
+             for role, m in session.models.items() if new.models.get(role, {}).get("sha256") != m["sha256"]}
+    if moved:
+        new.notes.append(f"models differ from the recorded session: {moved}")
+    if out_dir is not None:
+        new.save(out_dir)
+    return new

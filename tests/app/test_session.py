@@ -1,0 +1,96 @@
+"""Sessions: recorded, loaded without the models in a fresh process, compared, re-run; never code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+
+from eagle3lab import bundled
+from eagle3lab.app.cli import main
+from eagle3lab.app.session import Session, diff_sessions, rerun
+from eagle3lab.engines.acceptance import Interval
+from eagle3lab.errors import Eagle3LabError
+
+LAUNCH = ("python -m sglang.launch_server --model-path T --speculative-algorithm EAGLE3 --speculative-draft-model-path D "
+          "--speculative-eagle-topk 1 --max-running-requests 8 ")
+
+
+def test_a_session_loads_in_a_fresh_process_without_models(tmp_path):
+    s = Session("demo", command={"kind": "doctor", "argv": ["doctor", "--draft", "D"]}, parameters={"n": 3})
+    s.model("target", bundled.TARGET)
+    s.metric("tau", Interval(2.5, 2.25, 2.75, 0.95, 8))
+    s.metric("count", 7)
+    s.table("t", pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}))
+    fig, ax = plt.subplots()
+    ax.plot([1, 2])
+    s.figure("f", fig)
+    plt.close(fig)
+    s.save(tmp_path / "s")
+    code = ("import json, sys; from eagle3lab.app.session import Session; s = Session.load(sys.argv[1]); "
+            "print(json.dumps({'m': s.metrics, 't': s.tables['t'].to_dict('list'), 'png': s.figures['f'][:4].hex(), "
+            "'torch': 'torch' in sys.modules}))")
+    out = json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert out["m"]["tau"] == {"value": 2.5, "low": 2.25, "high": 2.75, "level": 0.95} and out["m"]["count"] == {"value": 7}
+    assert out["t"] == {"a": [1, 2], "b": ["x", "y"]} and out["png"] == "89504e47"
+    assert out["torch"] is False, "loading a session needs no models and no torch"
+
+
+@pytest.mark.parametrize("bad", ["model.pkl", "tables/evil.py", "x.bin"])
+def test_a_session_holding_code_or_a_pickle_is_refused(tmp_path, bad):
+    s = Session("demo", env={"python": "3"})
+    s.save(tmp_path / "s")
+    target = tmp_path / "s" / bad
+    target.parent.mkdir(exist_ok=True)
+    target.write_bytes(b"\x80\x04")
+    with pytest.raises(Eagle3LabError, match=bad.split("/")[-1]):
+        Session.load(tmp_path / "s")
+
+
+def doctor_session(path, steps, capsys):
+    argv = ["doctor", "--draft", str(bundled.DRAFT_HEALTHY), "--target", str(bundled.TARGET), "--num-prompts", "4",
+            "--max-new-tokens", "24", "--engine-args", LAUNCH + f"--speculative-num-steps {steps} "
+            f"--speculative-num-draft-tokens {steps + 1}", "--session", str(path), "--json"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    return Session.load(path)
+
+
+@pytest.mark.timeout(600)
+def test_diff_names_the_changed_flags_and_metrics_and_a_rerun_reproduces(bundled_models, tmp_path, capsys):
+    a = doctor_session(tmp_path / "a", 3, capsys)
+    b = doctor_session(tmp_path / "b", 1, capsys)
+    diff = diff_sessions(a, b)
+    flags = diff[diff.kind == "command"]
+    assert set(flags.name) == {"argv.engine-args --speculative-num-steps", "argv.engine-args --speculative-num-draft-tokens"}
+    assert set(diff.kind) == {"command", "metric"}, diff          # same models, parameters, machine
+    metrics = diff[diff.kind == "metric"]
+    assert {"tau: as launched (chain 3)", "tau: as launched (chain 1)"} <= set(metrics.name)
+    assert set(metrics.change) <= {"added", "removed"}             # a different chain is a different metric
+    # the CLI prints the same table
+    assert main(["session", "diff", str(tmp_path / "a"), str(tmp_path / "b"), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)["differences"]
+    assert len(printed) == len(diff)
+    # re-run on the same models: the very same numbers (CPU)
+    again = rerun(a)
+    same = diff_sessions(a, again)
+    assert same.empty, same
+    assert main(["session", "show", str(tmp_path / "a")]) == 0 and "sha256" in capsys.readouterr().out
+
+
+def test_metric_differences_beyond_and_within_noise():
+    a, b = Session("x"), Session("y")
+    a.metric("tau", Interval(2.0, 1.9, 2.1, 0.95, 8))
+    b.metric("tau", Interval(2.6, 2.4, 2.8, 0.95, 8))
+    a.metric("ce", Interval(4.0, 3.5, 4.5, 0.95, 8))
+    b.metric("ce", Interval(4.2, 3.7, 4.7, 0.95, 8))
+    a.metric("n", 3)
+    b.metric("n", 4)
+    diff = diff_sessions(a, b).set_index("name")
+    assert diff.loc["tau", "change"] == "beyond noise" and diff.loc["ce", "change"] == "within noise"
+    assert diff.loc["n", "change"] == "changed" and len(diff) == 3
