@@ -120,8 +120,9 @@ SYMPTOMS = pd.DataFrame([
      "eagle3lab doctor; eagle3lab inspect DRAFT --target T; notebooks 02, 03, 06"),
     ("tau low but above 1: the first position is accepted, later ones rarely",
      "the first decoder layer runs another residual or recurrence rule than in training: norm_before_residual "
-     "(ignored by SGLang; missing key = true in vLLM for speculators configs), norm_output recycling",
-     "FIRST_LAYER_RULE, VLLM_SPECULATORS_NORM_BEFORE_RESIDUAL_DEFAULT",
+     "(ignored by SGLang; missing key = true in vLLM for speculators configs), norm_output recycling; or the "
+     "draft was trained on the target's distribution without its final norm (speculators#313)",
+     "FIRST_LAYER_RULE, VLLM_SPECULATORS_NORM_BEFORE_RESIDUAL_DEFAULT, TARGET_DISTRIBUTION_PRENORM",
      "eagle3lab doctor; eagle3lab inspect (norm flags and who decided them); notebook 04"),
     ("Accept length never exceeds 2 (or steps + 1) although many draft tokens were asked for",
      "SGLang with --speculative-eagle-topk 1 sets num_draft_tokens := num_steps + 1 (one log line says so)",

@@ -171,8 +171,8 @@ class VocabCheck:
 
 
 @torch.inference_mode()
-def vocab_from_behaviour(bank: StateBank, draft, wiring, *, sequences=None, min_count: int = 3, ratio: float = 4.0,
-                         batch_size: int = 8) -> VocabCheck:
+def vocab_from_behaviour(bank: StateBank, draft, wiring, *, sequences=None, min_count: int = 3,
+                         ratio: float = 4.0) -> VocabCheck:
     """Which draft-vocabulary slots point at the wrong target tokens, read from behaviour.
 
     ``draft`` runs with its own settings on ``wiring`` over the bank's ``sequences`` (default all). A
@@ -183,26 +183,15 @@ def vocab_from_behaviour(bank: StateBank, draft, wiring, *, sequences=None, min_
     token some of the time and scatter; a slot pointed at an unrelated token almost never agrees.
     Slots chosen too rarely are not checked (``VocabCheck.checked`` counts the others).
     """
-    from eagle3lab.decoding.evaluate import draft_passes
-
-    dev, dtype = draft.fc.weight.device, draft.fc.weight.dtype
-    aux = bank.fc_input(wiring) if wiring else bank.states[FINAL_NORMED]
     rows_of = list(range(len(bank.lengths))) if sequences is None else sorted(sequences)
     half_of = {b: k % 2 for k, b in enumerate(rows_of)}
     halves: tuple[dict, dict] = ({}, {})             # slot -> Counter of the target's top-1, per half
-    for start in range(0, len(rows_of), batch_size):
-        idx = rows_of[start:start + batch_size]
-        L = max(bank.lengths[b] for b in idx)
-        sl = torch.tensor(idx)
-        out = draft_passes(draft, bank.input_ids[sl, :L].to(dev), aux[sl, :L].to(dev, dtype), 1, skip_fc=not wiring)[0]
-        slots = out.logits.argmax(-1).cpu()               # row t proposes position t + 2 ...
-        truth = bank.top1[sl, 1:L]                        # ... whose target top-1 sits at index t + 1
-        for j, b in enumerate(idx):
-            n = bank.lengths[b] - 1
-            for s, y in zip(slots[j, :n].tolist(), truth[j, :n].tolist()):
-                halves[half_of[b]].setdefault(s, Counter())[y] += 1
+    for b, slots in _first_pass(bank, draft, wiring, rows_of).items():
+        truth = bank.top1[b, 1:bank.lengths[b]].tolist()      # row t proposes position t + 2, labelled at t + 1
+        for s, y in zip(slots, truth):
+            halves[half_of[b]].setdefault(s, Counter())[y] += 1
     n_slots = draft.config.draft_vocab_size
-    mapped = draft.to_target_ids(torch.arange(n_slots, device=dev)).cpu().tolist()
+    mapped = draft.to_target_ids(torch.arange(n_slots, device=draft.fc.weight.device)).cpu().tolist()
     rows = []
     for s in range(n_slots):
         parts = [h.get(s, Counter()) for h in halves]
@@ -217,6 +206,51 @@ def vocab_from_behaviour(bank: StateBank, draft, wiring, *, sequences=None, min_
                      "mode_count": mode_count, "suspect": suspect})
     table = pd.DataFrame(rows).set_index("slot")
     return VocabCheck(table, [int(s) for s in table.index[table.suspect]], min_count)
+
+
+@torch.inference_mode()
+def _first_pass(bank: StateBank, draft, wiring, rows, batch_size: int = 8) -> dict[int, list[int]]:
+    """Sequence -> the draft's first-pass top-1 slot at every row (teacher-forced, ``wiring`` from ``bank``)."""
+    from eagle3lab.decoding.evaluate import draft_passes
+
+    dev, dtype = draft.fc.weight.device, draft.fc.weight.dtype
+    aux = bank.fc_input(wiring) if wiring else bank.states[FINAL_NORMED]
+    out = {}
+    for start in range(0, len(rows), batch_size):
+        idx = list(rows[start:start + batch_size])
+        L = max(bank.lengths[b] for b in idx)
+        sl = torch.tensor(idx)
+        first = draft_passes(draft, bank.input_ids[sl, :L].to(dev), aux[sl, :L].to(dev, dtype), 1, skip_fc=not wiring)[0]
+        slots = first.logits.argmax(-1).cpu()
+        for j, b in enumerate(idx):
+            out[b] = slots[j, :bank.lengths[b] - 1].tolist()
+    return out
+
+
+def prenorm_labels_check(bank: StateBank, draft, wiring) -> tuple[Interval, float, float]:
+    """speculators#313: was the draft trained on the target's distribution built from pre-final-norm states?
+
+    Compares, over the same positions, how often the draft's first proposal equals the target's real
+    top-1 (from the final post-norm state) and the top-1 of ``lm_head(resid[N])`` without the norm.
+    Returns the paired difference (pre-norm minus real agreement, bootstrap over prompts) and both rates.
+    """
+    n = bank.num_layers
+    if n not in bank.states:
+        raise bad_input("bank", f"resid[{n}]", "the last layer's output (every dump holds it)", "absent")
+    rows = list(range(len(bank.lengths)))
+    choice = _first_pass(bank, draft, wiring, rows)
+    real, pre, count = [], [], []
+    ids = torch.arange(draft.config.draft_vocab_size, device=draft.fc.weight.device)
+    mapped = draft.to_target_ids(ids).cpu()
+    for b in rows:
+        L = bank.lengths[b]
+        raw = bank.head.logits(bank.states[n][b:b + 1, 1:L].float())[0].argmax(-1).cpu()
+        proposed = mapped[torch.tensor(choice[b])]
+        real.append(float((proposed == bank.top1[b, 1:L]).sum()))
+        pre.append(float((proposed == raw).sum()))
+        count.append(float(L - 1))
+    diff = bootstrap_ratio_difference(pre, count, real, count)
+    return diff, sum(real) / sum(count), sum(pre) / sum(count)
 
 
 @contextlib.contextmanager
@@ -625,6 +659,19 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
                     "VOCAB_CONFUSIONS", "info", f"{len(vocab.suspects)} slots look re-pointed, but re-pointing them "
                     "does not raise tau on prompts they were not read from", seen + " Likely a weak draft's confusions, "
                     "not a wrong map.", None, "vocab", gain=gain, data=data))
+
+    # speculators#313: labels from pre-final-norm states (the draft then agrees with the wrong target)
+    best_state = state_of(c for _, c, _ in fixes)
+    pre_gap, real_rate, pre_rate = prenorm_labels_check(bank, served_view.rewired(**best_state["variant"]),
+                                                        best_state["wiring"] if best_state["aux"] else NO_AUX)
+    if pre_gap.sign() == 1:
+        findings.append(DoctorFinding(
+            "TARGET_DISTRIBUTION_PRENORM", "critical", "the draft was trained on the target's distribution without "
+            "its final norm", f"its first proposal equals the top-1 of lm_head(resid[{n}]) (no final norm) at "
+            f"{100 * pre_rate:.1f}% of positions and the target's real top-1 at {100 * real_rate:.1f}% "
+            "(speculators#313: the trainer built the target's distribution from pre-norm states)",
+            "Retrain with labels from the final post-norm state; no serving setting fixes it.", "wiring",
+            gain=pre_gap, data={"agree_real": real_rate, "agree_prenorm": pre_rate}))
 
     if intended_steps != served_steps:
         flag = findings.pop(next(i for i, f in enumerate(findings) if f.code in _CHAIN_CAPS))

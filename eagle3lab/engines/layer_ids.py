@@ -41,7 +41,15 @@ CHANGES = {
     # (nothing read reverts it). v0.5.12.post1 cherry-picked fixes onto the 0.5.12 branch: not placed.
     "sglang#25454": Change("sglang", "DeepSeek-family aux ids (deepseek_v2.py): +1 only if the first id is 1",
                            25454, "2026-05-18", last_without="0.5.12", first_with="0.5.13"),
-    "vllm#46973": Change("vllm", "deepseek_v2 backbone: id N (final layer output) captured", 46973, "2026-06-28"),
+    # vLLM: read in the release wheels 0.17.0-0.33.0 (every release), vllm/model_executor/models/deepseek_v2.py,
+    # config/speculative.py and model_executor/models/registry.py.
+    "vllm-deepseek-eagle3": Change("vllm", "EAGLE-3 on DeepSeek-family targets (deepseek_v2.py SupportsEagle3; "
+                                   "config/speculative.py aux_hidden_states_supported gains deepseek_v2/v3, kimi_k2/"
+                                   "k25)", last_without="0.17.1", first_with="0.18.0"),
+    "vllm#46973": Change("vllm", "deepseek_v2 backbone: id N (final layer output) captured", 46973, "2026-06-28",
+                         last_without="0.24.0", first_with="0.25.0"),
+    "vllm-deepseek-v32": Change("vllm", "DeepseekV32ForCausalLM served by vllm/models/deepseek_v32 (registry.py), "
+                                "not deepseek_v2.py", last_without="0.28.0", first_with="0.29.0"),
     "vllm#50170": Change("vllm", "a warning when the aux layers fall back to the default ids", 50170,
                          landed=False),  # open as of 2026-07-28
 }
@@ -62,6 +70,10 @@ _SGLANG_FILE = {  # architecture (lower case) -> (file with the capture loop, ho
     "deepseekv3forcausallm": ("deepseek_v2.py", ""),  # also Kimi-K2's architecture
     "deepseekv32forcausallm": ("deepseek_v2.py", ""),
     "kimik25forconditionalgeneration": ("deepseek_v2.py", "kimi_k25.py wraps DeepseekV3ForCausalLM"),
+    # sglang wheels: 0.5.12 Glm4MoeLiteForCausalLM subclasses DeepseekV2ForCausalLM (deepseek_v2.py's rule and loop);
+    # 0.5.13 and 0.5.23 glm4_moe_lite.py has its own class with PR #25454's first-id rule copied verbatim
+    "glm4moeliteforcausallm": ("glm4_moe_lite.py", "up to 0.5.12 a subclass of deepseek_v2.py's classes; since "
+                                                   "0.5.13 a file of its own with PR #25454's first-id rule"),
     "qwen2forcausallm": ("qwen2.py", ""),
     "qwen3forcausallm": ("qwen2.py", "Qwen3Model extends Qwen2Model and, in the versions read, runs its forward"),
     "qwen3moeforcausallm": ("qwen2_moe.py", "Qwen3MoeModel extends Qwen2MoeModel"),
@@ -76,8 +88,10 @@ _INDEX0 = {  # file -> (captures resid[0] at loop index 0?, versions read)
     "llama.py": (False, "00239548f1cd and bf7a0e237e8d (2025 main) and the release-0.5.9 copy "
                         "40349/sglang-v.0.5.9@921d9d7722eb"),
     # unguarded, in both branches of PR #14280's EP change -> TypeError
-    "deepseek_v2.py": (False, "up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; not read "
-                              "since PR #25454, whose description says it changed only the id rule"),
+    "deepseek_v2.py": (False, "up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; since PR "
+                              "#25454: the releases 0.5.12 and 0.5.13 (wheels)"),
+    # release 0.5.13 (wheel): `aux_hidden_states.append(hidden_states + residual)`, residual None before layer 0
+    "glm4_moe_lite.py": (False, "release 0.5.13 (wheel); 0.5.12 runs deepseek_v2.py's loop"),
     # `hidden_states + residual if residual is not None else hidden_states` -> resid[0]
     "qwen2.py": (True, "the hook came with PR #9216 (Aug 2025, modelled on Qwen3's PR #7745); its capture line "
                        "was read in the fork copy Fridge003/sglang@40cef40f2757, and qwen3.py at 28aa91cd0565"),
@@ -220,9 +234,15 @@ def sglang_model_file(arch: str | None) -> str | None:
 
 def is_deepseek_family(arch: str | None) -> bool:
     """Served by deepseek_v2.py in SGLang and vLLM: DeepseekV2/V3/V32ForCausalLM (Kimi-K2 is V3) and
-    KimiK25ForConditionalGeneration, which wraps it in both engines. DeepSeek-V4, Kimi-Linear and Kimi-K3
-    have files of their own: False."""
+    KimiK25ForConditionalGeneration, which wraps it in both engines (vLLM from 0.29.0 serves V32 from a file of
+    its own). DeepSeek-V4, Kimi-Linear and Kimi-K3 have files of their own: False."""
     return sglang_model_file(arch) == "deepseek_v2.py"
+
+
+def sglang_first_id_rule(arch: str | None) -> bool:
+    """SGLang reads this target's ids with PR #25454's first-id rule (deepseek_v2.py, and glm4_moe_lite.py,
+    which carries the same code since it became a file of its own in 0.5.13)."""
+    return sglang_model_file(arch) in ("deepseek_v2.py", "glm4_moe_lite.py")
 
 
 

@@ -40,7 +40,10 @@ class EngineProfile:
     missing_rule: dict[str, str] = field(default_factory=dict)  # flag -> the rule, in words
     norm_output_recycles_postnorm: bool = True  # False: norm_output only means "norm before lm_head"
     uses_target_embedding: bool = False          # replaces the draft's embedding with the target's
-    rope_types: frozenset[str] = frozenset({"default", "linear", "llama3"})  # others -> plain RoPE
+    rope_types: frozenset[str] = frozenset({"default", "linear", "llama3"})  # RoPE variants it applies
+    rope_since: dict[str, str] = field(default_factory=dict)  # rope type -> since when / where it is applied
+    rope_requires: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> keys without which: plain
+    rope_other: str = "builds plain RoPE"        # what it does with a rope type it does not apply
     engine_version: str | None = None            # passed to the layer-id translator
     notes: tuple[str, ...] = ()
 
@@ -84,15 +87,26 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="vllm", engine="vLLM", versions="after PR #46488",
         id_engine="vllm", id_keys=(IDS_TOP,),
-        honours={"norm_before_residual": "all versions", "norm_before_fc": "since PR #38111",
+        # norm_before_fc, read in the vLLM wheels: llama_eagle3.py applies input_norm since 0.18.0 (PR #36545);
+        # update_eagle3 (speculators/algos.py) passes a speculators config's key through since 0.19.0 (PR #38111);
+        # llama_eagle3.py also reads eagle_config.norm_before_fc since 0.22.0; qwen3_eagle3.py since 0.24.0.
+        honours={"norm_before_residual": "all versions",
+                 "norm_before_fc": "llama_eagle3.py since PR #36545 (0.18.0); speculators configs since PR #38111 "
+                                   "(0.19.0)",
                  "fc_norm": "since PR #46488", "norm_output": "since PR #46488"},
         missing_by_format={"speculators": {"norm_before_residual": True}},
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
         notes=("vLLM concatenates captured states in ascending layer order, whatever the order of the ids.",
-               "Aux ids come only from the top-level key (get_eagle3_aux_layers_from_config reads "
-               "hf_config.eagle_aux_hidden_state_layer_ids); ids inside eagle_config are ignored and the "
-               "default (2, N//2, N-3) is used."),
+               # read in the vLLM wheels 0.17.0-0.33.0: v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (V2 runner)
+               # and v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (V1 runner)
+               "Aux ids are read from the top-level eagle_aux_hidden_state_layer_ids. Without it, the V2 model "
+               "runner (eagle3_utils.py) ignores eagle_config.eagle_aux_hidden_state_layer_ids (since 0.27.0 it "
+               "reads eagle_config.layer_ids instead) and uses the default (2, N//2, N-3); the V1 runner "
+               "(gpu_model_runner.py) reads eagle_config.eagle_aux_hidden_state_layer_ids since 0.22.0, as vLLM "
+               "ids (resid[k]), one point below what SGLang/SpecForge meant by them. Shown: the V2 runner.",
+               "On fallback to the default ids the V2 runner logs INFO 'Using Eagle3 auxiliary layers from model: "
+               "(...)'; the V1 runner logs nothing; no release read (up to 0.33.0) warns (PR #50170, open)."),
     ),
     EngineProfile(
         name="vllm-legacy", engine="vLLM", versions="before PR #38111",
@@ -101,14 +115,21 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         missing_by_format={"speculators": {"norm_before_residual": True}},
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
+        notes=("norm_before_fc: update_eagle3 drops a speculators config's key before PR #38111 (0.19.0). A "
+               "top-level key in another config is honoured from PR #36545 (0.18.0); before it, never.",),
     ),
     EngineProfile(
-        name="sglang", engine="SGLang", versions="with EAGLE 3.1 support (PRs #24663, #26506)",
+        name="sglang", engine="SGLang", versions="0.5.17+ (EAGLE 3.1: PRs #24663, #26506; norm_before_fc: PR #32334)",
         id_engine="sglang", id_keys=(IDS_NESTED,),
-        honours={"fc_norm": "PRs #24663, #26506", "norm_output": "PRs #24663, #26506"},
+        # norm_before_fc, read in the sglang wheels: absent from every model file in 0.5.12-0.5.16; from 0.5.17
+        # llama_eagle3.py reads eagle_config.norm_before_fc (else the top-level key) and applies input_norm before
+        # fc for every target (PR #32334, "Fix GPT-OSS EAGLE3 hidden states", opened 2026-07-24).
+        honours={"fc_norm": "PRs #24663, #26506", "norm_output": "PRs #24663, #26506",
+                 "norm_before_fc": "llama_eagle3.py, every target, since PR #32334 (0.5.17)"},
         uses_target_embedding=True,
         notes=("SGLang ignores norm_before_residual: the residual is always the raw fc output.",
-               "norm_before_fc is honoured only on the GPT-OSS draft path (PR #32334), not llama_eagle3.",
+               "norm_before_fc (one RMSNorm over the whole fc input) is applied by llama_eagle3.py for every target "
+               "since PR #32334 (first release 0.5.17); builds up to 0.5.16 ignore it.",
                "A missing or malformed eagle_config is swallowed and the default ids are used silently.",
                "With num_hidden_layers > 1 SGLang's extra layers differ (additional_layers.*); not modelled."),
     ),
@@ -122,14 +143,24 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         id_engine="specforge", id_keys=(IDS_NESTED,),
         honours={"fc_norm": "EAGLE 3.1 templates", "norm_output": "means 'norm before lm_head' only"},
         norm_output_recycles_postnorm=False, uses_target_embedding=True,
-        rope_types=frozenset({"default", "linear", "dynamic"}),
-        notes=("SpecForge's llama3_eagle.py builds plain RoPE for rope_type 'llama3' ('for nv type').",
+        # specforge/modeling/draft/llama3_eagle.py LlamaAttention._init_rope, history read in sgl-project/SpecForge
+        rope_types=frozenset({"default", "linear", "dynamic", "llama3", "mrope", "yarn"}),
+        rope_since={"linear": "since v0.1.0 (3234e24a)", "dynamic": "since v0.1.0 (3234e24a)",
+                    "mrope": "since PR #102 (1618db78, 2025-08-22)", "yarn": "since PR #224 (b04970fb, 2025-10-30)",
+                    "llama3": "since PR #287 (41bdd2a2, 2025-11-12); before it plain RoPE ('for nv type')",
+                    "default": "an explicit 'default' since PR #502 (1b24cbf6, 2026-03-24); before it ValueError"},
+        rope_requires={"llama3": ("factor", "low_freq_factor", "high_freq_factor",
+                                  "original_max_position_embeddings")},
+        rope_other="raises ValueError('Unknown RoPE scaling type') in llama3_eagle.py",
+        notes=("SpecForge's llama3_eagle.py applies Llama-3 RoPE scaling since PR #287 (41bdd2a2, 2025-11-12; before "
+               "it plain RoPE), yarn since PR #224 and mrope since PR #102; with a llama3 key missing "
+               "(low_freq_factor, ...) it builds plain RoPE, and any other type raises ValueError.",
                "SpecForge trains with the target's (frozen) embedding and does not save it."),
     ),
     EngineProfile(
         name="eagle", engine="EAGLE official", versions="SafeAILab/EAGLE cnets.py",
         id_engine="eagle", id_keys=(), honours={}, uses_target_embedding=True,
-        rope_types=frozenset({"default", "linear", "dynamic"}),
+        rope_types=frozenset({"default", "linear", "dynamic"}), rope_other="cnets.py raises for it",
         notes=("Capture points are hard-coded (resid[2], resid[N//2], resid[N-3]); config ids are not read.",
                "cnets.py builds RoPE for rope_scaling types linear/dynamic only and raises for 'llama3'; shown "
                "here as plain RoPE. Official drafts ship without rope_scaling.",
@@ -208,9 +239,19 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
                                              "own is used"))
     rope = config.rope_scaling
     rope_type = rope_type_of(rope)
+    missing = [k for k in profile.rope_requires.get(rope_type, ()) if (rope or {}).get(k) is None]
     if rope_type not in profile.rope_types:
-        decisions["rope_scaling"] = Decision("default", f"{profile.label} does not apply rope_type '{rope_type}'")
+        decisions["rope_scaling"] = Decision("default", f"{profile.label} does not apply rope_type '{rope_type}' "
+                                                        f"({profile.rope_other}); shown as plain RoPE")
         rope = None
+    elif missing:
+        decisions["rope_scaling"] = Decision("default", f"{profile.label} builds plain RoPE for rope_type "
+                                                        f"'{rope_type}' without {', '.join(missing)}")
+        rope = None
+    elif rope_type != "default":
+        since = profile.rope_since.get(rope_type)
+        decisions["rope_scaling"] = Decision(rope_type, f"{profile.label} applies rope_type '{rope_type}'"
+                                                        + (f" ({since})" if since else ""))
     return DraftSettings(norm_before_fc=values["norm_before_fc"], fc_norm=values["fc_norm"],
                          norm_before_residual=values["norm_before_residual"], recycle_postnorm=recycle_postnorm,
                          use_target_embedding=use_target_embedding, rope_scaling=rope,

@@ -210,3 +210,25 @@ def test_written_fc_reorders_columns_and_norms(tiny8):
             restored = draft(ids, aux_hidden_states=aux).logits
         assert ascending == (1, 4, 6)
         assert torch.allclose(before, after, atol=1e-5) and torch.equal(before, restored), norms
+
+
+def test_labels_built_from_pre_norm_states(tiny8, tmp_path_factory, prompts):
+    """speculators#313: the trainer took the target's distribution from resid[N] without the final norm."""
+    import copy
+
+    target, train, heldout = tiny8
+    varied = copy.deepcopy(target)        # a final norm whose weights vary, as real targets' do
+    with torch.no_grad():
+        varied.final_norm.weight.mul_(torch.exp(0.7 * torch.randn(varied.hidden_size, generator=torch.Generator().manual_seed(0))))
+    bent = copy.deepcopy(varied)
+    bent.model.model.norm.forward = lambda h: h        # the trainer's bug: logits = lm_head(resid[N])
+    reports = {}
+    for name, teacher in (("pre-norm labels", bent), ("right labels", varied)):
+        draft = trained_tiny_draft((teacher, train, heldout), tmp_path_factory, HEALTHY, False, None)
+        out = tmp_path_factory.mktemp("prenorm") / "draft"
+        save_sglang(draft, out, HEALTHY)
+        reports[name] = run_doctor(out, target=varied, prompts=prompts, max_new_tokens=24, progress=False)
+    found = reports["pre-norm labels"].finding("TARGET_DISTRIBUTION_PRENORM")
+    assert found is not None and found.severity == "critical", reports["pre-norm labels"].table()
+    assert found.data["agree_prenorm"] > found.data["agree_real"] and found.gain.low > 0
+    assert reports["right labels"].finding("TARGET_DISTRIBUTION_PRENORM") is None
