@@ -14,7 +14,8 @@ export HF_HUB_OFFLINE := 1
 
 install: $(STAMP)
 
-$(STAMP): requirements.lock requirements-real.lock pyproject.toml
+$(STAMP): requirements.lock requirements-real.lock pyproject.toml scripts/install-system.sh
+	bash scripts/install-system.sh
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-real.lock

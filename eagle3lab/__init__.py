@@ -70,7 +70,8 @@ _HOMES = {
     "eagle3lab.app.environment": ("environment_report", "bundled_models", "notebook_map"),
     "eagle3lab.app.widgets": ("flags_widget", "token_view", "token_view_html", "token_rounds", "fc_ordering_widget",
                               "measure_ordering"),
-    "eagle3lab.app.session": ("Session", "diff_sessions", "rerun"),
+    "eagle3lab.app.session": ("Session", "diff_sessions"),
+    "eagle3lab.app.rerun": ("rerun",),
     "eagle3lab.app.workbook": ("summary",),
 }
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names}

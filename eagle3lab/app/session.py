@@ -13,8 +13,8 @@ written whole or not at all (``eagle3lab.atomic``).
     Session.load("build/sessions/doctor").metrics            # no models needed
     diff_sessions(a, b)                                        # what changed, beyond noise or not
 
-Re-running (``rerun``) executes the recorded command again on the same models: a notebook with the
-recorded parameters, or ``eagle3lab doctor`` with the recorded arguments.
+Re-running (``eagle3lab.app.rerun``) executes the recorded command again on the same models; sessions
+of notebooks are made by ``eagle3lab.app.workbook.notebook_session``.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def diff_sessions(a: Session, b: Session) -> pd.DataFrame:
 
     compare("model", {k: v["sha256"] for k, v in a.models.items()}, {k: v["sha256"] for k, v in b.models.items()},
             lambda v: v and v[:12])
-    compare("command", _flat(a.command), _flat(b.command))
+    compare("command", flatten(a.command), flatten(b.command))
     compare("parameter", a.parameters, b.parameters)
     compare("environment", {k: v for k, v in a.env.items() if k != "threads"},
             {k: v for k, v in b.env.items() if k != "threads"})
@@ -223,12 +223,12 @@ def diff_sessions(a: Session, b: Session) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["kind", "name", "a", "b", "change"])
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
+def flatten(d: dict, prefix: str = "") -> dict:
     out = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
         if isinstance(v, dict):
-            out.update(_flat(v, key + "."))
+            out.update(flatten(v, key + "."))
         elif isinstance(v, list) and all(isinstance(x, str) for x in v) and k == "argv":
             out.update(_argv_flags(v, key + "."))
         else:
@@ -256,98 +256,3 @@ def _argv_flags(argv: list[str], prefix: str) -> dict:
             out[f"{prefix}[{i}]"] = tok
             i += 1
     return out
-
-
-# ---------------------------------------------------------------------- notebooks and re-running
-
-
-def notebook_session(nb, name: str, parameters: dict) -> Session:
-    """A session from an executed notebook: its parameters, the models they name, its summary claims as
-    metrics (intervals where a claim has ``NAME_low``/``NAME_high`` siblings), its figures (PNG outputs)."""
-    import base64
-
-    from eagle3lab.app.workbook import find_claims, find_summary
-    from eagle3lab.bundled import REAL_TARGETS, ROOT
-
-    s = Session(name, command={"kind": "notebook", "notebook": name, "parameters": parameters},
-                parameters=parameters)
-    for key, value in parameters.items():
-        if not isinstance(value, str):
-            continue
-        path = REAL_TARGETS.get(value) or (ROOT / "notebooks" / value).resolve()
-        if Path(path).exists() and (Path(path).is_file() or (Path(path) / "config.json").exists()):
-            s.model(key, path)
-    claims = find_claims(nb)
-    for key, value in _flat(claims).items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if key.endswith(("_low", "_high")):
-            continue
-        low, high = claims.get(f"{key}_low"), claims.get(f"{key}_high")
-        s.metrics[key] = {"value": value, **({"low": low, "high": high} if low is not None and high is not None else {})}
-    s.notes = [find_summary(nb) or ""]
-    k = 0
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            png = out.get("data", {}).get("image/png")
-            if png:
-                k += 1
-                s.figures[f"figure {k:02d}"] = base64.b64decode(png)
-    return s
-
-
-def notebook_parameters(nb) -> dict:
-    """The literal values of a notebook's parameters cell and its injected overrides (read, never run)."""
-    import ast
-
-    params = {}
-    for cell in nb.cells:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if cell.cell_type != "code" or not ({"parameters", "injected-parameters"} & set(tags)):
-            continue
-        for node in ast.parse(cell.source).body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                try:
-                    params[node.targets[0].id] = ast.literal_eval(node.value)
-                except ValueError:
-                    continue
-    return params
-
-
-def rerun(session: Session, out_dir=None) -> Session:
-    """Run the recorded command again (same models: fingerprints checked) and return the new session."""
-    from eagle3lab.bundled import ROOT
-
-    kind = session.command.get("kind")
-    if kind == "notebook":
-        from eagle3lab.app.workbook import execute_notebook
-
-        nb = execute_notebook(ROOT / "notebooks" / session.command["notebook"],
-                              parameters=session.command.get("parameters") or None)
-        new = notebook_session(nb, session.name, notebook_parameters(nb))
-    elif kind == "doctor":
-        import contextlib
-        import tempfile
-
-        from eagle3lab.app.cli import main
-
-        with tempfile.TemporaryDirectory() as tmp:
-            argv = [a for a in session.command["argv"]]
-            at = argv.index("--session") if "--session" in argv else None
-            if at is not None:
-                argv[at + 1] = str(Path(tmp) / "s")
-            else:
-                argv += ["--session", str(Path(tmp) / "s")]
-            with contextlib.redirect_stdout(io.StringIO()):
-                main(argv)
-            new = Session.load(Path(tmp) / "s")
-            new.path = None
-    else:
-        raise bad_input(session.path or session.name, "command.kind", "notebook or doctor", kind)
-    moved = {role: (m["sha256"][:12], new.models.get(role, {}).get("sha256", "")[:12])
-             for role, m in session.models.items() if new.models.get(role, {}).get("sha256") != m["sha256"]}
-    if moved:
-        new.notes.append(f"models differ from the recorded session: {moved}")
-    if out_dir is not None:
-        new.save(out_dir)
-    return new

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lab.app.session import Session, flatten
 from eagle3lab.atomic import write_text
 from eagle3lab.bundled import ROOT
 
@@ -174,9 +175,59 @@ def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEB
 
 def _write_session(nb, path: Path, folder: Path) -> None:
     """The executed notebook as a session (eagle3lab.app.session): parameters, models, claims, figures."""
-    from eagle3lab.app.session import notebook_parameters, notebook_session
-
     notebook_session(nb, path.name, notebook_parameters(nb)).save(folder)
+
+
+def notebook_session(nb, name: str, parameters: dict) -> Session:
+    """A session from an executed notebook: its parameters, the models they name, its summary claims as
+    metrics (intervals where a claim has ``NAME_low``/``NAME_high`` siblings), its figures (PNG outputs)."""
+    import base64
+
+    from eagle3lab.bundled import REAL_TARGETS
+
+    s = Session(name, command={"kind": "notebook", "notebook": name, "parameters": parameters},
+                parameters=parameters)
+    for key, value in parameters.items():
+        if not isinstance(value, str):
+            continue
+        path = REAL_TARGETS.get(value) or (ROOT / "notebooks" / value).resolve()
+        if Path(path).exists() and (Path(path).is_file() or (Path(path) / "config.json").exists()):
+            s.model(key, path)
+    claims = find_claims(nb)
+    for key, value in flatten(claims).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if key.endswith(("_low", "_high")):
+            continue
+        low, high = claims.get(f"{key}_low"), claims.get(f"{key}_high")
+        s.metrics[key] = {"value": value, **({"low": low, "high": high} if low is not None and high is not None else {})}
+    s.notes = [find_summary(nb) or ""]
+    k = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            png = out.get("data", {}).get("image/png")
+            if png:
+                k += 1
+                s.figures[f"figure {k:02d}"] = base64.b64decode(png)
+    return s
+
+
+def notebook_parameters(nb) -> dict:
+    """The literal values of a notebook's parameters cell and its injected overrides (read, never run)."""
+    import ast
+
+    params = {}
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell.cell_type != "code" or not ({"parameters", "injected-parameters"} & set(tags)):
+            continue
+        for node in ast.parse(cell.source).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                try:
+                    params[node.targets[0].id] = ast.literal_eval(node.value)
+                except ValueError:
+                    continue
+    return params
 
 
 def _md_inline(text: str) -> str:

@@ -6,8 +6,10 @@ different engines, and SGLang changed its meaning for DeepSeek-family targets in
 
     engine (file)                                id k means          default (ids absent)
     vLLM / speculators (EagleModelMixin)         resid[k]            resid[2, N//2, N-3]
+    vLLM deepseek_v2.py (0.18.0-0.33.0)          resid[k]; id 0 TypeError, id N only since PR #46973 (0.25.0)
     SGLang (models/llama.py, qwen2.py, ...)      resid[k+1]          resid[2, N//2, N-3]
     SGLang deepseek_v2.py after PR #25454        resid[k+1] if the first id is 1, else resid[k]
+      (and glm4_moe_lite.py, same code)
     SGLang id -1 (+1 rule: loop index 0)         resid[0] in qwen2.py / qwen2_moe.py; TypeError in
                                                  llama.py / deepseek_v2.py (versions read); other
                                                  files not read: "not confirmed"
@@ -88,8 +90,8 @@ _INDEX0 = {  # file -> (captures resid[0] at loop index 0?, versions read)
     "llama.py": (False, "00239548f1cd and bf7a0e237e8d (2025 main) and the release-0.5.9 copy "
                         "40349/sglang-v.0.5.9@921d9d7722eb"),
     # unguarded, in both branches of PR #14280's EP change -> TypeError
-    "deepseek_v2.py": (False, "up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; since PR "
-                              "#25454: the releases 0.5.12 and 0.5.13 (wheels)"),
+    "deepseek_v2.py": (False, "up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; the "
+                              "release wheels 0.5.12 (before PR #25454) and 0.5.13 (since it)"),
     # release 0.5.13 (wheel): `aux_hidden_states.append(hidden_states + residual)`, residual None before layer 0
     "glm4_moe_lite.py": (False, "release 0.5.13 (wheel); 0.5.12 runs deepseek_v2.py's loop"),
     # `hidden_states + residual if residual is not None else hidden_states` -> resid[0]
@@ -101,7 +103,7 @@ _INDEX0 = {  # file -> (captures resid[0] at loop index 0?, versions read)
 # Qwen3Model has its own forward and hands a capture callback to each layer. Not read at loop index 0.
 _INDEX0_LATER = ("later SGLang main moves the capture into the layer boundary (seen in qwen3.py 01b5f572b7b6), "
                  "a path not read at loop index 0")
-_INDEX0_READ = ("llama.py and deepseek_v2.py raise TypeError there; qwen2.py (Qwen2, Qwen3) and qwen2_moe.py "
+_INDEX0_READ = ("llama.py and deepseek_v2.py raise TypeError there (glm4_moe_lite.py too); qwen2.py (Qwen2, Qwen3) and qwen2_moe.py "
                 "(Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
 
 # How a note asks for the target architecture or the build, in every caller's words.
@@ -117,16 +119,28 @@ _RULES = {
     "sglang-deepseek-old": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
                             f"#25454 merged {_PR25454.merged}): config id k = resid[k+1], as in llama.py."),
     "sglang-deepseek-new": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, since PR #25454 "
-                            f"merged {_PR25454.merged}, as its description states it): +1 only when the FIRST "
+                            f"merged {_PR25454.merged}; read in releases 0.5.13 and 0.5.23): +1 only when the FIRST "
                             "id is 1 (id k = resid[k+1]); otherwise ids are loop indices used as-is (id k = resid[k])."),
+    "sglang-glm4-lite": ("SGLang Glm4MoeLiteForCausalLM (python/sglang/srt/models/glm4_moe_lite.py): the same "
+                         "set_eagle3_layers_to_capture as deepseek_v2.py in the releases read (0.5.12: a subclass, "
+                         "+1 always; 0.5.13 and 0.5.23: PR #25454's first-id rule, copied), so "
+                         "builds are placed by PR #25454."),
     "sglang-default": ("SGLang (set_eagle3_layers_to_capture with layer_ids None, every version read): loop "
                        "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
                        "only from config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids."),
     "vllm": ("vLLM (model_executor/models, EagleModelMixin._maybe_add_hidden_state via "
              "set_aux_hidden_state_layers, since PR #36063; older model files captured layer inputs, the same "
              "points for k < N): id k = resid[k]; 0 = embedding output, N = last layer output before the final norm."),
-    "vllm-default": ("vLLM (get_eagle3_aux_hidden_state_layers when the draft config has no "
-                     "eagle_aux_hidden_state_layer_ids): (2, N//2, N-3) = resid[2], resid[N//2], resid[N-3]."),
+    "vllm-deepseek": ("vLLM DeepSeek-family (model_executor/models/deepseek_v2.py DeepseekV2Model.forward, its own "
+                      "loop, not EagleModelMixin; every release read, 0.18.0-0.33.0): appends `hidden_states + "
+                      "residual` before layer k runs, so id k = resid[k] for k < N, and id N after the last layer "
+                      "since PR #46973 (release 0.25.0); id 0 meets residual None there (TypeError)."),
+    "vllm-deepseek-v32": ("vLLM DeepseekV32ForCausalLM since release 0.29.0 (registry.py -> vllm/models/deepseek_v32; "
+                          "CUDA: nvidia/model.py, ROCm: amd/model.py, other platforms: deepseek_v2.py; read up to "
+                          "0.33.0): captures before layer k runs, so id k = resid[k] for k < N; id N is never "
+                          "captured; id 0 depends on the platform."),
+    "vllm-default": ("vLLM (get_eagle3_aux_hidden_state_layers when the draft config has no ids vLLM reads): "
+                     "(2, N//2, N-3) = resid[2], resid[N//2], resid[N-3]."),
     "speculators": ("speculators (eagle_aux_hidden_state_layer_ids, vLLM convention; served by vLLM): id k = "
                     "resid[k]; its data generation also appends id N (verifier_last_hidden_states) for the "
                     "training target."),
@@ -333,14 +347,39 @@ def _transformerlens_points(written, n, notes):
     return _RULES["transformerlens"], points
 
 
+# What vLLM logs when it falls back to its default ids (read in the wheels 0.17.0-0.33.0, every release): the
+# V2 model runner (v1/worker/gpu/spec_decode/eagle/eagle3_utils.py set_eagle3_aux_hidden_state_layers) logs INFO
+# "Using Eagle3 auxiliary layers from model: ..."; the V1 runner (v1/worker/gpu_model_runner.py) logs only when
+# the ids come from the config. PR #50170 (open) turns the V2 line into a warning_once; its text is in the copy
+# of eagle3_utils.py at vllm-project/vllm 0cfdd2e15d69, in no release read.
+_VLLM_FALLBACK_LOG = ("the V2 model runner (eagle3_utils.py) logs it only as INFO 'Using Eagle3 auxiliary layers "
+                      "from model: (...)', the V1 runner (gpu_model_runner.py) says nothing, and no release read "
+                      "(0.17.0-0.33.0) warns")
+
+
+def _vllm_deepseek_file(arch, notes) -> str | None:
+    """vLLM's file with the capture loop for a DeepSeek-family ``arch``: 'deepseek_v2.py', 'deepseek_v32'
+    (DeepseekV32ForCausalLM since release 0.29.0) or None (not DeepSeek-family)."""
+    if not is_deepseek_family(arch):
+        return None
+    if arch.strip().lower() == "deepseekv32forcausallm" and notes.after("vllm-deepseek-v32"):
+        return "deepseek_v32"
+    return "deepseek_v2.py"
+
+
 def _vllm_points(engine, written, n, arch, notes):
-    """vLLM and speculators (served by vLLM): id k = resid[k]."""
+    """vLLM and speculators (served by vLLM): id k = resid[k], with DeepSeek-family exceptions."""
+    deepseek = _vllm_deepseek_file(arch, notes)
+    if deepseek and not notes.after("vllm-deepseek-eagle3"):
+        notes.add(f"vLLM before 0.18.0 serves no EAGLE-3 draft on {arch}: config/speculative.py raises ValueError "
+                  "('eagle3 is only supported for [...] models'; DeepSeek model types join the list in 0.18.0) and "
+                  "deepseek_v2.py has no capture hook.", "breaks")
     if written is None:
         warns = notes.after("vllm#50170")
-        notes.add("Default ids used: the draft config has no eagle_aux_hidden_state_layer_ids, so vLLM falls back "
-                  f"to (2, N//2, N-3) = {list(default_resid(n))}"
-                  + (" and logs a warning (PR #50170)." if warns else
-                     " without saying so (PR #50170 adds a warning; open as of 2026-07-28).")
+        notes.add("Default ids used: the draft config has no ids vLLM reads, so vLLM falls back to (2, N//2, N-3) = "
+                  f"{list(default_resid(n))}"
+                  + (" and warns once (PR #50170)." if warns else
+                     f"; {_VLLM_FALLBACK_LOG} (PR #50170 adds a warning; open as of 2026-07-28).")
                   + " If the draft was trained on other states, acceptance collapses while output stays correct.",
                   "defaulted")
         return _RULES[f"{engine}-default"], [2, n // 2, n - 3]
@@ -350,17 +389,43 @@ def _vllm_points(engine, written, n, arch, notes):
             raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "ids in 0..N (vLLM convention)", p,
                             "vLLM tests `idx in layers` while walking the layers, so a negative id is never matched "
                             "and that state is silently missing. Use 0 for the embedding output (resid[0]).")
-    if n is not None and n in points and is_deepseek_family(arch):
-        if not notes.after("vllm#46973"):
+    rule = _RULES[engine]
+    if deepseek == "deepseek_v2.py":
+        rule = _RULES["vllm-deepseek"] + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators" else "")
+        if 0 in points:
+            notes.add(f"Id 0 (resid[0], the embedding output) crashes vLLM on {arch}: deepseek_v2.py's "
+                      "DeepseekV2Model.forward appends `hidden_states + residual` before layer 0, where the residual "
+                      "is still None, and raises TypeError ('Tensor' + 'NoneType') at the target's first forward "
+                      "(every release read, 0.18.0-0.33.0; read, not run). Use resid[1] instead.", "breaks")
+        if n is not None and n in points and not notes.after("vllm#46973"):
             notes.add(f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR #46973 "
-                      f"(merged {_PR46973.merged}): one state fewer comes back than configured.", "breaks")
+                      f"(merged {_PR46973.merged}; releases 0.18.0-0.24.0 capture ids up to {n - 1}): one state "
+                      "fewer comes back than configured.", "breaks")
             points = [p for p in points if p != n]
-    return _RULES[engine], points
+    elif deepseek == "deepseek_v32":
+        rule = _RULES["vllm-deepseek-v32"] + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators"
+                                              else "")
+        if 0 in points:
+            notes.add("Id 0 on DeepseekV32ForCausalLM (vLLM 0.29.0 on, vllm/models/deepseek_v32, releases read up to "
+                      "0.33.0) depends on the platform: CUDA's nvidia/model.py appends the bare hidden states when the "
+                      "residual is None (resid[0]); ROCm's amd/model.py (and deepseek_v2.py on other platforms) computes "
+                      "`hidden_states + residual` and raises TypeError at the first forward.")
+        if n is not None and n in points:
+            notes.add(f"id {n} (final layer output) is never captured by vLLM's vllm/models/deepseek_v32 (0.29.0-"
+                      "0.33.0 read): it captures before each layer only; one state fewer comes back than configured.",
+                      "breaks")
+            points = [p for p in points if p != n]
+    elif arch is None and 0 in points:
+        notes.add("If the target is DeepSeek-family (DeepseekV2/V3/V32, Kimi-K2/K2.5), id 0 crashes vLLM: "
+                  "deepseek_v2.py adds a None residual at layer 0 (TypeError, releases 0.18.0-0.33.0). Other model "
+                  f"files (EagleModelMixin) capture resid[0]. To decide, {_PASS_ARCH}.")
+    return rule, points
 
 
 def _sglang_points(engine, written, n, arch, notes):
     """SGLang, and SpecForge (which captures through SGLang's hook): id k = resid[k+1], with exceptions."""
-    family = is_deepseek_family(arch)
+    family = sglang_first_id_rule(arch)
+    file = sglang_model_file(arch)
     if written is None:
         if engine == "specforge":
             ids = [1, n // 2 - 1, n - 4]
@@ -385,15 +450,18 @@ def _sglang_points(engine, written, n, arch, notes):
         after = notes.after("sglang#25454")
         plus_one = not after or ids[0] == 1
         rule = _RULES["sglang-deepseek-new" if after else "sglang-deepseek-old"]
+        if file == "glm4_moe_lite.py":
+            rule = _RULES["sglang-glm4-lite"] + " deepseek_v2.py's rule: " + rule
         old, new = [i + 1 for i in ids], ([i + 1 for i in ids] if ids[0] == 1 else list(ids))
         if old != new:
-            notes.add(f"Version-dependent (SGLang PR #25454, merged {_PR25454.merged}, DeepSeek-family targets): the "
+            notes.add(f"Version-dependent (SGLang PR #25454, merged {_PR25454.merged}, {file}): the "
                       f"first id is {ids[0]}, not 1, so builds before it capture loop indices {old} and builds since "
                       f"capture {new}. Shown: {'since' if after else 'before'} PR #25454"
                       + (f" ({_PASS_VERSION})." if notes.engine_version is None else "."))
     elif arch is None:
         if ids[0] != 1:
-            notes.add("If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) and SGLang includes PR #25454 "
+            notes.add("If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) or Glm4MoeLiteForCausalLM and SGLang "
+                      "includes PR #25454 "
                       f"(merged {_PR25454.merged}), these ids are used as-is: loop indices {ids}. To decide, "
                       f"{_PASS_ARCH}.", confirmed=False)
     elif sglang_model_file(arch) is None:
@@ -412,8 +480,8 @@ def _sglang_points(engine, written, n, arch, notes):
                   "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is silently missing.", "breaks")
         points = [p for p in points if p >= 0]
     if not plus_one and 0 in points:
-        notes.add("Loop index 0, where the residual is still None: deepseek_v2.py computes `hidden_states + "
-                  f"residual` there and raises TypeError at the target's first forward (read {_INDEX0['deepseek_v2.py'][1]}"
+        notes.add(f"Loop index 0, where the residual is still None: {file} computes `hidden_states + "
+                  f"residual` there and raises TypeError at the target's first forward (read {_INDEX0[file][1]}"
                   ").", "breaks")
     if n is not None and n in points:
         notes.add(f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures before "
@@ -506,8 +574,8 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
     """The ids to WRITE so that ``engine`` captures exactly these ``resid`` points, in this order.
 
     Raises ``Eagle3LabError`` when the engine cannot express them (resid[0] in SGLang except where the
-    target's model file is read to capture it, resid[N] in SGLang, any non-ascending order,
-    SafeAILab/EAGLE's fixed choice). Ids for a target whose SGLang file was not read follow the +1
+    target's model file is read to capture it, resid[0] in vLLM on a DeepSeek-family target (deepseek_v2.py
+    crashes on it), resid[N] in SGLang, any non-ascending order, SafeAILab/EAGLE's fixed choice). Ids for a target whose SGLang file was not read follow the +1
     rule of every file read (``resolve_aux_layers`` says so in an unconfirmed note).
     """
     engine = _check_engine(engine)
@@ -547,7 +615,7 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
     raise Eagle3LabError(
         f"{engine}: cannot capture {[resid_name(k, n) for k in target]} for N = {n}"
         + (f", arch {arch}" if arch else "") + ". Tried: " + "; ".join(tried)
-        + ". Choose other points (e.g. resid[1] instead of resid[0] where SGLang's model file cannot capture "
+        + ". Choose other points (e.g. resid[1] instead of resid[0] where the target's model file cannot capture "
         "the embedding, resid[N-1] instead of resid[N]), or patch the engine's capture loop.")
 
 
@@ -567,8 +635,9 @@ def nearest_servable(engine: str, resid, num_layers: int, arch: str | None = Non
 
     ``resid`` itself when the engine can express it; else the ascending wiring at the smallest total
     distance (sum of |moves|, then the smallest single move, then the inner point on a tie) that the
-    engine can capture as a whole (SGLang's llama.py: resid[0] -> resid[1], resid[N] -> resid[N-1]; a
-    DeepSeek-family rule where only a whole list decides the convention is tried as a whole).
+    engine can capture as a whole (SGLang's llama.py, vLLM's deepseek_v2.py: resid[0] -> resid[1]; SGLang:
+    resid[N] -> resid[N-1]; a DeepSeek-family rule where only a whole list decides the convention is tried
+    as a whole).
     Raises ``Eagle3LabError`` when none is within ``2 * len(resid) + 2`` moves (EAGLE's fixed choice).
     """
     def ids_for(points):

@@ -5,7 +5,10 @@ order, as vLLM's ExampleHiddenStatesConnector writes them) and ``token_ids`` ``[
 ``manifest.json`` naming the ``resid`` points, the target and every file. This is how a target too
 big for one machine is analysed: vLLM on the cluster writes the files
 (``speculative_config={"method": "extract_hidden_states", ...}``), ``HiddenDump`` reads them here.
-vLLM's ``eagle_aux_hidden_state_layer_ids`` are already resid indices.
+vLLM's ``eagle_aux_hidden_state_layer_ids`` are already resid indices (id k = ``resid[k]``), except that
+on DeepSeek-family targets vLLM's own capture loop (``deepseek_v2.py``, releases 0.18.0-0.33.0) cannot take
+id 0 (``resid[0]``: TypeError at the first forward, so no such dump exists) and captures id N only since
+PR #46973 (0.25.0); see ``eagle3lab.engines.layer_ids``.
 """
 
 from __future__ import annotations

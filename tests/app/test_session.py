@@ -12,7 +12,8 @@ import pytest
 
 from eagle3lab import bundled
 from eagle3lab.app.cli import main
-from eagle3lab.app.session import Session, diff_sessions, rerun
+from eagle3lab.app.rerun import rerun
+from eagle3lab.app.session import Session, diff_sessions
 from eagle3lab.engines.acceptance import Interval
 from eagle3lab.errors import Eagle3LabError
 

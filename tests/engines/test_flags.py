@@ -672,6 +672,7 @@ def test_vllm_translator_unplaced_finding_has_the_same_shape():
     res = vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, target=deepseek, draft=draft,
                version="pre-#1")
     found = [f for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]
-    changes = [VLLM_CHANGES["aux-from-config"], ID_CHANGES["vllm#46973"]]  # a flags rule, then the translator
+    changes = [VLLM_CHANGES["aux-from-config"], ID_CHANGES["vllm-deepseek-eagle3"],  # a flags rule, then the
+               ID_CHANGES["vllm#46973"]]                                             # translator's two
     assert found == [unplaced_finding(c, "pre-#1") for c in changes]
     assert {(f.setting, f.rule) for f in found} == {("engine_version", "eagle3lab.engines.versions.place")}

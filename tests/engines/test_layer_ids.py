@@ -4,7 +4,13 @@ import json
 
 import pytest
 
-from eagle3lab.engines.layer_ids import ID_CONVENTIONS, compare_engines, resolve_aux_layers, to_engine_ids
+from eagle3lab.engines.layer_ids import (
+    ID_CONVENTIONS,
+    compare_engines,
+    nearest_servable,
+    resolve_aux_layers,
+    to_engine_ids,
+)
 from eagle3lab.errors import Eagle3LabError
 
 KIMI = "DeepseekV3ForCausalLM"  # Kimi-K2 / DeepSeek-V3: N = 61
@@ -34,11 +40,14 @@ def test_sglang_default_is_silent_and_says_where_ids_are_read():
     assert _has(res, "silently", "eagle_config", "eagle_aux_hidden_state_layer_ids")
 
 
-def test_vllm_default_warning_depends_on_pr_50170():
-    silent = resolve_aux_layers("vllm", None, 32)
-    assert _has(silent, "without saying so", "#50170")
+def test_vllm_default_is_logged_by_the_v2_runner_only_and_warned_by_no_release():
+    # vLLM wheels 0.17.0-0.33.0: eagle3_utils.py (V2 runner) logs INFO on fallback, gpu_model_runner.py (V1) nothing
+    res = resolve_aux_layers("vllm", None, 32)
+    assert _has(res, "V2 model runner", "INFO 'Using Eagle3 auxiliary layers from model", "V1 runner", "says nothing")
+    assert _has(res, "no release read (0.17.0-0.33.0) warns", "#50170")
+    assert not _has(res, "before PR #50170")
     warned = resolve_aux_layers("vllm", None, 32, engine_version="post-#50170")
-    assert _has(warned, "logs a warning")
+    assert _has(warned, "warns once (PR #50170)")
 
 
 def test_specforge_default_ids_written_in_sglang_convention():
@@ -163,6 +172,24 @@ def test_sglang_id_minus_one_per_model_file(engine, arch, file, captures):
             to_engine_ids(engine, [0, 3, 31], 61, arch=arch, engine_version="pre-#25454")
 
 
+@pytest.mark.parametrize("engine", ["sglang", "specforge"])
+def test_sglang_glm4_moe_lite_has_the_first_id_rule_of_pr_25454(engine):
+    # sglang wheels 0.5.13 and 0.5.23: glm4_moe_lite.py copies deepseek_v2.py's set_eagle3_layers_to_capture;
+    # 0.5.12: Glm4MoeLiteForCausalLM subclasses DeepseekV2ForCausalLM (+1 always)
+    glm = "Glm4MoeLiteForCausalLM"
+    for version, resid in [("0.5.12", (3, 31, 59)), ("0.5.13", (2, 30, 58)), ("post-#25454", (2, 30, 58))]:
+        res = resolve_aux_layers(engine, [2, 30, 58], 61, arch=glm, engine_version=version)
+        assert res.resid == resid and "glm4_moe_lite.py" in res.rule and not res.unconfirmed, version
+    assert resolve_aux_layers(engine, [1, 29, 57], 61, arch=glm).resid == (2, 30, 58)
+    unknown = resolve_aux_layers(engine, [2, 30, 58], 61, arch=glm)
+    assert _has(unknown, "Version-dependent", "#25454", "glm4_moe_lite.py")
+    # id -1 (+1 rule): loop index 0, residual None, `hidden_states + residual` in the 0.5.13 file
+    crash = resolve_aux_layers(engine, [-1, 2, 30], 61, arch=glm, engine_version="pre-#25454")
+    assert crash.fatal and "glm4_moe_lite.py" in crash.fatal[0] and "TypeError" in crash.fatal[0]
+    zero = resolve_aux_layers(engine, [0, 3, 31], 61, arch=glm, engine_version="0.5.13")
+    assert zero.fatal and "glm4_moe_lite.py computes" in zero.fatal[0]
+
+
 def test_sglang_id_minus_one_anywhere_in_the_list():
     # Not first: still loop index 0, still captured first (ascending), same per-file outcome.
     llama = resolve_aux_layers("sglang", [2, -1, 30], 61, arch=LLAMA)
@@ -214,6 +241,55 @@ def test_vllm_final_layer_on_deepseek_depends_on_pr_46973():
     new = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=KIMI, engine_version="2026-07-01")
     assert new.resid == (2, 30, 61) and not new.fatal
     assert resolve_aux_layers("vllm", [2, 16, 32], 32, arch=LLAMA).resid == (2, 16, 32)
+    # release bounds read in the wheels: 0.24.0 captures ids up to 60 only, 0.25.0 captures id 61
+    r24 = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=KIMI, engine_version="0.24.0")
+    assert r24.resid == (2, 30) and _has(r24, "0.18.0-0.24.0") and not [n for n in r24.notes if n.kind == "version"]
+    r25 = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=KIMI, engine_version="0.25.0")
+    assert r25.resid == (2, 30, 61) and not r25.notes
+
+
+DEEPSEEK_FAMILY = [KIMI, "DeepseekV2ForCausalLM", "KimiK25ForConditionalGeneration"]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "speculators"])
+@pytest.mark.parametrize("arch", DEEPSEEK_FAMILY + ["DeepseekV32ForCausalLM"])
+def test_vllm_id_0_crashes_deepseek_v2(engine, arch):
+    # vllm/model_executor/models/deepseek_v2.py, releases 0.18.0-0.33.0: `hidden_states + residual`, residual None
+    version = "0.28.0" if arch == "DeepseekV32ForCausalLM" else None   # V32 has a file of its own from 0.29.0
+    res = resolve_aux_layers(engine, [0, 3, 31], 61, arch=arch, engine_version=version)
+    assert res.resid == (0, 3, 31)
+    [fatal] = res.fatal
+    assert "deepseek_v2.py" in fatal and "TypeError" in fatal and "0.18.0-0.33.0" in fatal and arch in fatal
+    assert "deepseek_v2.py" in res.rule and not res.unconfirmed
+    with pytest.raises(Eagle3LabError, match="deepseek_v2.py.*TypeError"):
+        to_engine_ids(engine, [0, 3, 31], 61, arch=arch, engine_version=version)
+    assert nearest_servable(engine, (0, 3, 31), 61, arch=arch, engine_version=version) == ((1, 3, 31), [1, 3, 31])
+    # other targets (EagleModelMixin guards the None residual) and the inverse there: unchanged
+    assert not resolve_aux_layers(engine, [0, 3, 31], 61, arch=LLAMA).fatal
+    assert to_engine_ids(engine, [0, 3, 31], 61, arch=LLAMA) == [0, 3, 31]
+
+
+def test_vllm_deepseek_before_0_18_serves_no_eagle3():
+    # 0.17.x: config/speculative.py has no DeepSeek model type in aux_hidden_states_supported (ValueError)
+    for ids in (None, [2, 30, 58]):
+        old = resolve_aux_layers("vllm", ids, 61, arch=KIMI, engine_version="0.17.1")
+        assert old.fatal and _has(old, "before 0.18.0", "ValueError")
+        assert not resolve_aux_layers("vllm", ids, 61, arch=KIMI, engine_version="0.18.0").fatal
+    assert not resolve_aux_layers("vllm", [2, 30, 58], 61, arch=LLAMA, engine_version="0.17.1").fatal
+
+
+def test_vllm_deepseek_v32_has_its_own_file_from_0_29():
+    res = resolve_aux_layers("vllm", [0, 3, 61], 61, arch="DeepseekV32ForCausalLM", engine_version="0.29.0")
+    assert res.resid == (0, 3) and "deepseek_v32" in res.rule
+    assert not _has(res, "deepseek_v2.py's DeepseekV2Model")        # id 0: CUDA guards it, ROCm does not
+    assert _has(res, "CUDA", "resid[0]", "ROCm", "TypeError")
+    [fatal] = res.fatal
+    assert "id 61" in fatal and "never captured" in fatal                # no capture after the last layer there
+
+
+def test_vllm_id_0_without_arch_says_what_deepseek_does():
+    res = resolve_aux_layers("vllm", [0, 3, 31], 61)
+    assert not res.fatal and _has(res, "If the target is DeepSeek-family", "TypeError", "--arch")
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
@@ -305,7 +381,8 @@ def test_to_engine_ids_examples():
     assert to_engine_ids("sglang", [2, 30, 58], 61, arch=KIMI) == [1, 29, 57]  # same meaning in every version
     assert to_engine_ids("sglang", [3, 31, 59], 61, arch=KIMI, engine_version="post-#25454") == [3, 31, 59]
     assert to_engine_ids("sglang", [3, 31, 59], 61, arch=KIMI, engine_version="pre-#25454") == [2, 30, 58]
-    assert to_engine_ids("vllm", [0, 3, 31], 61, arch=KIMI) == [0, 3, 31]
+    assert to_engine_ids("vllm", [0, 3, 31], 61, arch=LLAMA) == [0, 3, 31]
+    assert to_engine_ids("vllm", [1, 3, 31], 61, arch=KIMI) == [1, 3, 31]   # resid[0] crashes deepseek_v2.py
     assert to_engine_ids("transformerlens", [0, 32], 32) == ["blocks.0.hook_resid_pre", "blocks.31.hook_resid_post"]
     assert to_engine_ids("eagle", [2, 16, 29], 32) == [2, 16, 29]
 
@@ -352,7 +429,11 @@ def test_cli_ids_text_and_exit_codes(capsys):
     assert main(["ids", "sglang", "-1", "2", "30", "--num-layers", "61", "--arch", KIMI,
                  "--engine-version", "pre-#25454", "--to", "vllm"]) == 1  # the engine would crash
     text = capsys.readouterr().out
-    assert "resid[0] (embedding), resid[3], resid[31]" in text and "BREAKS" in text and "write [0, 3, 31]" in text
+    assert "resid[0] (embedding), resid[3], resid[31]" in text and "BREAKS" in text
+    assert "in vllm: cannot" in text and "deepseek_v2.py's DeepseekV2Model" in text  # vLLM crashes on id 0 too
+    assert main(["ids", "sglang", "-1", "2", "30", "--num-layers", "61", "--arch", "Qwen3ForCausalLM",
+                 "--to", "vllm"]) == 0
+    assert "write [0, 3, 31]" in capsys.readouterr().out
     assert main(["ids", "vllm", "--num-layers", "32"]) == 0
     assert "[resid[2], resid[16], resid[29]]" in capsys.readouterr().out
     assert main(["ids", "vllm", "-5", "--num-layers", "32"]) == 2

@@ -140,10 +140,10 @@ def test_an_open_pr_is_in_no_build_but_its_own_marks_place_it():
         assert place(open_pr, version) == place(open_pr, "pre-#50170")
         assert place(open_pr, version).state == "before"
     assert place(open_pr, "post-#50170").state == "after"
-    # The translator follows the same answer: the default is used without a log line, no version note.
+    # The translator follows the same answer: no release warns on the default, no version note.
     res = resolve_aux_layers("vllm", None, 32, engine_version="2026-09-01")
     assert not [n for n in res.notes if n.kind == "version"]
-    assert any("without saying so" in w for w in res.warnings)
+    assert any("no release read (0.17.0-0.33.0) warns" in w for w in res.warnings)
 
 
 def test_release_bounds_on_both_sides():

@@ -63,7 +63,7 @@ def test_a_notebook_session_loads_without_the_models(tmp_path):
     import subprocess
     import sys
 
-    from eagle3lab.app.session import notebook_parameters, notebook_session
+    from eagle3lab.app.workbook import notebook_parameters, notebook_session
 
     nb = executed_notebook("05_acceptance_rates.ipynb")
     s = notebook_session(nb, "05_acceptance_rates.ipynb", notebook_parameters(nb))
