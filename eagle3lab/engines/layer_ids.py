@@ -103,8 +103,8 @@ _INDEX0 = {  # file -> (captures resid[0] at loop index 0?, versions read)
 # Qwen3Model has its own forward and hands a capture callback to each layer. Not read at loop index 0.
 _INDEX0_LATER = ("later SGLang main moves the capture into the layer boundary (seen in qwen3.py 01b5f572b7b6), "
                  "a path not read at loop index 0")
-_INDEX0_READ = ("llama.py and deepseek_v2.py raise TypeError there (glm4_moe_lite.py too); qwen2.py (Qwen2, Qwen3) and qwen2_moe.py "
-                "(Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
+_INDEX0_READ = ("llama.py and deepseek_v2.py raise TypeError there (glm4_moe_lite.py too); qwen2.py (Qwen2, "
+                "Qwen3) and qwen2_moe.py (Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
 
 # How a note asks for the target architecture or the build, in every caller's words.
 _PASS_ARCH = ("pass the target architecture (--arch in `eagle3lab ids`, --target-arch in `eagle3lab flags`, "
@@ -391,7 +391,8 @@ def _vllm_points(engine, written, n, arch, notes):
                             "and that state is silently missing. Use 0 for the embedding output (resid[0]).")
     rule = _RULES[engine]
     if deepseek == "deepseek_v2.py":
-        rule = _RULES["vllm-deepseek"] + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators" else "")
+        rule = _RULES["vllm-deepseek"] + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators"
+                                          else "")
         if 0 in points:
             notes.add(f"Id 0 (resid[0], the embedding output) crashes vLLM on {arch}: deepseek_v2.py's "
                       "DeepseekV2Model.forward appends `hidden_states + residual` before layer 0, where the residual "
@@ -408,8 +409,8 @@ def _vllm_points(engine, written, n, arch, notes):
         if 0 in points:
             notes.add("Id 0 on DeepseekV32ForCausalLM (vLLM 0.29.0 on, vllm/models/deepseek_v32, releases read up to "
                       "0.33.0) depends on the platform: CUDA's nvidia/model.py appends the bare hidden states when the "
-                      "residual is None (resid[0]); ROCm's amd/model.py (and deepseek_v2.py on other platforms) computes "
-                      "`hidden_states + residual` and raises TypeError at the first forward.")
+                      "residual is None (resid[0]); ROCm's amd/model.py (and deepseek_v2.py on other platforms) "
+                      "computes `hidden_states + residual` and raises TypeError at the first forward.")
         if n is not None and n in points:
             notes.add(f"id {n} (final layer output) is never captured by vLLM's vllm/models/deepseek_v32 (0.29.0-"
                       "0.33.0 read): it captures before each layer only; one state fewer comes back than configured.",
@@ -575,8 +576,9 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
 
     Raises ``Eagle3LabError`` when the engine cannot express them (resid[0] in SGLang except where the
     target's model file is read to capture it, resid[0] in vLLM on a DeepSeek-family target (deepseek_v2.py
-    crashes on it), resid[N] in SGLang, any non-ascending order, SafeAILab/EAGLE's fixed choice). Ids for a target whose SGLang file was not read follow the +1
-    rule of every file read (``resolve_aux_layers`` says so in an unconfirmed note).
+    crashes on it), resid[N] in SGLang, any non-ascending order, SafeAILab/EAGLE's fixed choice). Ids for a
+    target whose SGLang file was not read follow the +1 rule of every file read (``resolve_aux_layers`` says
+    so in an unconfirmed note).
     """
     engine = _check_engine(engine)
     n = _check_num_layers(num_layers)

@@ -43,7 +43,7 @@ class EngineProfile:
     rope_types: frozenset[str] = frozenset({"default", "linear", "llama3"})  # RoPE variants it applies
     rope_since: dict[str, str] = field(default_factory=dict)  # rope type -> since when / where it is applied
     rope_requires: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> keys without which: plain
-    rope_other: str = "builds plain RoPE"        # what it does with a rope type it does not apply
+    rope_other: str | None = None                # what it does with a rope type it does not apply, where read
     engine_version: str | None = None            # passed to the layer-id translator
     notes: tuple[str, ...] = ()
 
@@ -241,8 +241,9 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     rope_type = rope_type_of(rope)
     missing = [k for k in profile.rope_requires.get(rope_type, ()) if (rope or {}).get(k) is None]
     if rope_type not in profile.rope_types:
-        decisions["rope_scaling"] = Decision("default", f"{profile.label} does not apply rope_type '{rope_type}' "
-                                                        f"({profile.rope_other}); shown as plain RoPE")
+        decisions["rope_scaling"] = Decision("default", f"{profile.label} does not apply rope_type '{rope_type}'"
+                                             + (f" ({profile.rope_other}); shown as plain RoPE" if profile.rope_other
+                                                else ""))
         rope = None
     elif missing:
         decisions["rope_scaling"] = Decision("default", f"{profile.label} builds plain RoPE for rope_type "

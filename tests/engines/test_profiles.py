@@ -60,7 +60,8 @@ def test_norm_before_fc_only_where_honoured_and_never_with_fc_norm():
     assert not any("GPT-OSS draft path" in n for n in PROFILES["sglang"].notes)
     assert resolve_settings(cfg(norm_before_fc=True), "sglang-legacy").norm_before_fc is False
     # vLLM: llama_eagle3.py since PR #36545 (0.18.0); speculators configs since PR #38111 (0.19.0)
-    assert "#36545" in PROFILES["vllm"].honours["norm_before_fc"] and "#38111" in PROFILES["vllm"].honours["norm_before_fc"]
+    vllm_since = PROFILES["vllm"].honours["norm_before_fc"]
+    assert "#36545" in vllm_since and "0.18.0" in vllm_since and "#38111" in vllm_since
     with pytest.raises(Eagle3LabError, match="mutually exclusive"):
         resolve_settings(cfg(norm_before_fc=True, fc_norm=True), "speculators")
 
