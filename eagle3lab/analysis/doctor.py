@@ -301,6 +301,34 @@ def _gain(before: Rung, after: Rung) -> Interval:
     return bootstrap_ratio_difference(*after.score.tau_sums, *before.score.tau_sums)
 
 
+def _absolute_ids(draft, where) -> DoctorFinding | None:
+    """verl-SpeCo#67: d2t written as absolute target ids, not offsets. When ``i + d2t[i]`` leaves the target
+    vocabulary but ``d2t[i] - i`` is a valid offset map, the draft's map is rewritten in place (it is this
+    process's copy) and the finding says so; a map that is neither stops doctor with a clear error."""
+    if draft.d2t is None:
+        return None
+    vocab = draft.config.vocab_size
+    slots = torch.arange(len(draft.d2t), device=draft.d2t.device)
+    mapped = slots + draft.d2t
+    if bool(((mapped >= 0) & (mapped < vocab)).all()):
+        return None
+    offsets = draft.d2t - slots
+    ids = slots + offsets
+    if not (bool(((ids >= 0) & (ids < vocab)).all()) and bool((ids[1:] > ids[:-1]).all())):
+        raise bad_input(where, "d2t", f"offsets with i + d2t[i] in 0..{vocab - 1}",
+                        f"{int(((mapped < 0) | (mapped >= vocab)).sum())} slots outside the vocabulary",
+                        "Neither offsets nor absolute ids: restore the map the draft was trained with.")
+    bad = int(((mapped < 0) | (mapped >= vocab)).sum())
+    with torch.no_grad():
+        draft.d2t.copy_(offsets)
+        draft.t2d.zero_()
+        draft.t2d[ids] = True
+    return DoctorFinding("VOCAB_ABSOLUTE_IDS", "critical", "d2t holds absolute target ids, not offsets",
+                         f"{where}: i + d2t[i] leaves the {vocab}-token vocabulary at {bad} of {len(slots)} slots, "
+                         "while d2t[i] read as the target id is a valid increasing map (verl-SpeCo#67)",
+                         "write d2t[i] = target_id[i] - i (--write-fixed does it)", "vocab")
+
+
 def _rule_divergence(bank: StateBank, draft, wiring, served: dict, trained: dict):
     """``analysis.tensor_diff`` of the draft run with the engine's switches vs the trained ones, on the same
     fc input (one sequence of the bank): the hook point where the engine's arithmetic departs."""
@@ -357,7 +385,7 @@ def servable_wiring(wiring, engine: str, num_layers: int, arch: str | None):
 
 ENGINE_FORMAT = {"sglang": "sglang", "vllm": "speculators"}   # the checkpoint family each engine loads
 _RULE_KEYS = ("norm_before_residual", "norm_before_fc", "fc_norm", "recycle_postnorm")
-_WRITABLE = {"WIRING", "FIRST_LAYER_RULE", "VOCAB_MAP", "DRAFT_CONTEXT_SHORT"}   # what write_fixed writes
+_WRITABLE = {"WIRING", "FIRST_LAYER_RULE", "VOCAB_MAP", "VOCAB_ABSOLUTE_IDS", "DRAFT_CONTEXT_SHORT"}   # what write_fixed writes
 
 
 @dataclass
@@ -513,6 +541,11 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
         target_name = str(getattr(tgt, "name", None) or target)
     n, arch = bank.num_layers, draft.target_arch
     findings: list[DoctorFinding] = []
+    absolute = _absolute_ids(draft, draft_path)
+    if absolute is not None:
+        findings.append(absolute)
+        notes.append("every rung is measured with d2t read as offsets: as written, the engine indexes outside the "
+                     "target vocabulary")
 
     # the checkpoint and the configs (the draft was loaded even with a broken map: its behaviour is read below)
     inspected = inspect_checkpoint(draft_path, target=target if dump is None else target_dir)

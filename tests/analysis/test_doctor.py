@@ -232,3 +232,21 @@ def test_labels_built_from_pre_norm_states(tiny8, tmp_path_factory, prompts):
     assert found is not None and found.severity == "critical", reports["pre-norm labels"].table()
     assert found.data["agree_prenorm"] > found.data["agree_real"] and found.gain.low > 0
     assert reports["right labels"].finding("TARGET_DISTRIBUTION_PRENORM") is None
+
+
+def test_absolute_ids_in_d2t(tiny8, healthy_dir, prompts, tmp_path):
+    """verl-SpeCo#67: d2t saved as absolute target ids. doctor reads it as such, measures, and writes offsets."""
+    from eagle3lab.models.checkpoint import save_draft
+
+    target, _, _ = tiny8
+    draft = load_draft(healthy_dir, target=target)
+    offsets = draft.d2t.clone()
+    with torch.no_grad():
+        draft.d2t.add_(torch.arange(len(offsets)))          # i + d2t[i] now leaves the vocabulary
+    save_draft(draft, tmp_path / "absolute", format="sglang", include_embedding=False)
+    report = doctor(tiny8, tmp_path / "absolute", prompts, engine="sglang")
+    found = report.finding("VOCAB_ABSOLUTE_IDS")
+    assert found is not None and found.severity == "critical", report.table()
+    assert report.ladder[0].tau.value > 2, "measured with the map read back, the healthy draft is healthy"
+    fixed = write_fixed(report, tmp_path / "fixed")
+    assert torch.equal(load_draft(tmp_path / "fixed", target=target).d2t, offsets) and fixed["remaining"] == []
