@@ -1,16 +1,19 @@
 """Doctor: every reason a draft accepts less when served than it should, each proven by measurement.
 
-A draft is checked four ways and each problem becomes a ``DoctorFinding`` (a code, a severity, the
-evidence, the fix in the engine's own syntax):
+A draft is checked four ways and each problem becomes a ``findings.DoctorFinding`` (a code, a severity,
+the evidence, the fix in the engine's own syntax):
 
 - the **launch command** through the engine's flag resolver (``engines.flags``): caps, algorithm,
   silently replaced ids;
-- the **configs**: fc width vs ``num_aux x`` target hidden, hidden and vocab sizes, context length,
-  RoPE (theta, scaling), sliding window, dtype;
+- the **configs** (``config_checks``): fc width vs ``num_aux x`` target hidden, hidden and vocab sizes,
+  context length, RoPE (theta, scaling), sliding window, dtype;
 - the **wiring and first-layer rule** the weights were trained on (``wiring_search``) against what
   the engine feeds the draft;
-- the **vocabulary map from behaviour** (:func:`vocab_from_behaviour`): per draft-vocabulary slot,
-  whether the target agrees with the token the map sends it to.
+- the **vocabulary map and the labels from behaviour** (``vocab_behaviour``): per draft-vocabulary slot,
+  whether the target agrees with the token the map sends it to; whether the draft learned the target's
+  distribution without its final norm.
+
+``write_fixed`` writes what a checkpoint can carry of the fixes and measures it.
 
 Measured findings form a ladder of single fixes on one bank of target states (teacher-forced, chain
 acceptance): as launched -> right algorithm -> the trained wiring -> the trained rule -> the map from
@@ -23,13 +26,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import torch
 
+from eagle3lab.analysis.config_checks import config_findings, text_config
+from eagle3lab.analysis.findings import SEVERITIES, DoctorFinding
+from eagle3lab.analysis.vocab_behaviour import (
+    VocabCheck,
+    absolute_ids,
+    crossfit_vocab,
+    prenorm_labels_check,
+    vocab_from_behaviour,
+    vocab_map,
+)
 from eagle3lab.analysis.wiring_search import wiring_text
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import nearest_servable
@@ -37,235 +49,10 @@ from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models.state_bank import FINAL_NORMED, StateBank
 
-SEVERITIES = ("critical", "warning", "info")
 _FLAG_SEVERITY = {"error": "critical", "warning": "warning", "info": "info"}
 # flag findings whose effect doctor measures itself (the flag finding then carries the measured taus)
 _CHAIN_CAPS = {"SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"}
 _ALGORITHM = {"SGL_EAGLE3_DRAFT_WITH_EAGLE", "VLLM_EAGLE3_DRAFT_WITH_EAGLE"}
-
-
-@dataclass
-class DoctorFinding:
-    """One thing wrong (or worth knowing), with its evidence and its fix; measured ones carry tau before
-    and after the fix (intervals over prompts) and the paired gain."""
-
-    code: str
-    severity: str
-    title: str
-    evidence: str
-    fix: str | None = None
-    source: str = ""                      # flags / config / wiring / vocab / server
-    tau_before: Interval | None = None
-    tau_after: Interval | None = None
-    gain: Interval | None = None          # paired: the same prompts resampled for both
-    undone: Interval | None = None        # tau lost undoing only this fix, every other fix kept (paired)
-    data: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        for k in ("tau_before", "tau_after", "gain", "undone"):
-            v = getattr(self, k)
-            out[k] = None if v is None else {"value": v.value, "low": v.low, "high": v.high, "level": v.level}
-        return out
-
-
-# ------------------------------------------------------------------ configs
-
-
-def _text_config(raw: dict) -> dict:
-    return raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-
-
-def _sliding_window(cfg: dict):
-    if cfg.get("use_sliding_window") is False:
-        return None
-    if "layer_types" in cfg and not any("sliding" in str(t) for t in cfg["layer_types"] or ()):
-        return None
-    return cfg.get("sliding_window")
-
-
-def _rope_key(scaling) -> tuple | None:
-    """rope_scaling as what it computes: the type (``rope_type`` or the older ``type``) and its numbers."""
-    if not scaling:
-        return None
-    kind = scaling.get("rope_type", scaling.get("type"))
-    return (kind, *sorted((k, v) for k, v in scaling.items() if k not in ("type", "rope_type")))
-
-
-def config_findings(draft, target_config: dict, where: str = "draft config.json") -> list[DoctorFinding]:
-    """Static checks of a loaded draft's config against the target's ``config.json`` (a dict)."""
-    out = []
-    cfg, tgt = draft.config, _text_config(target_config)
-    t_hidden, t_vocab = tgt.get("hidden_size"), tgt.get("vocab_size")
-    fc_in = draft.fc.weight.shape[1]
-    if t_hidden and fc_in != cfg.num_aux * t_hidden:
-        out.append(DoctorFinding(
-            "FC_WIDTH", "critical", "fc input width is not num_aux x target hidden size",
-            f"fc.weight takes {fc_in} inputs; {cfg.num_aux} aux states of a {t_hidden}-wide target give "
-            f"{cfg.num_aux * t_hidden}", "Retrain or reconvert: the draft was made for another target.", "config"))
-    if t_hidden and cfg.target_hidden_size != t_hidden:
-        out.append(DoctorFinding(
-            "TARGET_HIDDEN_SIZE", "critical", "draft target_hidden_size differs from the target's hidden_size",
-            f"{where}: target_hidden_size {cfg.target_hidden_size}; target hidden_size {t_hidden}",
-            f"config key target_hidden_size: {t_hidden}", "config"))
-    if t_vocab and cfg.vocab_size != t_vocab:
-        out.append(DoctorFinding(
-            "VOCAB_SIZE", "critical", "draft vocab_size differs from the target's",
-            f"{where}: vocab_size {cfg.vocab_size}; target {t_vocab}", f"config key vocab_size: {t_vocab}", "config"))
-    t_ctx, d_ctx = tgt.get("max_position_embeddings"), cfg.max_position_embeddings
-    if t_ctx and d_ctx and d_ctx < t_ctx:
-        out.append(DoctorFinding(
-            "DRAFT_CONTEXT_SHORT", "warning", "the draft's context is shorter than the target's",
-            f"{where}: max_position_embeddings {d_ctx}; target {t_ctx}. Past {d_ctx} tokens the draft runs outside "
-            "its positions (sglang#6783: prompts over 2k slower than no speculation)",
-            f"config key max_position_embeddings: {t_ctx} (SGLang: also --context-length applies to both)", "config"))
-    t_rope, d_rope = tgt.get("rope_scaling"), cfg.rope_scaling
-    if _rope_key(t_rope) != _rope_key(d_rope):
-        out.append(DoctorFinding(
-            "ROPE_SCALING", "warning", "the draft's rope_scaling differs from the target's",
-            f"{where}: rope_scaling {json.dumps(d_rope)}; target {json.dumps(t_rope)} (speculators#574: a converter "
-            "dropped it; positions past the original context then rotate differently)",
-            f"config key rope_scaling: {json.dumps(t_rope)}", "config"))
-    t_theta = tgt.get("rope_theta")
-    if t_theta and cfg.rope_theta and float(t_theta) != float(cfg.rope_theta):
-        out.append(DoctorFinding(
-            "ROPE_THETA", "warning", "the draft's rope_theta differs from the target's",
-            f"{where}: rope_theta {cfg.rope_theta}; target {t_theta}", f"config key rope_theta: {t_theta}", "config"))
-    window = _sliding_window(tgt)
-    if window:
-        out.append(DoctorFinding(
-            "TARGET_SLIDING_WINDOW", "info", "the target uses a sliding window; the draft attends to everything",
-            f"target sliding_window {window}. Acceptance can fall on prompts longer than the window "
-            "(speculators#684: tau 2.30 at 2k -> 1.08 at 20k)", "Measure acceptance by prompt length.", "config"))
-    t_dtype = tgt.get("torch_dtype") or tgt.get("dtype")
-    d_dtype = str(draft.fc.weight.dtype).replace("torch.", "")
-    if t_dtype and str(t_dtype) not in (d_dtype, "auto") and draft.load_report is not None:
-        out.append(DoctorFinding(
-            "DTYPE", "info", "the draft is loaded in another dtype than the target's",
-            f"draft {d_dtype} here; target {t_dtype}", None, "config"))
-    return out
-
-
-# ------------------------------------------------------------------ the vocabulary map from behaviour
-
-
-@dataclass
-class VocabCheck:
-    """Per draft-vocabulary slot: how often the draft chose it (first pass, teacher-forced), how often the
-    target's top-1 was the token the map sends it to, and which target token it most often was."""
-
-    table: pd.DataFrame          # slot, mapped, chosen, agree, mode, mode_count, suspect
-    suspects: list[int]
-    min_count: int
-
-    @property
-    def checked(self) -> int:
-        return int((self.table.mode_count >= self.min_count).sum())
-
-    def suggested_d2t(self, d2t: torch.Tensor) -> torch.Tensor:
-        """``d2t`` with each suspect slot pointed at the token the target agreed with (offsets: id - slot)."""
-        fixed = d2t.clone()
-        for s in self.suspects:
-            fixed[s] = int(self.table.loc[s, "mode"]) - s
-        return fixed
-
-
-@torch.inference_mode()
-def vocab_from_behaviour(bank: StateBank, draft, wiring, *, sequences=None, min_count: int = 3,
-                         ratio: float = 4.0) -> VocabCheck:
-    """Which draft-vocabulary slots point at the wrong target tokens, read from behaviour.
-
-    ``draft`` runs with its own settings on ``wiring`` over the bank's ``sequences`` (default all). A
-    slot is *suspect* when the target's top-1, at the positions the draft chose it, was one other token
-    at least ``min_count`` times and at least ``ratio`` times as often as the mapped token, and that
-    token is also the most common one in each half of the sequences (odd and even): the draft means it
-    by this slot, the map sends it elsewhere. A weak draft's honest confusions agree with the mapped
-    token some of the time and scatter; a slot pointed at an unrelated token almost never agrees.
-    Slots chosen too rarely are not checked (``VocabCheck.checked`` counts the others).
-    """
-    rows_of = list(range(len(bank.lengths))) if sequences is None else sorted(sequences)
-    half_of = {b: k % 2 for k, b in enumerate(rows_of)}
-    halves: tuple[dict, dict] = ({}, {})             # slot -> Counter of the target's top-1, per half
-    for b, slots in _first_pass(bank, draft, wiring, rows_of).items():
-        truth = bank.top1[b, 1:bank.lengths[b]].tolist()      # row t proposes position t + 2, labelled at t + 1
-        for s, y in zip(slots, truth):
-            halves[half_of[b]].setdefault(s, Counter())[y] += 1
-    n_slots = draft.config.draft_vocab_size
-    mapped = draft.to_target_ids(torch.arange(n_slots, device=draft.fc.weight.device)).cpu().tolist()
-    rows = []
-    for s in range(n_slots):
-        parts = [h.get(s, Counter()) for h in halves]
-        seen = parts[0] + parts[1]
-        chosen = sum(seen.values())
-        mode, mode_count = seen.most_common(1)[0] if seen else (-1, 0)
-        agree = seen.get(mapped[s], 0)
-        replicated = all(p and p.most_common(1)[0][0] == mode for p in parts)
-        suspect = (mode != mapped[s] and mode_count >= min_count and mode_count >= ratio * max(agree, 0.5)
-                   and replicated)
-        rows.append({"slot": s, "mapped": mapped[s], "chosen": chosen, "agree": agree, "mode": mode,
-                     "mode_count": mode_count, "suspect": suspect})
-    table = pd.DataFrame(rows).set_index("slot")
-    return VocabCheck(table, [int(s) for s in table.index[table.suspect]], min_count)
-
-
-@torch.inference_mode()
-def _first_pass(bank: StateBank, draft, wiring, rows, batch_size: int = 8) -> dict[int, list[int]]:
-    """Sequence -> the draft's first-pass top-1 slot at every row (teacher-forced, ``wiring`` from ``bank``)."""
-    from eagle3lab.decoding.evaluate import draft_passes
-
-    dev, dtype = draft.fc.weight.device, draft.fc.weight.dtype
-    aux = bank.fc_input(wiring) if wiring else bank.states[FINAL_NORMED]
-    out = {}
-    for start in range(0, len(rows), batch_size):
-        idx = list(rows[start:start + batch_size])
-        L = max(bank.lengths[b] for b in idx)
-        sl = torch.tensor(idx)
-        first = draft_passes(draft, bank.input_ids[sl, :L].to(dev), aux[sl, :L].to(dev, dtype), 1, skip_fc=not wiring)[0]
-        slots = first.logits.argmax(-1).cpu()
-        for j, b in enumerate(idx):
-            out[b] = slots[j, :bank.lengths[b] - 1].tolist()
-    return out
-
-
-def prenorm_labels_check(bank: StateBank, draft, wiring) -> tuple[Interval, float, float]:
-    """speculators#313: was the draft trained on the target's distribution built from pre-final-norm states?
-
-    Compares, over the same positions, how often the draft's first proposal equals the target's real
-    top-1 (from the final post-norm state) and the top-1 of ``lm_head(resid[N])`` without the norm.
-    Returns the paired difference (pre-norm minus real agreement, bootstrap over prompts) and both rates.
-    """
-    n = bank.num_layers
-    if n not in bank.states:
-        raise bad_input("bank", f"resid[{n}]", "the last layer's output (every dump holds it)", "absent")
-    rows = list(range(len(bank.lengths)))
-    choice = _first_pass(bank, draft, wiring, rows)
-    real, pre, count = [], [], []
-    ids = torch.arange(draft.config.draft_vocab_size, device=draft.fc.weight.device)
-    mapped = draft.to_target_ids(ids).cpu()
-    for b in rows:
-        L = bank.lengths[b]
-        raw = bank.head.logits(bank.states[n][b:b + 1, 1:L].float())[0].argmax(-1).cpu()
-        proposed = mapped[torch.tensor(choice[b])]
-        real.append(float((proposed == bank.top1[b, 1:L]).sum()))
-        pre.append(float((proposed == raw).sum()))
-        count.append(float(L - 1))
-    diff = bootstrap_ratio_difference(pre, count, real, count)
-    return diff, sum(real) / sum(count), sum(pre) / sum(count)
-
-
-@contextlib.contextmanager
-def vocab_map(draft, d2t: torch.Tensor):
-    """Run ``draft`` with another ``d2t`` (offsets) inside the block; ``t2d`` follows."""
-    old_d2t, old_t2d = draft.d2t.clone(), draft.t2d.clone()
-    try:
-        draft.d2t.copy_(d2t)
-        t2d = torch.zeros_like(old_t2d)
-        t2d[torch.arange(len(d2t), device=d2t.device) + d2t] = True
-        draft.t2d.copy_(t2d)
-        yield draft
-    finally:
-        draft.d2t.copy_(old_d2t)
-        draft.t2d.copy_(old_t2d)
 
 
 # ------------------------------------------------------------------ the ladder
@@ -301,34 +88,6 @@ def _gain(before: Rung, after: Rung) -> Interval:
     return bootstrap_ratio_difference(*after.score.tau_sums, *before.score.tau_sums)
 
 
-def _absolute_ids(draft, where) -> DoctorFinding | None:
-    """verl-SpeCo#67: d2t written as absolute target ids, not offsets. When ``i + d2t[i]`` leaves the target
-    vocabulary but ``d2t[i] - i`` is a valid offset map, the draft's map is rewritten in place (it is this
-    process's copy) and the finding says so; a map that is neither stops doctor with a clear error."""
-    if draft.d2t is None:
-        return None
-    vocab = draft.config.vocab_size
-    slots = torch.arange(len(draft.d2t), device=draft.d2t.device)
-    mapped = slots + draft.d2t
-    if bool(((mapped >= 0) & (mapped < vocab)).all()):
-        return None
-    offsets = draft.d2t - slots
-    ids = slots + offsets
-    if not (bool(((ids >= 0) & (ids < vocab)).all()) and bool((ids[1:] > ids[:-1]).all())):
-        raise bad_input(where, "d2t", f"offsets with i + d2t[i] in 0..{vocab - 1}",
-                        f"{int(((mapped < 0) | (mapped >= vocab)).sum())} slots outside the vocabulary",
-                        "Neither offsets nor absolute ids: restore the map the draft was trained with.")
-    bad = int(((mapped < 0) | (mapped >= vocab)).sum())
-    with torch.no_grad():
-        draft.d2t.copy_(offsets)
-        draft.t2d.zero_()
-        draft.t2d[ids] = True
-    return DoctorFinding("VOCAB_ABSOLUTE_IDS", "critical", "d2t holds absolute target ids, not offsets",
-                         f"{where}: i + d2t[i] leaves the {vocab}-token vocabulary at {bad} of {len(slots)} slots, "
-                         "while d2t[i] read as the target id is a valid increasing map (verl-SpeCo#67)",
-                         "write d2t[i] = target_id[i] - i (--write-fixed does it)", "vocab")
-
-
 def _rule_divergence(bank: StateBank, draft, wiring, served: dict, trained: dict):
     """``analysis.tensor_diff`` of the draft run with the engine's switches vs the trained ones, on the same
     fc input (one sequence of the bank): the hook point where the engine's arithmetic departs."""
@@ -342,26 +101,6 @@ def _rule_divergence(bank: StateBank, draft, wiring, served: dict, trained: dict
     else:
         inputs["recycled_hidden"] = bank.states[FINAL_NORMED][:1, :n - 1].to(dev, dtype)
     return tensor_diff(draft.rewired(**served), draft.rewired(**trained), labels=("as served", "as trained"), **inputs)
-
-
-def _crossfit_vocab(bank: StateBank, draft, state: dict, before: Rung) -> Interval:
-    """Gain of the map read from behaviour, each half of the prompts scored with the map read from the
-    other half (reading and scoring on the same prompts would favour any change); paired with ``before``."""
-    from eagle3lab.decoding.evaluate import evaluate_on_bank
-
-    wiring = state["wiring"] if state["aux"] else ()
-    view = draft.rewired(**state["variant"])
-    seqs = list(range(len(bank.lengths)))
-    folds = (seqs[0::2], seqs[1::2])
-    num, den = [0] * len(seqs), [0] * len(seqs)
-    for read, scored in (folds, folds[::-1]):
-        found = vocab_from_behaviour(bank, view, wiring, sequences=read)
-        with vocab_map(view, found.suggested_d2t(draft.d2t)):
-            score = evaluate_on_bank(bank, view, wiring, before.num_steps)
-        n_b, d_b = score.tau_sums
-        for b in scored:
-            num[b], den[b] = n_b[b], d_b[b]
-    return bootstrap_ratio_difference(num, den, *before.score.tau_sums)
 
 
 def servable_wiring(wiring, engine: str, num_layers: int, arch: str | None):
@@ -526,7 +265,7 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
 
         target_dir = str(target)
         target_config = json.loads((Path(target_dir) / "config.json").read_text())
-        n_layers = _text_config(target_config).get("num_hidden_layers")
+        n_layers = text_config(target_config).get("num_hidden_layers")
         bank = bank_from_dump(HiddenDump(dump, vllm_layer_ids=dump_layer_ids, num_layers=n_layers),
                               TargetHead.from_folder(target_dir), num_layers=n_layers)
         draft = load_draft(draft_path, target=target_dir, device=device, check_vocab=False)
@@ -541,7 +280,7 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
         target_name = str(getattr(tgt, "name", None) or target)
     n, arch = bank.num_layers, draft.target_arch
     findings: list[DoctorFinding] = []
-    absolute = _absolute_ids(draft, draft_path)
+    absolute = absolute_ids(draft, draft_path)
     if absolute is not None:
         findings.append(absolute)
         notes.append("every rung is measured with d2t read as offsets: as written, the engine indexes outside the "
@@ -680,10 +419,10 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
                     f"one other token, never or rarely on the map's, in both halves of the prompts (slot -> token: "
                     f"{shown}).")
             data = {"slots": vocab.suspects, "tokens": [int(vocab.table.loc[s, "mode"]) for s in vocab.suspects]}
-            gain = _crossfit_vocab(bank, served_view, best_state, measure("before the map", best_state))
+            gain = crossfit_vocab(bank, served_view, best_state, measure("before the map", best_state))
             if gain.sign() == 1:
                 fixes.append(("map from behaviour (in-sample)", {"d2t": vocab.suggested_d2t(draft.d2t)}, dict(
-                    crossfit=lambda before, st=best_state: _crossfit_vocab(bank, served_view, st, before),
+                    crossfit=lambda before, st=best_state: crossfit_vocab(bank, served_view, st, before),
                     code="VOCAB_MAP", title=f"{len(vocab.suspects)} draft-vocabulary slots point at the wrong target "
                     "tokens", source="vocab", fix="rewrite d2t for those slots (--write-fixed does it)",
                     evidence=seen + hint, data=data)))
@@ -777,97 +516,3 @@ def _server_finding(server_log: str, served: Rung) -> DoctorFinding:
                          cmp["message"] + " The emulation or the deployment differs (flags, ids, build, prompts).",
                          "Check the launch command and engine version given to doctor against the server's.",
                          "server", data=cmp)
-
-
-@contextlib.contextmanager
-def _fc_columns(draft, wiring):
-    """fc (and the fc norms: ``input_norm``'s weight by blocks, ``fc_norm`` per chunk) reordered so that states
-    concatenated in ascending order, as engines capture them, compute what ``wiring``'s order computed;
-    yields the ascending wiring. Everything is restored on exit."""
-    order = sorted(range(len(wiring)), key=lambda i: wiring[i])
-    width = draft.fc.weight.shape[1] // len(wiring)
-
-    def blocks(t):
-        return torch.cat([t[..., i * width:(i + 1) * width] for i in order], dim=-1)
-
-    old_fc = draft.fc.weight.data
-    norm = getattr(draft, "input_norm", None)
-    old_norm = norm.weight.data if norm is not None else None
-    chunks = getattr(draft, "fc_norm", None)
-    old_chunks = list(chunks) if chunks is not None else None
-    try:
-        draft.fc.weight.data = blocks(old_fc)
-        if norm is not None:
-            norm.weight.data = blocks(old_norm)
-        if chunks is not None:
-            for j, i in enumerate(order):
-                chunks[j] = old_chunks[i]
-        yield tuple(wiring[i] for i in order)
-    finally:
-        draft.fc.weight.data = old_fc
-        if norm is not None:
-            norm.weight.data = old_norm
-        if chunks is not None:
-            for j, m in enumerate(old_chunks):
-                chunks[j] = m
-
-
-def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> dict:
-    """Write the draft with every fix a checkpoint can carry, in ``report.engine``'s format, then load it
-    back, run it as that engine does and measure it on the same bank.
-
-    Returns what was written, the measured tau, doctor's prediction for it (``report.written_fix``) and
-    their paired difference; ``agrees`` = the difference's interval holds 0 and it is below 0.02 (both
-    come from the same states, so they should match). ``remaining`` = the critical findings the written
-    checkpoint does not fix (the checkpoint errors are re-read from OUT). The launch command's fixes are
-    not in a checkpoint: the measurement assumes them (the printed flags). RoPE keys are left to the
-    user: they change the draft's arithmetic, which doctor does not predict.
-    """
-    from dataclasses import replace
-
-    from eagle3lab.analysis.wiring_search import served_views
-    from eagle3lab.decoding.evaluate import evaluate_on_bank
-    from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
-    from eagle3lab.models.vocab import check_vocab_map
-
-    fix, draft, bank = report.written_fix, report.model, report.bank
-    if fix is None or draft is None or bank is None:
-        raise bad_input("write_fixed", "report", "a report from run_doctor in this process", "a loaded report")
-    if not fix.wiring or FINAL_NORMED in fix.wiring:
-        raise bad_input("--write-fixed", None, "a wiring of target layers an engine can capture",
-                        "the final post-norm state", "No aux ids can ask an engine for it; retrain instead.")
-    if fix.d2t is not None:
-        t2d = torch.zeros_like(draft.t2d)
-        t2d[torch.arange(len(fix.d2t), device=fix.d2t.device) + fix.d2t] = True
-        broken = [f for f in check_vocab_map(fix.d2t, t2d, draft.config.vocab_size, draft.config.draft_vocab_size)
-                  if f.severity == "error"]
-        if broken:
-            raise bad_input(out_dir, "d2t", "a valid map after re-pointing the slots read from behaviour",
-                            f"{broken[0].key}: {broken[0].message}",
-                            "Slots the draft used too rarely to be read are wrong too: restore the map the draft "
-                            "was trained with (its training run's vocabulary) instead.")
-    config_keys = {}
-    if report.finding("DRAFT_CONTEXT_SHORT"):
-        config_keys["max_position_embeddings"] = _text_config(report.target_config).get("max_position_embeddings")
-    with _fc_columns(draft, fix.wiring) as ascending:
-        # the config states the rule the weights were trained with, even where this engine ignores it
-        view = draft.rewired(aux_resid=ascending, **report.ladder[-1].variant)
-        view.config = replace(draft.config, **config_keys)
-        with vocab_map(draft, fix.d2t) if fix.d2t is not None else contextlib.nullcontext():
-            written = save_draft(view, out_dir, format=ENGINE_FORMAT[report.engine], overwrite=overwrite,
-                                 include_embedding=False if report.engine == "sglang" else None,
-                                 num_target_layers=bank.num_layers)
-    reloaded = load_draft(out_dir, target=report.target_source, device=str(draft.fc.weight.device))
-    views = served_views(reloaded, bank.num_layers, reloaded.target_arch)
-    if report.engine not in views:
-        raise bad_input(out_dir, "aux ids", f"ids {report.engine} can read", "none", "Report this as a doctor bug.")
-    served = views[report.engine]
-    score = evaluate_on_bank(bank, served, tuple(served.aux_resid), fix.num_steps)   # as the engine runs it
-    tau = bootstrap_ratio(*score.tau_sums)
-    difference = bootstrap_ratio_difference(*score.tau_sums, *fix.score.tau_sums)
-    errors = inspect_checkpoint(out_dir, target=report.target_source)["errors"]
-    remaining = [f for f in report.remaining_after_write() if f.code != "CHECKPOINT_ERROR" or errors]
-    return {"path": str(out_dir), "written": written, "config_keys": config_keys,
-            "served_wiring": wiring_text(served.aux_resid), "num_steps": fix.num_steps, "tau": tau,
-            "predicted": fix.tau, "difference": difference, "checkpoint_errors": errors,
-            "agrees": difference.sign() == 0 and abs(difference.value) < 0.02, "remaining": remaining}

@@ -62,11 +62,12 @@ def environment() -> dict:
             "threads": torch.get_num_threads()}
 
 
-def _plain(value):
+def plain_json(value):
+    """numpy / pandas scalars, tuples and paths -> JSON values."""
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain_json(v) for v in value]
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         return value.item()
     if isinstance(value, Path):
@@ -99,10 +100,10 @@ class Session:
     def metric(self, name: str, value) -> None:
         """A number, or an interval (anything with ``value``, ``low``, ``high``, ``level``)."""
         if hasattr(value, "low") and hasattr(value, "high"):
-            self.metrics[name] = _plain({"value": value.value, "low": value.low, "high": value.high,
+            self.metrics[name] = plain_json({"value": value.value, "low": value.low, "high": value.high,
                                          "level": getattr(value, "level", None)})
         else:
-            self.metrics[name] = {"value": _plain(value)}
+            self.metrics[name] = {"value": plain_json(value)}
 
     def table(self, name: str, df: pd.DataFrame) -> None:
         self.tables[name] = df
@@ -121,8 +122,8 @@ class Session:
         if not self.env:
             self.env = environment()
         with atomic_dir(folder) as tmp:
-            record = {"format": FORMAT, "name": self.name, "command": _plain(self.command),
-                      "parameters": _plain(self.parameters), "models": self.models, "environment": self.env,
+            record = {"format": FORMAT, "name": self.name, "command": plain_json(self.command),
+                      "parameters": plain_json(self.parameters), "models": self.models, "environment": self.env,
                       "metrics": self.metrics, "notes": list(self.notes), "tables": sorted(self.tables),
                       "figures": sorted(self.figures), "tensors": sorted(self.tensors)}
             (tmp / "session.json").write_text(json.dumps(record, indent=2, allow_nan=True) + "\n")

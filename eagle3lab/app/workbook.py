@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from eagle3lab.app.session import Session, flatten
+from eagle3lab.app.session import Session, flatten, plain_json
 from eagle3lab.atomic import write_text
 from eagle3lab.bundled import ROOT
 
@@ -31,18 +31,7 @@ def summary(text: str, **claims) -> None:
     """
     from IPython.display import Markdown, display
 
-    display(Markdown(f"**Summary.** {text}"), metadata={SUMMARY_KEY: text, CLAIMS_KEY: _plain(claims)})
-
-
-def _plain(value):
-    """numpy / pandas scalars and tuples -> JSON values."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        return value.item()
-    return value
+    display(Markdown(f"**Summary.** {text}"), metadata={SUMMARY_KEY: text, CLAIMS_KEY: plain_json(claims)})
 
 
 def notebook_paths(folder: Path = NOTEBOOKS) -> list[Path]:

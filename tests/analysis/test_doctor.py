@@ -7,7 +7,9 @@ import pytest
 import torch
 from conftest import trained_tiny_draft
 
-from eagle3lab.analysis.doctor import _server_finding, config_findings, run_doctor, write_fixed
+from eagle3lab.analysis.config_checks import config_findings
+from eagle3lab.analysis.doctor import _server_finding, run_doctor
+from eagle3lab.analysis.write_fixed import write_fixed
 from eagle3lab.engines.acceptance import acceptance_stats, engine_log_lines
 from eagle3lab.models.checkpoint import load_draft
 from eagle3lab.train.build_data import save_sglang
@@ -189,7 +191,7 @@ def test_as_launched_is_the_offline_evaluator_under_the_engine(seed, tiny8, case
 
 def test_written_fc_reorders_columns_and_norms(tiny8):
     """A trained order engines cannot capture as is (they concatenate ascending): fc and its norms permuted."""
-    from eagle3lab.analysis.doctor import _fc_columns
+    from eagle3lab.analysis.write_fixed import _fc_columns
     from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 
     target, _, _ = tiny8

@@ -47,7 +47,8 @@ def _interval(i) -> str:
 def run(args) -> int:
     import torch
 
-    from eagle3lab.analysis.doctor import run_doctor, write_fixed
+    from eagle3lab.analysis.doctor import run_doctor
+    from eagle3lab.analysis.write_fixed import write_fixed
     from eagle3lab.bundled import load_prompts
     from eagle3lab.errors import bad_input
 
