@@ -245,3 +245,24 @@ def trained_tiny_draft(tiny8, tmp_path_factory, wiring, nbr, ids, steps=150):
     draft.config.aux_layer_ids = ids     # shipped as the case says; the search never reads the training record
     draft.config.norm_before_residual = None
     return draft.eval().requires_grad_(False).bound(num_target_layers=target.num_layers)
+
+
+# ------------------------------------------------------------------ the plot style
+@pytest.fixture(autouse=True)
+def figures_follow_the_plot_style(request):
+    """Every figure an analysis test draws is held to the package's plot style (analysis.plot_style)."""
+    if "analysis" not in request.node.path.parts:
+        yield
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from eagle3lab.analysis.plot_style import style_problems
+
+    plt.close("all")
+    yield
+    problems = {n: style_problems(plt.figure(n)) for n in plt.get_fignums()}
+    plt.close("all")
+    assert not any(problems.values()), f"figures off the plot style: {problems}"

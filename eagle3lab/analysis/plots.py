@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from eagle3lab.analysis.plot_style import styled
 from eagle3lab.engines.acceptance import AcceptanceStats
 
 
+@styled
 def plot_break_even(table: pd.DataFrame, ax=None):
     """Each case's tau against its break-even tau (round cost): above the diagonal, speculation wins."""
     import matplotlib.pyplot as plt
@@ -26,6 +28,7 @@ def plot_break_even(table: pd.DataFrame, ax=None):
     return ax.figure
 
 
+@styled
 def plot_speedup_vs_c(table: pd.DataFrame, ax=None, c_max: float | None = None):
     """Speedup against the draft cost c, one curve per case, with the measured points on them.
 
@@ -61,6 +64,7 @@ def plot_speedup_vs_c(table: pd.DataFrame, ax=None, c_max: float | None = None):
     return ax.figure
 
 
+@styled
 def plot_acceptance(stats: dict | AcceptanceStats, ax=None, title: str | None = None):
     """Conditional c_k (bars) and survival a_k (line) per position; one colour per labelled run.
 
@@ -87,6 +91,7 @@ def plot_acceptance(stats: dict | AcceptanceStats, ax=None, title: str | None = 
     return ax.figure
 
 
+@styled
 def plot_here_and_served(where: pd.DataFrame, ax=None):
     """``eagle3lab.analysis.roofline.here_and_served`` on one break-even plot: each case's tau against its
     break-even here and on every served setting (the speedup shown is tau / round cost)."""
@@ -99,6 +104,7 @@ def plot_here_and_served(where: pd.DataFrame, ax=None):
     return plot_break_even(pd.DataFrame(rows).set_index("case"), ax=ax)
 
 
+@styled
 def plot_tokens_per_round(shares: pd.DataFrame, cap: int | None = None, engine: str | None = None, ax=None):
     """Share of rounds that emitted 1, 2, ... tokens (accepted drafts + bonus), one bar colour per launch.
 
@@ -124,6 +130,7 @@ def _short(wiring) -> str:
     return "[" + ", ".join(str(int(k)) for k in wiring) + "]"
 
 
+@styled
 def plot_slot_scan(grid: pd.DataFrame, orders: pd.DataFrame, trained, served, engine: str,
                    tau_served_wiring: float | None = None, num_steps: int | None = None):
     """``slot_scan``'s grid as a heatmap (white box: the trained point; dashed red: what ``engine`` feeds) beside
@@ -166,6 +173,7 @@ def plot_slot_scan(grid: pd.DataFrame, orders: pd.DataFrame, trained, served, en
     return fig
 
 
+@styled
 def plot_rms_halves(per_token: pd.DataFrame, labels: dict[str, str] | None = None, bins: int = 70):
     """Histograms of per-token RMS of the first layer's two halves, one panel per draft.
 
@@ -203,6 +211,7 @@ def _rule_label(name, nbr) -> str:
     return f"{name}\nflag {'on' if nbr else 'off'}"
 
 
+@styled
 def plot_residual_balance(balance: pd.DataFrame, ax=None):
     """Median per-token RMS of the residual and of attn_out, per (draft, norm_before_residual) row of
     ``balance`` (columns ``rms residual``, ``rms attn_out``), on a log scale."""
@@ -224,6 +233,7 @@ def plot_residual_balance(balance: pd.DataFrame, ax=None):
     return ax.figure
 
 
+@styled
 def plot_survival_by_rule(accept: pd.DataFrame, ax=None):
     """Survival a_k per draft position, one line per (draft, norm_before_residual) row of ``accept``
     (columns ``tau``, ``a1``..``aK``); the first draft solid, the others dashed."""
@@ -247,6 +257,7 @@ def plot_survival_by_rule(accept: pd.DataFrame, ax=None):
     return ax.figure
 
 
+@styled
 def plot_residual_scale(sweep: pd.Series, flag_off: float, h_scale: float, draft: str, ax=None):
     """Step-1 agreement against the factor c on the (normed) residual (``sweep``: c -> agreement), with the
     flag-off agreement (raw h) and the median rms(h) marked."""
@@ -266,6 +277,7 @@ def plot_residual_scale(sweep: pd.Series, flag_off: float, h_scale: float, draft
     return ax.figure
 
 
+@styled
 def plot_chain_vs_tree(trees: pd.DataFrame, title: str = "chain vs tree, greedy", ax=None):
     """tau per setting (``trees``: rows named ``chain ...`` or ``tree ...``, columns ``tau`` and ``verified``):
     chains blue, trees green, each bar labelled with the tokens it verifies per round."""
@@ -281,6 +293,7 @@ def plot_chain_vs_tree(trees: pd.DataFrame, title: str = "chain vs tree, greedy"
     return ax.figure
 
 
+@styled
 def plot_wiring_search(found, device: str | None = None):
     """``search_wiring``'s answer: per slot, tau when that slot alone takes each point (white box: the best
     point; dotted: points within noise of it), beside tau with its interval for the best hypothesis and
@@ -329,6 +342,7 @@ def plot_wiring_search(found, device: str | None = None):
     return fig
 
 
+@styled
 def plot_tracks(measures: dict, chain: str = "chain 4"):
     """:func:`analysis.tracks.measure_track` per track, side by side: tau per setting (interval over
     prompts), conditional acceptance per position of ``chain``, and the tau a slot loses when fed the
@@ -365,6 +379,7 @@ def plot_tracks(measures: dict, chain: str = "chain 4"):
     return fig
 
 
+@styled
 def plot_tensor_diff(diff, title: str | None = None, ax=None):
     """A :class:`analysis.tensor_diff.TensorDiff` per hook point in forward order: max |a-b| and max relative
     difference on a log axis (exact agreement drawn at the floor, a shape mismatch as a red x at the top),

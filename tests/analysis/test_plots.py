@@ -196,3 +196,20 @@ def test_plot_acceptance_draws_every_position():
     ax = fig.axes[0]
     assert len(ax.patches) == 6 and len(ax.lines) == 2
     assert list(ax.lines[0].get_ydata()) == pytest.approx([0.8, 0.6, 0.4])
+
+
+def test_one_plot_style_names_engine_and_device_and_sees_what_is_missing():
+    import matplotlib.pyplot as plt
+
+    from eagle3lab.analysis.plot_style import style_problems
+
+    trees = pd.DataFrame({"tau": [3.1, 2.9], "verified": [6, 8]}, index=pd.Index(["chain 5", "tree 5/4/8"], name="setting"))
+    ax = plot_chain_vs_tree(trees, engine="sglang", device="cpu").axes[0]
+    assert ax.get_title() == "chain vs tree, greedy (engine sglang, on cpu)" and style_problems(ax.figure) == []
+    # a function with its own engine argument keeps it (and takes it by position too)
+    shares = pd.DataFrame({"launch A": [0.5, 0.5]}, index=[1, 2])
+    assert style_problems(plot_tokens_per_round(shares, 2, "vllm", device="cuda:0")) == []
+    bare, axes = plt.subplots()
+    axes.plot([1, 2], [3, 4])
+    assert style_problems(bare) == ["axes 0: no title", "axes 0: no x label", "axes 0: no y label"]
+    plt.close("all")
