@@ -455,6 +455,8 @@ def test_vllm_reads_top_level_ids_not_eagle_config():
     res = vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, draft=nested)
     f = res.finding("VLLM_AUX_IDS_NESTED_IGNORED")
     assert f.severity == "warning" and '"eagle_aux_hidden_state_layer_ids": [2, 16, 29]' in f.fix
+    # the V1 runner reads the nested key since 0.22.0, as vLLM ids: one layer below what SGLang reads
+    assert "since 0.22.0" in f.message and "resid[1, 15, 28], not the resid[2, 16, 29]" in f.message
     assert res.effective["aux_resid"] == [2, 16, 29] and res.effective["aux_layer_ids"] is None
     top = dict(SPECFORGE_LLAMA3, eagle_aux_hidden_state_layer_ids=[3, 16, 29])
     res = vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, draft=top)

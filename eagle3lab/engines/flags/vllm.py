@@ -343,10 +343,11 @@ def _norm_flags(draft, eff: dict, out: list):
 
 
 def _aux(inp: Inputs, draft, eff: dict, out: list):
-    """Which ids vLLM's runner reads (top-level key only) and which resid points they select."""
+    """Which ids vLLM's runners read (V2: the top-level key; V1 also eagle_config's since 0.22.0) and which resid points they select."""
     from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
 
-    rule = "vllm/v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (top-level key only)"
+    rule = ("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (V2 runner: top-level key only); "
+            "vllm/v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (V1: eagle_config too since 0.22.0)")
     if draft is None:
         out.append(aux_unknown("VLLM", rule, ALL, eff))
         return
@@ -364,6 +365,7 @@ def _aux(inp: Inputs, draft, eff: dict, out: list):
                       fix="Upgrade vLLM, or train on the default layers.", setting="aux_source"))
     if top is None and nested is not None:
         fix = "Add a top-level eagle_aux_hidden_state_layer_ids in vLLM numbering (see `eagle3lab ids`)."
+        meant = None
         if inp.num_layers:
             try:
                 meant = resolve_aux_layers("sglang", nested, inp.num_layers, arch=inp.target_arch).resid
@@ -372,10 +374,15 @@ def _aux(inp: Inputs, draft, eff: dict, out: list):
                        "SGLang/SpecForge read from eagle_config).")
             except ValueError as err:
                 fix = f"vLLM cannot capture the same points: {err}"
+        # Read in the wheels 0.17.0-0.33.0: the V2 model runner (eagle3_utils.py) reads the top-level key only;
+        # the V1 runner (gpu_model_runner.py) falls back to eagle_config's key since 0.22.0, as vLLM ids.
+        # Which runner a build uses by default is not modelled here (it changed between 0.22 and 0.29).
+        v1 = (f"resid{list(nested)}" + (f", not the resid{list(meant)} SGLang reads" if meant else ""))
         out.append(_f("VLLM_AUX_IDS_NESTED_IGNORED", "warning",
-                      f"The ids {nested} sit under eagle_config (SGLang/SpecForge numbering); vLLM's runner reads the "
-                      "capture ids from the top-level key only, so it captures its default layers instead.", rule,
-                      fix=fix, setting="aux_source"))
+                      f"The ids {nested} sit under eagle_config (SGLang/SpecForge numbering). vLLM's V2 model runner "
+                      "reads the top-level key only and captures its default layers; the V1 runner reads the nested "
+                      f"key since 0.22.0, but as vLLM ids ({v1}). Either way fc is not fed what the draft was "
+                      "trained on.", rule, fix=fix, setting="aux_source"))
     if inp.num_layers is None:
         out.extend(aux_needs_layers("VLLM", ids, rule, ALL, eff))
         return
