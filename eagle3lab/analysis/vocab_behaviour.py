@@ -121,15 +121,20 @@ def prenorm_labels_check(bank: StateBank, draft, wiring) -> tuple[Interval, floa
     return diff, sum(real) / sum(count), sum(pre) / sum(count)
 
 
+def t2d_of(d2t: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """The ``t2d`` mask a ``d2t`` of offsets implies (target ids ``i + d2t[i]`` marked), order kept as is."""
+    t2d = torch.zeros(vocab_size, dtype=torch.bool, device=d2t.device)
+    t2d[torch.arange(len(d2t), device=d2t.device) + d2t] = True
+    return t2d
+
+
 @contextlib.contextmanager
 def vocab_map(draft, d2t: torch.Tensor):
     """Run ``draft`` with another ``d2t`` (offsets) inside the block; ``t2d`` follows."""
     old_d2t, old_t2d = draft.d2t.clone(), draft.t2d.clone()
     try:
         draft.d2t.copy_(d2t)
-        t2d = torch.zeros_like(old_t2d)
-        t2d[torch.arange(len(d2t), device=d2t.device) + d2t] = True
-        draft.t2d.copy_(t2d)
+        draft.t2d.copy_(t2d_of(d2t, len(old_t2d)))
         yield draft
     finally:
         draft.d2t.copy_(old_d2t)
@@ -147,17 +152,16 @@ def absolute_ids(draft, where) -> DoctorFinding | None:
     mapped = slots + draft.d2t
     if bool(((mapped >= 0) & (mapped < vocab)).all()):
         return None
-    offsets = draft.d2t - slots
-    ids = slots + offsets
+    ids = draft.d2t                     # read as absolute target ids
+    offsets = ids - slots
     if not (bool(((ids >= 0) & (ids < vocab)).all()) and bool((ids[1:] > ids[:-1]).all())):
         raise bad_input(where, "d2t", f"offsets with i + d2t[i] in 0..{vocab - 1}",
                         f"{int(((mapped < 0) | (mapped >= vocab)).sum())} slots outside the vocabulary",
                         "Neither offsets nor absolute ids: restore the map the draft was trained with.")
     bad = int(((mapped < 0) | (mapped >= vocab)).sum())
     with torch.no_grad():
+        draft.t2d.copy_(t2d_of(offsets, vocab))
         draft.d2t.copy_(offsets)
-        draft.t2d.zero_()
-        draft.t2d[ids] = True
     return DoctorFinding("VOCAB_ABSOLUTE_IDS", "critical", "d2t holds absolute target ids, not offsets",
                          f"{where}: i + d2t[i] leaves the {vocab}-token vocabulary at {bad} of {len(slots)} slots, "
                          "while d2t[i] read as the target id is a valid increasing map (verl-SpeCo#67)",

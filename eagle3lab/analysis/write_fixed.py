@@ -9,7 +9,7 @@ import torch
 
 from eagle3lab.analysis.config_checks import text_config
 from eagle3lab.analysis.doctor import ENGINE_FORMAT, DoctorReport
-from eagle3lab.analysis.vocab_behaviour import vocab_map
+from eagle3lab.analysis.vocab_behaviour import t2d_of, vocab_map
 from eagle3lab.analysis.wiring_search import wiring_text
 from eagle3lab.engines.acceptance import bootstrap_ratio, bootstrap_ratio_difference
 from eagle3lab.errors import bad_input
@@ -74,8 +74,7 @@ def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> di
         raise bad_input("--write-fixed", None, "a wiring of target layers an engine can capture",
                         "the final post-norm state", "No aux ids can ask an engine for it; retrain instead.")
     if fix.d2t is not None:
-        t2d = torch.zeros_like(draft.t2d)
-        t2d[torch.arange(len(fix.d2t), device=fix.d2t.device) + fix.d2t] = True
+        t2d = t2d_of(fix.d2t, draft.config.vocab_size)
         broken = [f for f in check_vocab_map(fix.d2t, t2d, draft.config.vocab_size, draft.config.draft_vocab_size)
                   if f.severity == "error"]
         if broken:
