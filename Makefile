@@ -10,7 +10,7 @@ export TOKENIZERS_PARALLELISM := false
 # Model hubs are unreachable here; nothing may download weights at run time.
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install test lint workbook lab data data-real data-smoke lock bench clean
+.PHONY: install engines test lint workbook lab data data-real data-smoke lock bench clean
 
 install: $(STAMP)
 
@@ -23,11 +23,19 @@ $(STAMP): requirements.lock requirements-real.lock pyproject.toml scripts/instal
 	$(BIN)/python -m eagle3lab.train.real_target
 	touch $(STAMP)
 
+# The engines' own code (speculators, SpecForge, SGLang) for the parity tests in tests/oracles/.
+ENGINES_STAMP := .venv-engines/.installed-stamp
+engines: $(ENGINES_STAMP)
+
+$(ENGINES_STAMP): requirements-engines.lock scripts/engines-env.sh
+	PY=$(PY) bash scripts/engines-env.sh
+	touch $(ENGINES_STAMP)
+
 lint: $(STAMP)
 	$(BIN)/ruff check eagle3lab tests benchmarks
 
-# ruff + the whole pytest suite (unit tests and every notebook executed).
-test: lint
+# ruff + the whole pytest suite (unit tests, every notebook executed, the engine parity tests).
+test: lint engines
 	$(BIN)/python -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure, not a pass" >&2; fi; \
 	exit $$rc

@@ -20,6 +20,23 @@ from eagle3lab import bundled  # noqa: E402
 REAL_CONFIGS = Path(__file__).resolve().parent / "fixtures" / "real-configs"
 
 
+# The engines' own code (speculators, SpecForge, SGLang) lives in a second environment, built by
+# `make engines` (scripts/engines-env.sh from requirements-engines.lock); tests/oracles/ run scripts in it.
+ENGINES_PYTHON = Path(os.environ.get("EAGLE3LAB_ENGINES_PYTHON",
+                                     Path(__file__).resolve().parent.parent / ".venv-engines" / "bin" / "python"))
+
+
+def engines_python() -> Path:
+    """The engine environment's python; a skip on a developer's machine without it, a failure in CI."""
+    if not ENGINES_PYTHON.exists():
+        msg = (f"engine environment missing: {ENGINES_PYTHON} does not exist; build it with `make engines` "
+               "(scripts/engines-env.sh)")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg + " (CI=true: the oracle tests must run)")
+        pytest.skip(msg)
+    return ENGINES_PYTHON
+
+
 @functools.cache
 def _execute(name: str):
     from eagle3lab.app.workbook import NOTEBOOKS, execute_notebook
