@@ -23,6 +23,13 @@ FLAGS = ("norm_before_fc", "fc_norm", "norm_before_residual", "norm_output")
 # Where a checkpoint's aux layer ids can be written.
 IDS_TOP = "eagle_aux_hidden_state_layer_ids"
 IDS_NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
+# The aux count written outright (SGLang and vLLM read it before the ids' length; no trainer writes it).
+NUM_AUX_KEY = "num_aux_hidden_states"
+
+# The attention kinds of draft decoder layers (eagle3lab.models.draft_attention computes each).
+ATTENTION_KINDS = {"llama": "Llama (grouped-query) attention",
+                   "qwen3": "Qwen3 attention (an RMSNorm over each q and k head before RoPE)",
+                   "mla": "MLA (DeepSeek-V2/V3 multi-head latent attention)"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,8 @@ class EngineProfile:
     rope_types: frozenset[str] = frozenset({"default", "linear", "llama3"})  # RoPE variants it applies
     rope_since: dict[str, str] = field(default_factory=dict)  # rope type -> since when / where it is applied
     rope_requires: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> keys without which: plain
+    rope_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)   # type -> rope_scaling keys it drops
+    rope_length: dict[str, str] = field(default_factory=dict)  # dynamic/longrope -> eagle3lab.models.rope.LENGTH_RULES
     rope_other: str | None = None                # what it does with a rope type it does not apply, where read
     engine_version: str | None = None            # passed to the layer-id translator
     notes: tuple[str, ...] = ()
@@ -50,6 +59,11 @@ class EngineProfile:
     @property
     def label(self) -> str:
         return f"{self.engine} ({self.versions})"
+
+    @property
+    def families(self) -> DraftFamilies:
+        """Which draft families (attention kinds, aux counts) it serves or trains, and since when."""
+        return FAMILIES.get(self.name, DraftFamilies())
 
     def aux_resolution(self, ids, key: str | None, num_layers: int, arch: str | None = None):
         """Which target states this engine feeds a draft whose aux ids were written at ``key`` (an
@@ -75,6 +89,32 @@ class EngineProfile:
                       f"the ids at '{key}' are ignored and its defaults are used")
 
 
+# RoPE as each engine builds it for a draft, read in the engines' source (pip wheels / git history). Types a
+# profile applies are computed here with transformers' functions (eagle3lab.models.rope); what differs between
+# engines is data: keys an engine ignores (rope_ignores) and which length picks dynamic/longrope frequencies.
+_TRANSFORMERS_ROPE = frozenset({"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"})
+_SERVED_ROPE = frozenset({"default", "linear", "dynamic", "yarn", "longrope", "llama3", "mrope"})
+_YARN_MSCALE = ("mscale", "mscale_all_dim")
+_VLLM_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_parameters=config.rope_parameters): "
+                   "default, linear, dynamic, yarn, longrope, llama3; a legacy 'type: mrope' is rewritten to default + "
+                   "mrope_section (transformers_utils/config.py) and built as MRotaryEmbedding; the draft's positions "
+                   "are the target's, and for draft tokens all three mrope rows carry the 1-D position "
+                   "(llm_base_proposer.py, 0.33.0). yarn honours mscale/mscale_all_dim (as transformers) from 0.30.0; "
+                   "0.10.1.1-0.29.0 ignore them (cos/sin scaled by 0.1 ln(factor) + 1). dynamic: from 0.22.0 theta is "
+                   "rescaled for max_trained_positions, which defaults to max_position_embeddings (so plain RoPE); "
+                   "0.10.1.1-0.21.0 rescale it once for max_position_embeddings * factor. longrope: from 0.12.0 long "
+                   "factors iff max_model_len > original_max_position_embeddings, fixed at start; 0.10.1.1 per batch "
+                   "(any position > original). Read in the vllm wheels 0.10.1.1, 0.12-0.22, 0.26-0.30, 0.33.")
+_SGLANG_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_scaling=config.rope_scaling): default, "
+                     "linear, dynamic, yarn, longrope, llama3 (proportional from 0.5.11); mrope since 0.5.2 "
+                     "(llama_eagle3.py sets rope_type 'default' when mrope_section is present and feeds "
+                     "forward_batch.mrope_positions; up to 0.5.1 get_rope has no 'mrope' and the draft does not load). "
+                     "yarn honours mscale/mscale_all_dim since 0.5.16 (PR #22711); earlier builds scale cos/sin by "
+                     "0.1 ln(factor) + 1. dynamic: theta rescaled once for max_position_embeddings * factor; longrope: "
+                     "long factors for a whole batch when any position > original_max_position_embeddings. Read in "
+                     "the sglang wheels 0.4.6-0.5.23.")
+_SGLANG_ROPE_SINCE = {"mrope": "since 0.5.2", "proportional": "since 0.5.11"}
+
 PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="speculators", engine="speculators", versions="0.1-0.3, Eagle3DraftModel",
@@ -83,6 +123,11 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
                  "fc_norm": "EAGLE 3.1 drafts", "norm_output": "EAGLE 3.1 drafts"},
         missing_rule={"norm_before_residual": "speculators config default False "
                                               "(its training CLI default is True)"},
+        # eagle3/model_definitions.py (v0.3.0), models/base_components.py (c05b95b3): the layer config's own
+        # transformers rotary class (LlamaRotaryEmbedding, Qwen3RotaryEmbedding, ...)
+        rope_types=_TRANSFORMERS_ROPE,
+        rope_since={t: "transformers' rotary embedding of the layer config, since v0.3.0" for t in _TRANSFORMERS_ROPE},
+        rope_other="transformers' LlamaRotaryEmbedding has no such rope_type (KeyError)",
     ),
     EngineProfile(
         name="vllm", engine="vLLM", versions="after PR #46488",
@@ -97,7 +142,12 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         missing_by_format={"speculators": {"norm_before_residual": True}},
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
-        notes=("vLLM concatenates captured states in ascending layer order, whatever the order of the ids.",
+        rope_types=_SERVED_ROPE, rope_since={"yarn": "mscale/mscale_all_dim honoured from 0.30.0",
+                                             "mrope": "legacy 'type: mrope' read as default + mrope_section"},
+        rope_length={"dynamic": "max_positions", "longrope": "max_positions"},
+        rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
+        notes=(_VLLM_ROPE_NOTE,
+               "vLLM concatenates captured states in ascending layer order, whatever the order of the ids.",
                # read in the vLLM wheels 0.17.0-0.33.0: v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (V2 runner)
                # and v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (V1 runner)
                "Aux ids are read from the top-level eagle_aux_hidden_state_layer_ids. Without it, the V2 model "
@@ -115,8 +165,12 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         missing_by_format={"speculators": {"norm_before_residual": True}},
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
+        rope_types=_SERVED_ROPE, rope_ignores={"yarn": _YARN_MSCALE},
+        rope_length={"dynamic": "max_positions_times_factor", "longrope": "max_positions"},
+        rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
         notes=("norm_before_fc: update_eagle3 drops a speculators config's key before PR #38111 (0.19.0). A "
-               "top-level key in another config is honoured from PR #36545 (0.18.0); before it, never.",),
+               "top-level key in another config is honoured from PR #36545 (0.18.0); before it, never.",
+               _VLLM_ROPE_NOTE),
     ),
     EngineProfile(
         name="sglang", engine="SGLang", versions="0.5.17+ (EAGLE 3.1: PRs #24663, #26506; norm_before_fc: PR #32334)",
@@ -127,7 +181,11 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         honours={"fc_norm": "PRs #24663, #26506", "norm_output": "PRs #24663, #26506",
                  "norm_before_fc": "llama_eagle3.py, every target, since PR #32334 (0.5.17)"},
         uses_target_embedding=True,
-        notes=("SGLang ignores norm_before_residual: the residual is always the raw fc output.",
+        rope_types=_SERVED_ROPE | {"proportional"}, rope_since=_SGLANG_ROPE_SINCE,
+        rope_length={"dynamic": "max_positions_times_factor", "longrope": "last_position"},
+        rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
+        notes=(_SGLANG_ROPE_NOTE,
+               "SGLang ignores norm_before_residual: the residual is always the raw fc output.",
                "norm_before_fc (one RMSNorm over the whole fc input) is applied by llama_eagle3.py for every target "
                "since PR #32334 (first release 0.5.17); builds up to 0.5.16 ignore it.",
                "A missing or malformed eagle_config is swallowed and the default ids are used silently.",
@@ -136,7 +194,13 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="sglang-legacy", engine="SGLang", versions="0.4-0.5 before EAGLE 3.1 support",
         id_engine="sglang", id_keys=(IDS_NESTED,), honours={}, uses_target_embedding=True,
-        notes=("Ignores every norm flag: raw residual, no fc norms, recycles the pre-norm state.",),
+        rope_types=_SERVED_ROPE, rope_since={**_SGLANG_ROPE_SINCE, "yarn": "mscale/mscale_all_dim ignored before "
+                                                                           "0.5.16 (PR #22711)"},
+        rope_ignores={"yarn": _YARN_MSCALE},
+        rope_length={"dynamic": "max_positions_times_factor", "longrope": "last_position"},
+        rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
+        notes=("Ignores every norm flag: raw residual, no fc norms, recycles the pre-norm state.",
+               _SGLANG_ROPE_NOTE),
     ),
     EngineProfile(
         name="specforge", engine="SpecForge", versions="as read at a6b6b023",
@@ -151,10 +215,17 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
                     "default": "an explicit 'default' since PR #502 (1b24cbf6, 2026-03-24); before it ValueError"},
         rope_requires={"llama3": ("factor", "low_freq_factor", "high_freq_factor",
                                   "original_max_position_embeddings")},
+        rope_length={"dynamic": "sequence_at_least_max_positions_plus_20"},
         rope_other="raises ValueError('Unknown RoPE scaling type') in llama3_eagle.py",
         notes=("SpecForge's llama3_eagle.py applies Llama-3 RoPE scaling since PR #287 (41bdd2a2, 2025-11-12; before "
                "it plain RoPE), yarn since PR #224 and mrope since PR #102; with a llama3 key missing "
                "(low_freq_factor, ...) it builds plain RoPE, and any other type raises ValueError.",
+               "yarn (LlamaYarnRotaryEmbedding) scales cos/sin by yarn_get_mscale(factor, mscale) / "
+               "yarn_get_mscale(factor, mscale_all_dim), as transformers does, and passes beta_fast, beta_slow, "
+               "mscale and mscale_all_dim as read: a yarn config without one of them fails (None in arithmetic). "
+               "mrope (LlamaMutiRotaryEmbedding): plain frequencies, sections over position_ids [3, B, T]; text "
+               "positions are equal in the three rows. dynamic: its cos/sin table is built for "
+               "max_position_embeddings + 20 rows, so theta is always rescaled for at least that length.",
                "SpecForge trains with the target's (frozen) embedding and does not save it."),
     ),
     EngineProfile(
@@ -167,6 +238,95 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
                "The embedding is read from the base model unless config.json has target_hidden_size."),
     ),
 ]}
+
+@dataclass(frozen=True)
+class DraftFamilies:
+    """The draft families one engine serves (or trains), read in its code, with since when."""
+
+    attention: dict[str, str] = field(default_factory=lambda: {"llama": "all versions"})  # kind -> since / where
+    attention_other: dict[str, str] = field(default_factory=dict)   # kind it cannot run -> what happens, where read
+    attention_requires: dict[str, dict[str, str]] = field(default_factory=dict)  # kind -> {config field: why}
+    num_aux_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> keys fc's width is read from
+    num_aux_rule: str = "fc reads 3 aux states"                     # in words, with versions
+
+
+_NO_MLA_SPECULATORS = ("speculators has no MLA first layer (eagle3/model_definitions.py registers llama and qwen3 "
+                       "only, v0.4.0-0.9.0), and vLLM's update_eagle3 raises for any other layer model_type")
+_SGLANG_NO_QWEN3 = ("SGLang has no q/k-norm draft (0.5.12-0.5.23): llama_eagle3.py builds Llama attention and its "
+                    "load_weights skips names it has no parameter for, so q_norm/k_norm would be dropped silently; "
+                    "SGLang does not read speculators configs")
+_SPECFORGE_LLAMA_ONLY = ("llama3_eagle.py (LlamaForCausalLMEagle3) is SpecForge's only EAGLE-3 draft at a6b6b023 / "
+                         "0.2.0; the MLA draft of PR #640 was closed unmerged")
+
+# Read in the engines' own releases: vLLM wheels 0.17.0-0.33.0, SGLang wheels 0.5.8-0.5.23, speculators tags
+# v0.3.0-v0.7.0 and 0.9.0, SpecForge a6b6b023 (= 0.2.0's llama3_eagle.py), SafeAILab/EAGLE cnets.py.
+FAMILIES: dict[str, DraftFamilies] = {
+    "speculators": DraftFamilies(
+        attention={"llama": "all versions", "qwen3": "--draft-arch qwen3 (Qwen3DecoderEagle3FirstLayer over "
+                                                     "transformers' Qwen3DecoderLayer) since v0.4.0 (PR #291)"},
+        attention_other={"mla": _NO_MLA_SPECULATORS},
+        num_aux_keys={"llama": (IDS_TOP,), "qwen3": (IDS_TOP,)},
+        num_aux_rule="fc reads len(eagle_aux_hidden_state_layer_ids) states since v0.7.0 (PR #670); 3 before"),
+    "vllm": DraftFamilies(
+        attention={"llama": "all versions",
+                   "qwen3": "qwen3_eagle3.py since 0.24.0 (update_eagle3 maps layer model_type qwen3 to "
+                            "Eagle3Qwen3ForCausalLM)",
+                   "mla": "deepseek_eagle3.py (Eagle3DeepseekV2ForCausalLM / Eagle3DeepseekV3ForCausalLM) since "
+                          "0.18.0 (PR #36361)"},
+        num_aux_keys={"llama": (NUM_AUX_KEY, IDS_NESTED), "mla": (NUM_AUX_KEY, IDS_NESTED),
+                      "qwen3": ("num_aux_layers", NUM_AUX_KEY, IDS_TOP, IDS_NESTED)},
+        num_aux_rule=("fc width from num_aux_hidden_states or the eagle_config ids since 0.22.0 (llama_eagle3.py, "
+                      "deepseek_eagle3.py), also the top-level ids in qwen3_eagle3.py (0.24.0+); llama_eagle3.py "
+                      "never reads the top-level ids a speculators config holds, so it builds fc for 3 and a 4-aux "
+                      "speculators Llama draft fails to load (vllm#54526; fix PR #54598 open, read up to 0.33.0)")),
+    "vllm-legacy": DraftFamilies(
+        attention={"llama": "all versions", "mla": "deepseek_eagle3.py from 0.18.0 (PR #36361): 0.18.x only in "
+                                                   "this range"},
+        attention_other={"qwen3": "update_eagle3 names every speculators draft Eagle3LlamaForCausalLM before 0.24.0, "
+                                  "and llama_eagle3.py has no q_norm/k_norm parameter: loading fails"},
+        num_aux_rule="fc = 3 x target_hidden_size before 0.22.0 (llama_eagle3.py, deepseek_eagle3.py)"),
+    "sglang": DraftFamilies(
+        attention={"llama": "all versions", "mla": "kimi_k25_eagle3.py (Eagle3DeepseekV2ForCausalLM) since 0.5.12; "
+                                                   "fc_norm and norm_output in it since 0.5.13"},
+        attention_other={"qwen3": _SGLANG_NO_QWEN3},
+        attention_requires={"mla": {"q_lora_rank": "kimi_k25_eagle3.py raises ValueError('Eagle3 MLA layer requires "
+                                                   "q_lora_rank in the draft config'), 0.5.12-0.5.23"}},
+        num_aux_keys={"llama": (NUM_AUX_KEY, IDS_NESTED), "mla": (IDS_NESTED, IDS_TOP)},
+        num_aux_rule=("any count since 0.5.12: llama_eagle3.py reads num_aux_hidden_states, else the eagle_config "
+                      "ids; kimi_k25_eagle3.py the eagle_config ids, else the top-level ones; 3 before")),
+    "sglang-legacy": DraftFamilies(
+        attention_other={"mla": "no kimi_k25_eagle3.py before 0.5.12", "qwen3": _SGLANG_NO_QWEN3},
+        num_aux_rule="fc = 3 x target hidden size up to 0.5.11 (llama_eagle3.py)"),
+    "specforge": DraftFamilies(
+        attention_other={"mla": _SPECFORGE_LLAMA_ONLY, "qwen3": _SPECFORGE_LLAMA_ONLY},
+        num_aux_rule="fc = 3 x target_hidden_size and three fc_norm chunks (llama3_eagle.py, a6b6b023 / 0.2.0)"),
+    "eagle": DraftFamilies(
+        attention_other={"mla": "cnets.py builds a Llama layer only", "qwen3": "cnets.py builds a Llama layer only"},
+        num_aux_rule="fc = 3 x hidden size (cnets.py)"),
+}
+
+
+def serving_problems(config, profile: str | EngineProfile) -> list[str]:
+    """Why ``profile`` cannot run this draft as written (empty when it can): an attention kind it lacks, a
+    field it needs, an aux count its fc cannot take."""
+    profile = get_profile(profile)
+    fam, kind, out = profile.families, getattr(config, "attention", "llama"), []
+    if kind not in fam.attention:
+        out.append(f"{profile.label} cannot serve a draft with {ATTENTION_KINDS[kind]}: "
+                   f"{fam.attention_other.get(kind, 'it has no such draft model')}")
+    for key, why in fam.attention_requires.get(kind, {}).items():
+        if getattr(config, key, None) is None:
+            out.append(f"{profile.label} needs {key} set for this draft: {why}")
+    num_aux = config.num_aux
+    if num_aux != 3:
+        keys = fam.num_aux_keys.get(kind)
+        written = {config.aux_ids_key, *([NUM_AUX_KEY] if NUM_AUX_KEY in config.extra else [])}
+        if keys is None or (config.aux_ids_key is not None and not written & set(keys)):
+            out.append(f"{profile.label} builds fc for 3 aux states, this draft's fc reads {num_aux} "
+                       f"({fam.num_aux_rule}): loading fails"
+                       + (f"; it reads the count from {' or '.join(keys)}" if keys else ""))
+    return out
+
 
 # The engine whose arithmetic a checkpoint family was trained with (the default profile on load).
 FORMAT_PROFILE = {"speculators": "speculators", "sglang": "specforge", "eagle": "eagle"}
@@ -197,7 +357,9 @@ class DraftSettings:
     norm_before_residual: bool = False
     recycle_postnorm: bool = False
     use_target_embedding: bool = False
-    rope_scaling: dict | None = None
+    qk_norm: bool = False              # Qwen3 drafts: the per-head q/k RMSNorms are applied
+    rope_scaling: dict | None = None   # as this engine reads it (keys it ignores dropped; None = plain RoPE)
+    rope_length: str = "sequence"      # which length picks dynamic/longrope frequencies (models.rope.LENGTH_RULES)
     # setting -> Decision(value, how it was decided), for load reports, inspect and notebooks
     decisions: dict[str, Decision] = field(default_factory=dict)
 
@@ -231,6 +393,14 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     decisions["recycle"] = Decision("post-norm" if recycle_postnorm else "pre-norm",
                                     f"{profile.engine}: " + ("norm_output recycles the normed state"
                                                              if recycle_postnorm else "recycles the pre-norm state"))
+    kind = getattr(config, "attention", "llama")
+    qk_norm = kind == "qwen3" and kind in profile.families.attention
+    if kind != "llama":
+        decisions["attention"] = Decision(kind, f"{profile.engine}: " + (profile.families.attention[kind]
+                                          if kind in profile.families.attention else
+                                          "cannot serve it (" + profile.families.attention_other.get(kind, "no such "
+                                          "draft model") + "); shown with the checkpoint's attention"
+                                          + (" without the q/k norms" if kind == "qwen3" else "")))
     use_target_embedding = profile.uses_target_embedding and has_target_embedding
     if profile.uses_target_embedding:
         decisions["embedding"] = Decision("target" if use_target_embedding else "draft",
@@ -251,12 +421,16 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
         rope = None
     elif rope_type != "default":
         since = profile.rope_since.get(rope_type)
+        dropped = [k for k in profile.rope_ignores.get(rope_type, ()) if k in rope]
+        rope = {k: v for k, v in rope.items() if k not in dropped}
         decisions["rope_scaling"] = Decision(rope_type, f"{profile.label} applies rope_type '{rope_type}'"
-                                                        + (f" ({since})" if since else ""))
+                                                        + (f" ({since})" if since else "")
+                                                        + (f", ignoring {', '.join(dropped)}" if dropped else ""))
+    rope_length = profile.rope_length.get(rope_type, "sequence")
     return DraftSettings(norm_before_fc=values["norm_before_fc"], fc_norm=values["fc_norm"],
                          norm_before_residual=values["norm_before_residual"], recycle_postnorm=recycle_postnorm,
-                         use_target_embedding=use_target_embedding, rope_scaling=rope,
-                         decisions=decisions)
+                         use_target_embedding=use_target_embedding, rope_scaling=rope, rope_length=rope_length,
+                         qk_norm=qk_norm, decisions=decisions)
 
 
 def rope_type_of(rope_scaling: dict | None) -> str:

@@ -43,7 +43,6 @@ A bare first-layer name (``"residual"``) means ``"layers.0.residual"``.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import asdict, dataclass, field, fields, replace
 
 import torch
@@ -56,10 +55,10 @@ from eagle3lab.engines.profiles import (
     EngineProfile,
     get_profile,
     resolve_settings,
-    rope_type_of,
 )
 from eagle3lab.errors import bad_input
 from eagle3lab.models.hooks import HookPoint, installed, run_with_cache, run_with_patches, setup_hooks
+from eagle3lab.models.rope import DraftRope, apply_rope
 
 
 @dataclass
@@ -100,7 +99,7 @@ class DraftConfig:
         if self.num_attention_heads % self.num_key_value_heads:
             raise bad_input("draft config", "num_key_value_heads",
                             f"a divisor of num_attention_heads={self.num_attention_heads}", self.num_key_value_heads)
-        rope_inv_freq(self.head_dim, self.rope_theta, self.rope_scaling)  # validates the RoPE variant early
+        DraftRope(self.head_dim, self.rope_theta, self.rope_scaling, self.max_position_embeddings)  # refuses an unknown type
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -176,32 +175,6 @@ class MLP(nn.Module):
 
     def forward(self, x):
         return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
-
-
-def rope_inv_freq(head_dim: int, theta: float, rope_scaling: dict | None) -> torch.Tensor:
-    """RoPE inverse frequencies, including the ``linear`` and Llama-3.x ``llama3`` variants."""
-    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
-    kind = rope_type_of(rope_scaling)
-    if kind == "default":
-        return inv.float()
-    if kind == "linear":
-        return (inv / rope_scaling["factor"]).float()
-    if kind == "llama3":
-        factor = rope_scaling["factor"]
-        low, high = rope_scaling.get("low_freq_factor", 1.0), rope_scaling.get("high_freq_factor", 4.0)
-        old_ctx = rope_scaling["original_max_position_embeddings"]
-        wavelen = 2 * math.pi / inv
-        # long wavelengths are slowed by `factor`, short ones kept, the band between interpolated
-        smooth = ((old_ctx / wavelen - low) / (high - low)).clamp(0, 1)
-        return ((1 - smooth) * inv / factor + smooth * inv).float()
-    raise bad_input("draft config", "rope_scaling.rope_type", "one of default, linear, llama3", repr(kind),
-                    "Other RoPE variants (yarn, dynamic, longrope) are not implemented for drafts here.")
-
-
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos + rotated * sin
 
 
 class Attention(nn.Module):
@@ -311,8 +284,9 @@ class Eagle3Draft(nn.Module):
             self.settings = replace(self.settings, **flags, decisions={
                 **self.settings.decisions, **{k: Decision(v, "set explicitly with rewired()") for k, v in flags.items()}})
         # fp32 and not a buffer, so that draft.to(bfloat16) cannot round the RoPE frequencies
-        self._inv_freq = rope_inv_freq(self.config.head_dim, self.config.rope_theta, self.settings.rope_scaling)
-        self._rope_table: dict = {}   # (device, dtype) -> (cos, sin) rows by position, grown on demand
+        self.rope = DraftRope(self.config.head_dim, self.config.rope_theta, self.settings.rope_scaling,
+                              self.config.max_position_embeddings, self.settings.rope_length)
+        self._rope_table: dict = {}   # (device, dtype, regime) -> (cos, sin) rows by position, grown on demand
 
     def under(self, profile: str | EngineProfile) -> Eagle3Draft:
         """The same weights (shared, not copied) run with that engine's arithmetic."""
@@ -428,29 +402,26 @@ class Eagle3Draft(nn.Module):
         hidden = self.hidden_out(normed if s.recycle_postnorm else h)
         return DraftOutput(logits=logits, hidden=hidden, cache=cache)
 
-    def _rope_angles(self, position_ids: torch.Tensor) -> torch.Tensor:
-        if self._inv_freq.device != position_ids.device:
-            self._inv_freq = self._inv_freq.to(position_ids.device)
-        freqs = position_ids[..., None].float() * self._inv_freq         # [..., T, head_dim/2]
-        return torch.cat([freqs, freqs], dim=-1)                         # [..., T, head_dim]
-
     def _rope(self, past: int, T: int, position_ids, dtype, device):
         """cos, sin [B|1, 1, T, head_dim]. Consecutive positions (every chain step) are rows of a table
-        computed once, so a one-token draft step pays no trigonometry; explicit ones are computed."""
+        computed once per frequency set, so a one-token draft step pays no trigonometry; explicit
+        positions ([B, T], or [3, B, T] for mrope) are computed."""
         if position_ids is None and torch.is_inference_mode_enabled():
             # a table made here would be an inference tensor, unusable by a later training forward
             position_ids = torch.arange(past, past + T, device=device)[None]
         if position_ids is not None:
-            angles = self._rope_angles(position_ids)[:, None]
-            return angles.cos().to(dtype), angles.sin().to(dtype)
-        key = (device, dtype)
+            if position_ids.dim() == 3 and self.rope.kind != "mrope":
+                raise bad_input("draft forward", "position_ids", f"[B, {T}] positions (only mrope drafts take [3, B, T])",
+                                f"shape {tuple(position_ids.shape)}")
+            cos, sin = self.rope.cos_sin(position_ids, int(position_ids.max()) + 1, dtype)
+            return cos.unsqueeze(-3), sin.unsqueeze(-3)   # [3, B, T, d] mrope rows are merged into [B, T, d]
+        key = (device, dtype, self.rope.regime(past + T))
         table = self._rope_table.get(key)
         if table is None or table[0].shape[0] < past + T:
             rows = max(past + T, 2 * (table[0].shape[0] if table is not None else 128))
-            angles = self._rope_angles(torch.arange(rows, device=device))
-            table = (angles.cos().to(dtype), angles.sin().to(dtype))
-            # one device at a time: a draft moved with .to() does not keep its old tables alive
-            self._rope_table = {k: v for k, v in self._rope_table.items() if k[0] == device} | {key: table}
+            table = self.rope.cos_sin(torch.arange(rows, device=device), past + T, dtype)
+            # one device and frequency set at a time: old tables are not kept alive
+            self._rope_table = {k: v for k, v in self._rope_table.items() if k[0] == device and k[2] is None} | {key: table}
         return table[0][None, None, past:past + T], table[1][None, None, past:past + T]
 
     @staticmethod

@@ -12,7 +12,8 @@ from transformers import LlamaConfig
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.models.draft import DraftCache, DraftConfig, Eagle3Draft, rope_inv_freq
+from eagle3lab.models.draft import DraftCache, DraftConfig, Eagle3Draft
+from eagle3lab.models.rope import DraftRope
 
 LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
           "original_max_position_embeddings": 16}
@@ -104,7 +105,7 @@ def reference(sd, *, eps, heads, kv_heads, inv_freq, input_ids, aux=None, recycl
 def _ref(draft, ids, **kw):
     c = draft.config
     return reference(draft.state_dict(), eps=c.rms_norm_eps, heads=c.num_attention_heads,
-                     kv_heads=c.num_key_value_heads, inv_freq=draft._inv_freq, input_ids=ids, **kw)
+                     kv_heads=c.num_key_value_heads, inv_freq=draft.rope.inv_freq, input_ids=ids, **kw)
 
 
 FC_MODES = ["plain", "norm_before_fc", "fc_norm"]
@@ -145,8 +146,8 @@ def test_llama3_rope_matches_transformers_and_enters_the_math():
     scaling = dict(LLAMA3)
     hf = LlamaConfig(hidden_size=32, num_attention_heads=4, rope_theta=500000.0, rope_scaling=scaling)
     expected, _ = ROPE_INIT_FUNCTIONS["llama3"](hf, "cpu")
-    torch.testing.assert_close(rope_inv_freq(8, 500000.0, scaling), expected.float())
-    plain = rope_inv_freq(8, 500000.0, None)
+    torch.testing.assert_close(DraftRope(8, 500000.0, scaling, 2048).inv_freq, expected.float())
+    plain = DraftRope(8, 500000.0, None, 2048).inv_freq
     assert not torch.allclose(plain, expected.float())             # the variant really changes frequencies
     draft = make_draft(rope_scaling=scaling)
     ids, aux = torch.randint(0, 50, (1, 6)), torch.randn(1, 6, 72)
@@ -294,9 +295,11 @@ def test_inputs_are_checked():
         draft(ids, torch.randn(1, 4, 48))
     with pytest.raises(Eagle3LabError, match="exactly one"):
         draft(ids)
-    with pytest.raises(Eagle3LabError, match="rope_type"):
+    # an unknown RoPE type is refused with the types that exist; yarn, mrope, longrope, dynamic load (test_rope.py)
+    with pytest.raises(Eagle3LabError, match=r"key 'rope_scaling.rope_type': expected one of default, linear, "
+                                             r"dynamic, yarn, longrope, llama3, proportional, mrope.*found 'ntk2'"):
         DraftConfig(hidden_size=8, intermediate_size=8, num_attention_heads=2, vocab_size=4,
-                    rope_scaling={"rope_type": "yarn", "factor": 4.0})
+                    rope_scaling={"rope_type": "ntk2", "factor": 4.0})
 
 
 def test_to_target_ids_uses_offsets():
