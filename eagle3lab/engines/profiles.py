@@ -302,7 +302,7 @@ FAMILIES: dict[str, DraftFamilies] = {
         num_aux_rule="fc = 3 x target_hidden_size and three fc_norm chunks (llama3_eagle.py, a6b6b023 / 0.2.0)"),
     "eagle": DraftFamilies(
         attention_other={"mla": "cnets.py builds a Llama layer only", "qwen3": "cnets.py builds a Llama layer only"},
-        num_aux_rule="fc = 3 x hidden size (cnets.py)"),
+        num_aux_rule="fc = 3 x hidden size, or 3 x target_hidden_size (cnets.py)"),
 }
 
 
@@ -312,7 +312,7 @@ def serving_problems(config, profile: str | EngineProfile) -> list[str]:
     profile = get_profile(profile)
     fam, kind, out = profile.families, getattr(config, "attention", "llama"), []
     if kind not in fam.attention:
-        out.append(f"{profile.label} cannot serve a draft with {ATTENTION_KINDS[kind]}: "
+        out.append(f"{profile.label} cannot run a draft with {ATTENTION_KINDS[kind]}: "
                    f"{fam.attention_other.get(kind, 'it has no such draft model')}")
     for key, why in fam.attention_requires.get(kind, {}).items():
         if getattr(config, key, None) is None:

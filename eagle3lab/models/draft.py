@@ -5,6 +5,7 @@
     layer 0:  emb_normed = input_layernorm(embed)   hid_normed = hidden_norm(h)
               residual   = hid_normed if norm_before_residual else h
               h = residual + o_proj(attn([emb_normed ; hid_normed]))      # q/k/v read 2H
+              (attn: Llama, Qwen3 with q/k norms, or MLA; eagle3lab.models.draft_attention)
               h = h + mlp(post_attention_layernorm(h))
     layers 1..: ordinary pre-norm decoder layers of width H
     logits = lm_head(norm(h)) over the draft vocabulary;  target id = i + d2t[i]
@@ -27,6 +28,7 @@ Hook points (stable names; ``draft.hook_names`` lists those of a given draft):
     layers.{i}.residual   what the attention output is added to    [B, T, H]
     layers.{i}.attn_in    q/k/v input ([emb_normed ; hid_normed] in layer 0, 2H wide)
     layers.{i}.q/k/v      after RoPE, this forward's positions     [B, heads, T, head_dim]
+                          (MLA: q/k nope+rope wide, v v_head_dim wide)
     layers.{i}.attn_out   o_proj output                            [B, T, H]
     layers.{i}.resid_mid  residual + attn_out                      [B, T, H]
     layers.{i}.mlp_in     post_attention_layernorm(resid_mid)      [B, T, H]
@@ -50,6 +52,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from eagle3lab.engines.profiles import (
+    ATTENTION_KINDS,
     Decision,
     DraftSettings,
     EngineProfile,
@@ -57,8 +60,13 @@ from eagle3lab.engines.profiles import (
     resolve_settings,
 )
 from eagle3lab.errors import bad_input
+from eagle3lab.models.draft_attention import make_attention
 from eagle3lab.models.hooks import HookPoint, installed, run_with_cache, run_with_patches, setup_hooks
-from eagle3lab.models.rope import DraftRope, apply_rope
+from eagle3lab.models.norms import RMSNorm
+from eagle3lab.models.rope import DraftRope
+
+# MLA geometry a config must give (q_lora_rank may be null: one q_proj then)
+MLA_SIZES = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
 
 @dataclass
@@ -86,9 +94,24 @@ class DraftConfig:
     norm_before_fc: bool | None = None
     fc_norm: bool | None = None
     norm_output: bool | None = None
+    attention: str = "llama"                      # llama, qwen3 (q/k norms) or mla (models.draft_attention)
+    q_lora_rank: int | None = None                # mla: rank of q's LoRA (None: one q_proj)
+    kv_lora_rank: int | None = None               # mla: width of the compressed k/v latent
+    qk_nope_head_dim: int | None = None           # mla: per-head q/k width RoPE leaves alone
+    qk_rope_head_dim: int | None = None           # mla: per-head q/k width RoPE turns (= head_dim)
+    v_head_dim: int | None = None                 # mla: per-head v width
     extra: dict = field(default_factory=dict)     # config keys kept for round trips (bos/eos ids...)
 
     def __post_init__(self):
+        if self.attention not in ATTENTION_KINDS:
+            raise bad_input("draft config", "attention", f"one of {', '.join(ATTENTION_KINDS)}", repr(self.attention))
+        if self.attention == "mla":
+            missing = [k for k in MLA_SIZES if not isinstance(getattr(self, k), int)]
+            if missing:
+                raise bad_input("draft config", missing[0], "an integer (an MLA draft needs all of "
+                                f"{', '.join(MLA_SIZES)})", repr(getattr(self, missing[0])))
+            # every head reads the one latent; head_dim is the RoPE width, as in transformers' DeepseekV3Config
+            self.num_key_value_heads, self.head_dim = self.num_attention_heads, self.qk_rope_head_dim
         self.num_key_value_heads = self.num_key_value_heads or self.num_attention_heads
         self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads
         self.draft_vocab_size = self.draft_vocab_size or self.vocab_size
@@ -100,6 +123,11 @@ class DraftConfig:
             raise bad_input("draft config", "num_key_value_heads",
                             f"a divisor of num_attention_heads={self.num_attention_heads}", self.num_key_value_heads)
         DraftRope(self.head_dim, self.rope_theta, self.rope_scaling, self.max_position_embeddings)  # refuses an unknown type
+
+    @property
+    def fc_width(self) -> int:
+        """fc's input width: num_aux target states side by side (the one home of that rule)."""
+        return self.num_aux * self.target_hidden_size
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -150,17 +178,6 @@ class DraftCache:
 
 # ---------------------------------------------------------------------------- building blocks
 
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x32 = x.float()  # statistics in fp32, as every engine does
-        return self.weight * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
-
-
 _ACT = {"silu": F.silu, "gelu": F.gelu, "relu": F.relu,
         "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh")}
 
@@ -177,30 +194,6 @@ class MLP(nn.Module):
         return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
 
 
-class Attention(nn.Module):
-    def __init__(self, cfg: DraftConfig, in_dim: int, layer: int):
-        super().__init__()
-        self.layer = layer
-        self.n_heads, self.n_kv, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
-        self.q_proj = nn.Linear(in_dim, self.n_heads * self.head_dim, bias=False)
-        self.k_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
-        self.v_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
-        self.o_proj = nn.Linear(self.n_heads * self.head_dim, cfg.hidden_size, bias=False)
-        self.q, self.k, self.v = HookPoint(), HookPoint(), HookPoint()   # after RoPE (layers.{i}.q/k/v)
-
-    def forward(self, x, cos, sin, mask, cache):
-        B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
-        q, k, v = self.q(apply_rope(q, cos, sin)), self.k(apply_rope(k, cos, sin)), self.v(v)
-        if cache is not None:
-            k, v = cache.update(self.layer, k, v)
-        # grouped-query attention: each kv head serves n_heads / n_kv query heads (SDPA expands them)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
-
-
 class DecoderLayer(nn.Module):
     """Layer 0 reads ``[input_layernorm(embed) ; hidden_norm(h)]``; later layers are plain Llama layers.
 
@@ -215,7 +208,7 @@ class DecoderLayer(nn.Module):
             self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
             self.emb_normed, self.hid_normed = HookPoint(), HookPoint()
         self.residual, self.attn_in = HookPoint(), HookPoint()
-        self.self_attn = Attention(cfg, 2 * cfg.hidden_size if self.first else cfg.hidden_size, index)
+        self.self_attn = make_attention(cfg, 2 * cfg.hidden_size if self.first else cfg.hidden_size, index)
         self.attn_out, self.resid_mid = HookPoint(), HookPoint()
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp_in = HookPoint()
@@ -229,7 +222,7 @@ class DecoderLayer(nn.Module):
             attn_in = self.attn_in(torch.cat([emb_normed, hid_normed], dim=-1))
         else:
             residual, attn_in = self.residual(h), self.attn_in(self.input_layernorm(h))
-        h = self.resid_mid(residual + self.attn_out(self.self_attn(attn_in, cos, sin, mask, cache)))
+        h = self.resid_mid(residual + self.attn_out(self.self_attn(attn_in, s, cos, sin, mask, cache)))
         return self.resid_out(h + self.mlp_out(self.mlp(self.mlp_in(self.post_attention_layernorm(h)))))
 
 
@@ -241,7 +234,7 @@ class Eagle3Draft(nn.Module):
     def __init__(self, config: DraftConfig, profile: str | EngineProfile = "speculators", fmt: str | None = None):
         super().__init__()
         cfg = self.config = config
-        H, fc_width = cfg.hidden_size, cfg.num_aux * cfg.target_hidden_size
+        H, fc_width = cfg.hidden_size, cfg.fc_width
         self.embed_tokens = nn.Embedding(cfg.vocab_size, H)
         self.embed, self.fc_in = HookPoint(), HookPoint()
         if cfg.norm_before_fc:   # one RMSNorm over the whole fc input (gpt-oss drafts)
@@ -318,14 +311,17 @@ class Eagle3Draft(nn.Module):
         """Every setting of the switches these weights can run with, as ``rewired`` keywords: the
         first-layer residual rule and the recycled state always; an fc norm only when its weights
         exist (then also without it, as an engine that ignores it runs). A wiring search enumerates
-        these, so a draft family with other switches brings its own list."""
+        these, so a draft family with other switches brings its own list: Qwen3 drafts add their q/k
+        norms (on, then off as SGLang would drop them); MLA adds none (every engine that serves it
+        computes the same latent attention)."""
         fc_rules = [{"norm_before_fc": False, "fc_norm": False}]
         if self.config.norm_before_fc:
             fc_rules.append({"norm_before_fc": True, "fc_norm": False})
         if self.config.fc_norm:
             fc_rules.append({"norm_before_fc": False, "fc_norm": True})
-        return [{**fc, "norm_before_residual": nbr, "recycle_postnorm": post}
-                for fc in fc_rules for nbr in (False, True) for post in (False, True)]
+        family = [{"qk_norm": True}, {"qk_norm": False}] if self.config.attention == "qwen3" else [{}]
+        return [{**fc, **extra, "norm_before_residual": nbr, "recycle_postnorm": post}
+                for extra in family for fc in fc_rules for nbr in (False, True) for post in (False, True)]
 
     def bound(self, num_target_layers: int | None = None, target_arch: str | None = None,
               target_embedding: torch.Tensor | None = None) -> Eagle3Draft:
@@ -379,7 +375,7 @@ class Eagle3Draft(nn.Module):
             raise bad_input("draft forward", "aux_hidden_states / recycled_hidden", "exactly one of them",
                             "both" if aux_hidden_states is not None else "neither")
         if aux_hidden_states is not None:   # target features go through fc
-            self._check_width("aux_hidden_states", aux_hidden_states, cfg.num_aux * cfg.target_hidden_size, B, T)
+            self._check_width("aux_hidden_states", aux_hidden_states, cfg.fc_width, B, T)
             fc_in = self.fc_in(aux_hidden_states)
             if s.norm_before_fc:
                 fc_in = self.fc_normed(self.input_norm(fc_in))
