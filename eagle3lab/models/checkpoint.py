@@ -483,12 +483,21 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
     checked (no weights, no layer count) under ``not_checked``.
     """
     from eagle3lab.engines.profiles import FLAGS, PROFILES
+    from eagle3lab.models.draft_family import describe_draft_config, is_mla_draft
 
     raw, config_file = read_config(path)
     kind, reason = cf.classify_config(raw)
     out: dict = {"path": str(config_file.parent), "config_file": str(config_file), "kind": kind,
                  "is_eagle3_draft": kind in cf.FORMATS, "format_reason": reason, "errors": [], "warnings": [],
                  "not_checked": []}
+    if kind in cf.FORMATS or is_mla_draft(raw):
+        out["family"] = describe_draft_config(raw)
+    if kind not in cf.FORMATS and is_mla_draft(raw):
+        # recognised from its keys; the checks below need the draft built as a Llama-style head
+        out.update(is_eagle3_draft=True, kind="mla", format_reason=f"an MLA EAGLE-3 draft ({out['family']['reasons'][0]})")
+        out["not_checked"].append("weights, sizes and each engine's view: this MLA draft is recognised from its "
+                                  "config keys only (kv_lora_rank, qk_rope_head_dim, ...), not built here")
+        return out
     if kind not in cf.FORMATS:
         text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
         out["target_like"] = {k: text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size")}

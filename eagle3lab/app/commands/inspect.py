@@ -30,6 +30,10 @@ def render(r: dict) -> str:
     lines = [f"{r['config_file']}", f"  kind: {r['kind']} ({r['format_reason']})"]
     if not r["is_eagle3_draft"]:
         lines.append(f"  not an EAGLE-3 draft; geometry: {r.get('target_like')}")
+    if "family" in r:
+        f = r["family"]
+        lines.append(f"  family: {f['family']} ({f['attention']} attention), rope {f['rope_type']}, "
+                     f"fc reads {f['num_aux']} aux states ({f['num_aux_from']})")
     if "sizes" in r:
         s = r["sizes"]
         lines.append(f"  sizes: hidden {s['hidden_size']} (target {s['target_hidden_size']}), "
