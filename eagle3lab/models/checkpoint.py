@@ -399,8 +399,12 @@ def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, requ
 
 
 def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_target_layers: int | None = None,
-               include_embedding: bool | None = None, overwrite: bool = False) -> dict:
-    """Write ``draft`` as family ``format``; returns what was written (ids, flags, warnings)."""
+               include_embedding: bool | None = None, overwrite: bool = False, keep_stated_flags: bool = False) -> dict:
+    """Write ``draft`` as family ``format``; returns what was written (ids, flags, warnings).
+
+    Flags are written as the draft's trainer ran them; a flag whose value that changes from what the
+    source config states is named in a warning with the rule, and ``keep_stated_flags=True`` writes
+    the stated value instead (explicit ``draft.rewired()`` switches win over both)."""
     from eagle3lab.engines.layer_ids import to_engine_ids
 
     fmt = format
@@ -429,6 +433,22 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     trained = resolve_settings(cfg, trainer, draft.format)
     flags = {"norm_before_residual": trained.norm_before_residual, "norm_before_fc": trained.norm_before_fc,
              "fc_norm": trained.fc_norm, "norm_output": trained.recycle_postnorm}
+    rules = {flag: trained.decisions[flag].how for flag in flags} | {"norm_output": trained.decisions["recycle"].how}
+    origin = (f"the {draft.format} format is trained with {trainer.label}" if draft.format
+              else f"its profile {trainer.label}")
+    for flag, value in flags.items():   # a flag the source states is never changed silently
+        stated = getattr(cfg, flag)
+        overridden = flag in draft.wiring or (flag == "norm_output" and "recycle_postnorm" in draft.wiring)
+        if stated is None or bool(stated) == value or overridden:   # rewired() switches are explicit choices
+            continue
+        if keep_stated_flags:
+            flags[flag] = bool(stated)
+            warnings.append(f"{flag}: kept the stated {stated} (keep_stated_flags / --keep-stated-flags), although "
+                            f"the draft's trainer ran {value} ({origin}; rule: {rules[flag]})")
+        else:
+            warnings.append(f"{flag}: the source config states {stated}, written {value} as the draft's trainer ran "
+                            f"it ({origin}; rule: {rules[flag]}). "
+                            f"To write the stated {stated}, pass keep_stated_flags=True (CLI: --keep-stated-flags)")
     flags.update({k: v for k, v in draft.wiring.items() if k in flags})   # draft.rewired() switches
     if "recycle_postnorm" in draft.wiring:
         flags["norm_output"] = draft.wiring["recycle_postnorm"]
@@ -464,11 +484,13 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
 
 
 def convert_draft(src, out_dir, to: str, target=None, num_target_layers: int | None = None,
-                  overwrite: bool = False) -> dict:
-    """Rewrite a checkpoint in another family's format (ids translated, flags made explicit)."""
+                  overwrite: bool = False, keep_stated_flags: bool = False) -> dict:
+    """Rewrite a checkpoint in another family's format (ids translated, flags made explicit; a stated
+    flag changed by the trainer's rule is warned about, or kept with ``keep_stated_flags``)."""
     draft = load_draft(src, target=target, device="cpu", dtype=None,
                        num_target_layers=num_target_layers, require_embedding=False)
-    result = save_draft(draft, out_dir, to, num_target_layers=num_target_layers, overwrite=overwrite)
+    result = save_draft(draft, out_dir, to, num_target_layers=num_target_layers, overwrite=overwrite,
+                        keep_stated_flags=keep_stated_flags)
     result["source"] = {"path": str(src), "format": draft.format}
     result["warnings"] = draft.load_report.warnings + result["warnings"]
     return result

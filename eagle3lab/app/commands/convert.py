@@ -13,6 +13,8 @@ def add_arguments(parser):
     group.add_argument("--target", help="target folder (layer count for id translation; embedding if the draft has none)")
     group.add_argument("--num-target-layers", type=int, metavar="N", help="the target's number of decoder layers")
     parser.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    parser.add_argument("--keep-stated-flags", action="store_true",
+                        help="write each norm flag the source config states as stated, not as its trainer ran it")
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/convert.md)")
 
 
@@ -20,7 +22,8 @@ def run(args) -> int:
     from eagle3lab.models.checkpoint import convert_draft
 
     result = convert_draft(args.draft, args.out, args.to, target=args.target,
-                           num_target_layers=args.num_target_layers, overwrite=args.overwrite)
+                           num_target_layers=args.num_target_layers, overwrite=args.overwrite,
+                           keep_stated_flags=args.keep_stated_flags)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
