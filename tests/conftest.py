@@ -121,8 +121,9 @@ def tiny_spec_target(seed=0, vocab=V, hidden=H, layers=4, scale=0.15, init=0.02)
     return Target.wrap(model)
 
 
-def tiny_draft(target, seed=0, draft_vocab=None, train_steps=150, passes=3, ids=(1, 2, 4)):
-    """An EAGLE-3 draft (speculators profile) for ``target``; trained when train_steps > 0."""
+def tiny_draft(target, seed=0, draft_vocab=None, train_steps=150, passes=3, ids=(1, 2, 4), **config):
+    """An EAGLE-3 draft (speculators profile) for ``target``; trained when train_steps > 0. ``config``:
+    DraftConfig fields that differ (attention="mla" with its sizes, fc_norm=True, ...)."""
     from eagle3lab.decoding.evaluate import draft_passes
     from eagle3lab.models.capture import ResidCapture, concat_aux
     from eagle3lab.models.draft import DraftConfig, Eagle3Draft
@@ -131,9 +132,9 @@ def tiny_draft(target, seed=0, draft_vocab=None, train_steps=150, passes=3, ids=
     vocab, hidden = target.vocab_size, target.hidden_size
     dv = draft_vocab or vocab * 3 // 4
     torch.manual_seed(seed)
-    draft = Eagle3Draft(DraftConfig(hidden_size=hidden, intermediate_size=2 * hidden, num_attention_heads=4,
-                                    num_key_value_heads=2, vocab_size=vocab, draft_vocab_size=dv,
-                                    target_hidden_size=hidden, aux_layer_ids=ids),
+    draft = Eagle3Draft(DraftConfig(**{**dict(hidden_size=hidden, intermediate_size=2 * hidden, num_attention_heads=4,
+                                              num_key_value_heads=2, vocab_size=vocab, draft_vocab_size=dv,
+                                              target_hidden_size=hidden, aux_layer_ids=ids), **config}),
                          profile="speculators").bound(num_target_layers=target.num_layers)
     seqs = torch.randint(0, vocab, (32, 20), generator=torch.Generator().manual_seed(seed))
     points = list(draft.aux_resid)

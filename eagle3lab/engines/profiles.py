@@ -306,6 +306,33 @@ FAMILIES: dict[str, DraftFamilies] = {
 }
 
 
+# eagle_config switches of NVIDIA ModelOpt's EAGLE export (modelopt/torch/speculative/config.py EagleConfig,
+# plugins/megatron_eagle.py), carried by MLA drafts (TorchSpec kimi_k25_eagle3_mla.json): key -> (the value every
+# serving engine acts as if written, what it means). No engine reads them: grep of SGLang 0.5.23 and vLLM 0.33.0
+# finds no reference; SGLang kimi_k25_eagle3.py (0.5.12-0.5.23), vLLM deepseek_eagle3.py (0.18.0-0.33.0) and
+# TorchSpec deepseek_eagle.py (6f21829) always norm the embedding and the output.
+MODELOPT_SWITCHES = {
+    "use_input_layernorm_in_first_layer": (True, "input_layernorm on the embedding in the first layer"),
+    "use_last_layernorm": (True, "the final norm before lm_head"),
+    "use_mtp_layernorm": (False, "ModelOpt's MTP-style enorm/hnorm, built only when no aux states are used "
+                                 "(EAGLE-1 path of megatron_eagle.py)"),
+}
+
+
+def modelopt_switch_notes(eagle_config: dict) -> list[tuple[str, object, str]]:
+    """``(key, value, rule)`` for each ModelOpt switch an ``eagle_config`` states: what engines do with it."""
+    out = []
+    for key, (acted, meaning) in MODELOPT_SWITCHES.items():
+        if key in eagle_config:
+            value = eagle_config[key]
+            rule = (f"ModelOpt switch for {meaning}; no serving engine reads it (SGLang, vLLM and TorchSpec act "
+                    f"as if {str(acted).lower()})")
+            if bool(value) != acted:
+                rule += f": a draft trained with {key}={value} runs different arithmetic when served"
+            out.append((f"eagle_config.{key}", value, rule))
+    return out
+
+
 def serving_problems(config, profile: str | EngineProfile) -> list[str]:
     """Why ``profile`` cannot run this draft as written (empty when it can): an attention kind it lacks, a
     field it needs, an aux count its fc cannot take."""
@@ -396,11 +423,11 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     kind = getattr(config, "attention", "llama")
     qk_norm = kind == "qwen3" and kind in profile.families.attention
     if kind != "llama":
-        decisions["attention"] = Decision(kind, f"{profile.engine}: " + (profile.families.attention[kind]
-                                          if kind in profile.families.attention else
-                                          "cannot serve it (" + profile.families.attention_other.get(kind, "no such "
-                                          "draft model") + "); shown with the checkpoint's attention"
-                                          + (" without the q/k norms" if kind == "qwen3" else "")))
+        served = kind in profile.families.attention
+        decisions["attention"] = Decision(kind if served else "cannot run", f"{profile.engine}: " + (
+            profile.families.attention[kind] if served else
+            "cannot run it (" + profile.families.attention_other.get(kind, "no such draft model") + "); shown with "
+            "the checkpoint's attention" + (" without the q/k norms" if kind == "qwen3" else "")))
     use_target_embedding = profile.uses_target_embedding and has_target_embedding
     if profile.uses_target_embedding:
         decisions["embedding"] = Decision("target" if use_target_embedding else "draft",

@@ -22,7 +22,13 @@ from pathlib import Path
 import torch
 
 from eagle3lab.atomic import atomic_dir
-from eagle3lab.engines.profiles import FORMAT_PROFILE, get_profile, resolve_settings
+from eagle3lab.engines.profiles import (
+    FORMAT_PROFILE,
+    NUM_AUX_KEY,
+    get_profile,
+    resolve_settings,
+    serving_problems,
+)
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
@@ -189,20 +195,23 @@ def fit_config_to_weights(cfg: DraftConfig, raw_cfg: dict, sd: dict, where, note
         raise bad_input(where, "fc.weight", f"{cfg.hidden_size} rows (hidden_size in config.json)",
                         f"shape {list(fc.shape)}", "config.json and the weights disagree on hidden_size.")
     ht_written = raw_cfg.get("target_hidden_size") is not None
-    ids_written = cfg.aux_layer_ids is not None
+    count_from = (NUM_AUX_KEY if NUM_AUX_KEY in cfg.extra else f"the {len(cfg.aux_layer_ids)} ids at {cfg.aux_ids_key}"
+                  if cfg.aux_layer_ids is not None else None)
     num_aux, ht = cfg.num_aux, cfg.target_hidden_size
-    if in_dim != num_aux * ht:
-        if ht_written and in_dim % ht == 0 and not ids_written:
+    if in_dim != cfg.fc_width:
+        if ht_written and in_dim % ht == 0 and count_from is None:
             num_aux = in_dim // ht
+            notes.append(f"num_aux = {num_aux} read from fc.weight {list(fc.shape)} (no aux ids written)")
         elif not ht_written and in_dim % num_aux == 0:
             ht = in_dim // num_aux
             notes.append(f"target_hidden_size = {ht} inferred from fc.weight {list(fc.shape)} (missing in "
-                         f"config.json): vLLM and SGLang size fc as 3 * hidden_size without it and fail to load; "
-                         f"add target_hidden_size: {ht}")
+                         f"config.json): vLLM and SGLang size fc as {num_aux} * hidden_size without it and fail to "
+                         f"load; add target_hidden_size: {ht}")
         else:
-            raise bad_input(where, "fc.weight", f"{num_aux * ht} input columns (num_aux {num_aux} x target_hidden_size "
-                            f"{ht})", f"shape {list(fc.shape)}", "The aux id count or target_hidden_size in "
-                            "config.json does not match the fc weight.")
+            raise bad_input(where, "fc.weight", f"{cfg.fc_width} input columns ({num_aux} aux states, from "
+                            f"{count_from or 'the default of 3'}, x target_hidden_size {ht})", f"shape {list(fc.shape)} "
+                            f"({in_dim} columns)", "The aux count or target_hidden_size in config.json does not "
+                            "match the fc weight.")
     if (num_aux, ht) != (cfg.num_aux, cfg.target_hidden_size):
         cfg = DraftConfig(**{**cfg.to_dict(), "num_aux": num_aux, "target_hidden_size": ht})
     return cfg
@@ -228,7 +237,8 @@ def check_state_dict(cfg: DraftConfig, sd: dict[str, torch.Tensor], where) -> li
         raise bad_input(where, extra[0], f"only the keys of a {cfg.num_hidden_layers}-layer EAGLE-3 draft "
                         "(norm_before_fc/fc_norm weights only when those flags are set)", f"extra keys {extra[:8]}",
                         "Set the flag that owns them in config.json, or this is another draft architecture "
-                        "(q/k norms, attention bias, SGLang additional_layers are not modelled).")
+                        "(q/k norms need a qwen3 layer model_type, MLA weights an MLA config; attention bias and "
+                        "SGLang additional_layers are not modelled).")
     for key, value in sd.items():
         shape, dtype = expected[key]
         if tuple(value.shape) != shape:
@@ -356,7 +366,11 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
 
     dev = resolve_device(device)
     to_dtype = resolve_dtype(dtype, dev) if dtype is not None else sd["fc.weight"].dtype
-    profile = profile or FORMAT_PROFILE[fmt]
+    if profile is None:   # the format's trainer; its server when the trainer cannot run this draft (an MLA draft)
+        profile = FORMAT_PROFILE[fmt]
+        if serving_problems(cfg, profile) and not serving_problems(cfg, SERVE_PROFILE[fmt]):
+            notes.append(f"run as {get_profile(SERVE_PROFILE[fmt]).label}: {serving_problems(cfg, profile)[0]}")
+            profile = SERVE_PROFILE[fmt]
     draft = Eagle3Draft(cfg, profile=profile, fmt=fmt)
     if embedding is not None:
         sd["embed_tokens.weight"] = embedding
@@ -372,6 +386,8 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
     seen, why = draft.profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
     if why:
         report.warnings.append(why)
+    for name in dict.fromkeys((draft.profile.name, SERVE_PROFILE[fmt])):   # what can run it, as written
+        report.warnings += [p for p in serving_problems(cfg, name) if p not in report.warnings]
     draft.load_report = report
     return draft
 
@@ -505,21 +521,15 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
     checked (no weights, no layer count) under ``not_checked``.
     """
     from eagle3lab.engines.profiles import FLAGS, PROFILES
-    from eagle3lab.models.draft_family import describe_draft_config, is_mla_draft
+    from eagle3lab.models.draft_family import describe_draft_config
 
     raw, config_file = read_config(path)
     kind, reason = cf.classify_config(raw)
     out: dict = {"path": str(config_file.parent), "config_file": str(config_file), "kind": kind,
                  "is_eagle3_draft": kind in cf.FORMATS, "format_reason": reason, "errors": [], "warnings": [],
                  "not_checked": []}
-    if kind in cf.FORMATS or is_mla_draft(raw):
+    if kind in cf.FORMATS:
         out["family"] = describe_draft_config(raw)
-    if kind not in cf.FORMATS and is_mla_draft(raw):
-        # recognised from its keys; the checks below need the draft built as a Llama-style head
-        out.update(is_eagle3_draft=True, kind="mla", format_reason=f"an MLA EAGLE-3 draft ({out['family']['reasons'][0]})")
-        out["not_checked"].append("weights, sizes and each engine's view: this MLA draft is recognised from its "
-                                  "config keys only (kv_lora_rank, qk_rope_head_dim, ...), not built here")
-        return out
     if kind not in cf.FORMATS:
         text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
         out["target_like"] = {k: text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size")}
@@ -588,6 +598,9 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
     out["aux_ids"] = {"as_written": list(cfg.aux_layer_ids) if cfg.aux_layer_ids is not None else None,
                       "key": cfg.aux_ids_key, "num_target_layers": n, "target_arch": facts.arch,
                       "by_engine": engines}
+    # which engines can run this draft family at all (attention kind, needed fields, aux count)
+    out["serving"] = {name: {"engine": profile.label, "problems": serving_problems(cfg, profile)}
+                      for name, profile in PROFILES.items()}
     if n is None:
         out["not_checked"].append("resid points of default ids and range checks: the target's layer count is "
                                   "unknown (pass --target DIR or --num-target-layers N)")

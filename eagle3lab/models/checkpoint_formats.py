@@ -9,18 +9,29 @@ the other families differ only by prefixes (eagle3-facts.md section 8).
   (older) or ``layers.0.*``; usually no embedding.
 - eagle (SafeAILab/EAGLE): calls itself ``LlamaForCausalLM`` with ``draft_vocab_size``; no ids (the
   capture points are hard-coded); keys ``midlayer.*``; often a pickled ``pytorch_model.bin``.
+
+The layer's attention kind (``models.draft_family``): Qwen3 drafts are speculators configs whose
+layer ``model_type`` is ``qwen3`` (keys ``layers.0.self_attn.q_norm/k_norm.weight``); MLA drafts
+are flat configs named ``Eagle3DeepseekV2ForCausalLM`` (SGLang ``kimi_k25_eagle3.py``, vLLM
+``deepseek_eagle3.py``, TorchSpec) with q/kv LoRA ranks and nope/rope/v head dims, keys
+``layers.0.self_attn.{q_a_proj, q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm,
+kv_b_proj, o_proj}`` (``q_proj`` when ``q_lora_rank`` is null). EAGLE 3.1's per-chunk norms are
+``fc_norm.{i}.weight`` (NeMo Automodel writes ``model.fc_norm.{i}.weight``, SGLang also reads
+``aux_norm_low/mid/high``); the one norm over the whole fc input is ``input_norm.weight``.
 """
 
 from __future__ import annotations
 
 import re
 
-from eagle3lab.engines.profiles import FLAGS, IDS_NESTED, IDS_TOP
+from eagle3lab.engines.profiles import FLAGS, IDS_NESTED, IDS_TOP, NUM_AUX_KEY, modelopt_switch_notes
 from eagle3lab.errors import bad_input
-from eagle3lab.models.draft import DraftConfig
+from eagle3lab.models.draft import MLA_SIZES, DraftConfig
+from eagle3lab.models.draft_family import describe_draft_config, is_mla_draft
 
 FORMATS = ("speculators", "sglang", "eagle")
 SGLANG_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM")
+MLA_ARCH = "Eagle3DeepseekV2ForCausalLM"       # SGLang kimi_k25_eagle3.py, vLLM deepseek_eagle3.py, TorchSpec
 SPECULATORS_ARCHS = ("Eagle3Speculator", "Eagle3DraftModel")
 # Llama geometry keys read from (and written to) a flat config
 GEOMETRY = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim",
@@ -30,6 +41,8 @@ REQUIRED = ("hidden_size", "intermediate_size", "num_attention_heads", "vocab_si
 # keys kept verbatim for round trips
 PASSTHROUGH = ("bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype", "tie_word_embeddings")
 IGNORED_WEIGHTS = ("verifier_norm.weight", "verifier_lm_head.weight")
+# SGLang llama_eagle3.py's legacy names of the EAGLE 3.1 per-chunk norms (its legacy_name_map, 0.5.12-0.5.23)
+LEGACY_FC_NORM = {"aux_norm_low.": "fc_norm.0.", "aux_norm_mid.": "fc_norm.1.", "aux_norm_high.": "fc_norm.2."}
 
 
 def canonical_key(key: str) -> str:
@@ -37,6 +50,9 @@ def canonical_key(key: str) -> str:
     key = key.removeprefix("model.")
     if key.startswith("midlayer."):
         key = "layers.0." + key[len("midlayer."):]
+    for legacy, name in LEGACY_FC_NORM.items():
+        if key.startswith(legacy):
+            key = name + key[len(legacy):]
     return key
 
 
@@ -58,6 +74,8 @@ def classify_config(cfg: dict) -> tuple[str, str]:
         return ("mtp" if "mtp" in str(kind).lower() else "unknown"), f"speculators_model_type is {kind!r}, not 'eagle3'"
     if any(a in SGLANG_ARCHS for a in archs):
         return "sglang", f"architectures {archs}"
+    if is_mla_draft(cfg):   # a flat config like SpecForge's, with MLA attention
+        return "sglang", f"an MLA EAGLE-3 draft ({describe_draft_config(cfg)['reasons'][0]})"
     if any(re.search(r"(MTP|NextN)", a) for a in archs):
         return "mtp", f"architectures {archs} name a multi-token-prediction head"
     layers = cfg.get("num_hidden_layers", text.get("num_hidden_layers"))
@@ -86,6 +104,7 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
             prefix = "transformer_layer_config." if fmt == "speculators" else ""
             raise bad_input(where, prefix + key, "an integer", repr(geo_src.get(key)))
     geo = {k: geo_src[k] for k in GEOMETRY if geo_src.get(k) is not None}
+    attention = describe_draft_config(cfg)["family"]
     rope_params = geo_src.get("rope_parameters")  # transformers 5 writes theta and scaling together here
     if isinstance(rope_params, dict):
         geo.setdefault("rope_theta", rope_params.get("rope_theta", 10000.0))
@@ -96,12 +115,14 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
                       ("head_dim", "= hidden_size // num_attention_heads"),
                       ("max_position_embeddings", "default 2048"), ("hidden_act", "default silu"),
                       ("num_hidden_layers", "default 1")):
-        if key not in geo:
+        if key not in geo and not (key == "head_dim" and attention == "mla"):
             defaulted.append((key, None, rule))
+    if attention == "mla":
+        geo.update({k: geo_src.get(k) for k in ("q_lora_rank", *MLA_SIZES)})
+        geo.pop("head_dim", None)   # an MLA layer's RoPE width is qk_rope_head_dim
     model_type = geo_src.get("model_type", "llama")
-    if model_type != "llama":
-        defaulted.append(("model_type", model_type, "read as a Llama-style layer (q/k norms of qwen3 are not "
-                                                    "modelled; such weights show up as extra keys)"))
+    if model_type not in ("llama", "qwen3") and attention != "mla":
+        defaulted.append(("model_type", model_type, "read as a Llama-style layer (no such draft layer is modelled)"))
 
     draft_vocab = cfg.get("draft_vocab_size")
     if draft_vocab is None:
@@ -120,6 +141,11 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
                 continue
             if ids is None:
                 ids, ids_key = tuple(value), key
+    num_aux = geo_src.get(NUM_AUX_KEY)   # speculators: vLLM sees only transformer_layer_config's keys
+    if num_aux is not None:
+        if not isinstance(num_aux, int) or num_aux < 1 or (ids is not None and num_aux != len(ids)):
+            raise bad_input(where, NUM_AUX_KEY, "a positive integer" + (f" equal to the {len(ids)} ids at {ids_key}"
+                                                                      if ids is not None else ""), repr(num_aux))
     flags = {}
     for flag in FLAGS:
         value = cfg.get(flag)
@@ -127,6 +153,14 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
             raise bad_input(where, flag, "true, false or absent", repr(value))
         flags[flag] = value
     extra = {k: cfg[k] for k in PASSTHROUGH if k in cfg}
+    if num_aux is not None:
+        extra[NUM_AUX_KEY] = num_aux
+    if model_type not in ("llama", "qwen3"):
+        extra["model_type"] = model_type   # an MLA draft's (kimi_k2, deepseek_v3): vLLM picks MLA by it
+    switches = {k: v for k, v in nested.items() if k not in ("eagle_aux_hidden_state_layer_ids", "use_aux_hidden_state")}
+    if switches:
+        extra["eagle_config"] = switches
+        defaulted += modelopt_switch_notes(switches)
     if fmt == "speculators":
         spec = cfg.get("speculators_config") or {}
         methods = spec.get("proposal_methods") or [{}]
@@ -135,7 +169,8 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
         extra["speculative_tokens"] = methods[0].get("speculative_tokens") if methods else None
     try:
         config = DraftConfig(**geo, draft_vocab_size=draft_vocab, target_hidden_size=target_hidden,
-                             aux_layer_ids=ids, aux_ids_key=ids_key, extra=extra, **flags)
+                             aux_layer_ids=ids, aux_ids_key=ids_key, num_aux=num_aux, attention=attention,
+                             extra=extra, **flags)
     except TypeError as err:
         raise bad_input(where, None, "a Llama-style draft config", str(err)) from None
     return config, defaulted
@@ -148,7 +183,16 @@ def draft_to_config(cfg: DraftConfig, fmt: str, ids: list[int] | None, flags: di
            "head_dim": cfg.head_dim, "num_hidden_layers": cfg.num_hidden_layers, "vocab_size": cfg.vocab_size,
            "rms_norm_eps": cfg.rms_norm_eps, "rope_theta": cfg.rope_theta, "rope_scaling": cfg.rope_scaling,
            "max_position_embeddings": cfg.max_position_embeddings, "hidden_act": cfg.hidden_act,
-           "model_type": "llama", "attention_bias": False, "mlp_bias": False}
+           "model_type": cfg.extra.get("model_type", "qwen3" if cfg.attention == "qwen3" else "llama"),
+           "attention_bias": False, "mlp_bias": False}
+    if cfg.attention == "mla":   # SGLang and vLLM read these; head_dim is the rope width, not written
+        del geo["head_dim"]
+        geo.update({k: getattr(cfg, k) for k in ("q_lora_rank", *MLA_SIZES)})
+        geo["model_type"] = cfg.extra.get("model_type", "deepseek_v3")   # vLLM builds MLA only for DeepSeek types
+    if cfg.num_aux != 3 or NUM_AUX_KEY in cfg.extra:
+        # vLLM's llama_eagle3.py sizes fc from this key (or eagle_config's ids), never from the top-level ids
+        # (vllm#54526); in a speculators config only transformer_layer_config reaches the model
+        geo[NUM_AUX_KEY] = cfg.num_aux
     passthrough = {k: cfg.extra[k] for k in PASSTHROUGH if k in cfg.extra}
     if fmt == "speculators":
         out = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
@@ -166,13 +210,14 @@ def draft_to_config(cfg: DraftConfig, fmt: str, ids: list[int] | None, flags: di
         if ids is not None:
             out[IDS_TOP] = list(ids)
         return out
-    out = {"architectures": ["LlamaForCausalLMEagle3" if fmt == "sglang" else "LlamaForCausalLM"], **geo,
+    arch = (MLA_ARCH if cfg.attention == "mla" else "LlamaForCausalLMEagle3") if fmt == "sglang" else "LlamaForCausalLM"
+    out = {"architectures": [arch], **geo,
            "draft_vocab_size": cfg.draft_vocab_size, **passthrough}
     if cfg.target_hidden_size != cfg.hidden_size:
         out["target_hidden_size"] = cfg.target_hidden_size
     out.update({k: v for k, v in flags.items() if v})  # only the flags that are on, as SpecForge writes them
     if fmt == "sglang":
-        out["eagle_config"] = {"use_aux_hidden_state": True}
+        out["eagle_config"] = {"use_aux_hidden_state": True, **cfg.extra.get("eagle_config", {})}
         if ids is not None:
             out["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = list(ids)
     return out

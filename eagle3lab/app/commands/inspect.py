@@ -56,6 +56,11 @@ def render(r: dict) -> str:
                          + (" [BREAKS]" if row.get("fatal") else ""))
             for note in ([row["note"]] if row.get("note") else []) + row.get("warnings", []):
                 lines.append(f"    {'':<14} - {note}")
+    if "serving" in r:
+        cannot = {name: row for name, row in r["serving"].items() if row["problems"]}
+        lines.append(f"  runs in: {', '.join(n for n in r['serving'] if n not in cannot) or 'no engine modelled'}")
+        for name, row in cannot.items():
+            lines += [f"    {name:<14} cannot: {p}" for p in row["problems"]]
     if "norm_flags" in r:
         lines.append("  flags (written -> what each engine runs):")
         for flag, info in r["norm_flags"].items():
