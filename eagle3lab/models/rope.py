@@ -113,11 +113,12 @@ class DraftRope:
             config = _RopeConfig(self.head_dim, self.max_positions, dict(self.params))
             # transformers picks the set from seq_len: dynamic rescales theta for it, longrope goes long above the original
             length = self.params.get("original_max_position_embeddings", self.max_positions) + 1 if key == "long" else key
-            if self.kind in ("default", "mrope"):
-                from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
-                inv, scale = LlamaRotaryEmbedding.compute_default_rope_parameters(config)
-            else:
-                inv, scale = ROPE_INIT_FUNCTIONS[self.kind](config, "cpu", seq_len=length)
+            with torch.device("cpu"):   # real numbers even while a draft is built on the meta device
+                if self.kind in ("default", "mrope"):
+                    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+                    inv, scale = LlamaRotaryEmbedding.compute_default_rope_parameters(config)
+                else:
+                    inv, scale = ROPE_INIT_FUNCTIONS[self.kind](config, "cpu", seq_len=length)
             # keep the load-time set and the latest other one (a growing dynamic length makes a new one per step)
             self._cache = {k: v for k, v in self._cache.items() if k is None} | {key: (inv.float(), float(scale))}
         return self._cache[key]
