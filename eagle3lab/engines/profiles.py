@@ -166,6 +166,8 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
         rope_types=_SERVED_ROPE, rope_ignores={"yarn": _YARN_MSCALE},
+        rope_since={"yarn": "mscale/mscale_all_dim ignored up to 0.29.0", "mrope": "legacy 'type: mrope' read as "
+                                                                                   "default + mrope_section"},
         rope_length={"dynamic": "max_positions_times_factor", "longrope": "max_positions"},
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
         notes=("norm_before_fc: update_eagle3 drops a speculators config's key before PR #38111 (0.19.0). A "
