@@ -24,6 +24,8 @@ import torch
 from eagle3lab.atomic import atomic_dir
 from eagle3lab.engines.profiles import (
     FORMAT_PROFILE,
+    IDS_NESTED,
+    IDS_TOP,
     NUM_AUX_KEY,
     get_profile,
     resolve_settings,
@@ -394,10 +396,21 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
 
 # ---------------------------------------------------------------------------- save / convert
 
+def trainer_of(draft: Eagle3Draft):
+    """The profile whose arithmetic made this draft: its format's trainer (its own profile when it has no
+    format), or the format's server when that trainer cannot run the draft (an MLA draft in sglang format
+    comes from TorchSpec, which computes as SGLang serves it)."""
+    trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
+    if draft.format and serving_problems(draft.config, trainer) and not serving_problems(draft.config,
+                                                                                        SERVE_PROFILE[draft.format]):
+        return get_profile(SERVE_PROFILE[draft.format])
+    return trainer
+
+
 def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, required: bool = True):
     """The resid points the draft was trained on (its family's trainer convention), or None = defaults
     (or unknown, when ``required`` is False and the target's layer count is not known)."""
-    trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
+    trainer = trainer_of(draft)
     if "aux_resid" in draft.wiring:   # an explicit hypothesis (draft.rewired) wins over the config
         return tuple(draft.wiring["aux_resid"]), trainer
     ids, _ = trainer.visible_ids(draft.config.aux_layer_ids, draft.config.aux_ids_key)
@@ -432,9 +445,14 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     if fmt != "speculators" and cfg.num_hidden_layers > 1:
         raise bad_input(out, "num_hidden_layers", f"1 for the {fmt} format (midlayer.* holds one layer)",
                         cfg.num_hidden_layers, "Write multi-layer drafts in speculators format.")
+    if cfg.attention != "llama" and (fmt == "eagle" or (fmt == "speculators" and cfg.attention == "mla")):
+        raise bad_input(out, "attention", "a Llama layer for the EAGLE official format (cnets.py builds one), a Llama "
+                        "or Qwen3 layer for speculators (vLLM's update_eagle3 raises for any other layer model_type)",
+                        cfg.attention, "Write MLA drafts in sglang format (Eagle3DeepseekV2ForCausalLM), Qwen3 drafts "
+                        "in speculators format.")
     warnings: list[str] = []
     n = num_target_layers or draft.num_target_layers
-    trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
+    trainer = trainer_of(draft)
     same_convention = _CONVENTION[trainer.id_engine] == _CONVENTION[get_profile(FORMAT_PROFILE[fmt]).id_engine]
     rewired = "aux_resid" in draft.wiring
     resid, trainer = trained_resid(draft, n, required=rewired or not same_convention)
@@ -471,8 +489,11 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     if fmt == "eagle" and (flags["fc_norm"] or flags["norm_before_fc"]):
         raise bad_input(out, "fc_norm / norm_before_fc", "off for the EAGLE official format (it has no such norms)",
                         "on", "Write speculators or sglang format instead.")
-    new_cfg = DraftConfig(**{**cfg.to_dict(), "aux_layer_ids": ids, "aux_ids_key": None, **flags})
+    written_at = {"speculators": IDS_TOP, "sglang": IDS_NESTED}.get(fmt) if ids is not None else None
+    extra = {**cfg.extra, **({NUM_AUX_KEY: cfg.num_aux} if cfg.num_aux != 3 else {})}   # draft_to_config writes it
+    new_cfg = DraftConfig(**{**cfg.to_dict(), "aux_layer_ids": ids, "aux_ids_key": written_at, "extra": extra, **flags})
     served = get_profile(SERVE_PROFILE[fmt])
+    warnings += serving_problems(new_cfg, served)
     as_served = resolve_settings(new_cfg, served, fmt)
     for flag in ("norm_before_residual", "norm_before_fc", "fc_norm"):
         if getattr(as_served, flag) != flags[flag]:
