@@ -27,6 +27,7 @@ from eagle3lab.engines.flags.sglang_overlap import OVERLAP_CHANGES
 from eagle3lab.engines.flags.vllm import CHANGES as VLLM_CHANGES
 from eagle3lab.engines.layer_ids import CHANGES as ID_CHANGES
 from eagle3lab.engines.layer_ids import AuxNote, AuxResolution, resolve_aux_layers
+from eagle3lab.engines.verify_width import ADJUSTED_LOG
 from eagle3lab.errors import Eagle3LabError
 
 REAL = REAL_CONFIGS
@@ -324,7 +325,19 @@ def test_aux_id_that_sglang_never_reaches_is_an_error():
 def test_max_running_requests_and_mixed_chunk():
     res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --enable-mixed-chunk")
     assert res.effective["max_running_requests"] == 48 and res.finding("SGL_MAX_RUNNING_REQUESTS")
-    assert res.effective["mixed_chunk"] is False and res.finding("SGL_MIXED_CHUNK_DISABLED")
+    # from 0.5.19 EAGLE/EAGLE3 keep mixed chunked prefill (supports_mixed_chunk); earlier builds and STANDALONE do not
+    assert res.effective["mixed_chunk"] is True and res.finding("SGL_MIXED_CHUNK_KEPT")
+    old = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --enable-mixed-chunk", version="0.5.18")
+    assert old.effective["mixed_chunk"] is False
+    assert old.finding("SGL_MIXED_CHUNK_DISABLED").engine_logs == (
+        "Mixed chunked prefill is disabled because of using eagle speculative decoding.",)
+    alone = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --enable-mixed-chunk",
+                base=SGL.replace("EAGLE3", "STANDALONE"), version="0.5.23")
+    assert alone.effective["mixed_chunk"] is False
+    assert alone.finding("SGL_MIXED_CHUNK_DISABLED").engine_logs == (
+        "Mixed chunked prefill is disabled: STANDALONE speculative decoding does not support it.",)
+    assert sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --enable-mixed-chunk",
+               version="2026-07-01").finding("ENGINE_VERSION_UNPLACED")
     res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --max-running-requests 128")
     assert res.effective["max_running_requests"] == 128 and not res.finding("SGL_MAX_RUNNING_REQUESTS")
 
@@ -579,7 +592,10 @@ def test_result_serialises_and_tables():
     assert out["schema_version"] == 1 and out["max_accept_length"] == 2
     assert set(out) == {"schema_version", "engine", "engine_version", "version_note", "command", "as_given",
                         "effective", "max_accept_length", "findings", "counts", "unknown_flags", "sources"}
-    assert set(out["findings"][0]) == {"code", "severity", "message", "rule", "engine_versions", "fix", "setting"}
+    assert set(out["findings"][0]) == {"code", "severity", "message", "rule", "engine_versions", "fix", "setting",
+                                       "engine_logs", "engine_error"}
+    adjusted = next(f for f in out["findings"] if f["code"] == "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED")
+    assert adjusted["engine_logs"] == [ADJUSTED_LOG] and adjusted["engine_error"] is None
     assert sum(out["counts"].values()) == len(out["findings"])
     assert list(res.table().columns) == ["as_given", "effective", "changed", "why"]
     assert list(res.findings_table().columns) == ["severity", "code", "message", "fix", "engine_versions", "rule"]

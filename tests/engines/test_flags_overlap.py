@@ -31,7 +31,7 @@ def unplaced_prs(res):
     ("0.5.11", 2, 2), ("0.5.12.post1", 2, 2), ("2026-04-29", 2, 2), ("2026-06-07", 2, 2), ("pre-#25464", 2, 0),
     ("2026-06-08", 3, 3), ("2026-06-10", 3, 3), ("pre-#27964", 3, 0),
     ("2026-06-11", 4, 4), ("post-#27964", 4, 4), ("0.5.15", 4, 4), (None, 4, 4),
-    ("0.5.13", 4, 3), ("post-#25464", 4, 3), ("post-#21062", 4, 2), ("post-#11398", 4, 1), ("post-#25454", 4, 0),
+    ("0.5.13", 3, 3), ("0.5.14", 4, 4), ("post-#25464", 4, 3), ("post-#21062", 4, 2), ("post-#11398", 4, 1), ("post-#25454", 4, 0),
 ])
 def test_each_build_falls_in_one_era_or_a_range(version, era, sure):
     """Dates and releases place each change; a PR mark places one and the order narrows the rest."""
@@ -66,7 +66,10 @@ def test_overlap_by_era_env_flag_topk_and_device(era, env, extra, topk, on):
     assert res.effective["overlap_schedule"] is on
     f = res.finding("SGL_OVERLAP_SCHEDULE")
     assert f.severity == "info" and f.message.startswith(f"Overlap scheduler {'on' if on else 'off'} with EAGLE3")
-    assert unplaced_prs(res) == []  # every build here is placed, and nothing older is asked about
+    # every build here is placed, and nothing older is asked about; but whether a build of 2026-06-12 still has
+    # the removal notice (0.5.14 .. 0.5.20) is bounded by releases only
+    notice = [CHANGES["spec-v2-notice-dropped"].span().split(";")[0]] if era == 4 and env else []
+    assert unplaced_prs(res) == notice
 
 
 def test_the_cpu_rule_is_said_to_be_unread_before_the_newest_era():
@@ -124,12 +127,13 @@ def test_unreadable_env_value_keeps_the_default():
 
 # ----------------------------------------------------------------------------- builds placed in a range of eras
 
-def test_unplaceable_release_shows_the_newest_rule_and_names_the_older_one():
-    res = sgl("0.5.13", "SGLANG_ENABLE_SPEC_V2=0")  # no release bound says whether 0.5.13 has PR #27964
+def test_unplaceable_build_shows_the_newest_rule_and_names_the_older_one():
+    res = sgl("post-#25464", "SGLANG_ENABLE_SPEC_V2=0")  # the mark says nothing about PR #27964
     assert res.effective["overlap_schedule"] is True
-    [warning] = [f for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]  # one change, not four
-    for part in ("SGLang PR #27964", "merged 2026-06-11", "a release <= 0.5.12.post1", "a release >= 0.5.15"):
+    [warning, notice] = [f for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]  # not four
+    for part in ("SGLang PR #27964", "merged 2026-06-11", "a release <= 0.5.13", "a release >= 0.5.14"):
         assert part in warning.message, part
+    assert "removal notice dropped" in notice.message and "a release >= 0.5.21" in notice.message
     msg = res.finding("SGL_OVERLAP_SCHEDULE").message
     assert "The build cannot be placed by PR #27964; if it is older: in the 'spec V1 retired' era (before PR " \
            "#27964) off, SGLANG_ENABLE_SPEC_V2=0 (still an alias of --disable-overlap-schedule)." in msg
@@ -165,7 +169,8 @@ def test_a_mark_that_may_sit_in_the_opt_in_era_warns_of_its_start_up_error():
     would run it (on) and stop at start-up on the tree: both said, the error as a conditional warning."""
     res = sgl("pre-#25464", "SGLANG_ENABLE_SPEC_V2=1", topk=4)
     assert res.effective["overlap_schedule"] is False
-    assert unplaced_prs(res) == ["PR #11398", "PR #21062"]
+    # ... and, inside the opt-in era, whether it forces EAGLE3 on (0.5.7) is bounded by releases only
+    assert unplaced_prs(res) == ["PR #11398", "PR #21062", CHANGES["opt-in-eagle3"].span().split(";")[0]]
     msg = res.finding("SGL_OVERLAP_SCHEDULE").message
     assert "if it is older: in the 'spec V2 opt-in' era (before PR #21062) on, SGLANG_ENABLE_SPEC_V2=1 turns " \
            "it on" in msg
@@ -185,8 +190,10 @@ def test_dates_place_the_opt_in_by_its_bounds():
     late = sgl("2026-04-01", "SGLANG_ENABLE_SPEC_V2=1")  # the reviewer's example: was warned about a 2025 PR
     assert late.effective["overlap_schedule"] is True and unplaced_prs(late) == []
     early = sgl("2025-10-20", "SGLANG_ENABLE_SPEC_V2=1")
-    assert early.effective["overlap_schedule"] is True and unplaced_prs(early) == ["PR #11398"]
-    [warning] = [f.message for f in early.findings if f.code == "ENGINE_VERSION_UNPLACED"]
+    # EAGLE3 forced on by the opt-in only from 0.5.7 (on main by 2026-01-01): an early date is not placed by it
+    assert early.effective["overlap_schedule"] is True and unplaced_prs(early) == [
+        "PR #11398", CHANGES["opt-in-eagle3"].span().split(";")[0]]
+    warning = [f.message for f in early.findings if f.code == "ENGINE_VERSION_UNPLACED"][0]
     assert "merge date unknown, on main by 2025-10-25" in warning
     assert "YYYY-MM-DD (before 2025-10-09 lacks it; from 2025-10-25 on has it)" in warning
     assert "if it is older: in the 'before spec V2' era (before PR #11398) off" in \

@@ -18,6 +18,10 @@ def add_arguments(parser):
     parser.add_argument("--num-layers", type=int, metavar="N", help="target num_hidden_layers (if no target config)")
     parser.add_argument("--file", metavar="PATH", help="read the launch command from a file ('-' = stdin)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/flags.md)")
+    parser.add_argument("--cross-check", action="store_true", help="also run the installed engine's own resolver "
+                        "on the command and show every disagreement with ours (SGLang)")
+    parser.add_argument("--engine-python", metavar="PATH", help="the interpreter the engine is installed in, for "
+                        "--cross-check (default: this one)")
     parser.add_argument("launch", nargs="*",
                         help="the launch command after --, e.g. -- python -m sglang.launch_server --model-path ...")
 
@@ -58,11 +62,33 @@ def run(args) -> int:
     parse_engine_version(args.engine_version, "--engine-version")
     if args.num_layers is not None:
         parse_count(f"--num-layers {args.num_layers}", args.num_layers, minimum=1)
-    res = resolve_flags(args.engine, _launch(args), target_config=args.target_config,
-                        draft_config=args.draft_config, engine_version=args.engine_version,
-                        target_arch=args.target_arch, num_target_layers=args.num_layers)
+    if args.engine_python and not args.cross_check:
+        raise ValueError("--engine-python is for --cross-check: add --cross-check")
+    launch = _launch(args)
+    check = _cross_check(args, launch) if args.cross_check else None
+    res = check.ours if check is not None and check.ours is not None else resolve_flags(
+        args.engine, launch, target_config=args.target_config, draft_config=args.draft_config,
+        engine_version=args.engine_version, target_arch=args.target_arch, num_target_layers=args.num_layers)
     if args.json:
-        print(json.dumps(res.to_dict(), indent=2, default=str))
+        out = res.to_dict()
+        if check is not None:
+            out["cross_check"] = {k: v for k, v in check.to_dict().items() if k != "ours"}
+        print(json.dumps(out, indent=2, default=str))
     else:
         print(res.report())
+        if check is not None:
+            print("\ncross-check\n" + check.report())
+    if check is not None and check.disagreements:
+        return 3
     return 1 if res.errors else 0
+
+
+def _cross_check(args, launch):
+    from eagle3lab.engines.oracle.cross_check import ENGINES, cross_check
+
+    if args.engine.strip().lower() not in ENGINES:
+        raise ValueError(f"--cross-check runs the engine's own resolver for {', '.join(ENGINES)} only; for "
+                         f"{args.engine} none is wired up (see docs/cli/flags.md)")
+    return cross_check(args.engine, launch, target_config=args.target_config, draft_config=args.draft_config,
+                       python=args.engine_python, engine_version=args.engine_version, target_arch=args.target_arch,
+                       num_target_layers=args.num_layers)

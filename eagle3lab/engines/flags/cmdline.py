@@ -85,6 +85,13 @@ def _find_program(engine: str, tokens: list[str]) -> tuple[str | None, int, dict
                     "Paste the line that starts the server (or only its --flags).")
 
 
+def launch_parts(engine: str, args) -> tuple[dict, str | None, list[str]]:
+    """A launch command as the engine's process sees it: (environment prefix, program, argv after the program)."""
+    _, tokens = tokenize(args)
+    program, i, env = _find_program(engine, tokens)
+    return env, program, tokens[i:]
+
+
 def _check_program_engine(engine: str, found: str, program: str):
     if found != engine:
         raise bad_input("launch command", None, f"a {engine} launch command (engine '{engine}' was asked)",
@@ -124,7 +131,7 @@ def parse_command(engine: str, args, specs: dict[str, FlagSpec], known_names: tu
                     "STRAY_ARGUMENT", "error", f"'{tok}' is not a flag and no flag before it takes a value: the "
                     f"engine's argparse stops with 'unrecognized arguments: {tok}'.",
                     "argparse (python/sglang/srt/server_args.py, vllm/engine/arg_utils.py)", "all versions",
-                    f"Remove '{tok}' or put the flag it belongs to in front of it."))
+                    f"Remove '{tok}' or put the flag it belongs to in front of it.", engine_error="SystemExit"))
             i += 1
             continue
         name, eq, inline = tok.partition("=")
@@ -276,7 +283,7 @@ def _unknown(parsed: ParsedCommand, name: str, value, lookup: dict, known_names:
             f"stops with 'unrecognized arguments', and a hand-edited config that drops it loses the setting.",
             "argparse (the engine's CLI parser)", "all versions",
             f"Write {closest}" + (f" {value}" if value is not None else "") + ".",
-            setting=spec.key if spec else None))
+            setting=spec.key if spec else None, engine_error="SystemExit"))
     else:
         parsed.notes.append(Finding(
             "UNCHECKED_FLAG", "info", f"'{shown}' is not one of the flags this tool models; it is passed through "

@@ -26,9 +26,16 @@ class Finding:
     engine_versions: str      # where the rule applies, e.g. "all versions read (2025-03 .. 2026-09)"
     fix: str | None = None    # in the engine's own syntax
     setting: str | None = None  # the `effective` key this finding explains
+    # What the engine itself says while it resolves the arguments, before it loads weights (checked
+    # against the engine's own resolver by `eagle3lab flags --cross-check`): the log lines, in order,
+    # and the exception type that stops start-up there (e.g. "AssertionError"; argparse: "SystemExit").
+    engine_logs: tuple[str, ...] = ()
+    engine_error: str | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["engine_logs"] = list(self.engine_logs)
+        return d
 
 
 # Rows of the before/after table, in reading order (keys of `as_given` / `effective`).

@@ -8,13 +8,21 @@ Read in sgl-project/sglang: ``python/sglang/srt/server_args.py`` (``_handle_spec
 (``organize_draft_results``); ``scripts/playground/bench_speculative.py``. The overlap scheduler's
 eras are ``sglang_overlap.py``. The order:
 
-    NEXTN -> EAGLE; max_running_requests := 48; overlap / mixed chunk; DeepSeek-family draft path;
-    auto (steps, topk, draft tokens) when steps is unset; topk == 1 -> draft tokens := steps + 1.
+    NEXTN -> EAGLE; --speculative-adaptive (topk 1, steps from its candidates, draft tokens steps + 1);
+    max_running_requests := 48; overlap / mixed chunk; DeepSeek-family draft path (every EAGLE-family
+    algorithm); auto (steps, topk, draft tokens) when steps is unset and not adaptive; topk == 1 ->
+    draft tokens := steps + 1; the context-length checks (target, then the draft's).
+
+Each finding's ``engine_logs`` / ``engine_error`` say what SGLang logs or raises while resolving;
+``tests/oracles/test_sglang_flags_parity.py`` checks them, and the settings, against SGLang 0.5.23's own
+resolver (``eagle3lab/engines/oracle/``).
 """
 
 from __future__ import annotations
 
 import difflib
+import json
+from pathlib import Path
 
 from eagle3lab.engines.flags.cmdline import FlagSpec, env_bool, parse_command
 from eagle3lab.engines.flags.common import Inputs, aux_needs_layers, aux_unknown, translator_findings
@@ -91,6 +99,21 @@ MTP_ARCHS = ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV4ForCa
              "Glm4MoeLiteForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM",
              "BailingMoeV2_5ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration",
              "HYV3ForCausalLM")
+MTP_ARCHS_0520 = ("HYV4ForCausalLM", "Qwen4ExpForConditionalGeneration")  # CHANGES["mtp-archs-0520"]
+# ... of which these two get the draft path but no "DeepSeek MTP does not require ..." line (every build
+# that lists them: 0.5.10 .. 0.5.23 read).
+MTP_SILENT = ("MistralLarge3ForCausalLM", "PixtralForConditionalGeneration")
+
+# The lines SGLang logs while resolving (arg_groups/speculative_hook.py, configs/model_config.py; 0.5.23 run).
+MRR_LOG = ("Max running requests is reset to 48 for speculative decoding. You can override this by explicitly "
+           "setting --max-running-requests.")
+MTP_LOG = "DeepSeek MTP does not require setting speculative_draft_model_path."
+MIXED_LOG_OLD = "Mixed chunked prefill is disabled because of using eagle speculative decoding."
+CONTEXT_LOG = ("Warning: {who} context_length ({asked}) is greater than the derived context_length ({derived}). "
+               "This may lead to incorrect model outputs or CUDA errors. Note that the derived context_length may "
+               "differ from max_position_embeddings in the model's config.")
+DRAFT_MPE_LOG = "Overriding the draft model's max_position_embeddings to {n}."
+ADAPTIVE_OFF_LOG = "speculative_adaptive disabled: {reason}. Falling back to static speculative params."
 
 CHANGES = {
     # An early-2025 server_args.py (reads config.json itself) gives DeepSeek (5, 4, 8); PR #9470's
@@ -102,7 +125,20 @@ CHANGES = {
     # 2026 speculative_hook.py gives them (3, 1, 4).
     "auto-others": Change("sglang", "auto (3, 1, 4) for every architecture not listed (was (5, 4, 8))", None,
                           None, "0.5.4", None),
-    **OVERLAP_RECORDS,  # the four changes to the overlap scheduler: sglang_overlap.py
+    **OVERLAP_RECORDS,  # the changes to the overlap scheduler: sglang_overlap.py
+    # Read in the sglang wheels (arg_groups/speculative_hook.py, speculative/spec_info.py,
+    # speculative/adaptive_spec_params.py); no PR was traced, so releases bound them.
+    "mixed-chunk-eagle": Change("sglang", "EAGLE/EAGLE3 keep --enable-mixed-chunk "
+                                "(SpeculativeAlgorithm.supports_mixed_chunk); only STANDALONE switches it off",
+                                None, None, "0.5.18", "0.5.19"),
+    "mtp-archs-0520": Change("sglang", "HYV4ForCausalLM and Qwen4ExpForConditionalGeneration get the MTP draft path",
+                             None, None, "0.5.19", "0.5.20"),
+    "adaptive-flag": Change("sglang", "--speculative-adaptive exists", None, None, "0.5.10", "0.5.11"),
+    "adaptive-params": Change("sglang", "--speculative-adaptive sets the static parameters (topk 1, steps from the "
+                              "adaptive config's candidates, draft tokens steps + 1) and skips the auto-choice and "
+                              "its assert", None, None, "0.5.13", "0.5.14"),
+    "adaptive-steps-5": Change("sglang", "the default adaptive config adds 5 to batch size 1's candidate steps",
+                               None, None, "0.5.19", "0.5.20"),
     "deepseek-ids": ID_CHANGES["sglang#25454"],  # one record: the layer-id translator places it too
 }
 
@@ -164,8 +200,8 @@ def auto_params(arch: str | None, algorithm: str, place):
     return newer, why, (older if older != newer else None), tuple(states)
 
 
-def _f(code, severity, message, rule, versions=ALL, fix=None, setting=None) -> Finding:
-    return Finding(code, severity, message, rule, versions, fix, setting)
+def _f(code, severity, message, rule, versions=ALL, fix=None, setting=None, logs=(), error=None) -> Finding:
+    return Finding(code, severity, message, rule, versions, fix, setting, tuple(logs), error)
 
 
 def resolve(inp: Inputs):
@@ -223,28 +259,33 @@ def resolve(inp: Inputs):
                       f"{inner_arch}: the DeepSeek-family defaults (MTP draft path, auto (3, 1, 4)) key on the "
                       "top-level name.", f"{HOOK}: get_model_config().hf_config.architectures[0]",
                       setting="target_arch"))
-    if arch in MTP_ARCHS and algo in ("EAGLE", "EAGLE3"):
+    if _mtp_arch(inp, arch):  # every EAGLE-family algorithm, STANDALONE included, goes through this check
+        rule = f"{HOOK}: _handle_eagle_family, model_arch in [DeepseekV3ForCausalLM, ...]"
         if eff["draft_model"] is None:
             eff["draft_model"] = eff["target_model"]
-            out.append(_f("SGL_DEEPSEEK_DRAFT_IS_TARGET", "error" if algo == "EAGLE3" else "info",
+            what = {"EAGLE3": ", which is not an EAGLE-3 head: the EAGLE3 worker fails to load it.",
+                    "STANDALONE": ": the full target drafts for itself, a target-sized forward per draft token."}
+            out.append(_f("SGL_DEEPSEEK_DRAFT_IS_TARGET", {"EAGLE3": "error", "STANDALONE": "warning"}.get(algo, "info"),
                           f"{arch}: with no --speculative-draft-model-path SGLang uses the target checkpoint as the "
-                          "draft (its built-in MTP layer)" + (", which is not an EAGLE-3 head: the EAGLE3 worker "
-                                                              "fails to load it." if algo == "EAGLE3" else "."),
-                          f"{HOOK}: _handle_eagle_family, model_arch in [DeepseekV3ForCausalLM, ...]",
-                          fix="--speculative-draft-model-path /path/to/eagle3-draft" if algo == "EAGLE3" else None,
+                          f"{algo} draft" + what.get(algo, " (its built-in MTP layer)."), rule,
+                          fix=None if algo == "EAGLE" else "--speculative-draft-model-path /path/to/draft",
+                          setting="draft_model"))
+        elif arch in MTP_SILENT:
+            out.append(_f("SGL_DEEPSEEK_MTP_LOG_LINE", "info",
+                          f"{arch} is on SGLang's MTP list, but for it SGLang does not log 'DeepSeek MTP does not "
+                          "require setting speculative_draft_model_path.'; the path you gave is used.", rule,
                           setting="draft_model"))
         else:
             out.append(_f("SGL_DEEPSEEK_MTP_LOG_LINE", "info",
-                          "SGLang logs 'DeepSeek MTP does not require setting speculative_draft_model_path.' for "
-                          f"{arch}; for an EAGLE-3 draft the warning is spurious and the path you gave is used.",
-                          f"{HOOK}: _handle_eagle_family", setting="draft_model"))
+                          f"SGLang logs '{MTP_LOG}' for {arch}; for an EAGLE-3 draft the warning is spurious and the "
+                          "path you gave is used.", rule, setting="draft_model", logs=(MTP_LOG,)))
     elif eff["draft_model"] is None:
         out.append(_f("SGL_NO_DRAFT_MODEL", "error", f"{algo} needs --speculative-draft-model-path for a "
                       f"{arch or 'non-DeepSeek'} target; SGLang cannot build the draft worker without it.",
                       f"{HOOK}; speculative/eagle_worker*.py", fix="--speculative-draft-model-path /path/to/draft",
                       setting="draft_model"))
 
-    _steps(inp, algo, as_given, eff, out)
+    _steps(inp, algo, _adaptive(inp, algo, as_given, out), eff, out)
     if algo == "EAGLE3":
         if as_given["token_map"] is not None:
             eff["token_map"] = None
@@ -256,6 +297,84 @@ def resolve(inp: Inputs):
         _aux(inp, as_given, ids_top, ids_nested, eagle_cfg, eff, out)
     _context(inp, eff, out)
     return as_given, eff, out
+
+
+def _mtp_arch(inp: Inputs, arch: str | None) -> bool:
+    """Does SGLang give this target the MTP draft path (the target itself) when none is given?"""
+    if arch in MTP_ARCHS:
+        return True
+    return arch in MTP_ARCHS_0520 and inp.place(CHANGES["mtp-archs-0520"]) != "before"
+
+
+def _candidate_steps(inp: Inputs, out: list) -> list[int] | None:
+    """The adaptive config's candidate steps, all batch sizes together (adaptive_spec_params.py
+    resolve_candidate_steps_from_config); None when the config file cannot be read here."""
+    path = inp.parsed.values.get("--speculative-adaptive-config")
+    if path is None:
+        batch1 = [1, 3, 5, 7] if inp.place(CHANGES["adaptive-steps-5"]) != "before" else [1, 3, 7]
+        return sorted({*batch1, 0})   # the default config's other batch sizes add 0
+    try:
+        cfg = json.loads(Path(str(path)).expanduser().read_text())
+        steps = sorted({s for key, entry in cfg.items() if str(key).isdigit() for s in entry["candidate_steps"]})
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        steps = []
+    if not steps:
+        out.append(_f("SGL_ADAPTIVE_CONFIG_UNREAD", "warning", f"--speculative-adaptive-config {path} cannot be read "
+                      "here (or names no candidate_steps): the steps SGLang starts from are unknown.",
+                      f"{HOOK}: _init_adaptive_speculative_params", CHANGES["adaptive-params"].span(),
+                      fix="Run this where the adaptive config file is, or give --speculative-num-steps.",
+                      setting="num_steps"))
+        return None
+    return steps
+
+
+def _adaptive(inp: Inputs, algo: str, given: dict, out: list) -> dict:
+    """``--speculative-adaptive``: the (steps, topk, draft tokens) SGLang resolves before the EAGLE-family rules.
+
+    From 0.5.14 SGLang first checks adaptive can run (else it falls back to the static flags, with one
+    warning), then sets topk 1, steps (the middle candidate) and draft tokens := steps + 1, and skips the
+    auto-choice with its assert. Returns ``given`` with the steps rules should see.
+    """
+    if not inp.parsed.values.get("--speculative-adaptive"):
+        return given
+    rule = f"{HOOK}: handle_speculative_decoding -> _maybe_disable_adaptive, _init_adaptive_speculative_params"
+    if inp.place(CHANGES["adaptive-flag"]) == "before":
+        out.append(_f("SGL_FLAG_NOT_IN_BUILD", "error", "--speculative-adaptive does not exist in this build: "
+                      "argparse stops with 'unrecognized arguments'.", "argparse", CHANGES["adaptive-flag"].span(),
+                      fix="Drop --speculative-adaptive.", error="SystemExit"))
+        return given
+    if inp.place(CHANGES["adaptive-params"]) == "before":
+        out.append(_f("SGL_ADAPTIVE_STATIC", "info", "--speculative-adaptive: this build resolves the static flags "
+                      "as if it were absent (the auto-choice and the topk 1 adjustment included) and adapts the "
+                      "steps only at run time.", rule, CHANGES["adaptive-params"].span(), setting="num_steps"))
+        return given
+    topk = given["topk"]
+    reason = (f"speculative_algorithm={algo} (only EAGLE/EAGLE3 are supported)" if algo not in ("EAGLE", "EAGLE3")
+              else f"speculative_eagle_topk={topk} (only topk=1 is supported)" if topk not in (None, 1)
+              else "enable_multi_layer_eagle=True is not supported (MultiLayerEagleWorkerV2 does not implement "
+                   "adaptive)" if inp.parsed.values.get("--enable-multi-layer-eagle") else None)
+    if reason:
+        log = ADAPTIVE_OFF_LOG.format(reason=reason)
+        out.append(_f("SGL_ADAPTIVE_DISABLED", "warning", f"--speculative-adaptive is switched off: SGLang logs "
+                      f"'{log}'", rule, CHANGES["adaptive-params"].span(), fix="Drop --speculative-adaptive, or use "
+                      "EAGLE/EAGLE3 with --speculative-eagle-topk 1.", setting="num_steps", logs=(log,)))
+        return given
+    candidates = _candidate_steps(inp, out)
+    if candidates is None:
+        return {**given, "num_steps": None, "topk": 1, "num_draft_tokens": None, "adaptive_unknown": True}
+    steps = given["num_steps"] if given["num_steps"] is not None else candidates[len(candidates) // 2]
+    versions = "; ".join(f"{k}: {CHANGES[k].span()}" for k in ("adaptive-params", "adaptive-steps-5"))
+    if steps not in candidates:
+        out.append(_f("SGL_ADAPTIVE_STEPS_NOT_CANDIDATE", "error", f"--speculative-num-steps={steps} is not in the "
+                      f"adaptive config's candidate_steps {candidates}: SGLang stops at start-up (ValueError).", rule,
+                      versions, fix=f"Pass one of {candidates}, or drop --speculative-num-steps.", setting="num_steps",
+                      error="ValueError"))
+        return {**given, "num_steps": None, "topk": 1, "num_draft_tokens": None, "adaptive_unknown": True}
+    out.append(_f("SGL_ADAPTIVE_PARAMS", "info", f"--speculative-adaptive: SGLang starts at steps {steps}, topk 1, "
+                  f"draft tokens {steps + 1} (steps + 1, whatever --speculative-num-draft-tokens says) and moves the "
+                  f"steps among {candidates} at run time, up to {max(candidates) + 1} tokens per verify step.", rule,
+                  versions, setting="num_steps"))
+    return {**given, "num_steps": steps, "topk": 1, "num_draft_tokens": steps + 1}
 
 
 def _side_effects(inp: Inputs, algo: str, eff: dict, out: list):
@@ -270,20 +389,35 @@ def _side_effects(inp: Inputs, algo: str, eff: dict, out: list):
                    "hook runs, so the usual reset to 48 does not happen (issue #33199).")
         out.append(_f("SGL_MAX_RUNNING_REQUESTS", "warning", msg, f"{HOOK}: 'Max running requests is reset to 48'",
                       fix="Set --max-running-requests N to the concurrency you mean to serve.",
-                      setting="max_running_requests"))
+                      setting="max_running_requests",
+                      logs=() if inp.target_arch == "DeepseekV4ForCausalLM" else (MRR_LOG,)))
     out.extend(overlap_findings(inp, algo, eff))
     eff["mixed_chunk"] = False
     if v.get("--enable-mixed-chunk"):
-        out.append(_f("SGL_MIXED_CHUNK_DISABLED", "warning", "--enable-mixed-chunk is switched off for EAGLE-family "
-                      "speculative decoding (log: 'Mixed chunked prefill is disabled because of using eagle "
-                      "speculative decoding').", HOOK, fix="Drop --enable-mixed-chunk; it has no effect here.",
-                      setting="mixed_chunk"))
+        kept = algo != "STANDALONE" and inp.place(CHANGES["mixed-chunk-eagle"]) != "before"
+        span = CHANGES["mixed-chunk-eagle"].span()
+        if kept:
+            eff["mixed_chunk"] = True
+            out.append(_f("SGL_MIXED_CHUNK_KEPT", "info", f"--enable-mixed-chunk stays on with {algo}: from 0.5.19 "
+                          "SGLang switches it off only for algorithms that cannot mix (STANDALONE).",
+                          f"{HOOK}: _handle_eagle_family, SpeculativeAlgorithm.supports_mixed_chunk", span,
+                          setting="mixed_chunk"))
+        else:
+            new = algo == "STANDALONE" and inp.place(CHANGES["mixed-chunk-eagle"]) != "before"
+            log = (f"Mixed chunked prefill is disabled: {algo} speculative decoding does not support it." if new
+                   else MIXED_LOG_OLD)
+            out.append(_f("SGL_MIXED_CHUNK_DISABLED", "warning", f"--enable-mixed-chunk is switched off for {algo} "
+                          f"(log: '{log}').", HOOK, span, fix="Drop --enable-mixed-chunk; it has no effect here.",
+                          setting="mixed_chunk", logs=(log,)))
 
 
 def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
     steps, topk, ndt = given["num_steps"], given["topk"], given["num_draft_tokens"]
     w = inp.parsed.written
     eff["max_accept_length"] = None
+    if given.get("adaptive_unknown"):  # adaptive, but its starting steps cannot be known here
+        eff.update(num_steps=None, topk=1, num_draft_tokens=None)
+        return
     if steps is None:
         if topk is not None or ndt is not None:
             got = " ".join(w[f] for f in ("--speculative-eagle-topk", "--speculative-num-draft-tokens") if f in w)
@@ -292,7 +426,8 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
                           "unset whenever steps is unset, and the server stops with a bare AssertionError (no message).",
                           f"{HOOK}: assert speculative_eagle_topk is None and speculative_num_draft_tokens is None",
                           fix="Give all three (e.g. --speculative-num-steps 3 --speculative-eagle-topk 1 "
-                              "--speculative-num-draft-tokens 4) or none of them.", setting="num_steps"))
+                              "--speculative-num-draft-tokens 4) or none of them.", setting="num_steps",
+                          error="AssertionError"))
             return
         if inp.target_arch is None and algo != "STANDALONE":
             out.append(_f("SGL_AUTO_PARAMS_UNKNOWN_ARCH", "warning",
@@ -318,7 +453,7 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
                       "server fails at start-up with TypeError: '>' not supported between 'NoneType' and 'int'.",
                       f"{HOOK}: speculative_eagle_topk > 1 comparisons after the auto-choice is skipped",
                       fix=f"Add --speculative-eagle-topk 1 --speculative-num-draft-tokens {steps + 1} for a chain.",
-                      setting="topk"))
+                      setting="topk", error="TypeError"))
         eff.update(num_steps=steps)
         return
     for name, value in (("num_steps", steps), ("topk", topk)):
@@ -331,8 +466,8 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
     width = verify_width(steps, topk, ndt)
     if topk == 1 and ndt is None:
         out.append(_f("SGL_TOPK1_DRAFT_TOKENS_SET", "info", f"--speculative-num-draft-tokens not given: with "
-                      f"topk 1 SGLang sets it to steps + 1 = {steps + 1}.", f"{HOOK}: topk == 1 adjustment",
-                      setting="num_draft_tokens"))
+                      f"topk 1 SGLang sets it to steps + 1 = {steps + 1} (and logs '{ADJUSTED_LOG}').",
+                      f"{HOOK}: topk == 1 adjustment", setting="num_draft_tokens", logs=(ADJUSTED_LOG,)))
     elif width.adjusted_from is not None:
         out.append(_f("SGL_TOPK1_DRAFT_TOKENS_ADJUSTED", "warning",
                       f"`{w['--speculative-num-draft-tokens']}` is overridden: with topk 1 (a chain) SGLang sets "
@@ -343,7 +478,7 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
                       fix=f"For a {ndt}-token chain pass --speculative-num-steps {max(ndt - 1, 1)} "
                           f"--speculative-eagle-topk 1 --speculative-num-draft-tokens {max(ndt, 2)}; to keep "
                           f"{steps} step(s) write --speculative-num-draft-tokens {steps + 1} so the command says "
-                          "what runs.", setting="num_draft_tokens"))
+                          "what runs.", setting="num_draft_tokens", logs=(ADJUSTED_LOG,)))
     ndt = width.num_draft_tokens
     if topk > 1:
         if ndt is None:
@@ -449,16 +584,37 @@ def derived_context_length(cfg: dict | None) -> int | None:
 
 
 def _context(inp: Inputs, eff: dict, out: list):
-    """The draft inherits the target's context length; a shorter derived draft context stops start-up."""
-    serving = eff.get("context_length") or derived_context_length(inp.target)
+    """The serving context (--context-length, or the target's derived one) and the draft's, which inherits it.
+
+    ModelConfig._derive_context_length: a context length asked for above the derived one stops start-up
+    with a ValueError, unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 turns it into a warning (for
+    the draft: and overrides its max_position_embeddings). Asked of the target by --context-length, of
+    the draft by the target's context, which the draft worker passes on.
+    """
+    rule = "python/sglang/srt/configs/model_config.py _derive_context_length (is_draft_model)"
+    versions = ("all versions read (the draft worker takes the target's context length, eagle_worker*.py); the "
+                "override of the draft's max_position_embeddings is in 2026 model_config.py")
+    allow = env_bool(inp.parsed.env, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN")  # an EnvBool in SGLang
+    asked, target_ctx = eff.get("context_length"), derived_context_length(inp.target)
+    if asked and target_ctx and asked > target_ctx:
+        log = CONTEXT_LOG.format(who="User-specified", asked=asked, derived=target_ctx)
+        out.append(_f("SGL_CONTEXT_LENGTH_OVER_TARGET", "warning" if allow else "error",
+                      f"--context-length {asked} is above the target's derived context length {target_ctx}: " +
+                      ("with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 SGLang serves it anyway, logging "
+                       f"'{log}'" if allow else
+                       f"SGLang stops at start-up (ValueError: '{log} To allow overriding this maximum, set the env "
+                       "var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1')."), rule, versions,
+                      fix=f"Use --context-length {target_ctx} or less.", setting="context_length",
+                      logs=(log,) if allow else (), error=None if allow else "ValueError"))
+        if not allow:
+            return
+    serving = asked or target_ctx
     draft_mpe = derived_context_length(inp.draft)
     eff["context_length"] = serving
     if not serving or not draft_mpe or serving <= draft_mpe:
         return
-    rule = "python/sglang/srt/configs/model_config.py _derive_context_length (is_draft_model)"
-    versions = ("all versions read (the draft worker takes the target's context length, eagle_worker*.py); the "
-                "override of the draft's max_position_embeddings is in 2026 model_config.py")
-    if env_bool(inp.parsed.env, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"):  # an EnvBool in SGLang
+    log = CONTEXT_LOG.format(who="Target model's", asked=serving, derived=draft_mpe)
+    if allow:
         eff["draft_max_position_embeddings"] = serving
         out.append(_f("SGL_DRAFT_MAX_POSITION_OVERRIDDEN", "warning",
                       f"The draft's max_position_embeddings ({draft_mpe}) is below the serving context ({serving}); "
@@ -466,7 +622,7 @@ def _context(inp: Inputs, eff: dict, out: list):
                       f"{serving}. Positions beyond {draft_mpe} were never seen in training if the trainer sized RoPE "
                       "by it (SpecForge #249 / PR #271): acceptance on long prompts may drop.", rule, versions,
                       fix=f"Set max_position_embeddings to {serving} in the draft's config.json.",
-                      setting="draft_max_position_embeddings"))
+                      setting="draft_max_position_embeddings", logs=(log, DRAFT_MPE_LOG.format(n=serving))))
     else:
         out.append(_f("SGL_DRAFT_CONTEXT_TOO_SHORT", "error",
                       f"The draft's max_position_embeddings is {draft_mpe} but the target serves {serving} tokens: "
@@ -474,4 +630,5 @@ def _context(inp: Inputs, eff: dict, out: list):
                       f"derived context_length ({draft_mpe})\".", rule, versions,
                       fix=f"Set max_position_embeddings to {serving} in the draft's config.json, or prefix the "
                           "command with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, or pass "
-                          f"--context-length {draft_mpe}.", setting="draft_max_position_embeddings"))
+                          f"--context-length {draft_mpe}.", setting="draft_max_position_embeddings",
+                      error="ValueError"))

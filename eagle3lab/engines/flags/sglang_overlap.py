@@ -3,7 +3,8 @@
 Four changes open five eras, numbered by how many of the changes a build has:
 
     0  before spec V2                   always off
-    1  spec V2 opt-in         (#11398)  on only when opted in
+    1  spec V2 opt-in         (#11398)  on only when opted in (forced for EAGLE only up to 0.5.6.post2,
+                                       EAGLE/EAGLE3 in 0.5.7, all three from 0.5.8)
     2  spec V2 by default     (#21062)  on unless SGLANG_ENABLE_SPEC_V2=0, --disable-overlap-schedule or topk > 1
     3  spec V1 retired        (#25464)  on unless --disable-overlap-schedule (SGLANG_ENABLE_SPEC_V2=0 its alias)
     4  env var removed        (#27964)  on unless --disable-overlap-schedule or --device cpu
@@ -43,17 +44,41 @@ CHANGES = {
                               "--disable-overlap-schedule (SGLANG_ENABLE_SPEC_V2=0 is its alias)", 25464,
                               "2026-06-08", "0.5.12.post1", "0.5.13"),
     # "[Spec] Retire Spec V1": c0480a88be on main 2026-06-11 drops the env var (a set one only logs a removal
-    # warning); a read of v0.5.15's speculative_hook.py shows only that warning. No bound known for 0.5.13/0.5.14.
+    # warning). Read in the wheels: 0.5.13's speculative_hook.py still reads the variable (era 3), 0.5.14's
+    # only warns that it was removed.
     "spec-v2-env-removed": Change("sglang", "SGLANG_ENABLE_SPEC_V2 removed: ignored, with one warning", 27964,
-                                  "2026-06-11", "0.5.12.post1", "0.5.15"),
+                                  "2026-06-11", "0.5.13", "0.5.14"),
+    # Within the opt-in era, read in the wheels' server_args.py: 0.5.5 .. 0.5.6.post2 force the overlap
+    # scheduler on for EAGLE only (as 0.5.4 did with --enable-beta-spec): for EAGLE3/STANDALONE the variable
+    # only skips the forced switch-off, so --disable-overlap-schedule stays in force. 0.5.7 forces it for
+    # EAGLE/EAGLE3 and adds the topk > 1 ValueError (STANDALONE takes the switch-off); 0.5.8 adds STANDALONE.
+    # No PR traced: bounded by releases, and on main by the day the first release with it was built
+    # (0.5.7: 2026-01-01, 0.5.8: 2026-01-23; SGLang tags its releases on main).
+    "opt-in-eagle3": Change("sglang", "SGLANG_ENABLE_SPEC_V2=1 forces the overlap scheduler on for EAGLE3 too, and "
+                            "stops at start-up for topk > 1", None, None, "0.5.6.post2", "0.5.7",
+                            on_main_by="2026-01-01"),
+    "opt-in-standalone": Change("sglang", "SGLANG_ENABLE_SPEC_V2=1 forces the overlap scheduler on for STANDALONE "
+                                "too", None, None, "0.5.7", "0.5.8", on_main_by="2026-01-23"),
+    # The removal notice ("Drop this check after one release") is in 0.5.14 .. 0.5.20 and gone in 0.5.21
+    # (built 2026-10-01): from then on the variable is ignored without a word.
+    "spec-v2-notice-dropped": Change("sglang", "the SGLANG_ENABLE_SPEC_V2 removal notice dropped: the variable is "
+                                     "ignored silently", None, None, "0.5.20", "0.5.21", on_main_by="2026-10-01"),
 }
-OVERLAP_CHANGES = tuple(CHANGES)  # in the order they landed: a build with one has every earlier one
+# The eras, in the order their changes landed: a build with one has every earlier one.
+OVERLAP_CHANGES = ("spec-v2-opt-in", "spec-v2-default", "spec-v1-retired", "spec-v2-env-removed")
 OVERLAP_ERAS = ("before spec V2", "spec V2 opt-in", "spec V2 by default", "spec V1 retired",
                 "SGLANG_ENABLE_SPEC_V2 removed")  # era k: the build has the first k changes
 
 # The opt-in: PR #12113 (2025-10-25) replaced the --enable-beta-spec flag of the first opt-in builds by the env var.
 OPT_IN = "SGLANG_ENABLE_SPEC_V2=1"
 BETA_FLAG = "builds before PR #12113, late Oct 2025, read --enable-beta-spec instead"
+
+# What SGLang logs about it, as read (and, for 0.5.23, run) in arg_groups/speculative_hook.py; era 4 only.
+NON_OVERLAP_LOG = "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding."
+CPU_LOG = "Overlap schedule is not implemented for speculative decoding on CPU."
+ENV_REMOVED_LOG = ("SGLANG_ENABLE_SPEC_V2 has been removed: speculative decoding always runs the V2 worker. Use "
+                   "--disable-overlap-schedule to select the non-overlap (synchronous) path.")
+FORCED_ALL = ("EAGLE", "EAGLE3", "STANDALONE")
 
 
 def overlap_era(engine_version) -> tuple[int, int]:
@@ -71,15 +96,24 @@ def overlap_era_text(era: int) -> str:
     return f"SGLang '{OVERLAP_ERAS[era]}' era ({', '.join(bounds)})"
 
 
-def overlap_rule(era: int, disabled: bool, topk, spec_v2: bool | None, cpu: bool) -> tuple[bool, str]:
+def overlap_rule(era: int, disabled: bool, topk, spec_v2: bool | None, cpu: bool, algo: str = "EAGLE3",
+                 forced=FORCED_ALL) -> tuple[bool, str]:
     """Overlap scheduler on/off with EAGLE/EAGLE3/STANDALONE in one era, and why.
 
     ``topk`` is the flag as given: SGLang decides before it auto-chooses (steps, topk, draft tokens).
+    ``forced``: the algorithms the opt-in forces on in this build (era 1: ``opt_in_forced``).
     """
     if era == 0:
         return False, "EAGLE/EAGLE3 always set disable_overlap_schedule = True"
     if era == 1 and not spec_v2:
         return False, f"it runs only with {OPT_IN} ({BETA_FLAG})"
+    if era == 1 and algo not in forced:
+        if "EAGLE3" in forced:  # 0.5.7: EAGLE/EAGLE3 forced on, everything else takes the else branch
+            return False, f"{OPT_IN} forces it on for EAGLE/EAGLE3 only; {algo} takes the forced switch-off"
+        return (not disabled), (f"{OPT_IN} forces it on for EAGLE only (NEXTN runs as EAGLE); for {algo} it only "
+                                "skips the forced switch-off, so " +
+                                ("--disable-overlap-schedule stays in force" if disabled else
+                                 "the default (on) stays") + f" ({BETA_FLAG})")
     if era >= 2 and disabled:
         return False, "--disable-overlap-schedule " + ("selects spec V1" if era == 2 else
                                                        "runs the V2 worker synchronously")
@@ -110,6 +144,16 @@ def _overlap_log(era: int, on: bool) -> str:
     return ""
 
 
+def opt_in_forced(inp: Inputs, algo: str) -> tuple[str, ...]:
+    """The algorithms SGLANG_ENABLE_SPEC_V2=1 forces on in this build's opt-in era (placed only for EAGLE3/STANDALONE)."""
+    forced = ["EAGLE"]
+    for key, name in (("opt-in-eagle3", "EAGLE3"), ("opt-in-standalone", "STANDALONE")):
+        if algo in forced or inp.place(CHANGES[key]) == "before":
+            break
+        forced.append(name)
+    return tuple(forced)
+
+
 def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
     """SGL_OVERLAP_SCHEDULE and the era-specific findings; sets ``eff['overlap_schedule']``."""
     v, env = inp.parsed.values, inp.parsed.env
@@ -122,7 +166,8 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
     raw_env = env.get("SGLANG_ENABLE_SPEC_V2")
     spec_v2 = env_bool(env, "SGLANG_ENABLE_SPEC_V2")
     cpu = str(v.get("--device", "cuda")).strip().lower() == "cpu"
-    on, why = overlap_rule(era, disabled, topk, spec_v2, cpu)
+    forced = opt_in_forced(inp, algo) if (sure <= 1 <= era and spec_v2) else FORCED_ALL
+    on, why = overlap_rule(era, disabled, topk, spec_v2, cpu, algo, forced)
     eff["overlap_schedule"] = on
     where = overlap_era_text(era)
     versions = "; ".join(f"{k}: {CHANGES[k].span()}" for k in OVERLAP_CHANGES)
@@ -134,7 +179,7 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
     if unplaced:  # the newest era it may be in is shown: name every older one where the answer differs
         older = []
         for e in range(era - 1, sure - 1, -1):
-            old_on, old_why = overlap_rule(e, disabled, topk, spec_v2, cpu)
+            old_on, old_why = overlap_rule(e, disabled, topk, spec_v2, cpu, algo, forced)
             if old_on != on:
                 older.append(f"in the '{OVERLAP_ERAS[e]}' era (before PR #{CHANGES[OVERLAP_CHANGES[e]].pr}) "
                              f"{'on' if old_on else 'off'}, {old_why}")
@@ -145,37 +190,46 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
     detail = {0: "_handle_speculative_decoding",
               1: "_handle_speculative_decoding (opt-in: --enable-beta-spec, then SGLANG_ENABLE_SPEC_V2 from PR #12113)",
               4: "_handle_eagle_family; CPU: _disable_overlap_schedule_for_cpu (newest code read)"}
+    logs = ((CPU_LOG,) if cpu and not disabled else ()) + ((NON_OVERLAP_LOG,) if not on else ()) if era == 4 else ()
     out = [Finding("SGL_OVERLAP_SCHEDULE", "info", msg, f"{where}: {RULE} {detail.get(era, '_handle_eagle_family')}",
-                   versions, setting="overlap_schedule")]
+                   versions, setting="overlap_schedule", engine_logs=logs)]
 
     # Opt-in era only: shown as is when that is the era shown, as a warning when the build only may be in it.
     if sure <= 1 <= era and spec_v2:
         maybe = "" if era == 1 else (f"If the build predates PR #{CHANGES[OVERLAP_CHANGES[1]].pr} (the "
                                      f"'{OVERLAP_ERAS[1]}' era, which it may be in): ")
         opt_in = f"{overlap_era_text(1)}: {RULE} spec V2 branch"
-        if disabled:
+        sub = "; ".join(f"{k}: {CHANGES[k].span()}" for k in ("opt-in-eagle3", "opt-in-standalone"))
+        if disabled and algo in forced:
             out.append(Finding("SGL_OVERLAP_FLAG_OVERRIDDEN", "warning",
                                maybe + "--disable-overlap-schedule is overridden: with SGLANG_ENABLE_SPEC_V2=1 SGLang "
-                               "sets disable_overlap_schedule = False for the EAGLE family (the first env-var builds, "
-                               "late 2025, did so for EAGLE/NEXTN only), so the overlap scheduler runs.",
-                               opt_in, versions, "Drop SGLANG_ENABLE_SPEC_V2=1 to run without the overlap scheduler.",
+                               f"sets disable_overlap_schedule = False for {algo} in this build (EAGLE only up to "
+                               "0.5.6.post2, EAGLE/EAGLE3 in 0.5.7, STANDALONE too from 0.5.8), so the overlap "
+                               "scheduler runs.", opt_in, f"{versions}; {sub}",
+                               "Drop SGLANG_ENABLE_SPEC_V2=1 to run without the overlap scheduler.",
                                "overlap_schedule"))
-        if topk is not None and topk > 1:
-            out.append(Finding("SGL_SPEC_V2_TOPK", "error" if era == 1 else "warning",
-                               maybe + f"SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk {topk}: SGLang stops at "
-                               "start-up with ValueError 'Spec v2 currently only supports topk = 1 for speculative "
-                               "decoding.' (builds from early 2026; late-2025 builds started and then failed on a "
-                               "tensor shape, issue #14077).", opt_in, versions,
+        if topk is not None and topk > 1 and algo in forced:
+            checked = "EAGLE3" in forced  # the ValueError came with 0.5.7, for every algorithm it forces on
+            out.append(Finding("SGL_SPEC_V2_TOPK", "error" if era == 1 and checked else "warning",
+                               maybe + f"SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk {topk}: " +
+                               ("SGLang stops at start-up with ValueError 'Spec v2 currently only supports topk = 1 "
+                                "for speculative decoding.' (from 0.5.7; earlier builds started and then failed on a "
+                                "tensor shape, issue #14077)." if checked else
+                                "this build (before 0.5.7) starts, then fails on a tensor shape (issue #14077)."),
+                               opt_in, f"{versions}; {sub}",
                                "Use --speculative-eagle-topk 1 (a chain), or drop SGLANG_ENABLE_SPEC_V2=1 for a tree.",
-                               "topk"))
+                               "topk", engine_error="ValueError" if era == 1 and checked else None))
     if era == 4 and raw_env is not None:
         meant_off = spec_v2 is False
+        notice = inp.place(CHANGES["spec-v2-notice-dropped"]) == "before"
+        said = (f"SGLang only logs '{ENV_REMOVED_LOG}'" if notice else
+                "SGLang says nothing about it (the removal notice was dropped after 0.5.20)")
         out.append(Finding("SGL_SPEC_V2_ENV_IGNORED", "warning" if meant_off else "info",
                            f"SGLANG_ENABLE_SPEC_V2={raw_env} is ignored: PR #{CHANGES[OVERLAP_CHANGES[3]].pr} removed "
-                           "it and SGLang only logs 'SGLANG_ENABLE_SPEC_V2 has been removed: speculative decoding "
-                           "always runs the V2 worker.'" + (" The overlap scheduler stays on." if meant_off and on
-                                                             else ""),
-                           f"{where}: {RULE} handle_speculative_decoding (removal notice)", versions,
+                           f"it and {said}." + (" The overlap scheduler stays on." if meant_off and on else ""),
+                           f"{where}: {RULE} handle_speculative_decoding" + (" (removal notice)" if notice else ""),
+                           f"{versions}; spec-v2-notice-dropped: {CHANGES['spec-v2-notice-dropped'].span()}",
                            "Use --disable-overlap-schedule for the synchronous path." if meant_off else
-                           "Drop SGLANG_ENABLE_SPEC_V2; it has no effect.", "overlap_schedule"))
+                           "Drop SGLANG_ENABLE_SPEC_V2; it has no effect.", "overlap_schedule",
+                           engine_logs=(ENV_REMOVED_LOG,) if notice else ()))
     return out
