@@ -334,7 +334,8 @@ class Eagle3Draft(nn.Module):
         if target_arch is not None:
             twin.target_arch = target_arch
         if target_embedding is not None:
-            twin.target_embedding = target_embedding
+            # a plain tensor: an nn.Parameter would be registered in the parameter dict the twin shares
+            twin.target_embedding = target_embedding.detach()
         twin._set_profile(self.profile)
         return twin
 

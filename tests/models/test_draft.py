@@ -364,3 +364,12 @@ def test_logits_to_keep_gives_the_last_rows_of_the_full_logits():
     torch.testing.assert_close(last.logits, full.logits[:, -2:], atol=1e-6, rtol=1e-6)
     with pytest.raises(Eagle3LabError, match="logits_to_keep"):
         draft(ids, aux, logits_to_keep=-1)
+
+
+def test_bound_to_a_parameter_embedding_leaves_the_original_draft_unchanged():
+    draft = Eagle3Draft(DraftConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2, vocab_size=50))
+    before = [name for name, _ in draft.named_parameters()]
+    emb = torch.nn.Parameter(torch.randn(50, 16))
+    twin = draft.bound(target_embedding=emb)
+    assert [name for name, _ in draft.named_parameters()] == before
+    assert twin.target_embedding.data_ptr() == emb.data_ptr()
