@@ -694,3 +694,60 @@ def test_vllm_translator_unplaced_finding_has_the_same_shape():
                ID_CHANGES["vllm#46973"]]                                             # translator's two
     assert found == [unplaced_finding(c, "pre-#1") for c in changes]
     assert {(f.setting, f.rule) for f in found} == {("engine_version", "eagle3lab.engines.versions.place")}
+
+
+# ----------------------------------------------------------------------------- --speculative-adaptive by release
+
+def test_adaptive_sets_the_static_parameters_from_0_5_14():
+    """Issue 15's third rule: adaptive skips the auto-choice's assert (topk 1, draft tokens steps + 1)."""
+    res = sgl("--speculative-adaptive", version="0.5.23")
+    assert (res.effective["num_steps"], res.effective["topk"], res.effective["num_draft_tokens"]) == (3, 1, 4)
+    assert res.finding("SGL_ADAPTIVE_PARAMS") and not res.finding("SGL_AUTO_PARAMS")  # Llama's auto: (5, 4, 8)
+    assert sgl("--speculative-adaptive --speculative-num-steps 5", version="0.5.23").effective["num_draft_tokens"] == 6
+    old = sgl("--speculative-adaptive --speculative-num-steps 5", version="0.5.19")   # candidates [0, 1, 3, 7]
+    assert old.finding("SGL_ADAPTIVE_STEPS_NOT_CANDIDATE").engine_error == "ValueError"
+    static = sgl("--speculative-adaptive", version="0.5.13")   # 0.5.11 .. 0.5.13: adapts at run time only
+    assert static.finding("SGL_ADAPTIVE_STATIC") and static.effective["num_steps"] == 5   # Llama's auto choice
+    assert sgl("--speculative-adaptive", version="0.5.10").finding("SGL_FLAG_NOT_IN_BUILD").engine_error == "SystemExit"
+    tree = sgl("--speculative-adaptive --speculative-num-steps 3 --speculative-eagle-topk 4 "
+               "--speculative-num-draft-tokens 8", version="0.5.23")
+    assert tree.finding("SGL_ADAPTIVE_DISABLED").engine_logs == (
+        "speculative_adaptive disabled: speculative_eagle_topk=4 (only topk=1 is supported). Falling back to static "
+        "speculative params.",)
+    assert tree.effective["topk"] == 4
+
+
+def test_adaptive_reads_its_config_file(tmp_path):
+    cfg = tmp_path / "adaptive.json"
+    cfg.write_text(json.dumps({"1": {"candidate_steps": [2, 4, 6]}, "16": {"candidate_steps": [1]}, "note": {}}))
+    res = sgl(f"--speculative-adaptive --speculative-adaptive-config {cfg}", version="0.5.23")
+    assert res.effective["num_steps"] == 4 and "[1, 2, 4, 6]" in res.finding("SGL_ADAPTIVE_PARAMS").message
+    missing = sgl("--speculative-adaptive --speculative-adaptive-config /nonexistent.json", version="0.5.23")
+    assert missing.finding("SGL_ADAPTIVE_CONFIG_UNREAD") and missing.effective["num_steps"] is None
+
+
+def test_deepseek_family_draft_path_for_every_eagle_algorithm():
+    """Issue 15's second rule: STANDALONE goes through the same function; MistralLarge3/Pixtral log nothing."""
+    base = "python -m sglang.launch_server --model-path M --speculative-algorithm STANDALONE"
+    res = resolve_flags("sglang", base, target_arch="DeepseekV3ForCausalLM", engine_version="0.5.23")
+    assert res.effective["draft_model"] == "M" and res.finding("SGL_DEEPSEEK_DRAFT_IS_TARGET").severity == "warning"
+    assert not res.finding("SGL_NO_DRAFT_MODEL")
+    for arch, logs in (("MistralLarge3ForCausalLM", ()), ("PixtralForConditionalGeneration", ()),
+                       ("DeepseekV3ForCausalLM", ("DeepSeek MTP does not require setting speculative_draft_model_path.",))):
+        res = sgl(target=None, target_arch=arch, version="0.5.23")
+        assert res.finding("SGL_DEEPSEEK_MTP_LOG_LINE").engine_logs == logs, arch
+    assert resolve_flags("sglang", base, target_arch="HYV4ForCausalLM", engine_version="0.5.20").effective[
+        "draft_model"] == "M"
+    assert resolve_flags("sglang", base + " --speculative-draft-model-path D", target_arch="HYV4ForCausalLM",
+                         engine_version="0.5.19").finding("SGL_DEEPSEEK_MTP_LOG_LINE") is None
+
+
+def test_context_length_above_the_target():
+    res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1 --context-length 200000",
+              draft=dict(SPECFORGE_LLAMA3, max_position_embeddings=131072))
+    assert res.finding("SGL_CONTEXT_LENGTH_OVER_TARGET").engine_error == "ValueError"
+    allowed = resolve_flags("sglang", f"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 {SGL} --speculative-num-steps 3 "
+                            "--speculative-eagle-topk 1 --context-length 200000", LLAMA31_8B,
+                            dict(SPECFORGE_LLAMA3, max_position_embeddings=131072))
+    assert allowed.effective["context_length"] == 200000 and allowed.effective["draft_max_position_embeddings"] == 200000
+    assert allowed.finding("SGL_CONTEXT_LENGTH_OVER_TARGET").severity == "warning"

@@ -209,3 +209,47 @@ def test_the_changes_are_recorded_in_order():
     for older, newer in zip(changes, changes[1:]):
         assert Version(older.last_without) <= Version(newer.last_without), newer.pr
         assert Version(older.first_with) <= Version(newer.first_with), newer.pr
+
+
+# ----------------------------------------------------------------------------- inside the opt-in era
+
+@pytest.mark.parametrize("version,algo,extra,on,overridden", [
+    # 0.5.5 .. 0.5.6.post2: the opt-in forces EAGLE on; for EAGLE3/STANDALONE it only skips the forced off
+    ("0.5.5", "EAGLE", "--disable-overlap-schedule", True, True),
+    ("0.5.6.post2", "EAGLE3", "--disable-overlap-schedule", False, False),
+    ("0.5.6.post2", "EAGLE3", "", True, False),
+    ("0.5.5", "STANDALONE", "", True, False),
+    # 0.5.7: EAGLE/EAGLE3 forced on; STANDALONE takes the switch-off
+    ("0.5.7", "EAGLE3", "--disable-overlap-schedule", True, True),
+    ("0.5.7", "STANDALONE", "", False, False),
+    # 0.5.8 .. 0.5.10.post1: all three forced on
+    ("0.5.8", "STANDALONE", "--disable-overlap-schedule", True, True),
+    ("0.5.10", "EAGLE3", "--disable-overlap-schedule", True, True),
+])
+def test_the_opt_in_forces_the_overlap_scheduler_per_algorithm_and_release(version, algo, extra, on, overridden):
+    """Read in the wheels' server_args.py: issue 15's first rule (EAGLE only in the first env-var builds)."""
+    cmd = (f"SGLANG_ENABLE_SPEC_V2=1 python -m sglang.launch_server --model-path M --speculative-algorithm {algo} "
+           f"--speculative-draft-model-path D --speculative-num-steps 3 --speculative-eagle-topk 1 {extra}")
+    res = resolve_flags("sglang", cmd, target_arch="LlamaForCausalLM", engine_version=version, num_target_layers=32)
+    assert res.effective["overlap_schedule"] is on
+    assert bool(res.finding("SGL_OVERLAP_FLAG_OVERRIDDEN")) is overridden
+    assert unplaced_prs(res) == []
+
+
+def test_the_opt_in_topk_check_came_with_0_5_7():
+    def tree(version):
+        return sgl(version, "SGLANG_ENABLE_SPEC_V2=1", topk=4).finding("SGL_SPEC_V2_TOPK")
+    assert (tree("0.5.7").severity, tree("0.5.7").engine_error) == ("error", "ValueError")
+    early = tree("0.5.6.post2")
+    assert early.severity == "warning" and early.engine_error is None and "issue #14077" in early.message
+
+
+def test_era_four_log_lines():
+    """0.5.23 as run (tests/oracles/test_sglang_flags_parity.py): the lines the overlap rule predicts."""
+    assert sgl("0.5.23", extra="--device cpu").finding("SGL_OVERLAP_SCHEDULE").engine_logs == (
+        "Overlap schedule is not implemented for speculative decoding on CPU.",
+        "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding.")
+    assert sgl("0.5.23").finding("SGL_OVERLAP_SCHEDULE").engine_logs == ()
+    assert sgl("0.5.20", "SGLANG_ENABLE_SPEC_V2=1").finding("SGL_SPEC_V2_ENV_IGNORED").engine_logs[0].startswith(
+        "SGLANG_ENABLE_SPEC_V2 has been removed")
+    assert sgl("0.5.21", "SGLANG_ENABLE_SPEC_V2=1").finding("SGL_SPEC_V2_ENV_IGNORED").engine_logs == ()

@@ -208,8 +208,8 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
                                "scheduler runs.", opt_in, f"{versions}; {sub}",
                                "Drop SGLANG_ENABLE_SPEC_V2=1 to run without the overlap scheduler.",
                                "overlap_schedule"))
-        if topk is not None and topk > 1 and algo in forced:
-            checked = "EAGLE3" in forced  # the ValueError came with 0.5.7, for every algorithm it forces on
+        if topk is not None and topk > 1 and overlap_rule(1, disabled, topk, spec_v2, cpu, algo, forced)[0]:
+            checked = algo in forced and "EAGLE3" in forced  # the ValueError came with 0.5.7, for what it forces on
             out.append(Finding("SGL_SPEC_V2_TOPK", "error" if era == 1 and checked else "warning",
                                maybe + f"SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk {topk}: " +
                                ("SGLang stops at start-up with ValueError 'Spec v2 currently only supports topk = 1 "
