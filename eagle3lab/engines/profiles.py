@@ -119,8 +119,13 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="speculators", engine="speculators", versions="0.1-0.3, Eagle3DraftModel",
         id_engine="speculators", id_keys=(IDS_TOP,),
-        honours={"norm_before_residual": "all versions", "norm_before_fc": "gpt-oss drafts",
-                 "fc_norm": "EAGLE 3.1 drafts", "norm_output": "EAGLE 3.1 drafts"},
+        # read in the speculators tags: norm_before_fc (one norm over the whole fc input, input_norm.weight) since
+        # v0.5.0 (PR #337, gpt-oss); norm_output (recycle the normed state) since v0.7.0 (PR #610); fc_norm (one norm
+        # per aux chunk, fc_norm.{i}.weight) since v0.7.0 (PR #670), refused together with norm_before_fc by the
+        # config validator; the training CLI defaults to --draft-arch llama --norm-before-fc --norm-output since
+        # v0.7.0 (PR #692): speculators' "EAGLE 3.1" is the one-norm variant, SGLang's the per-chunk one.
+        honours={"norm_before_residual": "all versions", "norm_before_fc": "since v0.5.0 (PR #337)",
+                 "fc_norm": "since v0.7.0 (PR #670)", "norm_output": "since v0.7.0 (PR #610)"},
         missing_rule={"norm_before_residual": "speculators config default False "
                                               "(its training CLI default is True)"},
         # eagle3/model_definitions.py (v0.3.0), models/base_components.py (c05b95b3): the layer config's own
@@ -138,7 +143,13 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         honours={"norm_before_residual": "all versions",
                  "norm_before_fc": "llama_eagle3.py since PR #36545 (0.18.0); speculators configs since PR #38111 "
                                    "(0.19.0)",
-                 "fc_norm": "since PR #46488", "norm_output": "since PR #46488"},
+                 # read in the vLLM wheels: llama_eagle3.py and deepseek_eagle3.py apply fc_norm (fc_norm.{i}.weight,
+                 # one per aux chunk, after input_norm when both are set) and norm_output since 0.22.0, qwen3_eagle3.py
+                 # since 0.24.0; update_eagle3 passes a speculators config's fc_norm / norm_output through since
+                 # 0.25.0 (PR #46488): before, the keys never reach the model, so fc_norm.* weights find no module
+                 # (load fails) and norm_output recycles the pre-norm state.
+                 "fc_norm": "model code since 0.22.0; speculators configs since PR #46488 (0.25.0)",
+                 "norm_output": "model code since 0.22.0; speculators configs since PR #46488 (0.25.0)"},
         missing_by_format={"speculators": {"norm_before_residual": True}},
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
@@ -180,7 +191,11 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         # norm_before_fc, read in the sglang wheels: absent from every model file in 0.5.12-0.5.16; from 0.5.17
         # llama_eagle3.py reads eagle_config.norm_before_fc (else the top-level key) and applies input_norm before
         # fc for every target (PR #32334, "Fix GPT-OSS EAGLE3 hidden states", opened 2026-07-24).
-        honours={"fc_norm": "PRs #24663, #26506", "norm_output": "PRs #24663, #26506",
+        # fc_norm (one RMSNorm per aux chunk; keys fc_norm.{i}.weight, legacy aux_norm_low/mid/high, flag fc_norm or
+        # legacy use_aux_norm) and norm_output (recycle the normed state): llama_eagle3.py since 0.5.12 (PRs #24663,
+        # #26506), kimi_k25_eagle3.py since 0.5.13. With norm_before_fc also set it applies both, input_norm first.
+        honours={"fc_norm": "llama_eagle3.py since 0.5.12 (PRs #24663, #26506), kimi_k25_eagle3.py since 0.5.13",
+                 "norm_output": "llama_eagle3.py since 0.5.12 (PRs #24663, #26506), kimi_k25_eagle3.py since 0.5.13",
                  "norm_before_fc": "llama_eagle3.py, every target, since PR #32334 (0.5.17)"},
         uses_target_embedding=True,
         rope_types=_SERVED_ROPE | {"proportional"}, rope_since=_SGLANG_ROPE_SINCE,
@@ -207,7 +222,12 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="specforge", engine="SpecForge", versions="as read at a6b6b023",
         id_engine="specforge", id_keys=(IDS_NESTED,),
-        honours={"fc_norm": "EAGLE 3.1 templates", "norm_output": "means 'norm before lm_head' only"},
+        # llama3_eagle.py since b7ce50cd (2026-07-19, PR #568): fc_norm = three per-chunk norms (fc is always 3 aux
+        # wide); norm_output, missing = true, only norms lm_head's input (false: lm_head reads the un-normed state) and
+        # the pre-norm state is always recycled. SpecForge#879 (merged 2026-09-15, after 0.2.0 / a6b6b023) always
+        # norms lm_head's input, recycles the normed state when true, and defaults it to false as SGLang does.
+        honours={"fc_norm": "since PR #568 (b7ce50cd), three chunks",
+                 "norm_output": "means 'norm before lm_head' only (before SpecForge#879)"},
         norm_output_recycles_postnorm=False, uses_target_embedding=True,
         # specforge/modeling/draft/llama3_eagle.py LlamaAttention._init_rope, history read in sgl-project/SpecForge
         rope_types=frozenset({"default", "linear", "dynamic", "llama3", "mrope", "yarn"}),
@@ -228,7 +248,11 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
                "mrope (LlamaMutiRotaryEmbedding): plain frequencies, sections over position_ids [3, B, T]; text "
                "positions are equal in the three rows. dynamic: its cos/sin table is built for "
                "max_position_embeddings + 20 rows, so theta is always rescaled for at least that length.",
-               "SpecForge trains with the target's (frozen) embedding and does not save it."),
+               "SpecForge trains with the target's (frozen) embedding and does not save it.",
+               "EAGLE 3.1 (fc_norm + norm_output) since PR #568: up to 0.2.0 its training recycles the pre-norm state "
+               "while SGLang, reading norm_output true, recycles the normed one, so such a draft is served with "
+               "other arithmetic than it was trained with; SpecForge#879 (merged 2026-09-15) recycles the normed "
+               "state in training too."),
     ),
     EngineProfile(
         name="eagle", engine="EAGLE official", versions="SafeAILab/EAGLE cnets.py",

@@ -56,8 +56,9 @@ def _rms(weight, eps):
     return norm
 
 
-def hf_attention(draft, layer_sd: dict):
-    """Layer 0's attention as transformers builds it for this family (input 2H, output H), with its rotary."""
+def hf_attention(draft, layer_sd: dict, qk_norm: bool = True):
+    """Layer 0's attention as transformers builds it for this family (input 2H, output H), with its rotary;
+    ``qk_norm=False``: a Qwen3 layer as an engine without q/k norms runs it (Llama attention, norms dropped)."""
     cfg = draft.config
     H = cfg.hidden_size
     common = dict(hidden_size=2 * H, num_attention_heads=cfg.num_attention_heads, rms_norm_eps=cfg.rms_norm_eps,
@@ -74,7 +75,7 @@ def hf_attention(draft, layer_sd: dict):
                               kv_lora_rank=cfg.kv_lora_rank, qk_nope_head_dim=cfg.qk_nope_head_dim,
                               qk_rope_head_dim=cfg.qk_rope_head_dim, v_head_dim=cfg.v_head_dim)
         attn, rotary, out_in = DeepseekV3Attention(hc, 0), DeepseekV3RotaryEmbedding(hc), cfg.num_attention_heads * cfg.v_head_dim
-    elif cfg.attention == "qwen3":
+    elif cfg.attention == "qwen3" and qk_norm:
         from transformers import Qwen3Config
         from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3RotaryEmbedding
 
@@ -85,6 +86,7 @@ def hf_attention(draft, layer_sd: dict):
         from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 
         hc = LlamaConfig(**common, num_key_value_heads=cfg.num_key_value_heads, head_dim=cfg.head_dim)
+        layer_sd = {k: v for k, v in layer_sd.items() if not k.endswith(("q_norm.weight", "k_norm.weight"))}
         attn, rotary, out_in = LlamaAttention(hc, 0), LlamaRotaryEmbedding(hc), cfg.num_attention_heads * cfg.head_dim
     hc._attn_implementation = "eager"
     attn.o_proj = nn.Linear(out_in, H, bias=False)   # the draft's attention writes back H, not 2H
@@ -112,9 +114,7 @@ def hf_reference(draft, input_ids, aux, qk_norm: bool = True):
         e, hn = _rms(sd["layers.0.input_layernorm.weight"], eps)(emb), _rms(sd["layers.0.hidden_norm.weight"], eps)(h)
         prefix = "layers.0.self_attn."
         attn_sd = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
-        if not qk_norm:   # an engine that drops the q/k norms runs them as ones
-            attn_sd |= {k: torch.ones_like(v) for k, v in attn_sd.items() if k.endswith(("q_norm.weight", "k_norm.weight"))}
-        attn, rotary = hf_attention(draft, attn_sd)
+        attn, rotary = hf_attention(draft, attn_sd, qk_norm)
         B, T = input_ids.shape
         positions = torch.arange(T)[None].expand(B, -1)
         cos, sin = rotary(h, positions)
