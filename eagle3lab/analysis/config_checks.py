@@ -4,6 +4,7 @@ measurement (fc width, sizes, context length, RoPE, sliding window, dtype)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from eagle3lab.analysis.findings import DoctorFinding
 
@@ -34,11 +35,12 @@ def config_findings(draft, target_config: dict, where: str = "draft config.json"
     cfg, tgt = draft.config, text_config(target_config)
     t_hidden, t_vocab = tgt.get("hidden_size"), tgt.get("vocab_size")
     fc_in = draft.fc.weight.shape[1]
-    if t_hidden and fc_in != cfg.num_aux * t_hidden:
+    width = replace(cfg, target_hidden_size=t_hidden).fc_width if t_hidden else None   # the rule: DraftConfig.fc_width
+    if t_hidden and fc_in != width:
         out.append(DoctorFinding(
             "FC_WIDTH", "critical", "fc input width is not num_aux x target hidden size",
             f"fc.weight takes {fc_in} inputs; {cfg.num_aux} aux states of a {t_hidden}-wide target give "
-            f"{cfg.num_aux * t_hidden}", "Retrain or reconvert: the draft was made for another target.", "config"))
+            f"{width}", "Retrain or reconvert: the draft was made for another target.", "config"))
     if t_hidden and cfg.target_hidden_size != t_hidden:
         out.append(DoctorFinding(
             "TARGET_HIDDEN_SIZE", "critical", "draft target_hidden_size differs from the target's hidden_size",
