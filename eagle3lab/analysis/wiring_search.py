@@ -75,10 +75,9 @@ class Scorer:
 
 
 def settings_of(d) -> dict:
-    """The switches a draft view runs with, as ``rewired`` keywords (what a variant is)."""
-    s = d.settings
-    return {"norm_before_fc": s.norm_before_fc, "fc_norm": s.fc_norm,
-            "norm_before_residual": s.norm_before_residual, "recycle_postnorm": s.recycle_postnorm}
+    """The switches a draft view runs with, as ``rewired`` keywords (what a variant is: the draft family's
+    own switches, ``d.variants()``, e.g. a Qwen3 draft's q/k norms)."""
+    return {k: getattr(d.settings, k) for k in d.variants()[0]}
 
 
 def served_views(draft, num_layers: int, arch: str | None = None) -> dict:

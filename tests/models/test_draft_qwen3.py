@@ -63,8 +63,13 @@ def test_forward_matches_the_reference_and_sglang_drops_the_norms():
 
 
 def test_variants_bring_the_qk_norms():
+    from eagle3lab.analysis.wiring_search import settings_of
+
     variants = trained("qwen3").variants()
     assert {v["qk_norm"] for v in variants} == {True, False} and variants[0]["qk_norm"] is True
+    # how each engine runs it, as the wiring search records a served hypothesis
+    assert settings_of(trained("qwen3").under("vllm"))["qk_norm"] is True
+    assert settings_of(trained("qwen3").under("sglang"))["qk_norm"] is False
     assert len(variants) == 2 * len(trained("mla").variants())   # MLA adds no switch of its own
     assert all("qk_norm" not in v for v in trained("mla").variants())
 
