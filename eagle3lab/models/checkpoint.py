@@ -427,6 +427,17 @@ def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, requ
     return tuple(res.resid), trainer
 
 
+# What speculators' own loader (0.9.0, Eagle3DraftModel.from_pretrained) needs in a speculators-format checkpoint.
+SPECULATORS_NEEDS = {
+    "embed_tokens.weight": "no embed_tokens.weight written: speculators 0.9.0 Eagle3DraftModel.from_pretrained leaves "
+                           "it uninitialised (with transformers 5.x its NaN sentinel in _init_vocab does not survive "
+                           "loading, so load_verifier_weights never copies the verifier's); vLLM takes the target's",
+    "verifier": "speculators_config.verifier.name_or_path is null: speculators 0.9.0 Eagle3DraftModel.from_pretrained "
+                "reads the verifier's config (load_verifier_weights) and fails without it; vLLM does not read it. "
+                "Convert with a target (--target), or set draft.config.extra['verifier']",
+}
+
+
 def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_target_layers: int | None = None,
                include_embedding: bool | None = None, overwrite: bool = False, keep_stated_flags: bool = False) -> dict:
     """Write ``draft`` as family ``format``; returns what was written (ids, flags, warnings).
@@ -505,10 +516,17 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
 
     state = {k: v for k, v in draft.state_dict().items()}
     report = draft.load_report
-    if include_embedding is None:
-        include_embedding = report is None or report.embedding == "checkpoint"
+    if include_embedding is None:   # speculators format: always, see SPECULATORS_NEEDS
+        include_embedding = report is None or report.embedding == "checkpoint" or fmt == "speculators"
     if not include_embedding or draft.embedding_missing:
         state.pop("embed_tokens.weight", None)
+    if fmt == "speculators" and "embed_tokens.weight" not in state:
+        warnings.append(SPECULATORS_NEEDS["embed_tokens.weight"])
+    if fmt == "speculators" and not cfg.extra.get("verifier"):
+        warnings.append(SPECULATORS_NEEDS["verifier"])
+    if fmt == "sglang" and "d2t" not in state:   # SpecForge's identity buffers: its warm start requires them
+        state["d2t"] = torch.zeros(cfg.vocab_size, dtype=torch.long)
+        state["t2d"] = torch.ones(cfg.vocab_size, dtype=torch.bool)
     tensors = {cf.family_key(k, fmt): v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
     config = cf.draft_to_config(new_cfg, fmt, ids, flags)
 
@@ -526,6 +544,9 @@ def convert_draft(src, out_dir, to: str, target=None, num_target_layers: int | N
     flag changed by the trainer's rule is warned about, or kept with ``keep_stated_flags``)."""
     draft = load_draft(src, target=target, device="cpu", dtype=None,
                        num_target_layers=num_target_layers, require_embedding=False)
+    verifier = target if isinstance(target, (str, os.PathLike)) else getattr(target, "path", None)
+    if verifier is not None and not draft.config.extra.get("verifier"):   # speculators reads its verifier there
+        draft.config.extra["verifier"] = str(verifier)
     result = save_draft(draft, out_dir, to, num_target_layers=num_target_layers, overwrite=overwrite,
                         keep_stated_flags=keep_stated_flags)
     result["source"] = {"path": str(src), "format": draft.format}
