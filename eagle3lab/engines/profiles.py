@@ -183,6 +183,8 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
         notes=("norm_before_fc: update_eagle3 drops a speculators config's key before PR #38111 (0.19.0). A "
                "top-level key in another config is honoured from PR #36545 (0.18.0); before it, never.",
+               "fc_norm: llama_eagle3.py has no fc_norm module before 0.22.0, so fc_norm.* weights find no parameter "
+               "and loading fails; a speculators config's fc_norm reaches it only from 0.25.0 (PR #46488).",
                _VLLM_ROPE_NOTE),
     ),
     EngineProfile(
@@ -440,8 +442,9 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
             raise bad_input("draft config", flag, "true only when the checkpoint has its norm weights",
                             f"{profile.label} defaults it to true", "Set the flag explicitly in config.json.")
     if values["norm_before_fc"] and values["fc_norm"]:
-        raise bad_input("draft config", "norm_before_fc / fc_norm", "at most one of them true (speculators "
-                        "treats them as mutually exclusive)", "both true")
+        raise bad_input("draft config", "norm_before_fc / fc_norm", "at most one of them true (mutually exclusive in "
+                        "speculators' config validator since v0.7.0, PR #670; SGLang and vLLM would apply input_norm, "
+                        "then fc_norm: not modelled)", "both true")
     recycle_postnorm = values["norm_output"] and profile.norm_output_recycles_postnorm
     decisions["recycle"] = Decision("post-norm" if recycle_postnorm else "pre-norm",
                                     f"{profile.engine}: " + ("norm_output recycles the normed state"
