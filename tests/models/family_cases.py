@@ -42,7 +42,7 @@ def trained(name: str, **extra):
                 "qwen3": QWEN3, "fc_norm": dict(fc_norm=True, norm_output=True), "norm_before_fc": dict(norm_before_fc=True),
                 "4-aux": dict(ids=(1, 2, 3, 5))}
     with one_thread():
-        return tiny_draft(target(), train_steps=100, **{"ids": (1, 3, 5), **families[name], **extra})
+        return tiny_draft(target(), train_steps=60, **{"ids": (1, 3, 5), **families[name], **extra})
 
 
 # ---------------------------------------------------------------------------- the reference
