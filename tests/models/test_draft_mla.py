@@ -25,6 +25,7 @@ from family_cases import (
 )
 from safetensors.torch import load_file
 
+from eagle3lab.app.cli import main
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
@@ -187,8 +188,12 @@ def test_modelopt_switch_against_what_engines_do_is_called_out():
     assert "runs different arithmetic when served" in rule
 
 
-def test_engines_that_cannot_run_an_mla_draft_say_so(tmp_path):
+def test_engines_that_cannot_run_an_mla_draft_say_so(tmp_path, capsys):
     save_draft(trained("mla"), tmp_path / "mla", "sglang")
+    assert main(["inspect", str(tmp_path / "mla")]) == 0
+    text = capsys.readouterr().out
+    assert "runs in: vllm, vllm-legacy, sglang" in text
+    assert "specforge      cannot: SpecForge" in text and "cannot run a draft with MLA" in text
     report = inspect_checkpoint(tmp_path / "mla")
     assert report["errors"] == [] and report["family"]["family"] == "mla"
     problems = {name: row["problems"] for name, row in report["serving"].items()}
