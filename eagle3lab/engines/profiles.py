@@ -46,6 +46,7 @@ class EngineProfile:
     missing_by_format: dict[str, dict[str, bool]] = field(default_factory=dict)  # format-specific
     missing_rule: dict[str, str] = field(default_factory=dict)  # flag -> the rule, in words
     norm_output_recycles_postnorm: bool = True  # False: norm_output only means "norm before lm_head"
+    norm_output_gates_final_norm: bool = False  # True: norm_output false = lm_head reads the un-normed state
     uses_target_embedding: bool = False          # replaces the draft's embedding with the target's
     rope_types: frozenset[str] = frozenset({"default", "linear", "llama3"})  # RoPE variants it applies
     rope_since: dict[str, str] = field(default_factory=dict)  # rope type -> since when / where it is applied
@@ -231,6 +232,11 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         honours={"fc_norm": "since PR #568 (b7ce50cd), three chunks",
                  "norm_output": "means 'norm before lm_head' only (before SpecForge#879)"},
         norm_output_recycles_postnorm=False, uses_target_embedding=True,
+        # 0.2.0 llama3_eagle.py: self.norm_output = getattr(config, "norm_output", True); compute_logits norms only
+        # then (the TTT loop, algorithms/eagle3/model.py, feeds back the backbone's pre-norm output either way)
+        norm_output_gates_final_norm=True, missing={"norm_output": True},
+        missing_rule={"norm_output": "SpecForge: a missing norm_output is true (getattr(config, 'norm_output', "
+                                     "True) in llama3_eagle.py): lm_head reads the normed state"},
         # specforge/modeling/draft/llama3_eagle.py LlamaAttention._init_rope, history read in sgl-project/SpecForge
         rope_types=frozenset({"default", "linear", "dynamic", "llama3", "mrope", "yarn"}),
         rope_since={"linear": "since v0.1.0 (3234e24a)", "dynamic": "since v0.1.0 (3234e24a)",
@@ -411,6 +417,7 @@ class DraftSettings:
     fc_norm: bool = False
     norm_before_residual: bool = False
     recycle_postnorm: bool = False
+    final_norm: bool = True            # norm before lm_head (always, except SpecForge with norm_output false)
     use_target_embedding: bool = False
     qk_norm: bool = False              # Qwen3 drafts: the per-head q/k RMSNorms are applied
     rope_scaling: dict | None = None   # as this engine reads it (keys it ignores dropped; None = plain RoPE)
@@ -449,6 +456,10 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     decisions["recycle"] = Decision("post-norm" if recycle_postnorm else "pre-norm",
                                     f"{profile.engine}: " + ("norm_output recycles the normed state"
                                                              if recycle_postnorm else "recycles the pre-norm state"))
+    final_norm = values["norm_output"] if profile.norm_output_gates_final_norm else True
+    if profile.norm_output_gates_final_norm:
+        decisions["final_norm"] = Decision(final_norm, f"{profile.engine}: norm_output {str(final_norm).lower()}, "
+                                           f"lm_head reads the {'normed' if final_norm else 'un-normed'} state")
     kind = getattr(config, "attention", "llama")
     qk_norm = kind == "qwen3" and kind in profile.families.attention
     if kind != "llama":
@@ -485,6 +496,7 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     rope_length = profile.rope_length.get(rope_type, "sequence")
     return DraftSettings(norm_before_fc=values["norm_before_fc"], fc_norm=values["fc_norm"],
                          norm_before_residual=values["norm_before_residual"], recycle_postnorm=recycle_postnorm,
+                         final_norm=final_norm,
                          use_target_embedding=use_target_embedding, rope_scaling=rope, rope_length=rope_length,
                          qk_norm=qk_norm, decisions=decisions)
 

@@ -513,6 +513,9 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     if as_served.recycle_postnorm != flags["norm_output"]:
         warnings.append(f"{served.label} recycles the {'post' if as_served.recycle_postnorm else 'pre'}-norm state; "
                         f"this draft was trained recycling the {'post' if flags['norm_output'] else 'pre'}-norm state.")
+    if as_served.final_norm != trained.final_norm:   # SpecForge norm_output false: trained without it
+        warnings.append(f"{served.label} norms lm_head's input; this draft was trained without that norm "
+                        f"({trained.decisions['final_norm'].how}).")
 
     state = {k: v for k, v in draft.state_dict().items()}
     report = draft.load_report
@@ -529,6 +532,8 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
         state["t2d"] = torch.ones(cfg.vocab_size, dtype=torch.bool)
     tensors = {cf.family_key(k, fmt): v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
     config = cf.draft_to_config(new_cfg, fmt, ids, flags)
+    if fmt == "sglang" and not trained.final_norm:   # missing would read as true in SpecForge
+        config["norm_output"] = False
 
     from safetensors.torch import save_file
     with atomic_dir(out) as tmp:

@@ -9,6 +9,7 @@
               h = h + mlp(post_attention_layernorm(h))
     layers 1..: ordinary pre-norm decoder layers of width H
     logits = lm_head(norm(h)) over the draft vocabulary;  target id = i + d2t[i]
+             (lm_head(h) where the profile says so: SpecForge with norm_output false)
     recycled state (fed back instead of fc(aux) at the next draft step) = h, or norm(h)
     when the profile says norm_output recycles the normed state.
 
@@ -394,7 +395,7 @@ class Eagle3Draft(nn.Module):
         for layer in self.layers:
             h = layer(h, emb, s, cos, sin, mask, cache)
         h = self.prenorm_out(h)
-        normed = self.normed_out(self.norm(h))
+        normed = self.normed_out(self.norm(h) if s.final_norm else h)
         logits = self.logits(self.lm_head(normed[:, -logits_to_keep:] if logits_to_keep else normed))
         hidden = self.hidden_out(normed if s.recycle_postnorm else h)
         return DraftOutput(logits=logits, hidden=hidden, cache=cache)
