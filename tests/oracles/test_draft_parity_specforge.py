@@ -18,6 +18,7 @@ import json
 
 import pytest
 import torch
+from conftest import engines_python
 from draft_parity import (
     STEPS,
     TINY,
@@ -86,6 +87,7 @@ def valid_rows(step: int) -> int:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, real_target):
     """Every case saved, run by SpecForge in one subprocess, and ours computed: a dict of results."""
+    engines_python()   # first: without the engine env nothing below is worth building (skip, or fail in CI)
     root = tmp_path_factory.mktemp("specforge")
     verifier = tiny_verifier(root / "verifier")
     cases, features, ours, drafts = [], {}, {}, {}

@@ -14,6 +14,7 @@ import json
 
 import pytest
 import torch
+from conftest import engines_python
 from draft_parity import (
     STEPS,
     TINY,
@@ -74,6 +75,7 @@ def _text() -> str:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, real_target):
     """Every case saved, run by speculators in one subprocess, and ours computed: a dict of results."""
+    engines_python()   # first: without the engine env nothing below is worth building (skip, or fail in CI)
     root = tmp_path_factory.mktemp("speculators")
     verifier = tiny_verifier(root / "verifier")
     cases, features, ours, drafts = [], {}, {}, {}
