@@ -118,7 +118,7 @@ _SGLANG_ROPE_SINCE = {"mrope": "since 0.5.2", "proportional": "since 0.5.11"}
 
 PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
-        name="speculators", engine="speculators", versions="0.1-0.3, Eagle3DraftModel",
+        name="speculators", engine="speculators", versions="0.1-0.9.0, Eagle3DraftModel; arithmetic checked against 0.9.0",
         id_engine="speculators", id_keys=(IDS_TOP,),
         # read in the speculators tags: norm_before_fc (one norm over the whole fc input, input_norm.weight) since
         # v0.5.0 (PR #337, gpt-oss); norm_output (recycle the normed state) since v0.7.0 (PR #610); fc_norm (one norm
@@ -223,7 +223,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
                _SGLANG_ROPE_NOTE),
     ),
     EngineProfile(
-        name="specforge", engine="SpecForge", versions="as read at a6b6b023",
+        name="specforge", engine="SpecForge", versions="0.2.0 = a6b6b023; arithmetic checked against 0.2.0",
         id_engine="specforge", id_keys=(IDS_NESTED,),
         # llama3_eagle.py since b7ce50cd (2026-07-19, PR #568): fc_norm = three per-chunk norms (fc is always 3 aux
         # wide); norm_output, missing = true, only norms lm_head's input (false: lm_head reads the un-normed state) and

@@ -170,3 +170,10 @@ def test_engine_profiles_reproduce_the_measured_rules(nb):
         assert tau == (nb["tau_A_true"] if rule else nb["tau_A_false"]), profile
     assert nb["rule_by_engine"]["vllm"] is True and nb["rule_by_engine"]["sglang"] is False
     assert set(nb["honour"]) == {"speculators", "vLLM"}
+
+
+def test_the_mla_draft_config_is_built_only_by_the_engines_with_an_mla_first_layer(nb):
+    # read from the published Kimi-K2.5 MLA draft config by inspect: SGLang's kimi_k25_eagle3.py (0.5.12+) and
+    # vLLM's deepseek_eagle3.py (0.18.0+) build it; speculators, SpecForge 0.2.0 and EAGLE's cnets.py cannot
+    assert nb["mla_attention"] == "MLA" and nb["mla_rope"] == "yarn"
+    assert nb["mla_runs_in"] == ["sglang", "vllm", "vllm-legacy"]
