@@ -34,7 +34,8 @@ _HOMES = {
                                 "SEED_DRAFT_CONFIG"),
     "eagle3lab.engines.layer_ids": ("resolve_aux_layers", "to_engine_ids", "nearest_servable", "compare_engines",
                                     "resid_name", "resid_label"),
-    "eagle3lab.engines.profiles": ("PROFILES", "get_profile", "resolve_settings"),
+    "eagle3lab.engines.profiles": ("PROFILES", "get_profile", "resolve_settings", "ATTENTION_KINDS", "serving_problems"),
+    "eagle3lab.engines.oracle.cross_check": ("cross_check", "CROSS_CHECK_ENGINES"),
     "eagle3lab.engines.acceptance": ("acceptance_stats", "expected_tau", "compare_definitions", "engine_log_lines",
                                      "bootstrap_ratio", "bootstrap_ratio_difference", "tau_interval"),
     # models

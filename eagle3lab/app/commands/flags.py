@@ -84,10 +84,10 @@ def run(args) -> int:
 
 
 def _cross_check(args, launch):
-    from eagle3lab.engines.oracle.cross_check import ENGINES, cross_check
+    from eagle3lab.engines.oracle.cross_check import CROSS_CHECK_ENGINES, cross_check
 
-    if args.engine.strip().lower() not in ENGINES:
-        raise ValueError(f"--cross-check runs the engine's own resolver for {', '.join(ENGINES)} only; for "
+    if args.engine.strip().lower() not in CROSS_CHECK_ENGINES:
+        raise ValueError(f"--cross-check runs the engine's own resolver for {', '.join(CROSS_CHECK_ENGINES)} only; for "
                          f"{args.engine} none is wired up (see docs/cli/flags.md)")
     return cross_check(args.engine, launch, target_config=args.target_config, draft_config=args.draft_config,
                        python=args.engine_python, engine_version=args.engine_version, target_arch=args.target_arch,

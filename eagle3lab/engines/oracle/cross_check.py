@@ -35,7 +35,7 @@ from eagle3lab.engines.flags.result import FlagsResult
 from eagle3lab.errors import bad_input
 
 SCRIPTS = {"sglang": Path(__file__).resolve().with_name("sglang_resolve.py")}
-ENGINES = tuple(SCRIPTS)
+CROSS_CHECK_ENGINES = tuple(SCRIPTS)
 
 # Which of SGLang's log records our findings account for: its speculative rules, and ModelConfig's
 # context-length lines (the draft's check, or --context-length against the target's).
@@ -126,7 +126,7 @@ def resolve_engine(engine: str, cases: list[dict], python=None, timeout: float =
     Returns its answer (see ``sglang_resolve.py``); ``version`` is None when the engine does not import there.
     """
     if engine not in SCRIPTS:
-        raise bad_input("engine", None, f"one of {', '.join(ENGINES)} (the engines with a resolver to run)",
+        raise bad_input("engine", None, f"one of {', '.join(CROSS_CHECK_ENGINES)} (the engines with a resolver to run)",
                         repr(engine))
     python = str(python or sys.executable)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
