@@ -5,9 +5,11 @@ The package is in layers, each a folder that imports only the ones below it:
 
     engines/    what SGLang / vLLM / speculators / SpecForge / EAGLE do, as data (no torch):
                 flags (launch commands), layer_ids (ids -> resid[k]), versions, profiles,
-                verify_width, acceptance (each engine's definition)
+                verify_width, acceptance (each engine's definition), oracle (an installed
+                engine's own resolver, run in its Python, for cross-checks)
     models/     torch: target (load, hook points), capture (resid[k]), hidden_dump, draft
-                (the EAGLE-3 head), checkpoint (+ checkpoint_formats), vocab, device
+                (the EAGLE-3 head; draft_attention, rope, norms, draft_family), checkpoint
+                (+ checkpoint_formats), vocab, device
     decoding/   running drafts: speculative (lossless chain / tree decoding), tree, evaluate
                 (teacher-forced offline acceptance)
     analysis/   cost_model, timing, roofline (served targets), benchmark (the side-by-side
