@@ -136,7 +136,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         rope_other="transformers' LlamaRotaryEmbedding has no such rope_type (KeyError)",
     ),
     EngineProfile(
-        name="vllm", engine="vLLM", versions="after PR #46488",
+        name="vllm", engine="vLLM", versions="0.30.0+; EAGLE 3.1 speculators configs since PR #46488 (0.25.0)",
         id_engine="vllm", id_keys=(IDS_TOP,),
         # norm_before_fc, read in the vLLM wheels: llama_eagle3.py applies input_norm since 0.18.0 (PR #36545);
         # update_eagle3 (speculators/algos.py) passes a speculators config's key through since 0.19.0 (PR #38111);

@@ -430,8 +430,8 @@ def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, requ
 # What speculators' own loader (0.9.0, Eagle3DraftModel.from_pretrained) needs in a speculators-format checkpoint.
 SPECULATORS_NEEDS = {
     "embed_tokens.weight": "no embed_tokens.weight written: speculators 0.9.0 Eagle3DraftModel.from_pretrained leaves "
-                           "it uninitialised (with transformers 5.x its NaN sentinel in _init_vocab does not survive "
-                           "loading, so load_verifier_weights never copies the verifier's); vLLM takes the target's",
+                           "it uninitialised (with transformers 5.19.0, the newest it allows, its NaN sentinel in "
+                           "_init_vocab does not survive loading, so load_verifier_weights never copies the verifier's); vLLM takes the target's",
     "verifier": "speculators_config.verifier.name_or_path is null: speculators 0.9.0 Eagle3DraftModel.from_pretrained "
                 "reads the verifier's config (load_verifier_weights) and fails without it; vLLM does not read it. "
                 "Convert with a target (--target), or set draft.config.extra['verifier']",
