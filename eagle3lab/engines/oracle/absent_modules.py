@@ -15,6 +15,17 @@ image transforms have nothing to do with flag resolution. So, for the names in `
 The resolver reports ``SERVED`` and ``USED``; the parity tests assert ``USED`` is empty, i.e. the
 rules SGLang ran never touched torchvision. Standard library only: the resolver loads this file by
 path before SGLang, in the engine's interpreter.
+
+``install(..., narrow={name: modules})`` serves a further absent module to import statements written in
+exactly those modules, nowhere else, for engine code that imports it at construction where a whole-package
+shim would switch optional paths on. The one use: SGLang 0.5.23's ``RotaryEmbedding.__init__``
+(``sglang.srt.layers.rotary_embedding.base``), on a platform that is none of CUDA, HIP, XPU, NPU, MUSA, MPS,
+an out-of-tree plugin or SGLang's CPU engine (``SGLANG_USE_CPU_ENGINE=1``, which needs sgl-kernel's CPU
+build), binds ``from vllm._custom_ops import rotary_embedding`` as its fallback kernel while the model is
+built; only ``forward_cuda`` calls it, and the platform dispatcher (``sglang/kernels/fused_op.py``) runs
+``forward_native`` on a plain CPU. Served to that module alone, so ``fused_moe.py``'s and ``layernorm.py``'s
+``try: from vllm import _custom_ops`` still find no vLLM and keep their native paths. The layer-id oracle
+(``tests/oracles/engine_scripts/sglang_layer_ids.py``) builds the models this way and asserts ``USED`` empty.
 """
 
 from __future__ import annotations
@@ -75,14 +86,20 @@ def _importer() -> str:
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self, importers: tuple[str, ...]):
+    def __init__(self, importers: tuple[str, ...], narrow: dict[str, tuple[str, ...]] | None = None):
         self.importers = importers
+        self.narrow = dict(narrow or {})   # absent top-level name -> the exact modules it is served to
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.split(".")[0] not in ABSENT:
+        top = fullname.split(".")[0]
+        if top not in ABSENT and top not in self.narrow:
             return None
         who = _importer()
-        if not (who.split(".")[0] in self.importers or who.split(".")[0] in ABSENT):
+        if who.split(".")[0] == top:   # a submodule asked for by the stand-in package itself
+            pass
+        elif top in ABSENT and who.split(".")[0] in self.importers:
+            pass
+        elif who not in self.narrow.get(top, ()):
             return None
         SERVED.append((fullname, who))
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
@@ -96,7 +113,11 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def install(importers: tuple[str, ...]) -> None:
-    """Serve ``ABSENT`` modules to import statements in packages ``importers`` (e.g. ``("sglang",)``)."""
-    if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _Finder(tuple(importers)))
+def install(importers: tuple[str, ...], narrow: dict[str, tuple[str, ...]] | None = None) -> None:
+    """Serve ``ABSENT`` modules to import statements in packages ``importers`` (e.g. ``("sglang",)``), and
+    each module named in ``narrow`` only to import statements in the exact modules listed for it."""
+    finders = [f for f in sys.meta_path if isinstance(f, _Finder)]
+    if finders:
+        finders[0].narrow.update(narrow or {})
+    else:
+        sys.meta_path.insert(0, _Finder(tuple(importers), narrow))
