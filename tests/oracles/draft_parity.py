@@ -7,11 +7,14 @@ draft fed its own state (rows read x_{t+k+1}, positions + k, attention to step-0
 t of steps 1..k): speculators' ``Eagle3DraftModel.forward`` over its ttt steps, SpecForge's
 ``OnlineEagle3Model`` TTT loop, and ours ``eagle3lab.decoding.evaluate.draft_passes``.
 T is 128 because speculators' flex mask grows by whole 128-row blocks each step
-(``extend_mask_for_draft_tokens``, speculators 0.9.0 models/eagle3/attention.py).
+(``extend_mask_for_draft_tokens``, speculators 0.9.0 models/eagle3/attention.py); RoPE variants therefore use
+tiny original contexts (ROPES), so that the rows run past them. mrope drafts may take [3, 1, T] positions.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import os
 import subprocess
@@ -22,8 +25,8 @@ import torch
 from conftest import engines_python
 from safetensors.torch import load_file, save_file
 
-from eagle3lab.decoding.evaluate import draft_passes
-from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+from eagle3lab.decoding.evaluate import draft_passes, pass_mask
+from eagle3lab.models.draft import DraftCache, DraftConfig, Eagle3Draft
 
 T = 128      # rows per step
 STEPS = 3    # step 0 and two recurrent steps
@@ -37,11 +40,63 @@ TINY = dict(hidden_size=16, intermediate_size=40, num_attention_heads=4, num_key
             vocab_size=50, rms_norm_eps=1e-5, rope_theta=500000.0, max_position_embeddings=2048)
 TINY_TARGET_LAYERS = 8
 
+# RoPE variants the trainers build, on tiny original contexts (16-64) so that the T = 128 rows run past them:
+# name -> (rope_scaling as written in the draft's config, max_position_embeddings[, rope_theta]). Which trainer
+# builds which (and refuses the others) is asserted by each oracle module.
+ROPES = {
+    "linear": ({"rope_type": "linear", "factor": 4.0}, 2048),
+    # dynamic rescales theta only beyond max_position_embeddings: 32 < T
+    "dynamic": ({"rope_type": "dynamic", "factor": 4.0}, 32),
+    "llama3": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 16}, 2048),
+    # transformers 5 fills a missing original_max_position_embeddings with max_position_embeddings (32 < T)
+    "llama3_no_original": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+                           32),
+    # SpecForge's DeepSeek-V2-Lite draft (mscale = mscale_all_dim: cos/sin scale 1) and TorchSpec's Kimi-K2.5
+    # draft (legacy "type" key), on a 16-token original context
+    "yarn_deepseek": ({"rope_type": "yarn", "factor": 40.0, "mscale": 0.707, "mscale_all_dim": 0.707,
+                       "beta_fast": 32.0, "beta_slow": 1.0, "original_max_position_embeddings": 16}, 2048),
+    "yarn_kimi": ({"type": "yarn", "factor": 64.0, "mscale": 1.0, "mscale_all_dim": 1.0, "beta_fast": 1.0,
+                   "beta_slow": 1.0, "original_max_position_embeddings": 16}, 2048),
+    # mscale != mscale_all_dim: cos/sin scaled by mscale(factor, 1.0) / mscale(factor, 0.5) != 1
+    "yarn_mscale_ratio": ({"rope_type": "yarn", "factor": 8.0, "mscale": 1.0, "mscale_all_dim": 0.5,
+                           "beta_fast": 32.0, "beta_slow": 1.0, "original_max_position_embeddings": 16}, 2048),
+    # mscale without mscale_all_dim (0): transformers scales by mscale(factor, 1), SpecForge by mscale(factor, 0.707)
+    "yarn_mscale_all_dim_0": ({"rope_type": "yarn", "factor": 8.0, "mscale": 0.707, "mscale_all_dim": 0.0,
+                               "beta_fast": 32.0, "beta_slow": 1.0, "original_max_position_embeddings": 16}, 2048),
+    # Qwen-style yarn: factor and original context only (transformers: beta 32/1, scale 0.1 ln(factor) + 1)
+    "yarn_no_mscale": ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}, 2048),
+    # betas but no mscale keys; GPT-OSS-style truncate false (the correction range is not rounded: with theta
+    # 10000 and these betas its ends fall inside head_dim 8, so that rounding them moves two frequencies)
+    "yarn_betas_no_mscale": ({"rope_type": "yarn", "factor": 8.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                              "original_max_position_embeddings": 16}, 2048),
+    "yarn_truncate_false": ({"rope_type": "yarn", "factor": 8.0, "beta_fast": 4.0, "beta_slow": 0.1,
+                             "original_max_position_embeddings": 64, "truncate": False}, 2048, 10000.0),
+    "longrope": ({"rope_type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
+                  "long_factor": [1.0, 2.0, 4.0, 8.0], "original_max_position_embeddings": 16}, 64),
+    "proportional": ({"rope_type": "proportional", "partial_rotary_factor": 0.5}, 2048),
+    # Qwen2.5-VL's legacy form for head_dim 8
+    "mrope": ({"type": "mrope", "mrope_section": [1, 1, 2]}, 2048),
+}
+
+
+def rope_of(name: str | None) -> tuple[dict | None, int, float]:
+    """(rope_scaling, max_position_embeddings, rope_theta) of a ROPES name (None: plain RoPE, TINY's sizes)."""
+    if name is None:
+        return None, TINY["max_position_embeddings"], TINY["rope_theta"]
+    scaling, max_positions, *theta = ROPES[name]
+    return scaling, max_positions, theta[0] if theta else TINY["rope_theta"]
+
 
 def tiny_draft(seed: int, layers: int = 1, kv_heads: int = 2, draft_vocab: int | None = 20,
-               aux_ids=(1, 3, 5), target_hidden: int = 16, **flags) -> Eagle3Draft:
-    """A random draft (every weight N(0, 0.3): norms away from 1, so that a wrong norm shows up)."""
-    cfg = DraftConfig(**{**TINY, "num_key_value_heads": kv_heads}, num_hidden_layers=layers,
+               aux_ids=(1, 3, 5), target_hidden: int = 16, attention: str = "llama", rope: str | None = None,
+               **flags) -> Eagle3Draft:
+    """A random draft (every weight N(0, 0.3): norms away from 1, so that a wrong norm shows up). ``rope``:
+    a name in ROPES."""
+    rope_scaling, max_positions, theta = rope_of(rope)
+    cfg = DraftConfig(**{**TINY, "num_key_value_heads": kv_heads, "max_position_embeddings": max_positions,
+                         "rope_theta": theta},
+                      num_hidden_layers=layers, attention=attention, rope_scaling=copy.deepcopy(rope_scaling),
                       draft_vocab_size=draft_vocab, target_hidden_size=target_hidden, aux_layer_ids=aux_ids,
                       **{k: flags.get(k, False) for k in ("norm_before_residual", "norm_before_fc", "fc_norm",
                                                           "norm_output")})
@@ -56,6 +111,13 @@ def tiny_draft(seed: int, layers: int = 1, kv_heads: int = 2, draft_vocab: int |
             draft.t2d.zero_()
             draft.t2d[keep] = True
     return draft.eval().requires_grad_(False)
+
+
+def with_plain_rope(draft: Eagle3Draft) -> Eagle3Draft:
+    """The same weights, profile and format with plain RoPE: what a parity would see if the RoPE were lost."""
+    twin = Eagle3Draft(dataclasses.replace(draft.config, rope_scaling=None), profile=draft.profile, fmt=draft.format)
+    twin.load_state_dict(draft.state_dict())
+    return twin.eval().requires_grad_(False)
 
 
 def tiny_verifier(folder: Path, hidden: int = 16) -> Path:
@@ -88,20 +150,46 @@ def captured_features(target, draft, text: str) -> tuple[torch.Tensor, torch.Ten
     return ids, concat_aux(capture_resid(target, ids, sorted(set(points))), points).float()
 
 
-def engine_rows(ids: torch.Tensor, aux: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The step-0 rows an engine reads: token x_{t+1} with the fc input of row t, positions 0..T-1."""
+def engine_rows(ids: torch.Tensor, aux: torch.Tensor, positions: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """The step-0 rows an engine reads: token x_{t+1} with the fc input of row t, positions 0..T-1 (or given)."""
     return {"input_ids": ids[:, 1:].contiguous(), "aux": aux[:, :-1].contiguous(),
-            "positions": torch.arange(T)[None]}
+            "positions": torch.arange(T)[None] if positions is None else positions.contiguous()}
+
+
+def vision_positions() -> torch.Tensor:
+    """mrope positions [3, 1, T] as Qwen2-VL's get_rope_index gives them for text, a 4 x 6 image, then text:
+    the three axes differ over the image, so every mrope section turns with its own axis."""
+    text, image, after = 40, (4, 6), T - 40 - 24
+    t = torch.full(image, text).flatten()
+    h = (text + torch.arange(image[0])[:, None].expand(image)).flatten()
+    w = (text + torch.arange(image[1])[None, :].expand(image)).flatten()
+    start = text + max(image)
+    rows = [torch.cat([torch.arange(text), axis, start + torch.arange(after)]) for axis in (t, h, w)]
+    return torch.stack(rows)[:, None]
+
+
+def passes_at(draft: Eagle3Draft, ids: torch.Tensor, aux: torch.Tensor, steps: int, positions: torch.Tensor) -> list:
+    """``draft_passes`` with explicit step-0 positions (mrope's [3, 1, T] axes): step k sees them + k, as
+    every trainer's TTT loop shifts them (SpecForge: ``position_ids + lck``)."""
+    cache, rows = DraftCache(), ids.shape[1] - 1
+    outs = [draft(ids[:, 1:], aux[:, :-1], position_ids=positions, cache=cache)]
+    ids_ext = torch.cat([ids, torch.zeros(1, steps, dtype=ids.dtype)], dim=1)
+    for k in range(2, steps + 1):
+        outs.append(draft(ids_ext[:, k:k + rows], recycled_hidden=outs[-1].hidden, position_ids=positions + k - 1,
+                          attention_mask=pass_mask(rows, k), cache=cache))
+    return outs
 
 
 @torch.no_grad()
-def our_steps(draft: Eagle3Draft, ids: torch.Tensor, aux: torch.Tensor, steps: int = STEPS) -> dict[str, torch.Tensor]:
+def our_steps(draft: Eagle3Draft, ids: torch.Tensor, aux: torch.Tensor, steps: int = STEPS,
+              positions: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """Our per-step tensors under the draft's profile, named as the engine scripts name theirs:
     ``{step}/logits``, ``{step}/prenorm`` (last layer's output) and ``{step}/fed`` (the state entering
-    layer 0: fc(aux) at step 0, the recycled state after it)."""
+    layer 0: fc(aux) at step 0, the recycled state after it). ``positions``: step 0's, when not 0..T-1."""
     seen: dict[str, list[torch.Tensor]] = {"prenorm_out": [], "fc_out": []}
     with draft.hooks({name: (lambda t, n: seen[n].append(t)) for name in seen}):
-        outs = draft_passes(draft, ids, aux, steps)
+        outs = draft_passes(draft, ids, aux, steps) if positions is None else passes_at(draft, ids, aux, steps,
+                                                                                           positions)
     res = {}
     for k, out in enumerate(outs):
         res[f"{k}/logits"] = out.logits

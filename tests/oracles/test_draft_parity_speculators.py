@@ -4,6 +4,9 @@ Our checkpoints (tiny random drafts of every variant and the bundled drafts, wri
 the speculators format) are loaded by ``Eagle3DraftModel.from_pretrained`` and run through its own TTT
 forward; random Eagle3DraftModels written by its own ``save_pretrained`` are loaded by our load_draft.
 Logits, pre-norm outputs and fed states agree at 1e-5 in fp32 at step 0 and at the recurrent steps.
+The same holds for Qwen3 drafts (--draft-arch qwen3, per-head q/k norms) both ways, and for every RoPE type
+transformers' rotary class builds from the layer config (linear, dynamic, llama3, yarn with and without
+mscale / mscale_all_dim / betas / truncate, longrope, proportional); mrope it cannot build (asserted).
 One engine-env subprocess runs every case (``engine_scripts/speculators_draft.py``).
 """
 
@@ -16,6 +19,7 @@ import pytest
 import torch
 from conftest import engines_python
 from draft_parity import (
+    ROPES,
     STEPS,
     TINY,
     assert_steps_match,
@@ -24,10 +28,12 @@ from draft_parity import (
     max_difference,
     our_steps,
     random_features,
+    rope_of,
     run_script,
     steps_of,
     tiny_draft,
     tiny_verifier,
+    with_plain_rope,
 )
 
 from eagle3lab import bundled
@@ -49,12 +55,29 @@ OURS = {
     "4_aux": {"aux_ids": (1, 3, 5, 7)},
     "mha_target_vocab": {"kv_heads": 4, "draft_vocab": None},
 }
-# random Eagle3DraftModels built and saved by speculators itself: name -> (flags, layers)
+# Qwen3 drafts (--draft-arch qwen3: Qwen3DecoderEagle3FirstLayer, then Qwen3DecoderLayer; since v0.4.0, PR #291)
+QWEN3 = {
+    "qwen3": {"attention": "qwen3"},
+    "qwen3_2_layers": {"attention": "qwen3", "layers": 2, "norm_before_residual": True, "norm_output": True},
+    "qwen3_yarn": {"attention": "qwen3", "rope": "yarn_deepseek"},
+}
+# speculators builds the rotary class of the layer config (core.py Eagle3DraftModel.__init__ "ROTARY EMBEDDINGS":
+# transformers' LlamaRotaryEmbedding / Qwen3RotaryEmbedding), so every type transformers has; mrope it cannot
+ROPED = {f"rope_{name}": {"rope": name} for name in ROPES if name != "mrope"}
+# random Eagle3DraftModels built and saved by speculators itself: name -> (flags, layers, layer, rope)
 THEIRS = {
-    "theirs_plain": ({}, 1),
-    "theirs_norm_before_residual": ({"norm_before_residual": True}, 1),
-    "theirs_eagle3.1": ({"fc_norm": True, "norm_output": True}, 1),
-    "theirs_norm_before_fc_2_layers": ({"norm_before_fc": True}, 2),
+    "theirs_plain": ({}, 1, "llama", None),
+    "theirs_norm_before_residual": ({"norm_before_residual": True}, 1, "llama", None),
+    "theirs_eagle3.1": ({"fc_norm": True, "norm_output": True}, 1, "llama", None),
+    "theirs_norm_before_fc_2_layers": ({"norm_before_fc": True}, 2, "llama", None),
+    "theirs_qwen3": ({}, 1, "qwen3", None),
+    "theirs_qwen3_2_layers": ({"norm_before_residual": True, "norm_output": True}, 2, "qwen3", None),
+    "theirs_qwen3_yarn": ({}, 1, "qwen3", "yarn_mscale_ratio"),
+    "theirs_llama3": ({}, 1, "llama", "llama3"),
+    "theirs_dynamic": ({}, 1, "llama", "dynamic"),
+    # a Qwen2.5-VL verifier's mrope as its training CLI writes it (train/cli.py create_transformer_layer_config
+    # drops the legacy "type": rope_type default with mrope_section): transformers builds plain RoPE
+    "theirs_mrope_as_its_cli_writes": ({}, 1, "llama", "mrope"),
 }
 BUNDLED = {"draft-healthy": "bundled", "draft-case": "bundled", "smollm2-draft-healthy": "smollm2",
            "smollm2-draft-case": "smollm2", "smollm2-draft-chat": "smollm2"}
@@ -66,6 +89,16 @@ _spec = importlib.util.spec_from_file_location("test_draft_reference", bundled.R
 _test_draft = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_test_draft)
 reference = _test_draft.reference   # the hand-written reference the draft tests compare against
+
+
+def _their_rope(rope: str | None) -> tuple[dict | None, int]:
+    """(rope_parameters for their layer config, max_position_embeddings)."""
+    scaling, max_positions, theta = rope_of(rope)
+    if scaling is None:
+        return None, max_positions
+    params = {k: v for k, v in scaling.items() if k != "type"} | {"rope_theta": theta}
+    params["rope_type"] = "default" if rope == "mrope" else scaling.get("rope_type", scaling.get("type"))
+    return params, max_positions
 
 
 def _text() -> str:
@@ -86,14 +119,16 @@ def run(tmp_path_factory, real_target):
         if our_draft is not None:
             ours[name] = our_steps(our_draft, ids, aux)
 
-    for i, (name, kw) in enumerate(OURS.items()):
+    for i, (name, kw) in enumerate({**OURS, **QWEN3, **ROPED, "rope_mrope": {"rope": "mrope"}}.items()):
         draft = tiny_draft(seed=10 + i, **kw)
         draft.config.extra["verifier"] = str(verifier)   # speculators loads its verifier on from_pretrained
         save_draft(draft, root / name, "speculators")
         ids, aux = random_features(100 + i, TINY["vocab_size"], draft.config.fc_width)
         loaded = load_draft(root / name, target=verifier, device="cpu")
-        drafts[name] = (draft, ids, aux)
+        drafts[name] = (loaded, ids, aux)
         add(name, root / name, ids, aux, loaded)
+        if "rope" in kw:
+            ours[f"{name}@plain"] = our_steps(with_plain_rope(loaded), ids, aux)
     # speculators' own positions (1 + arange, core.py forward): RoPE is relative, the numbers do not move
     draft, ids, aux = drafts["eagle3.1"]
     add("eagle3.1@default_positions", root / "eagle3.1", ids, aux, None, positions="default")
@@ -125,11 +160,13 @@ def run(tmp_path_factory, real_target):
                      "ttt_steps": 1, "verifier": str(targets["bundled"].path)})
     features.update({f"no_embedding/{k}": v for k, v in engine_rows(*random_features(5, 4096, 576)).items()})
 
-    for i, (name, (flags, layers)) in enumerate(THEIRS.items()):
-        geometry = {**TINY, "num_hidden_layers": layers}
+    for i, (name, (flags, layers, layer, rope)) in enumerate(THEIRS.items()):
+        rope_parameters, max_positions = _their_rope(rope)
+        geometry = {**TINY, "num_hidden_layers": layers, "max_position_embeddings": max_positions,
+                    **({"rope_parameters": rope_parameters} if rope_parameters else {})}
         cases.append({"name": name, "kind": "theirs", "save_to": str(root / name), "verifier": str(verifier),
                       "seed": 40 + i, "ttt_steps": STEPS, "geometry": geometry, "flags": flags,
-                      "aux_ids": [1, 3, 5], "draft_vocab": 20})
+                      "aux_ids": [1, 3, 5], "draft_vocab": 20, "layer": layer})
         ids, aux = random_features(140 + i, TINY["vocab_size"], 48)
         features.update({f"{name}/{k}": v for k, v in engine_rows(ids, aux).items()})
         drafts[name] = (None, ids, aux)
@@ -148,7 +185,7 @@ def _case(run, name) -> dict:
     return rec
 
 
-@pytest.mark.parametrize("name", [*OURS, *BUNDLED])
+@pytest.mark.parametrize("name", [*OURS, *QWEN3, *ROPED, *BUNDLED])
 def test_our_checkpoints_load_in_speculators_without_missing_or_unexpected_keys(run, name):
     rec = _case(run, name)
     assert rec["unexpected"] == [] and set(rec["missing"]) == FROM_VERIFIER
@@ -156,7 +193,7 @@ def test_our_checkpoints_load_in_speculators_without_missing_or_unexpected_keys(
     assert rec["attn_implementation"] == "simple_flex_attention"   # its training default, not a test path
 
 
-@pytest.mark.parametrize("name", [*OURS, "eagle3.1@default_positions", *BUNDLED])
+@pytest.mark.parametrize("name", [*OURS, "eagle3.1@default_positions", *QWEN3, *ROPED, *BUNDLED])
 def test_speculators_forward_matches_ours_at_step_0_and_the_recurrent_steps(run, name):
     _case(run, name)
     theirs = steps_of(run["tensors"], name)
@@ -169,11 +206,65 @@ def test_their_checkpoints_load_in_ours_with_the_same_outputs(run, name):
     rec = _case(run, name)
     assert rec["unexpected"] == [] and set(rec["missing"]) == FROM_VERIFIER
     draft = run["drafts"][name][0]
-    flags, layers = THEIRS[name]
+    flags, layers, layer, rope = THEIRS[name]
     assert draft.load_report.format == "speculators" and draft.config.num_hidden_layers == layers
     for flag in ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"):
         assert getattr(draft.config, flag) == flags.get(flag, False), flag   # every flag written explicitly
+    assert draft.config.attention == layer and draft.settings.qk_norm == (layer == "qwen3")
+    assert rec["layer_classes"][0] == f"{layer.capitalize()}DecoderEagle3FirstLayer"
+    assert draft.rope.kind == rec["rotary"]["rope_type"]   # the RoPE type it built, read from its rope_parameters
+    assert draft.rope.attention_scaling == pytest.approx(rec["rotary"]["attention_scaling"], rel=1e-12)
     assert_steps_match(run["ours"][name], steps_of(run["tensors"], name))
+
+
+@pytest.mark.parametrize("name", list(QWEN3))
+def test_qwen3_drafts_run_in_speculators_qwen3_layers_with_their_qk_norms(run, name):
+    """Our qwen3 layer model_type is built by speculators as Qwen3DecoderEagle3FirstLayer (model_definitions.py),
+    later layers as transformers' Qwen3DecoderLayer, RoPE by Qwen3RotaryEmbedding (base_components.py); without
+    the per-head q/k norms (as SGLang's llama_eagle3.py would drop them) the numbers leave speculators' own."""
+    rec = _case(run, name)
+    layers = QWEN3[name].get("layers", 1)
+    assert rec["layer_classes"] == ["Qwen3DecoderEagle3FirstLayer"] + ["Qwen3DecoderLayer"] * (layers - 1)
+    assert rec["rotary"]["class"] == "Qwen3RotaryEmbedding"
+    draft, ids, aux = run["drafts"][name]
+    dropped = our_steps(draft.rewired(qk_norm=False), ids, aux)
+    assert max_difference(dropped, steps_of(run["tensors"], name)) > 1e-2
+
+
+@pytest.mark.parametrize("name", list(ROPED))
+def test_speculators_builds_each_rope_type_as_transformers_does_and_it_matters(run, name):
+    """The rotary class speculators builds reads the type and the cos/sin scale from the config we wrote; ours
+    computes the same (transformers' ROPE_INIT_FUNCTIONS), and the same weights with plain RoPE do not agree
+    (T = 128 rows past an original context of 16-64)."""
+    rec = _case(run, name)
+    scaling, *_ = ROPES[name.removeprefix("rope_")]
+    assert rec["rotary"]["class"] == "LlamaRotaryEmbedding"
+    assert rec["rotary"]["rope_type"] == scaling.get("rope_type", scaling.get("type"))
+    draft = run["drafts"][name][0]
+    assert draft.rope.kind == rec["rotary"]["rope_type"]
+    assert draft.rope.attention_scaling == pytest.approx(rec["rotary"]["attention_scaling"], rel=1e-12)
+    assert max_difference(run["ours"][f"{name}@plain"], steps_of(run["tensors"], name)) > 1e-3
+
+
+def test_speculators_cannot_build_mrope_for_a_llama_draft(run):
+    """A legacy ``type: mrope`` layer config (as Qwen2.5-VL writes it, and as our save_draft keeps it) fails in
+    Eagle3DraftModel.__init__: transformers 5.19's LlamaRotaryEmbedding looks the type up in ROPE_INIT_FUNCTIONS,
+    which has no mrope (KeyError; speculators 0.9.0 core.py "ROTARY EMBEDDINGS"). Its own training CLI writes
+    such a verifier's RoPE as rope_type default with mrope_section (train/cli.py create_transformer_layer_config,
+    the ``theirs_mrope_as_its_cli_writes`` case): plain RoPE. Our speculators profile shows plain RoPE and says
+    why; vLLM serves it as mrope."""
+    rec = run["result"]["cases"]["rope_mrope"]
+    assert rec["error"] == "KeyError: 'mrope'", rec.get("error")
+    assert any(f.startswith("transformers/models/llama/modeling_llama.py:") and f.endswith(" __init__")
+               for f in rec["frames"]), rec["frames"]
+    assert any(f.startswith("speculators/models/eagle3/core.py:") for f in rec["frames"]), rec["frames"]
+    draft = run["drafts"]["rope_mrope"][0]
+    assert draft.rope.kind == "default"
+    assert "does not apply rope_type 'mrope'" in draft.settings.decisions["rope_scaling"].how
+    assert draft.under("vllm").rope.kind == "mrope"
+    theirs = run["drafts"]["theirs_mrope_as_its_cli_writes"][0]
+    assert theirs.rope.kind == "default" and run["result"]["cases"]["theirs_mrope_as_its_cli_writes"]["rotary"][
+        "rope_type"] == "default"
 
 
 @pytest.mark.parametrize("name", [n for n in OURS if OURS[n].get("layers", 1) <= 2])

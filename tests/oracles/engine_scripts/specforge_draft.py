@@ -103,7 +103,8 @@ def key_report(model, report, folder: Path) -> dict:
     state = model.state_dict()
     changed = sorted(k for k in set(saved) & set(state) if not torch.equal(state[k].to(saved[k].dtype), saved[k]))
     return {"missing": list(report.missing_keys), "unexpected": sorted(set(saved) - set(state)), "changed": changed,
-            "loaded_keys": report.loaded_keys, "layers": sorted({k.split(".")[0] for k in state})}
+            "loaded_keys": report.loaded_keys, "layers": sorted({k.split(".")[0] for k in state}),
+            "rotary": type(model.midlayer.self_attn.rotary_emb).__name__}
 
 
 def build_theirs(case: dict) -> None:
@@ -129,6 +130,17 @@ def build_theirs(case: dict) -> None:
     full = {k: v for k, v in model.state_dict().items() if "embed" not in k.lower()}
     model.save_pretrained(case["save_to"], state_dict=_serving_state(full, {}))
     apply_legacy_rope_scaling(case["save_to"])
+
+
+def library_frames(err: BaseException) -> list[str]:
+    """Where an error came from: "package/module.py:line function" for each frame in an installed package."""
+    frames = []
+    for frame in traceback.extract_tb(err.__traceback__):
+        path = Path(frame.filename)
+        if "site-packages" in path.parts:
+            inside = path.parts[path.parts.index("site-packages") + 1:]
+            frames.append(f"{'/'.join(inside)}:{frame.lineno} {frame.name}")
+    return frames
 
 
 def main(job_file: str) -> None:
@@ -157,8 +169,12 @@ def main(job_file: str) -> None:
         except Exception as err:  # a refusal is a result: the test asserts which cases are refused, and why
             rec["error"] = f"{type(err).__name__}: {err}"
             rec["traceback"] = traceback.format_exc(limit=4)
+            rec["frames"] = library_frames(err)
             if case["kind"] == "load":
-                rec["expected_shapes"] = expected_shapes(Path(case["checkpoint"]))
+                try:   # what a refused file is held to (a config it cannot build at all fails here again)
+                    rec["expected_shapes"] = expected_shapes(Path(case["checkpoint"]))
+                except Exception as again:
+                    rec["expected_shapes"] = f"{type(again).__name__}: {again}"
         result["cases"][name] = rec
     save_file(tensors, str(out / "tensors.safetensors"))
     (out / "result.json").write_text(json.dumps(result, indent=1))

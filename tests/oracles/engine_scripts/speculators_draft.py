@@ -6,8 +6,10 @@ Never imports eagle3lab. JOB.json: {"features": file, "out": folder, "cases": [.
     {"name", "kind": "load", "checkpoint": folder, "ttt_steps": K, "positions": "given" | "default"}
         Eagle3DraftModel.from_pretrained(folder) as saved by eagle3lab, then its own forward.
     {"name", "kind": "theirs", "save_to": folder, "verifier": folder, "seed", "ttt_steps", "geometry", "flags",
-     "aux_ids", "draft_vocab"}
-        a randomly initialised Eagle3DraftModel, written by its own save_pretrained, then its forward.
+     "aux_ids", "draft_vocab", "layer": "llama" | "qwen3"}
+        a randomly initialised Eagle3DraftModel, written by its own save_pretrained, then its forward. Its
+        layer config is transformers' LlamaConfig or Qwen3Config (--draft-arch llama | qwen3) built from
+        "geometry" (which may hold rope_parameters, as its training CLI copies them from the verifier).
 The features file holds "{name}/input_ids" [1, T], "{name}/aux" [1, T, F] and "{name}/positions" [1, T].
 Writes out/tensors.safetensors ("{name}/{step}/{logits|prenorm|fed}") and out/result.json (keys
 seen on load, errors). Eagle3DraftModel.forward returns only the argmax tokens of each TTT step, so
@@ -63,6 +65,9 @@ def key_report(model, folder: Path) -> dict:
     return {"missing": sorted(set(state) - file_keys), "unexpected": sorted(file_keys - set(state)),
             "changed": changed, "nan": nan, "attn_implementation":
             model.config.transformer_layer_config._attn_implementation,
+            "layer_classes": [type(layer).__name__ for layer in model.layers],
+            "rotary": {"class": type(model.rotary_emb).__name__, "rope_type": model.rotary_emb.rope_type,
+                       "attention_scaling": float(model.rotary_emb.attention_scaling)},
             "embedding_equals_verifier": embedding_equals_verifier(model, saved.get("embed_tokens.weight"))}
 
 
@@ -96,10 +101,13 @@ def build_theirs(case: dict):
     from speculators.models.eagle3 import Eagle3SpeculatorConfig
     from speculators.models.eagle3.core import Eagle3DraftModel
     from speculators.proposals.greedy import GreedyTokenProposalConfig
-    from transformers import LlamaConfig
+    from transformers import LlamaConfig, Qwen3Config
 
     geo = case["geometry"]
-    layer_cfg = LlamaConfig(**geo, attention_bias=False, mlp_bias=False)
+    if case.get("layer", "llama") == "qwen3":
+        layer_cfg = Qwen3Config(**geo, attention_bias=False)
+    else:
+        layer_cfg = LlamaConfig(**geo, attention_bias=False, mlp_bias=False)
     config = Eagle3SpeculatorConfig(
         transformer_layer_config=layer_cfg, draft_vocab_size=case["draft_vocab"],
         eagle_aux_hidden_state_layer_ids=case["aux_ids"], **case["flags"],
@@ -119,6 +127,17 @@ def build_theirs(case: dict):
             p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
     model.save_pretrained(case["save_to"])
     return Eagle3DraftModel.from_pretrained(case["save_to"], dtype=torch.float32).eval()
+
+
+def library_frames(err: BaseException) -> list[str]:
+    """Where an error came from: "package/module.py:line function" for each frame in an installed package."""
+    frames = []
+    for frame in traceback.extract_tb(err.__traceback__):
+        path = Path(frame.filename)
+        if "site-packages" in path.parts:
+            inside = path.parts[path.parts.index("site-packages") + 1:]
+            frames.append(f"{'/'.join(inside)}:{frame.lineno} {frame.name}")
+    return frames
 
 
 def main(job_file: str) -> None:
@@ -146,8 +165,12 @@ def main(job_file: str) -> None:
         except Exception as err:  # a refusal is a result: the test asserts which cases are refused, and why
             rec["error"] = f"{type(err).__name__}: {err}"
             rec["traceback"] = traceback.format_exc(limit=4)
+            rec["frames"] = library_frames(err)
             if case["kind"] == "load":
-                rec["expected_shapes"] = expected_shapes(Path(case["checkpoint"]))
+                try:   # what a refused file is held to (a config it cannot build at all fails here again)
+                    rec["expected_shapes"] = expected_shapes(Path(case["checkpoint"]))
+                except Exception as again:
+                    rec["expected_shapes"] = f"{type(again).__name__}: {again}"
         result["cases"][name] = rec
     save_file(tensors, str(out / "tensors.safetensors"))
     (out / "result.json").write_text(json.dumps(result, indent=1))
