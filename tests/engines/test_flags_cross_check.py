@@ -99,3 +99,19 @@ def test_the_import_shim_serves_only_sglang_and_raises_on_use():
     finder = absent_modules._Finder(("sglang",))
     assert finder.find_spec("torchvision") is None   # asked from here (not an SGLang module): nothing found
     assert finder.find_spec("numpy") is None          # only the modules in ABSENT
+
+
+def test_an_engine_python_that_does_not_answer_is_not_called_uninstalled(tmp_path):
+    """A resolver that hangs or prints no JSON: said as such, never as 'no sglang installed'."""
+    from eagle3lab.engines.oracle.cross_check import resolve_engine
+
+    chatty = tmp_path / "python"
+    chatty.write_text(f"#!{sys.executable}\nimport sys; sys.stdin.read(); print('native banner, not JSON')\n")
+    chatty.chmod(0o755)
+    res = cross_check("sglang", SEED, TARGET, DRAFT, python=chatty)
+    assert res.installed_version is None and "not JSON" in res.note and "No sglang installed" not in res.note
+    slow = tmp_path / "slow"
+    slow.write_text(f"#!{sys.executable}\nimport time; time.sleep(30)\n")
+    slow.chmod(0o755)
+    answer = resolve_engine("sglang", [], python=slow, timeout=1)
+    assert answer["answered"] is False and "no reply within 1 s" in answer["error"]

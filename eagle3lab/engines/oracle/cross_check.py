@@ -131,16 +131,24 @@ def resolve_engine(engine: str, cases: list[dict], python=None, timeout: float =
     python = str(python or sys.executable)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
     env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    def no_answer(why: str, stderr: str | None) -> dict:
+        tail = (stderr or "").strip().splitlines()[-3:]
+        return {"engine": engine, "version": None, "python": python, "cases": [], "answered": False,
+                "error": f"the resolver did not answer ({why})" + (": " + " | ".join(tail) if tail else "")}
+
     try:
         proc = subprocess.run([python, str(SCRIPTS[engine])], input=json.dumps({"cases": cases}), text=True,
                               capture_output=True, env=env, timeout=timeout)
     except FileNotFoundError:
         raise bad_input("--engine-python", None, "a Python interpreter", f"no program at {python}") from None
+    except subprocess.TimeoutExpired as err:
+        return no_answer(f"no reply within {timeout:g} s", err.stderr if isinstance(err.stderr, str) else None)
     if proc.returncode != 0 or not proc.stdout.strip():
-        tail = (proc.stderr or "").strip().splitlines()[-3:]
-        return {"engine": engine, "version": None, "python": python, "cases": [],
-                "error": f"the resolver did not answer (exit status {proc.returncode}): " + " | ".join(tail)}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        return no_answer(f"exit status {proc.returncode}", proc.stderr)
+    try:   # the answer is the last stdout line; a native library may have printed before it
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except json.JSONDecodeError:
+        return no_answer("its last output line is not JSON", proc.stderr)
 
 
 def engine_logs(engine: str, case: dict) -> list[str]:
@@ -260,6 +268,8 @@ def cross_check(engine: str, args, target_config=None, draft_config=None, python
                                 _place_config(argv, _DRAFT_FLAGS, draft_config, Path(tmp) / "draft", paths)) if p]
         answer = resolve_engine(name, [{"argv": argv, "env": env}] if not problems else [], python, timeout)
     version = answer.get("version")
+    if version is None and answer.get("answered", True) is False:
+        return CrossCheck(name, python, None, f"{name} in {python}: {answer.get('error')}; nothing cross-checked.")
     if version is None:
         return CrossCheck(name, python, None, f"No {name} installed in {python} (it does not import there: "
                           f"{answer.get('error')}); nothing to cross-check. Install {name} in that interpreter or "
