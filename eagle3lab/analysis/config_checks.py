@@ -1,5 +1,6 @@
-"""Static checks of a draft's config against its target's ``config.json``: the doctor findings that need no
-measurement (fc width, sizes, context length, RoPE, sliding window, dtype)."""
+"""Static checks of a draft's config against its target's ``config.json`` and against the serving engine: the
+doctor findings that need no measurement (fc width, sizes, context length, RoPE, sliding window, dtype; a draft
+family or RoPE the engine does not run as trained)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from dataclasses import replace
 
 from eagle3lab.analysis.findings import DoctorFinding
+from eagle3lab.engines.profiles import get_profile, serving_problems
 
 
 def text_config(raw: dict) -> dict:
@@ -81,4 +83,25 @@ def config_findings(draft, target_config: dict, where: str = "draft config.json"
         out.append(DoctorFinding(
             "DTYPE", "info", "the draft is loaded in another dtype than the target's",
             f"draft {d_dtype} here; target {t_dtype}", None, "config"))
+    return out
+
+
+def engine_findings(draft, engine: str) -> list[DoctorFinding]:
+    """What the serving ``engine`` (a profile name) cannot run as written, and a RoPE it applies otherwise than
+    the draft's trainer (``draft.profile``, the format's trainer) did: both silent in the server's log."""
+    served = get_profile(engine)
+    out = [DoctorFinding(
+        "ENGINE_CANNOT_RUN_DRAFT", "critical", f"{served.engine} has no model for this draft as written", problem,
+        "Serve it with an engine that builds this draft family (eagle3lab inspect lists them under 'runs in'), or "
+        "convert / retrain it for one this engine builds.", "config") for problem in serving_problems(draft.config, served)]
+    trained, run = draft.settings, draft.under(served).settings
+    if (trained.rope_scaling, trained.rope_length) != (run.rope_scaling, run.rope_length):
+        how = lambda s: s.decisions.get("rope_scaling", ("default", "plain RoPE"))[1]
+        out.append(DoctorFinding(
+            "ROPE_SERVED_DIFFERENTLY", "warning", f"{served.engine} rotates positions otherwise than the trainer",
+            f"trained ({draft.profile.label}): {how(trained)}, frequencies by {trained.rope_length}; served: "
+            f"{how(run)}, frequencies by {run.rope_length}. Attention scores differ at every position the "
+            "scaling touches (past the original context, or everywhere for a changed yarn scale).",
+            "Serve with an engine version that applies the trained RoPE (see inspect's RoPE lines), or retrain "
+            "with the served one.", "config"))
     return out

@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from eagle3lab.analysis.config_checks import config_findings, text_config
+from eagle3lab.analysis.config_checks import config_findings, engine_findings, text_config
 from eagle3lab.analysis.findings import SEVERITIES, DoctorFinding
 from eagle3lab.analysis.vocab_behaviour import (
     VocabCheck,
@@ -292,6 +292,7 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
         findings.append(DoctorFinding("CHECKPOINT_ERROR", "critical", "the checkpoint does not load cleanly", err,
                                       source="config"))
     findings += config_findings(draft, target_config, f"{draft_path}/config.json")
+    findings += engine_findings(draft, engine)
 
     # the launch command
     flags = None
