@@ -11,6 +11,7 @@ draft's math reads. No ``if engine == ...`` appears anywhere in the math.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -282,6 +283,31 @@ class DraftFamilies:
     attention_requires: dict[str, dict[str, str]] = field(default_factory=dict)  # kind -> {config field: why}
     num_aux_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> keys fc's width is read from
     num_aux_rule: str = "fc reads 3 aux states"                     # in words, with versions
+    # MLA drafts (served kinds only): rope_scaling key -> what the engine uses when it is missing (the string
+    # "max_position_embeddings": the draft's); a DeepSeek YaRN key missing here and in the config fails to load
+    mla_rope_missing: dict[str, object] = field(default_factory=dict)
+    mla_rope_rule: str = ""                                          # in words, where read
+
+
+# How the engines that serve MLA drafts build their RoPE: not llama_eagle3.py's get_rope but DeepSeek's attention
+# (SGLang kimi_k25_eagle3.py -> deepseek_v2.py DeepseekV2AttentionMLA, 0.5.12-0.5.23; vLLM deepseek_eagle3.py ->
+# deepseek_v2.py DeepseekV2MLAAttention, 0.18.0 and 0.33.0), which renames every rope type but default
+# "deepseek_yarn" (DeepseekScalingRotaryEmbedding): YaRN frequencies from factor and original_max_position_embeddings,
+# cos/sin times yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim). So a linear, llama3 or
+# dynamic MLA draft runs YaRN (llama3's low/high_freq_factor are not read), and mscale is honoured in every version.
+# Defaults of DeepseekScalingRotaryEmbedding's signature (the same in both engines):
+DEEPSEEK_YARN_DEFAULTS = {"beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.0}
+DEEPSEEK_YARN_NEEDS = ("factor", "original_max_position_embeddings")
+# keys that change this arithmetic in some engines only: refused, not modelled
+_MLA_ROPE_UNMODELLED = {
+    "apply_yarn_scaling": "false drops the softmax mscale in SGLang and vLLM 0.18 (vLLM 0.33 ignores it)",
+    "attention_factor": "1.0 makes vLLM 0.33 build 'deepseek_llama_scaling' (no softmax mscale); SGLang ignores it",
+    "extrapolation_factor": "SGLang and vLLM 0.18 scale the YaRN ramp by it; vLLM 0.33 ignores it",
+    "attn_factor": "SGLang and vLLM 0.18 multiply cos/sin by it; vLLM 0.33 ignores it",
+}
+_MLA_ROPE_VLLM = ("deepseek_v2.py's get_rope reads rope_parameters['factor'] and ['original_max_position_embeddings'] "
+                  "for deepseek_yarn (transformers 5's standardize_rope_params fills the latter with "
+                  "max_position_embeddings for yarn, llama3 and longrope only)")
 
 
 _NO_MLA_SPECULATORS = ("speculators has no MLA first layer (eagle3/model_definitions.py registers llama and qwen3 "
@@ -312,13 +338,16 @@ FAMILIES: dict[str, DraftFamilies] = {
         num_aux_rule=("fc width from num_aux_hidden_states or the eagle_config ids since 0.22.0 (llama_eagle3.py, "
                       "deepseek_eagle3.py), also the top-level ids in qwen3_eagle3.py (0.24.0+); llama_eagle3.py "
                       "never reads the top-level ids a speculators config holds, so it builds fc for 3 and a 4-aux "
-                      "speculators Llama draft fails to load (vllm#54526; fix PR #54598 open, read up to 0.33.0)")),
+                      "speculators Llama draft fails to load (vllm#54526; fix PR #54598 open, read up to 0.33.0)"),
+        mla_rope_rule=("deepseek_v2.py DeepseekV2MLAAttention (0.33.0) renames any rope type but default "
+                       "'deepseek_yarn'; " + _MLA_ROPE_VLLM)),
     "vllm-legacy": DraftFamilies(
         attention={"llama": "all versions", "mla": "deepseek_eagle3.py from 0.18.0 (PR #36361): 0.18.x only in "
                                                    "this range"},
         attention_other={"qwen3": "update_eagle3 names every speculators draft Eagle3LlamaForCausalLM before 0.24.0, "
                                   "and llama_eagle3.py has no q_norm/k_norm parameter: loading fails"},
-        num_aux_rule="fc = 3 x target_hidden_size before 0.22.0 (llama_eagle3.py, deepseek_eagle3.py)"),
+        num_aux_rule="fc = 3 x target_hidden_size before 0.22.0 (llama_eagle3.py, deepseek_eagle3.py)",
+        mla_rope_rule="deepseek_eagle3.py (0.18.0) renames any rope_scaling 'deepseek_yarn'; " + _MLA_ROPE_VLLM),
     "sglang": DraftFamilies(
         attention={"llama": "all versions", "mla": "kimi_k25_eagle3.py (Eagle3DeepseekV2ForCausalLM) since 0.5.12; "
                                                    "fc_norm and norm_output in it since 0.5.13"},
@@ -327,7 +356,11 @@ FAMILIES: dict[str, DraftFamilies] = {
                                                    "q_lora_rank in the draft config'), 0.5.12-0.5.23"}},
         num_aux_keys={"llama": (NUM_AUX_KEY, IDS_NESTED), "mla": (IDS_NESTED, IDS_TOP)},
         num_aux_rule=("any count since 0.5.12: llama_eagle3.py reads num_aux_hidden_states, else the eagle_config "
-                      "ids; kimi_k25_eagle3.py the eagle_config ids, else the top-level ones; 3 before")),
+                      "ids; kimi_k25_eagle3.py the eagle_config ids, else the top-level ones; 3 before"),
+        mla_rope_missing={"factor": 1.0, "original_max_position_embeddings": "max_position_embeddings"},
+        mla_rope_rule=("kimi_k25_eagle3.py -> deepseek_v2.py (0.5.12-0.5.23): any rope_scaling but default is "
+                       "deepseek_yarn; factor missing = 1.0, original_max_position_embeddings missing = "
+                       "max_position_embeddings (factory.py _get_rope_param, with a warning)")),
     "sglang-legacy": DraftFamilies(
         attention_other={"mla": "no kimi_k25_eagle3.py before 0.5.12", "qwen3": _SGLANG_NO_QWEN3},
         num_aux_rule="fc = 3 x target hidden size up to 0.5.11 (llama_eagle3.py)"),
@@ -378,6 +411,10 @@ def serving_problems(config, profile: str | EngineProfile) -> list[str]:
     for key, why in fam.attention_requires.get(kind, {}).items():
         if getattr(config, key, None) is None:
             out.append(f"{profile.label} needs {key} set for this draft: {why}")
+    if kind == "mla" and kind in fam.attention:
+        for key in mla_rope(config, profile)[2]:
+            out.append(f"{profile.label} needs rope_scaling.{key} for this MLA draft (KeyError, loading fails): "
+                       f"{fam.mla_rope_rule}")
     num_aux = config.num_aux
     if num_aux != 3:
         keys = fam.num_aux_keys.get(kind)
@@ -477,7 +514,12 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     rope = config.rope_scaling
     rope_type = rope_type_of(rope)
     missing = [k for k in profile.rope_requires.get(rope_type, ()) if (rope or {}).get(k) is None]
-    if rope_type not in profile.rope_types:
+    if kind == "mla" and kind in profile.families.attention:   # DeepSeek's attention builds it, not get_rope
+        rope, how, _ = mla_rope(config, profile)
+        rope_type = rope_type_of(rope)
+        if how:
+            decisions["rope_scaling"] = Decision(rope_type, how)
+    elif rope_type not in profile.rope_types:
         decisions["rope_scaling"] = Decision("default", f"{profile.label} does not apply rope_type '{rope_type}'"
                                              + (f" ({profile.rope_other}); shown as plain RoPE" if profile.rope_other
                                                 else ""))
@@ -499,6 +541,43 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
                          final_norm=final_norm,
                          use_target_embedding=use_target_embedding, rope_scaling=rope, rope_length=rope_length,
                          qk_norm=qk_norm, decisions=decisions)
+
+
+def mla_rope(config, profile: str | EngineProfile) -> tuple[dict | None, str, list[str]]:
+    """An MLA draft's RoPE as an engine that serves MLA drafts builds it: ``(rope_scaling for transformers' functions,
+    None = plain; the rule in words, "" for plain RoPE; DeepSeek YaRN keys missing that the engine cannot do
+    without)``. transformers' yarn computes DeepseekScalingRotaryEmbedding's frequencies; its cos/sin scale is
+    given as attention_factor, since transformers' own mscale rule differs when only one of the two is written."""
+    profile = get_profile(profile)
+    rope, fam = config.rope_scaling, profile.families
+    if rope_type_of(rope) in ("default", "mrope"):   # mrope: plain frequencies, and a text-only MLA draft has 1-D positions
+        return None, "", []
+    for key, why in _MLA_ROPE_UNMODELLED.items():
+        if key in rope:
+            raise bad_input("draft config", f"rope_scaling.{key}", f"absent for an MLA draft (not modelled: {why})",
+                            repr(rope[key]))
+    given = {k: v for k, v in rope.items() if v is not None}
+    if rope_type_of(rope) in ("llama3", "yarn", "longrope"):   # transformers' standardize_rope_params
+        given.setdefault("original_max_position_embeddings", config.max_position_embeddings)
+    lacking = [k for k in DEEPSEEK_YARN_NEEDS if k not in given and k not in fam.mla_rope_missing]
+    for key, value in fam.mla_rope_missing.items():
+        given.setdefault(key, config.max_position_embeddings if value == "max_position_embeddings" else value)
+    given = {**DEEPSEEK_YARN_DEFAULTS, "factor": 1.0, "original_max_position_embeddings":
+             config.max_position_embeddings, **given}   # for what cannot load: shown as SGLang would run it
+    factor = float(given["factor"])
+
+    def yarn_mscale(m):
+        return 1.0 if factor <= 1 else 0.1 * float(m) * math.log(factor) + 1.0
+
+    scale = yarn_mscale(given["mscale"]) / yarn_mscale(given["mscale_all_dim"])
+    built = {"rope_type": "yarn", "factor": factor, "beta_fast": given["beta_fast"], "beta_slow": given["beta_slow"],
+             "original_max_position_embeddings": given["original_max_position_embeddings"],
+             "mscale": given["mscale"], "mscale_all_dim": given["mscale_all_dim"], "attention_factor": scale}
+    how = (f"{profile.label} builds deepseek_yarn (DeepseekScalingRotaryEmbedding) for rope_type "
+           f"'{rope_type_of(rope)}' of an MLA draft: factor {factor:g} over "
+           f"{built['original_max_position_embeddings']} positions, cos/sin x {scale:.6g} "
+           f"(mscale {given['mscale']:g} / mscale_all_dim {given['mscale_all_dim']:g}); {fam.mla_rope_rule}")
+    return built, how, lacking
 
 
 def rope_type_of(rope_scaling: dict | None) -> str:

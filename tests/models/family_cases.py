@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from pathlib import Path
 
 import torch
@@ -47,6 +48,44 @@ def trained(name: str, **extra):
 
 # ---------------------------------------------------------------------------- the reference
 
+# RoPE as each engine builds it from a draft's config, stated here from the engines' own source (not read from
+# eagle3lab's profiles), so that the reference catches eagle3lab applying the wrong rule:
+# - MLA drafts where they are served (SGLang kimi_k25_eagle3.py -> deepseek_v2.py DeepseekV2AttentionMLA, 0.5.12-0.5.23;
+#   vLLM deepseek_eagle3.py -> deepseek_v2.py DeepseekV2MLAAttention, 0.18.0 and 0.33.0): every type but default is
+#   renamed deepseek_yarn (DeepseekScalingRotaryEmbedding): YaRN frequencies from factor (SGLang: 1.0 when missing),
+#   original_max_position_embeddings (else max_position_embeddings), beta_fast 32, beta_slow 1 when missing; cos/sin
+#   times yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim), mscale 1 and mscale_all_dim 0
+#   when missing; other keys (llama3's low/high_freq_factor) are not read.
+# - Llama layers under vllm-legacy / sglang-legacy: yarn without mscale / mscale_all_dim (YaRNScalingRotaryEmbedding
+#   before vLLM 0.30.0 / SGLang 0.5.16).
+# - otherwise (speculators, vLLM, SGLang, SpecForge): as written, computed by transformers' rotary class.
+MLA_SERVED_BY = ("vllm", "vllm-legacy", "sglang")
+
+
+def engine_rope(draft) -> dict | None:
+    """``draft.config.rope_scaling`` as the engine of ``draft.profile`` builds it (the rules above)."""
+    cfg, engine, rope = draft.config, draft.profile.name, draft.config.rope_scaling
+    kind = (rope or {}).get("rope_type", (rope or {}).get("type", "default"))
+    if kind == "default":
+        return None
+    if cfg.attention == "mla" and engine in MLA_SERVED_BY:
+        factor = rope.get("factor", 1.0)
+
+        def yarn_mscale(m):
+            return 1.0 if factor <= 1 else 0.1 * m * math.log(factor) + 1.0
+
+        return {"rope_type": "yarn", "factor": factor, "beta_fast": rope.get("beta_fast", 32),
+                "beta_slow": rope.get("beta_slow", 1), "mscale_all_dim": rope.get("mscale_all_dim", 0),
+                "original_max_position_embeddings": rope.get("original_max_position_embeddings",
+                                                             cfg.max_position_embeddings),
+                "attention_factor": yarn_mscale(rope.get("mscale", 1)) / yarn_mscale(rope.get("mscale_all_dim", 0))}
+    if engine in ("vllm-legacy", "sglang-legacy") and kind == "yarn":
+        return {k: v for k, v in rope.items() if k not in ("mscale", "mscale_all_dim")}
+    if engine in ("speculators", "vllm", "sglang", "specforge") and kind in ("linear", "dynamic", "yarn"):
+        return rope
+    raise NotImplementedError(f"no engine rule stated here for rope_type {kind!r} under {engine}")
+
+
 
 def _rms(weight, eps):
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
@@ -62,7 +101,7 @@ def hf_attention(draft, layer_sd: dict, qk_norm: bool = True):
     cfg = draft.config
     H = cfg.hidden_size
     common = dict(hidden_size=2 * H, num_attention_heads=cfg.num_attention_heads, rms_norm_eps=cfg.rms_norm_eps,
-                  rope_theta=cfg.rope_theta, rope_scaling=draft.settings.rope_scaling,
+                  rope_theta=cfg.rope_theta, rope_scaling=engine_rope(draft),
                   max_position_embeddings=cfg.max_position_embeddings, attention_bias=False)
     if cfg.attention == "mla":
         from transformers import DeepseekV3Config
@@ -96,7 +135,7 @@ def hf_attention(draft, layer_sd: dict, qk_norm: bool = True):
 
 def hf_reference(draft, input_ids, aux, qk_norm: bool = True):
     """(logits, recycled state) of a one-layer EAGLE-3 draft computed with transformers' modules, under
-    ``draft.settings`` (fc norm rule, residual rule, recycled state)."""
+    ``draft.settings`` (fc norm rule, residual rule, final norm, recycled state) and ``engine_rope``."""
     from transformers.models.llama.modeling_llama import LlamaConfig, LlamaMLP
 
     cfg, s = draft.config, draft.settings
@@ -125,7 +164,7 @@ def hf_reference(draft, input_ids, aux, qk_norm: bool = True):
                                    hidden_act=cfg.hidden_act, mlp_bias=False))
         mlp.load_state_dict({k.split("mlp.")[1]: v for k, v in sd.items() if k.startswith("layers.0.mlp.")})
         h = h + mlp(_rms(sd["layers.0.post_attention_layernorm.weight"], eps)(h))
-        normed = _rms(sd["norm.weight"], eps)(h)
+        normed = _rms(sd["norm.weight"], eps)(h) if s.final_norm else h   # SpecForge norm_output false: no norm
         return normed @ sd["lm_head.weight"].T, (normed if s.recycle_postnorm else h)
 
 

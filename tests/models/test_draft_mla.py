@@ -26,6 +26,7 @@ from family_cases import (
 from safetensors.torch import load_file
 
 from eagle3lab.app.cli import main
+from eagle3lab.engines.profiles import serving_problems
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
@@ -68,6 +69,51 @@ def test_attention_matches_transformers_deepseek_v3(q_lora_rank, rope):
         with torch.no_grad():
             other = plain.layers[0].self_attn(x, plain.settings, cos, sin, torch.ones(7, 7, dtype=torch.bool).tril(), None)
         assert (other - ref).abs().max() > 1e-3
+
+
+# An MLA draft's RoPE is DeepSeek's YaRN wherever it is served (family_cases.engine_rope states the rule): the cos/sin
+# scale is yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim), mscale 1 and mscale_all_dim 0
+# when missing; vllm-legacy keeps mscale here (only llama_eagle3.py's get_rope dropped it before vLLM 0.30.0)
+MSCALE_ONLY = {"rope_type": "yarn", "factor": 4.0, "mscale": 0.5, "original_max_position_embeddings": 16}
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 16}
+LINEAR = {"type": "linear", "factor": 4.0}
+
+
+@pytest.mark.parametrize("profile", ["vllm-legacy", "vllm", "sglang"])
+@pytest.mark.parametrize("rope,scale", [(KIMI_YARN, 1.0), (DEEPSEEK_YARN, 1.0),
+                                        (MSCALE_ONLY, 0.05 * math.log(4) + 1), (LLAMA3, 0.1 * math.log(8) + 1)],
+                         ids=["kimi-yarn", "deepseek-yarn", "mscale-only", "llama3"])
+def test_serving_engines_build_deepseek_yarn_for_mla_drafts(profile, rope, scale):
+    draft = random_mla(rope_scaling=rope).under(profile)
+    assert draft.rope.kind == "yarn" and draft.rope.attention_scaling == pytest.approx(scale, rel=1e-12)
+    assert "deepseek_yarn" in draft.settings.decisions["rope_scaling"].how
+    torch.manual_seed(6)
+    ids, aux = torch.randint(0, 64, (2, 7)), torch.randn(2, 7, 96)
+    out = draft(ids, aux)
+    logits, hidden = hf_reference(draft, ids, aux)
+    torch.testing.assert_close(out.logits, logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.hidden, hidden, atol=1e-5, rtol=1e-5)
+
+
+def test_linear_mla_draft_is_yarn_in_sglang_and_does_not_load_in_vllm():
+    draft = random_mla(rope_scaling=LINEAR)
+    sglang = draft.under("sglang")   # original_max_position_embeddings defaults to max_position_embeddings
+    assert sglang.rope.attention_scaling == pytest.approx(0.1 * math.log(4) + 1, rel=1e-12)
+    assert sglang.settings.rope_scaling["original_max_position_embeddings"] == 64
+    torch.manual_seed(7)
+    ids, aux = torch.randint(0, 64, (1, 6)), torch.randn(1, 6, 96)
+    torch.testing.assert_close(sglang(ids, aux).logits, hf_reference(sglang, ids, aux)[0], atol=1e-5, rtol=1e-5)
+    assert serving_problems(draft.config, "sglang") == []
+    for profile in ("vllm", "vllm-legacy"):
+        problem, = serving_problems(draft.config, profile)
+        assert "original_max_position_embeddings" in problem and "KeyError" in problem
+
+
+def test_mla_rope_keys_not_modelled_are_refused():
+    for key, value in (("apply_yarn_scaling", False), ("attention_factor", 1.0), ("extrapolation_factor", 0.5)):
+        with pytest.raises(Eagle3LabError, match=f"rope_scaling.{key}"):
+            random_mla(rope_scaling={**KIMI_YARN, key: value}).under("sglang")
 
 
 def test_kimi_softmax_scale_is_the_yarn_mscale_squared_over_sqrt_qk_dim():

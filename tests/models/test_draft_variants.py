@@ -6,6 +6,7 @@ layout, and the fc width checked against the aux count."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -36,6 +37,20 @@ def test_forward_matches_the_transformers_reference(name, profile):
     logits, hidden = hf_reference(draft, ids, aux)
     torch.testing.assert_close(out.logits, logits, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out.hidden, hidden, atol=1e-5, rtol=1e-5)
+
+
+def test_reference_follows_specforge_norm_output_false():
+    """SpecForge 0.2.0 with norm_output false: lm_head reads the un-normed state (settings.final_norm false)."""
+    trained_draft = trained("fc_norm")
+    draft = Eagle3Draft(replace(trained_draft.config, norm_output=False), profile="specforge")
+    draft.load_state_dict(trained_draft.state_dict())
+    assert draft.settings.final_norm is False
+    torch.manual_seed(3)
+    ids, aux = torch.randint(0, 64, (2, 6)), torch.randn(2, 6, draft.config.fc_width)
+    logits, hidden = hf_reference(draft, ids, aux)
+    torch.testing.assert_close(draft(ids, aux).logits, logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(draft(ids, aux).hidden, hidden, atol=1e-5, rtol=1e-5)
+    assert (draft.under("sglang")(ids, aux).logits - logits).abs().max() > 1e-2   # the norm is in play
 
 
 def test_fc_norm_norms_each_chunk_and_norm_before_fc_the_whole_input():
