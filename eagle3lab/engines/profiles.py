@@ -400,6 +400,40 @@ def modelopt_switch_notes(eagle_config: dict) -> list[tuple[str, object, str]]:
     return out
 
 
+# Keys of an MLA draft's config.json that change its attention where a model reads them, but that the EAGLE-3 MLA
+# draft code does not model: key -> (the value that code acts as if written, the rule). Kept for round trips, not
+# modelled (eagle3lab computes as the draft code does).
+MLA_CONFIG_KEYS = {
+    # SGLang configs/kimi_linear.py (0.5.12-0.5.23) holds it; its kimi_linear.py and kimi_k3.py (0.5.23) build
+    # every MLA layer with skip_rope=True, vLLM 0.18.0 kimi_linear.py asserts use_nope; vLLM 0.33.0's k3_dspark.py
+    # refuses it for DSpark drafts. No EAGLE-3 MLA draft reads it: SGLang kimi_k25_eagle3.py (0.5.12-0.5.23), vLLM
+    # deepseek_eagle3.py (0.18.0, 0.33.0) and TorchSpec deepseek_eagle.py (7adce248) rotate the rope dims anyway.
+    "mla_use_nope": (False, "Kimi-Linear / Kimi-K3 MLA without rotary embedding (NoPE: the qk_rope_head_dim part of q "
+                            "and k is never rotated; SGLang kimi_linear.py / kimi_k3.py skip_rope, vLLM 0.18 "
+                            "kimi_linear.py); not modelled, and no EAGLE-3 MLA draft code reads it (SGLang "
+                            "kimi_k25_eagle3.py 0.5.12-0.5.23, vLLM deepseek_eagle3.py 0.18.0-0.33.0, TorchSpec "
+                            "deepseek_eagle.py): RoPE is applied"),
+    # SGLang deepseek_v2.py DeepseekV2AttentionMLA: is_neox_style = not getattr(config, "rope_interleave", True)
+    # (0.5.12, 0.5.23); vLLM deepseek_v2.py DeepseekV2MLAAttention passes is_neox_style=False (0.18.0, 0.33.0).
+    "rope_interleave": (True, "DeepSeek's RoPE pairs: true (the default) rotates (2j, 2j + 1), false the halves "
+                              "(i, i + d/2). SGLang deepseek_v2.py reads it (0.5.12-0.5.23); vLLM deepseek_v2.py "
+                              "(0.18.0-0.33.0), TorchSpec and eagle3lab always rotate interleaved pairs; not "
+                              "modelled"),
+}
+
+
+def mla_config_notes(raw: dict) -> list[tuple[str, object, str]]:
+    """``(key, value, rule)`` for each MLA_CONFIG_KEYS key a config states."""
+    out = []
+    for key, (acted, rule) in MLA_CONFIG_KEYS.items():
+        if key in raw:
+            value = raw[key]
+            out.append((key, value, rule + ("" if bool(value) == acted else
+                                            f": a draft trained with {key}={value} runs other arithmetic here and "
+                                            "where it is served")))
+    return out
+
+
 def serving_problems(config, profile: str | EngineProfile) -> list[str]:
     """Why ``profile`` cannot run this draft as written (empty when it can): an attention kind it lacks, a
     field it needs, an aux count its fc cannot take."""

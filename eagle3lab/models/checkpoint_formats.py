@@ -24,7 +24,15 @@ from __future__ import annotations
 
 import re
 
-from eagle3lab.engines.profiles import FLAGS, IDS_NESTED, IDS_TOP, NUM_AUX_KEY, modelopt_switch_notes
+from eagle3lab.engines.profiles import (
+    FLAGS,
+    IDS_NESTED,
+    IDS_TOP,
+    MLA_CONFIG_KEYS,
+    NUM_AUX_KEY,
+    mla_config_notes,
+    modelopt_switch_notes,
+)
 from eagle3lab.errors import bad_input
 from eagle3lab.models.draft import MLA_SIZES, DraftConfig
 from eagle3lab.models.draft_family import describe_draft_config, is_mla_draft
@@ -157,6 +165,9 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
         extra[NUM_AUX_KEY] = num_aux
     if model_type not in ("llama", "qwen3"):
         extra["model_type"] = model_type   # an MLA draft's (kimi_k2, deepseek_v3): vLLM picks MLA by it
+    if attention == "mla":   # kept as written, with what the engines do with them
+        extra.update({k: geo_src[k] for k in MLA_CONFIG_KEYS if k in geo_src})
+        defaulted += mla_config_notes(geo_src)
     switches = {k: v for k, v in nested.items() if k not in ("eagle_aux_hidden_state_layer_ids", "use_aux_hidden_state")}
     if switches:
         extra["eagle_config"] = switches
@@ -189,6 +200,7 @@ def draft_to_config(cfg: DraftConfig, fmt: str, ids: list[int] | None, flags: di
         del geo["head_dim"]
         geo.update({k: getattr(cfg, k) for k in ("q_lora_rank", *MLA_SIZES)})
         geo["model_type"] = cfg.extra.get("model_type", "deepseek_v3")   # vLLM builds MLA only for DeepSeek types
+        geo.update({k: cfg.extra[k] for k in MLA_CONFIG_KEYS if k in cfg.extra})
     if cfg.num_aux != 3 or NUM_AUX_KEY in cfg.extra:
         # vLLM's llama_eagle3.py sizes fc from this key (or eagle_config's ids), never from the top-level ids
         # (vllm#54526); in a speculators config only transformer_layer_config reaches the model

@@ -226,6 +226,33 @@ def test_kimi_k25_config_reads_as_written_and_writes_back():
     assert back["architectures"] == raw["architectures"] and back["eagle_config"] == raw["eagle_config"]
 
 
+def test_kimi_k3_mla_use_nope_is_kept_and_called_out(tmp_path, capsys):
+    """mla_use_nope (Kimi-Linear / Kimi-K3: MLA without rotary) is read by no EAGLE-3 MLA draft code: kept, and said."""
+    raw = json.loads((REAL_CONFIGS / "lightseekorg__TorchSpec__kimi_k3_eagle3_mla.json").read_text())
+    cfg, defaulted = cf.config_to_draft(raw, "sglang", "kimi-k3")
+    rule = {field: rule for field, _, rule in defaulted}["mla_use_nope"]
+    assert "not modelled" in rule and "kimi_k25_eagle3.py" in rule and "deepseek_eagle3.py" in rule
+    assert "RoPE is applied" in rule
+    assert cf.draft_to_config(cfg, "sglang", list(cfg.aux_layer_ids), {})["mla_use_nope"] is True
+    # rope_interleave false: SGLang alone reads it (neox pairs); kept and said the same way
+    cfg, defaulted = cf.config_to_draft({**raw, "rope_interleave": False}, "sglang", "kimi-k3")
+    rule = {field: rule for field, _, rule in defaulted}["rope_interleave"]
+    assert "SGLang deepseek_v2.py reads it" in rule and "runs other arithmetic" in rule
+    assert cf.draft_to_config(cfg, "sglang", list(cfg.aux_layer_ids), {})["rope_interleave"] is False
+    # a tiny draft that states it: saved and loaded back with it, and the note in the load report and inspect
+    draft = trained("mla")
+    draft.config.extra["mla_use_nope"] = True
+    try:
+        save_draft(draft, tmp_path / "nope", "sglang")
+    finally:
+        del draft.config.extra["mla_use_nope"]
+    assert json.loads((tmp_path / "nope" / "config.json").read_text())["mla_use_nope"] is True
+    loaded = load_draft(tmp_path / "nope", target=target(), device="cpu")
+    assert loaded.config.extra["mla_use_nope"] is True
+    assert any(d["field"] == "mla_use_nope" and "not modelled" in d["rule"] for d in loaded.load_report.defaulted)
+    assert any(d["field"] == "mla_use_nope" for d in inspect_checkpoint(tmp_path / "nope")["defaulted"])
+
+
 def test_modelopt_switch_against_what_engines_do_is_called_out():
     raw = json.loads((REAL_CONFIGS / "lightseekorg__TorchSpec__kimi_k25_eagle3_mla.json").read_text())
     raw["eagle_config"]["use_last_layernorm"] = False
