@@ -10,9 +10,10 @@ different engines, and SGLang changed its meaning for DeepSeek-family targets in
     SGLang (models/llama.py, qwen2.py, ...)      resid[k+1]          resid[2, N//2, N-3]
     SGLang deepseek_v2.py after PR #25454        resid[k+1] if the first id is 1, else resid[k]
       (and glm4_moe_lite.py, same code)
-    SGLang id -1 (+1 rule: loop index 0)         resid[0] in qwen2.py / qwen2_moe.py; TypeError in
-                                                 llama.py / deepseek_v2.py (versions read); other
-                                                 files not read: "not confirmed"
+    SGLang gpt_oss.py since PR #32334 (0.5.17)   resid[k] if the largest id is N, else resid[k+1]
+    SGLang id -1 (+1 rule: loop index 0)         resid[0] in qwen2.py / qwen2_moe.py, and from a release
+                                                 per file (llama.py 0.5.22, deepseek_v2.py 0.5.14, ...);
+                                                 TypeError before it; other files: "not confirmed"
     SpecForge (captures through SGLang)          as SGLang           ids [1, N//2-1, N-4]
     SafeAILab/EAGLE (modeling_llama_kv.py)       ids ignored         resid[2, N//2, N-3]
     TransformerLens                              blocks.k.hook_resid_pre = resid[k]
@@ -30,7 +31,7 @@ import operator
 import re
 from dataclasses import asdict, dataclass
 
-from eagle3lab.engines.versions import Change, parse_engine_version, place
+from eagle3lab.engines.versions import Change, parse_engine_version, place, place_in_order
 from eagle3lab.errors import Eagle3LabError, bad_input
 
 ID_CONVENTIONS = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
@@ -54,6 +55,23 @@ CHANGES = {
                                 "not deepseek_v2.py", last_without="0.28.0", first_with="0.29.0"),
     "vllm#50170": Change("vllm", "a warning when the aux layers fall back to the default ids", 50170,
                          landed=False),  # open as of 2026-07-28
+    # SGLang's capture at loop index 0 (before layer 0, where the residual is still None), read per model file in the
+    # release wheels 0.5.4-0.5.23 (sglang/srt/models/*.py) and run on CPU in 0.5.23 (tests/oracles/
+    # test_layer_ids_sglang.py): `aux_hidden_states.append(hidden_states + residual)` raises TypeError there until
+    # the file captures the residual its layer prepares (which before layer 0 is the embedding output, resid[0]).
+    "sglang-llama-boundary": Change("sglang", "llama.py captures in the layer boundary (capture_output="
+                                    "AuxHiddenStateList.capture): loop index 0 = resid[0]",
+                                    last_without="0.5.21", first_with="0.5.22"),
+    "sglang-deepseek-capture": Change("sglang", "deepseek_v2.py captures the residual each layer's prepare_attn returns "
+                                      "(captured_last_layer_outputs; the layer boundary from 0.5.21): loop index 0 = "
+                                      "resid[0]", last_without="0.5.13", first_with="0.5.14"),
+    "sglang-glm4-lite-boundary": Change("sglang", "glm4_moe_lite.py captures in the layer boundary: loop index 0 = "
+                                        "resid[0]", last_without="0.5.20", first_with="0.5.21"),
+    # gpt_oss.py set_eagle3_layers_to_capture and GptOssModel.forward, wheels 0.5.16 (+1, `hidden_states + residual`)
+    # and 0.5.17-0.5.23 (boundaries 0..N); PR number from SGLang's own comment trail (profiles.py, llama_eagle3.py).
+    "sglang#32334": Change("sglang", "gpt_oss.py: ids whose largest is N are boundary indices as written, other "
+                           "lists +1; boundary 0 (resid[0]) and boundary N (after the last layer) captured", 32334,
+                           last_without="0.5.16", first_with="0.5.17"),
 }
 _PR25454 = CHANGES["sglang#25454"]
 _PR46973 = CHANGES["vllm#46973"]
@@ -77,34 +95,40 @@ _SGLANG_FILE = {  # architecture (lower case) -> (file with the capture loop, ho
     "glm4moeliteforcausallm": ("glm4_moe_lite.py", "up to 0.5.12 a subclass of deepseek_v2.py's classes; since "
                                                    "0.5.13 a file of its own with PR #25454's first-id rule"),
     "qwen2forcausallm": ("qwen2.py", ""),
-    "qwen3forcausallm": ("qwen2.py", "Qwen3Model extends Qwen2Model and, in the versions read, runs its forward"),
+    "qwen3forcausallm": ("qwen2.py", "Qwen3Model extends Qwen2Model and runs its forward up to 0.5.20; from 0.5.21 "
+                                     "a forward of its own, capturing the same way"),
     "qwen3moeforcausallm": ("qwen2_moe.py", "Qwen3MoeModel extends Qwen2MoeModel"),
+    "gptossforcausallm": ("gpt_oss.py", ""),
 }
 
 # SGLang config id -1 under the +1 rule is loop index 0, tested before layer 0 runs, where the residual is
-# still None (PP first rank). What each file's capture line does there, and which versions were read
-# (sgl-project/sglang commits unless named; every file read adds 1 to each id with no check and no sort,
-# and ModelRunner passes eagle_config's ids unchanged):
-_INDEX0 = {  # file -> (captures resid[0] at loop index 0?, versions read)
-    # `aux_hidden_states.append(hidden_states + residual)`, unguarded -> TypeError
-    "llama.py": (False, "00239548f1cd and bf7a0e237e8d (2025 main) and the release-0.5.9 copy "
-                        "40349/sglang-v.0.5.9@921d9d7722eb"),
-    # unguarded, in both branches of PR #14280's EP change -> TypeError
+# still None (PP first rank). What each file's capture does there, the versions read, and the change (CHANGES)
+# after which it captures resid[0] (every file read adds 1 to each id with no check and no sort, and ModelRunner
+# passes eagle_config's ids unchanged):
+_INDEX0 = {  # file -> (captures resid[0] at loop index 0 before the change?, versions read, change key or None)
+    # `aux_hidden_states.append(hidden_states + residual)`, unguarded -> TypeError, up to 0.5.21
+    "llama.py": (False, "00239548f1cd and bf7a0e237e8d (2025 main), the release wheels 0.5.4-0.5.21, and 0.5.22-0.5.23 "
+                        "(layer boundary; 0.5.23 run on CPU)", "sglang-llama-boundary"),
+    # unguarded, in both branches of PR #14280's EP change -> TypeError, up to 0.5.13
     "deepseek_v2.py": (False, "up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; the "
-                              "release wheels 0.5.12 (before PR #25454) and 0.5.13 (since it)"),
-    # release 0.5.13 (wheel): `aux_hidden_states.append(hidden_states + residual)`, residual None before layer 0
-    "glm4_moe_lite.py": (False, "release 0.5.13 (wheel); 0.5.12 runs deepseek_v2.py's loop"),
-    # `hidden_states + residual if residual is not None else hidden_states` -> resid[0]
+                              "release wheels 0.5.12 (before PR #25454) and 0.5.13 (since it); 0.5.14-0.5.23 "
+                              "capture the prepared residual", "sglang-deepseek-capture"),
+    # releases 0.5.13-0.5.20 (wheels): `aux_hidden_states.append(hidden_states + residual)`; 0.5.12 runs deepseek_v2.py's
+    "glm4_moe_lite.py": (False, "release wheels 0.5.13-0.5.20 (0.5.12 runs deepseek_v2.py's loop) and 0.5.21-0.5.23 "
+                                "(layer boundary)", "sglang-glm4-lite-boundary"),
+    "gpt_oss.py": (False, "release wheels 0.5.4-0.5.16, and 0.5.17-0.5.23 (boundary 0 guarded, then the layer "
+                          "boundary)", "sglang#32334"),
+    # `hidden_states + residual if residual is not None else hidden_states` -> resid[0]; the layer boundary from 0.5.22
     "qwen2.py": (True, "the hook came with PR #9216 (Aug 2025, modelled on Qwen3's PR #7745); its capture line "
-                       "was read in the fork copy Fridge003/sglang@40cef40f2757, and qwen3.py at 28aa91cd0565"),
-    "qwen2_moe.py": (True, "0115497da8f2 (qwen2_moe.py) and e3d8e9aec2c7 (qwen3_moe.py)"),
+                       "was read in the fork copy Fridge003/sglang@40cef40f2757, qwen3.py at 28aa91cd0565, the "
+                       "release wheels 0.5.4-0.5.23 (0.5.23 run on CPU)", None),
+    "qwen2_moe.py": (True, "0115497da8f2 (qwen2_moe.py), e3d8e9aec2c7 (qwen3_moe.py), the release wheels 0.5.12-0.5.23 "
+                           "(0.5.23 run on CPU)", None),
 }
-# Later main moved the capture into the layer boundary (AuxHiddenStateList): in qwen3.py 01b5f572b7b6
-# Qwen3Model has its own forward and hands a capture callback to each layer. Not read at loop index 0.
-_INDEX0_LATER = ("later SGLang main moves the capture into the layer boundary (seen in qwen3.py 01b5f572b7b6), "
-                 "a path not read at loop index 0")
-_INDEX0_READ = ("llama.py and deepseek_v2.py raise TypeError there (glm4_moe_lite.py too); qwen2.py (Qwen2, "
-                "Qwen3) and qwen2_moe.py (Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
+_INDEX0_READ = ("llama.py (up to 0.5.21), deepseek_v2.py (up to 0.5.13), glm4_moe_lite.py (0.5.13-0.5.20) and "
+                "gpt_oss.py (up to 0.5.16) raise TypeError there, later releases of each capture resid[0]; qwen2.py "
+                "(Qwen2, Qwen3) and qwen2_moe.py (Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
+
 
 # How a note asks for the target architecture or the build, in every caller's words.
 _PASS_ARCH = ("pass the target architecture (--arch in `eagle3lab ids`, --target-arch in `eagle3lab flags`, "
@@ -125,6 +149,10 @@ _RULES = {
                          "set_eagle3_layers_to_capture as deepseek_v2.py in the releases read (0.5.12: a subclass, "
                          "+1 always; 0.5.13 and 0.5.23: PR #25454's first-id rule, copied), so "
                          "builds are placed by PR #25454."),
+    "sglang-gpt-oss": ("SGLang GptOssForCausalLM (python/sglang/srt/models/gpt_oss.py, since PR #32334, release "
+                       "0.5.17; read up to 0.5.23): ids whose largest is N are boundary indices as written (id k = "
+                       "resid[k], N = the last layer's output, captured at the final norm); any other list gets the "
+                       "+1 (id k = resid[k+1], so id N-1 = resid[N])."),
     "sglang-default": ("SGLang (set_eagle3_layers_to_capture with layer_ids None, every version read): loop "
                        "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
                        "only from config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids."),
@@ -317,12 +345,35 @@ class _Notes:
     def add(self, text: str, kind: str = "note", change: Change | None = None, confirmed: bool = True) -> None:
         self.items.append(AuxNote(kind, text, change, confirmed))
 
+    def add_once(self, text: str, kind: str = "note", change: Change | None = None) -> None:
+        if all(n.text != text for n in self.items):
+            self.add(text, kind, change)
+
     def after(self, key: str) -> bool:
         """Does this build have ``CHANGES[key]``? An unplaceable build is the newest code, with a note."""
         where = place(CHANGES[key], self.engine_version)
         if where.warning:
-            self.add(where.warning, "version", CHANGES[key])
+            self.add_once(where.warning, "version", CHANGES[key])
         return where.after
+
+    def after_all(self, *keys: str) -> bool:
+        """Does this build have ``CHANGES[keys[-1]]``, the changes having landed in this order (so a build
+        before an earlier one, e.g. ``pre-#25454``, lacks the later ones)? Unplaceable: the newest code, with a
+        note about that change."""
+        changes = [CHANGES[k] for k in keys]
+        where = place(changes[-1], self.engine_version)
+        if where.state != "uncertain":
+            return where.after
+        if place_in_order(changes, self.engine_version)[0] < len(changes):
+            return False   # before an earlier change, so before this one
+        self.add_once(where.warning, "version", changes[-1])
+        return True
+
+    def index0_captures(self, file: str) -> bool:
+        """Does this build's SGLang ``file`` capture resid[0] at loop index 0 (else: TypeError there)?
+        PR #25454 (0.5.13) landed before each file's change (0.5.14 and later), which places PR marks."""
+        captures, _, change = _INDEX0[file]
+        return captures or self.after_all("sglang#25454", change)
 
     @property
     def breaks(self) -> bool:
@@ -446,6 +497,7 @@ def _sglang_points(engine, written, n, arch, notes):
                             "never reached and the state is silently missing. -1 is the only negative id with a "
                             "meaning (the embedding output, resid[0]).")
     plus_one = True
+    final_captured = False   # boundary N (after the last layer) reached: gpt_oss.py since PR #32334
     rule = _RULES["sglang"]
     if family:
         after = notes.after("sglang#25454")
@@ -465,7 +517,16 @@ def _sglang_points(engine, written, n, arch, notes):
                       "includes PR #25454 "
                       f"(merged {_PR25454.merged}), these ids are used as-is: loop indices {ids}. To decide, "
                       f"{_PASS_ARCH}.", confirmed=False)
-    elif sglang_model_file(arch) is None:
+    elif file == "gpt_oss.py":
+        if notes.after_all("sglang#25454", "sglang#32334"):
+            rule = _RULES["sglang-gpt-oss"]
+            plus_one, final_captured = n is None or max(ids) != n, True
+            if n is None:
+                notes.add("gpt_oss.py uses the ids as written when the largest is N, else adds 1: num_layers not "
+                          "given, the +1 is shown.")
+        else:
+            rule = _RULES["sglang"] + " (gpt_oss.py up to release 0.5.16, before PR #32334.)"
+    elif file is None:
         notes.add(f"Not confirmed for {arch}: its SGLang model file was not read here. Shown: the +1 rule of every "
                   "file read (llama.py, qwen2.py, qwen2_moe.py; deepseek_v2.py before PR #25454); check "
                   f"set_eagle3_layers_to_capture in the file that serves {arch} (GPT-OSS, for one, reads its ids "
@@ -474,17 +535,27 @@ def _sglang_points(engine, written, n, arch, notes):
         rule = _RULES["specforge"] + " SGLang rule for this target: " + rule
     points = [i + 1 for i in ids] if plus_one else list(ids)
     if plus_one and -1 in ids:
-        text, kind = _index0_note(arch)
+        text, kind = _index0_note(arch, notes)
         notes.add(text, kind, confirmed=sglang_model_file(arch) is not None)
+    as_is = "since PR #25454" if family else "by gpt_oss.py, whose largest id is N"
     if not plus_one and -1 in points:
-        notes.add("Loop index -1 is never reached (ids used as-is since PR #25454: the capture loop tests "
+        notes.add(f"Loop index -1 is never reached (ids used as-is {as_is}: the capture loop tests "
                   "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is silently missing.", "breaks")
         points = [p for p in points if p >= 0]
-    if not plus_one and 0 in points:
+    if not plus_one and 0 in points and not notes.index0_captures(file):
+        change = CHANGES[_INDEX0[file][2]]
         notes.add(f"Loop index 0, where the residual is still None: {file} computes `hidden_states + "
-                  f"residual` there and raises TypeError at the target's first forward (read {_INDEX0[file][1]}"
+                  f"residual` there and raises TypeError at the target's first forward (releases <= "
+                  f"{change.last_without}; from {change.first_with} it captures resid[0]; read {_INDEX0[file][1]}"
                   ").", "breaks")
-    if n is not None and n in points:
+    if file == "qwen2_moe.py" and n is not None and any(p >= n for p in points):
+        missing = sorted({p for p in points if p >= n})
+        notes.add(f"Loop indices {missing} (written ids {[p - 1 for p in missing]}) do not exist: qwen2_moe.py's "
+                  "Qwen2MoeModel.set_eagle3_layers_to_capture marks self.layers[k+1] for each id k, so SGLang raises "
+                  "IndexError while it sets up the target (start-up fails; release wheels 0.5.12-0.5.23 read, 0.5.23 "
+                  "run).", "breaks")
+        points = [p for p in points if p < n]
+    if n is not None and n in points and not final_captured:
         notes.add(f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures before "
                   f"each layer, for loop indices 0..N-1 only, so resid[{n}] (final layer output) is silently missing "
                   "and the fc input is narrower than the draft expects (vLLM fixed the analogous case in PR #46973; "
@@ -496,9 +567,9 @@ def _sglang_points(engine, written, n, arch, notes):
     return rule, points
 
 
-def _index0_note(arch):
+def _index0_note(arch, notes):
     """(text, kind) for SGLang id -1 under the +1 rule: loop index 0, before layer 0, residual None.
-    Read files say what their capture line does there (resid[0], or TypeError); others say it is unknown."""
+    Read files say what their capture does there in this build (resid[0], or TypeError); others say it is unknown."""
     head = "Id -1 is loop index 0, tested before layer 0 runs, where the residual is still None: "
     file = sglang_model_file(arch)
     if file is None:
@@ -507,13 +578,15 @@ def _index0_note(arch):
         return head + f"{which}. Read: {_INDEX0_READ}.", "note"
     via = _SGLANG_FILE[arch.strip().lower()][1]
     where = f"SGLang's {file}" + (f" ({via})" if via else "")
-    captures, read = _INDEX0[file]
-    read = f" (read: {read}; {_INDEX0_LATER})"
-    if captures:
-        return (head + f"{where} appends the bare hidden states there, i.e. resid[0] (the embedding output), so -1 "
-                f"works for this target{read}."), "note"
+    guarded, read, key = _INDEX0[file]
+    read = f" (read: {read})"
+    if notes.index0_captures(file):
+        how = ("appends the bare hidden states there" if guarded else
+               f"captures the residual the layer prepares there (from release {CHANGES[key].first_with} on)")
+        return head + f"{where} {how}, i.e. resid[0] (the embedding output), so -1 works for this target{read}.", "note"
     return (head + f"{where} computes `hidden_states + residual` there and raises TypeError ('Tensor' + 'NoneType') "
-            f"at the target's first forward: -1 cannot feed resid[0]{read}."), "breaks"
+            f"at the target's first forward (releases <= {CHANGES[key].last_without}; from {CHANGES[key].first_with} "
+            f"it captures resid[0]): -1 cannot feed resid[0] in this build{read}."), "breaks"
 
 
 def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arch: str | None = None,

@@ -161,7 +161,7 @@ def test_sglang_id_minus_one_per_model_file(engine, arch, file, captures):
     [note] = [n for n in res.notes if n.text.startswith("Id -1")]
     assert file in note.text and note.kind == ("note" if captures else "breaks")
     assert note.confirmed and res.to_dict()["confirmed"] and not res.unconfirmed  # read in the file
-    assert "read: " in note.text and "layer boundary" in note.text  # the versions read, and what was not
+    assert "read: " in note.text and "release wheels" in note.text  # the versions read
     assert bool(res.fatal) is not captures
     assert ("resid[0] (the embedding output), so -1 works" in note.text) is captures
     assert ("TypeError" in note.text) is not captures
@@ -170,6 +170,63 @@ def test_sglang_id_minus_one_per_model_file(engine, arch, file, captures):
     else:
         with pytest.raises(Eagle3LabError, match=f"{file}.*TypeError"):
             to_engine_ids(engine, [0, 3, 31], 61, arch=arch, engine_version="pre-#25454")
+
+
+# Loop index 0 per model file, release wheels 0.5.4-0.5.23: the last release computing `hidden_states + residual`
+# there (TypeError) and the first capturing resid[0]; 0.5.23 run on CPU (tests/oracles/test_layer_ids_sglang.py).
+INDEX0_CHANGES = [(LLAMA, "llama.py", "0.5.21", "0.5.22"), (KIMI, "deepseek_v2.py", "0.5.13", "0.5.14"),
+                  ("KimiK25ForConditionalGeneration", "deepseek_v2.py", "0.5.13", "0.5.14"),
+                  ("Glm4MoeLiteForCausalLM", "glm4_moe_lite.py", "0.5.20", "0.5.21"),
+                  ("GptOssForCausalLM", "gpt_oss.py", "0.5.16", "0.5.17")]
+
+
+@pytest.mark.parametrize("arch, file, last_crash, first_capture", INDEX0_CHANGES)
+@pytest.mark.parametrize("engine", ["sglang", "specforge"])
+def test_sglang_loop_index_0_captures_the_embedding_from_a_release_per_file(engine, arch, file, last_crash,
+                                                                            first_capture):
+    ids = [1, -1, 30] if file in ("deepseek_v2.py", "glm4_moe_lite.py") else [-1, 2, 30]  # +1 on: first id 1
+    for version, crashes in [(last_crash, True), (first_capture, False), ("0.5.23", False), (None, False)]:
+        res = resolve_aux_layers(engine, ids, 61, arch=arch, engine_version=version)
+        assert 0 in res.resid and bool(res.fatal) is crashes, version
+        [note] = [n for n in res.notes if n.text.startswith("Id -1")]
+        assert file in note.text and ("TypeError" in note.text) is crashes and note.confirmed, version
+        assert f"<= {last_crash}" in note.text if crashes else f"from release {first_capture}" in note.text
+    # a PR mark before #25454 (0.5.13) lacks each of these later changes; a date after it cannot be placed
+    assert resolve_aux_layers(engine, ids, 61, arch=arch, engine_version="pre-#25454").fatal
+    dated = resolve_aux_layers(engine, ids, 61, arch=arch, engine_version="2026-07-01")
+    assert not dated.fatal and [n for n in dated.notes if n.kind == "version" and file.split(".")[0] in n.text]
+
+
+@pytest.mark.parametrize("engine", ["sglang", "specforge"])
+def test_sglang_deepseek_id_0_as_written_crashes_only_in_0_5_13(engine):
+    # since PR #25454 a first id other than 1 is used as-is: id 0 is loop index 0
+    assert resolve_aux_layers(engine, [0, 3, 31], 61, arch=KIMI, engine_version="0.5.12").resid == (1, 4, 32)
+    crash = resolve_aux_layers(engine, [0, 3, 31], 61, arch=KIMI, engine_version="0.5.13")
+    assert crash.resid == (0, 3, 31) and "TypeError" in crash.fatal[0] and "<= 0.5.13" in crash.fatal[0]
+    for version in ("0.5.14", "0.5.23", None):
+        ok = resolve_aux_layers(engine, [0, 3, 31], 61, arch=KIMI, engine_version=version)
+        assert ok.resid == (0, 3, 31) and not ok.fatal, version
+    assert to_engine_ids(engine, [0, 3, 31], 61, arch=KIMI, engine_version="0.5.23") == [0, 3, 31]
+
+
+@pytest.mark.parametrize("engine", ["sglang", "specforge"])
+def test_sglang_gpt_oss_reads_ids_reaching_n_as_boundaries_since_pr_32334(engine):
+    gpt = "GptOssForCausalLM"
+    for version in ("0.5.17", "0.5.23", None, "post-#32334"):
+        res = resolve_aux_layers(engine, [2, 30, 61], 61, arch=gpt, engine_version=version)
+        assert res.resid == (2, 30, 61) and not res.fatal and not res.unconfirmed and "gpt_oss.py" in res.rule
+        plus = resolve_aux_layers(engine, [1, 29, 60], 61, arch=gpt, engine_version=version)
+        assert plus.resid == (2, 30, 61) and not plus.fatal          # +1, and boundary 61 is captured
+    for version in ("0.5.16", "pre-#32334"):
+        old = resolve_aux_layers(engine, [1, 29, 60], 61, arch=gpt, engine_version=version)
+        assert old.resid == (2, 30) and _has(old, "never reached"), version
+        assert resolve_aux_layers(engine, [2, 30, 61], 61, arch=gpt, engine_version=version).fatal
+
+
+def test_sglang_qwen3_moe_id_n_minus_1_is_an_index_error_at_start_up():
+    # qwen2_moe.py Qwen2MoeModel.set_eagle3_layers_to_capture: setattr(self.layers[k+1], ...) (0.5.23 run)
+    res = resolve_aux_layers("sglang", [2, 30, 47], 48, arch="Qwen3MoeForCausalLM")
+    assert res.resid == (3, 31) and "IndexError" in res.fatal[0] and "qwen2_moe.py" in res.fatal[0]
 
 
 @pytest.mark.parametrize("engine", ["sglang", "specforge"])
@@ -192,32 +249,34 @@ def test_sglang_glm4_moe_lite_has_the_first_id_rule_of_pr_25454(engine):
 
 def test_sglang_id_minus_one_anywhere_in_the_list():
     # Not first: still loop index 0, still captured first (ascending), same per-file outcome.
-    llama = resolve_aux_layers("sglang", [2, -1, 30], 61, arch=LLAMA)
+    llama = resolve_aux_layers("sglang", [2, -1, 30], 61, arch=LLAMA, engine_version="0.5.21")
     assert llama.resid == (0, 3, 31) and llama.fatal and "llama.py" in llama.fatal[0]
+    assert not resolve_aux_layers("sglang", [2, -1, 30], 61, arch=LLAMA, engine_version="0.5.22").fatal
     qwen = resolve_aux_layers("sglang", [2, -1, 30], 61, arch="Qwen3ForCausalLM")
     assert qwen.resid == (0, 3, 31) and not qwen.fatal and _has(qwen, "ascending")
     # DeepSeek since #25454 with a first id of 1: +1 stays on, so -1 is loop index 0 and crashes there.
-    kimi = resolve_aux_layers("sglang", [1, -1, 30], 61, arch=KIMI, engine_version="post-#25454")
+    kimi = resolve_aux_layers("sglang", [1, -1, 30], 61, arch=KIMI, engine_version="0.5.13")
     assert kimi.resid == (0, 2, 31) and "deepseek_v2.py" in kimi.fatal[0]
 
 
-@pytest.mark.parametrize("arch", [None, "Llama4ForConditionalGeneration", "GptOssForCausalLM",
-                                  "DeepseekV4ForCausalLM", "KimiLinearForCausalLM"])
+@pytest.mark.parametrize("arch", [None, "Llama4ForConditionalGeneration", "DeepseekV4ForCausalLM",
+                                  "KimiLinearForCausalLM"])
 def test_sglang_id_minus_one_unread_file_is_not_confirmed(arch):
     res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=arch)
     [note] = [n for n in res.notes if n.text.startswith("Id -1")]
     assert note.kind == "note" and not note.confirmed and not res.fatal
     assert note.text in res.unconfirmed and res.to_dict()["confirmed"] is False
     assert ("--arch" in note.text and "arch=" in note.text) if arch is None else (f"not confirmed for {arch}" in note.text)
-    assert "llama.py and deepseek_v2.py raise TypeError" in note.text and "qwen2_moe.py" in note.text
+    assert "llama.py (up to 0.5.21), deepseek_v2.py (up to 0.5.13)" in note.text and "raise TypeError" in note.text
+    assert "qwen2_moe.py" in note.text
     # the inverse never offers an unconfirmed -1
     with pytest.raises(Eagle3LabError, match="cannot capture.*Id -1"):
         to_engine_ids("sglang", [0, 3, 31], 61, arch=arch)
 
 
-@pytest.mark.parametrize("arch", ["DeepseekV4ForCausalLM", "KimiLinearForCausalLM", "GptOssForCausalLM"])
+@pytest.mark.parametrize("arch", ["DeepseekV4ForCausalLM", "KimiLinearForCausalLM"])
 def test_sglang_unread_architecture_is_not_deepseek_v2_and_not_confirmed(arch):
-    # Files of their own (deepseek_v4.py, kimi_linear.py, gpt_oss.py): neither #25454's rule nor deepseek_v2.py's
+    # Files of their own (deepseek_v4.py, kimi_linear.py): neither #25454's rule nor deepseek_v2.py's
     # TypeError applies by name; the +1 reading is shown and flagged as an assumption.
     res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=arch, engine_version="post-#25454")
     assert res.resid == (3, 31, 59) and not res.fatal and "DeepSeek-family" not in res.rule
@@ -389,7 +448,7 @@ def test_to_engine_ids_examples():
 
 def test_to_engine_ids_refuses_what_the_engine_cannot_capture():
     with pytest.raises(Eagle3LabError, match="TypeError"):
-        to_engine_ids("sglang", [0, 3, 31], 61, arch=KIMI)  # embedding in SGLang's deepseek file
+        to_engine_ids("sglang", [0, 3, 31], 61, arch=KIMI, engine_version="0.5.13")  # embedding, deepseek file
     with pytest.raises(Eagle3LabError, match="never reached"):
         to_engine_ids("sglang", [2, 16, 32], 32, arch=LLAMA)  # final layer output in SGLang
     with pytest.raises(Eagle3LabError, match="ascending"):
@@ -441,9 +500,12 @@ def test_cli_ids_text_and_exit_codes(capsys):
     assert main(["ids", "vllm", "0", "3", "--num-layers", "61", "--to", "sglang", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["to"]["ids"] is None and "--arch in `eagle3lab ids`" in out["to"]["error"]
-    assert main(["ids", "vllm", "0", "3", "--num-layers", "61", "--arch", LLAMA, "--to", "sglang", "--json"]) == 0
+    assert main(["ids", "vllm", "0", "3", "--num-layers", "61", "--arch", LLAMA, "--to", "sglang",
+                 "--engine-version", "0.5.21", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["to"]["ids"] is None and "llama.py" in out["to"]["error"] and "TypeError" in out["to"]["error"]
+    assert main(["ids", "vllm", "0", "3", "--num-layers", "61", "--arch", LLAMA, "--to", "sglang", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["to"]["ids"] == [-1, 2]   # llama.py from 0.5.22
 
 
 def test_cli_ids_minus_one_exit_code_follows_the_model_file(capsys):
@@ -451,7 +513,8 @@ def test_cli_ids_minus_one_exit_code_follows_the_model_file(capsys):
 
     # exit 0 for both "read to work" (Qwen3) and "not read" (no --arch); "confirmed" tells them apart
     for arch, rc, confirmed in [("Qwen3ForCausalLM", 0, True), (LLAMA, 1, True), (None, 0, False)]:
-        argv = ["ids", "sglang", "-1", "2", "30", "--num-layers", "61", "--json"] + (["--arch", arch] if arch else [])
+        argv = ["ids", "sglang", "-1", "2", "30", "--num-layers", "61", "--engine-version", "0.5.21", "--json"] + (
+            ["--arch", arch] if arch else [])
         assert main(argv) == rc, arch
         out = json.loads(capsys.readouterr().out)
         assert out["resid"] == [0, 3, 31] and out["breaks"] is bool(rc) and out["confirmed"] is confirmed
@@ -472,14 +535,17 @@ def test_cli_ids_bad_version_names_the_flag(capsys):
 def test_nearest_servable_moves_only_what_the_engine_cannot_capture():
     from eagle3lab.engines.layer_ids import nearest_servable
 
-    # SGLang's llama.py cannot feed the embedding: resid[0] -> resid[1]; the rest stays
-    assert nearest_servable("sglang", (0, 3, 7), 12, arch="LlamaForCausalLM") == ((1, 3, 7), [0, 2, 6])
+    # SGLang's llama.py up to 0.5.21 cannot feed the embedding: resid[0] -> resid[1]; the rest stays
+    assert nearest_servable("sglang", (0, 3, 7), 12, arch="LlamaForCausalLM", engine_version="0.5.21") == (
+        (1, 3, 7), [0, 2, 6])
+    assert nearest_servable("sglang", (0, 3, 7), 12, arch="LlamaForCausalLM") == ((0, 3, 7), [-1, 2, 6])  # 0.5.22 on
     assert nearest_servable("sglang", (2, 6, 12), 12, arch="LlamaForCausalLM") == ((2, 6, 11), [1, 5, 10])
     # what an engine can express is returned as it is
     assert nearest_servable("vllm", (0, 3, 7), 12) == ((0, 3, 7), [0, 3, 7])
     assert nearest_servable("sglang", (3, 7, 11), 12, arch="LlamaForCausalLM") == ((3, 7, 11), [2, 6, 10])
     # two points that cannot stay: the nearest ascending wiring the engine captures as a whole
-    assert nearest_servable("sglang", (0, 1, 7), 12, arch="LlamaForCausalLM") == ((1, 2, 7), [0, 1, 6])
+    assert nearest_servable("sglang", (0, 1, 7), 12, arch="LlamaForCausalLM", engine_version="0.5.21") == (
+        (1, 2, 7), [0, 1, 6])
     # DeepSeek-family after SGLang #25454: a list starting with id 1 switches the convention, so resid[1]
     # is servable as part of [1, 3, 7] though not alone; the nearest answer is found as a whole
     assert nearest_servable("sglang", (0, 3, 7), 61, arch="DeepseekV3ForCausalLM", engine_version="0.5.13")[0] == (1, 3, 7)
