@@ -27,6 +27,8 @@ from eagle3lab.engines.profiles import (
     IDS_NESTED,
     IDS_TOP,
     NUM_AUX_KEY,
+    PROFILES,
+    EngineProfile,
     get_profile,
     resolve_settings,
     serving_problems,
@@ -295,7 +297,8 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
     """Load a draft checkpoint of any family, checked, ready to run the way ``profile`` would.
 
     ``target``: a ``Target``, an HF model or a target folder (config.json; the embedding is read
-    from its safetensors when the draft has none). ``profile`` defaults to the family's trainer.
+    from its safetensors when the draft has none). ``profile`` defaults to the first that can run the draft:
+    the family's trainer, its server, then any other (the load report says which and why); none: refused.
     ``dtype``: "auto" (fp32 on CPU, bf16 on CUDA), a dtype, or None to keep the checkpoint's.
     ``check_vocab=False`` loads a draft whose vocab map is broken (to demonstrate the failure).
     """
@@ -368,11 +371,14 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
 
     dev = resolve_device(device)
     to_dtype = resolve_dtype(dtype, dev) if dtype is not None else sd["fc.weight"].dtype
-    if profile is None:   # the format's trainer; its server when the trainer cannot run this draft (an MLA draft)
-        profile = FORMAT_PROFILE[fmt]
-        if serving_problems(cfg, profile) and not serving_problems(cfg, SERVE_PROFILE[fmt]):
-            notes.append(f"run as {get_profile(SERVE_PROFILE[fmt]).label}: {serving_problems(cfg, profile)[0]}")
-            profile = SERVE_PROFILE[fmt]
+    if profile is None:   # the format's trainer, else the first profile that can run this draft
+        profile, passed = first_runnable(cfg, fmt)
+        if profile is None:
+            raise bad_input(config_file, None, "a profile that can run this draft (its format's trainer, its server, "
+                            "or any other)", "; ".join(passed), "Pass load_draft(..., profile=) to study it as that "
+                            "engine would run it anyway.")
+        if passed:
+            notes.append(f"run as {profile.label}, the first profile that can run this draft: {'; '.join(passed)}")
     draft = Eagle3Draft(cfg, profile=profile, fmt=fmt)
     if embedding is not None:
         sd["embed_tokens.weight"] = embedding
@@ -396,15 +402,36 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
 
 # ---------------------------------------------------------------------------- save / convert
 
-def trainer_of(draft: Eagle3Draft):
-    """The profile whose arithmetic made this draft: its format's trainer (its own profile when it has no
-    format), or the format's server when that trainer cannot run the draft (an MLA draft in sglang format
-    comes from TorchSpec, which computes as SGLang serves it)."""
-    trainer = get_profile(FORMAT_PROFILE.get(draft.format) or draft.profile.name)
-    if draft.format and serving_problems(draft.config, trainer) and not serving_problems(draft.config,
-                                                                                        SERVE_PROFILE[draft.format]):
-        return get_profile(SERVE_PROFILE[draft.format])
-    return trainer
+def first_runnable(cfg: DraftConfig, fmt: str, reads_ids: bool = False) -> tuple[EngineProfile | None, list[str]]:
+    """The first of format ``fmt``'s trainer, its server, then every other profile, that can run this draft (no
+    ``serving_problems``; with ``reads_ids`` also reading its aux ids where they are written), and why each one
+    before it was passed over (all of them when none can: None)."""
+    passed = []
+    for name in dict.fromkeys((FORMAT_PROFILE[fmt], SERVE_PROFILE[fmt], *PROFILES)):
+        profile = get_profile(name)
+        problems = serving_problems(cfg, profile)
+        if not problems and reads_ids:
+            problems = [why for why in profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)[1:] if why]
+        if not problems:
+            return profile, passed
+        passed.append(problems[0])
+    return None, passed
+
+
+def trainer_of(draft: Eagle3Draft) -> EngineProfile:
+    """The profile whose arithmetic and aux-id convention made this draft: its own profile when it has no format,
+    else the first profile that can run it and reads its ids (the format's trainer, then its server, then any
+    other). When none can, the first of trainer and server that computes its attention kind: an MLA draft without
+    q LoRA in sglang format comes from TorchSpec, which computes and writes ids as SGLang does, although SGLang's
+    loader needs a q LoRA."""
+    if not draft.format:
+        return draft.profile
+    found, _ = first_runnable(draft.config, draft.format, reads_ids=True)
+    if found is not None:
+        return found
+    trainer, server = get_profile(FORMAT_PROFILE[draft.format]), get_profile(SERVE_PROFILE[draft.format])
+    kind = draft.config.attention
+    return server if kind not in trainer.families.attention and kind in server.families.attention else trainer
 
 
 def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, required: bool = True):
@@ -606,8 +633,9 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
     draft = None
     if files:
         try:
-            draft = load_draft(config_file.parent, target=target, device="cpu", dtype=None,
-                               require_embedding=False, check_vocab=False, num_target_layers=n)
+            runnable = first_runnable(cfg, kind)[0] is not None   # else: checked as its trainer would run it
+            draft = load_draft(config_file.parent, target=target, device="cpu", dtype=None, require_embedding=False,
+                               check_vocab=False, num_target_layers=n, profile=None if runnable else FORMAT_PROFILE[kind])
             cfg = draft.config
             rep = draft.load_report
             out["vocab"] = {"checked": True, "findings": rep.vocab_findings}

@@ -29,7 +29,7 @@ from eagle3lab.app.cli import main
 from eagle3lab.engines.profiles import serving_problems
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models import checkpoint_formats as cf
-from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
+from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft, trainer_of
 from eagle3lab.models.draft import DraftCache, DraftConfig, Eagle3Draft
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -182,10 +182,15 @@ def test_checkpoint_in_the_engines_layouts_loads_runs_and_round_trips(tmp_path, 
     assert q_keys | {"midlayer.self_attn.kv_a_proj_with_mqa.weight", "midlayer.self_attn.kv_a_layernorm.weight",
                      "midlayer.self_attn.kv_b_proj.weight", "fc.weight", "d2t"} <= keys
     loaded = load_draft(tmp_path / "sglang", target=target(), device="cpu")
-    # run as SGLang serves it (SpecForge, the sglang format's trainer, has no MLA draft) when SGLang can
+    # run by the first profile that can: SpecForge (the sglang format's trainer) has no MLA draft, SGLang (its
+    # server) needs a q LoRA, vLLM builds q_proj; said in the load report
     assert loaded.config.attention == "mla" and loaded.profile.name == ("sglang" if draft.config.q_lora_rank else
-                                                                          "specforge")
-    _same(draft, loaded)
+                                                                          "vllm")
+    run_as, = [w for w in loaded.load_report.warnings if w.startswith("run as")]
+    assert "SpecForge" in run_as and ("needs q_lora_rank" in run_as) == (not draft.config.q_lora_rank)
+    # made with the arithmetic and ids of SGLang (TorchSpec's MLA drafts compute as SGLang does), either way
+    assert trainer_of(loaded).name == "sglang"
+    _same(draft, loaded.under("sglang"))
     torch.manual_seed(5)
     ids, aux = torch.randint(0, 64, (1, 5)), torch.randn(1, 5, 96)
     # the same arithmetic under the same profile (SGLang itself would swap in the target's embedding)
@@ -197,8 +202,21 @@ def test_checkpoint_in_the_engines_layouts_loads_runs_and_round_trips(tmp_path, 
     assert first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
     # the published lightseekorg layout (layers.0.*, read by SGLang's and vLLM's loaders) loads the same
     rekey(tmp_path / "sglang", lambda k: k.replace("midlayer.", "layers.0."))
-    _same(draft, load_draft(tmp_path / "sglang", target=target(), device="cpu"))
-    assert lossless(loaded, n_prompts=1, num_steps=2)
+    _same(draft, load_draft(tmp_path / "sglang", target=target(), device="cpu").under("sglang"))
+    assert lossless(loaded.under("sglang"), n_prompts=1, num_steps=2)   # vLLM feeds its default ids (2, 3, 3)
+
+
+def test_a_draft_no_profile_can_run_is_refused_unless_a_profile_is_given(tmp_path):
+    draft = random_mla(q_lora_rank=None, rope_scaling=LINEAR)   # SGLang needs a q LoRA, vLLM an original length
+    draft.t2d[:48] = True   # the identity map of random_mla's zero d2t
+    save_draft(draft, tmp_path / "d", "sglang")
+    with pytest.raises(Eagle3LabError, match="a profile that can run this draft.*needs q_lora_rank.*"
+                                             "needs rope_scaling.original_max_position_embeddings.*profile="):
+        load_draft(tmp_path / "d", device="cpu")
+    assert load_draft(tmp_path / "d", device="cpu", profile="sglang").profile.name == "sglang"
+    report = inspect_checkpoint(tmp_path / "d")   # inspect still checks it, and lists why nothing serves it
+    assert report["errors"] == [] and report["weights"]["checked"]
+    assert all(row["problems"] for row in report["serving"].values())
 
 
 def test_mla_is_refused_where_no_engine_reads_it(tmp_path):
