@@ -35,7 +35,7 @@ from eagle3lab.engines.profiles import (
 )
 from eagle3lab.errors import bad_input
 from eagle3lab.models.draft import MLA_SIZES, DraftConfig
-from eagle3lab.models.draft_family import describe_draft_config, is_mla_draft
+from eagle3lab.models.draft_family import describe_draft_config, is_mla_draft, written_aux_count
 
 FORMATS = ("speculators", "sglang", "eagle")
 SGLANG_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM")
@@ -149,10 +149,10 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
                 continue
             if ids is None:
                 ids, ids_key = tuple(value), key
-    num_aux = geo_src.get(NUM_AUX_KEY)   # speculators: vLLM sees only transformer_layer_config's keys
+    num_aux, num_aux_key = written_aux_count(cfg)
     if num_aux is not None:
         if not isinstance(num_aux, int) or num_aux < 1 or (ids is not None and num_aux != len(ids)):
-            raise bad_input(where, NUM_AUX_KEY, "a positive integer" + (f" equal to the {len(ids)} ids at {ids_key}"
+            raise bad_input(where, num_aux_key, "a positive integer" + (f" equal to the {len(ids)} ids at {ids_key}"
                                                                       if ids is not None else ""), repr(num_aux))
     flags = {}
     for flag in FLAGS:

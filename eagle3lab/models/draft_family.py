@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from eagle3lab.engines.profiles import IDS_TOP, rope_type_of
+from eagle3lab.engines.profiles import IDS_TOP, NUM_AUX_KEY, rope_type_of
 
 MLA_ARCHS = ("Eagle3DeepseekV2ForCausalLM", "DeepseekV3ForCausalLMEagle3", "Eagle3DeepseekV3ForCausalLM")
 MLA_KEYS = ("kv_lora_rank", "qk_rope_head_dim")
@@ -23,6 +23,15 @@ def _layer_config(raw: dict) -> dict:
     """Where the layer geometry lives: speculators' transformer_layer_config, else the top level."""
     inner = raw.get("transformer_layer_config")
     return inner if isinstance(inner, dict) else raw
+
+
+def written_aux_count(raw: dict) -> tuple[object, str | None]:
+    """``num_aux_hidden_states`` where the engines read it: the layer config (speculators' transformer_layer_config,
+    all that vLLM's update_eagle3 passes to the model; else the top level) -> ``(value as written, its key)``,
+    ``(None, None)`` when absent."""
+    inner = isinstance(raw.get("transformer_layer_config"), dict)
+    value = _layer_config(raw).get(NUM_AUX_KEY)
+    return (value, ("transformer_layer_config." if inner else "") + NUM_AUX_KEY) if value is not None else (None, None)
 
 
 def _rope(layer: dict) -> tuple[str, dict | None]:
@@ -57,8 +66,8 @@ def describe_draft_config(raw: dict) -> dict:
     ids = raw.get(IDS_TOP) or nested.get("eagle_aux_hidden_state_layer_ids")
     if isinstance(ids, list) and ids:
         num_aux, source = len(ids), "the aux layer ids written"
-    elif isinstance(raw.get("num_aux_hidden_states"), int):
-        num_aux, source = raw["num_aux_hidden_states"], "num_aux_hidden_states"
+    elif isinstance(written_aux_count(raw)[0], int):
+        num_aux, source = written_aux_count(raw)
     else:
         num_aux, source = 3, "no ids written: every engine's default of 3"
     return {"family": family, "attention": attention, "rope_type": rope_type, "rope_scaling": rope,

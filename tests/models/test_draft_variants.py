@@ -151,6 +151,27 @@ def test_four_aux_draft_loads_with_its_ids_and_is_served_where_fc_can_read_four(
     assert len(aux) == 1 and aux[0].startswith("run as SGLang") and "SpecForge" in aux[0]
 
 
+def test_aux_count_is_read_by_one_rule_for_inspect_and_loading():
+    """num_aux_hidden_states lives in the layer config: speculators' transformer_layer_config (all that vLLM passes to
+    the model), else the top level of a flat config; the family description and the loader read it alike."""
+    from eagle3lab.models.draft_family import describe_draft_config
+
+    raw = json.loads((REAL_CONFIGS / "vllm-project__speculators__llama3.1-8b-eagle3-4aux__REBUILT.json").read_text())
+    raw.pop("eagle_aux_hidden_state_layer_ids")
+    cases = [(raw, 4, {"transformer_layer_config": {**raw["transformer_layer_config"], "num_aux_hidden_states": 4}}),
+             (raw, 3, {"num_aux_hidden_states": 4})]   # a speculators config's top level reaches no engine
+    flat = json.loads((REAL_CONFIGS / "sgl-project__SpecForge__llama3-8B-eagle3.json").read_text())
+    flat.pop("eagle_config", None)
+    cases.append((flat, 4, {"num_aux_hidden_states": 4}))
+    for base, expected, change in cases:
+        config = {**base, **change}
+        fmt = cf.classify_config(config)[0]
+        described = describe_draft_config(config)
+        assert described["num_aux"] == cf.config_to_draft(config, fmt, "cfg")[0].num_aux == expected, change
+        if expected == 4:
+            assert "num_aux_hidden_states" in described["num_aux_from"]
+
+
 def test_fc_width_mismatch_names_the_key_expected_and_found(tmp_path):
     save_draft(trained("4-aux"), tmp_path / "d", "speculators")
     edit_config(tmp_path / "d", lambda c: (c.update(eagle_aux_hidden_state_layer_ids=[1, 3, 5]),
@@ -160,7 +181,8 @@ def test_fc_width_mismatch_names_the_key_expected_and_found(tmp_path):
                                              r"shape \[32, 128\] \(128 columns\)"):
         load_draft(tmp_path / "d", device="cpu")
     edit_config(tmp_path / "d", lambda c: c["transformer_layer_config"].update(num_aux_hidden_states=5))
-    with pytest.raises(Eagle3LabError, match=r"key 'num_aux_hidden_states': expected a positive integer equal to the "
+    with pytest.raises(Eagle3LabError, match=r"key 'transformer_layer_config.num_aux_hidden_states': expected a positive "
+                                             r"integer equal to the "
                                              r"3 ids at eagle_aux_hidden_state_layer_ids, found 5"):
         load_draft(tmp_path / "d", device="cpu")
 
