@@ -22,11 +22,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from eagle3lab.engines.profiles import ATTENTION_KINDS
+from eagle3lab.errors import bad_input
 from eagle3lab.models.hooks import HookPoint
 from eagle3lab.models.norms import RMSNorm
 from eagle3lab.models.rope import apply_rope, rope_parameters
-
-ATTENTION_KINDS = ("llama", "qwen3", "mla")
 
 
 class Attention(nn.Module):
@@ -122,4 +122,7 @@ class MLAAttention(nn.Module):
 
 
 def make_attention(cfg, in_dim: int, layer: int) -> nn.Module:
+    """The attention module of kind ``cfg.attention`` (one of eagle3lab.engines.profiles.ATTENTION_KINDS)."""
+    if cfg.attention not in ATTENTION_KINDS:
+        raise bad_input("draft config", "attention", f"one of {', '.join(ATTENTION_KINDS)}", repr(cfg.attention))
     return MLAAttention(cfg, in_dim, layer) if cfg.attention == "mla" else Attention(cfg, in_dim, layer)

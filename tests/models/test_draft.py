@@ -332,6 +332,22 @@ def test_rewired_rejects_unknown_names_and_wrong_width():
         draft.rewired(aux_resid=[0, 3])
 
 
+def test_attention_kinds_have_one_home_and_each_is_built():
+    from eagle3lab.engines.profiles import ATTENTION_KINDS
+    from eagle3lab.models import draft_attention
+
+    assert draft_attention.ATTENTION_KINDS is ATTENTION_KINDS   # the engine-knowledge layer's, with its descriptions
+    sizes = dict(q_lora_rank=None, kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4)
+    built = {kind: type(Eagle3Draft(DraftConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                                vocab_size=32, attention=kind, **(sizes if kind == "mla" else {})))
+                        .layers[0].self_attn).__name__ for kind in ATTENTION_KINDS}
+    assert built == {"llama": "Attention", "qwen3": "Attention", "mla": "MLAAttention"}
+    cfg = DraftConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2, vocab_size=32)
+    cfg.attention = "gqa"
+    with pytest.raises(Eagle3LabError, match="key 'attention': expected one of llama, qwen3, mla, found 'gqa'"):
+        draft_attention.make_attention(cfg, 32, 0)
+
+
 def test_rope_table_rows_equal_the_angles_computed_per_call():
     """Consecutive positions read a cached cos/sin table: bit-identical to computing them, per dtype."""
     draft = make_draft(rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
