@@ -51,7 +51,10 @@ def executed_notebook(name: str):
     """``notebooks/NAME`` executed on the bundled models, once per test run (every test shares the run)."""
     nb, err = _execute(name)
     if err is not None:
-        pytest.fail(f"{name} failed to execute: {str(err).strip().splitlines()[-1] if str(err).strip() else err!r}")
+        # a cell error names itself (ename/evalue); str(err) ends with the traceback's rule of dashes
+        what = (f"{err.ename}: {err.evalue}" if getattr(err, "ename", None) else
+                str(err).strip().splitlines()[-1] if str(err).strip() else repr(err))
+        pytest.fail(f"{name} failed to execute: {type(err).__name__}: {what}")
     return nb
 
 
