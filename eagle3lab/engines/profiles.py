@@ -553,6 +553,11 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
         rope_type = rope_type_of(rope)
         if how:
             decisions["rope_scaling"] = Decision(rope_type, how)
+    elif rope_type == "mrope" and rope.get("rope_type", rope.get("type")) == "default" and \
+            rope_type not in profile.rope_types:   # transformers 5's spelling where mrope is not applied
+        decisions["rope_scaling"] = Decision("default", f"{profile.label} reads rope_type 'default' and builds plain "
+                                                        "RoPE (mrope_section is not read)")
+        rope = None
     elif rope_type not in profile.rope_types:
         decisions["rope_scaling"] = Decision("default", f"{profile.label} does not apply rope_type '{rope_type}'"
                                              + (f" ({profile.rope_other}); shown as plain RoPE" if profile.rope_other
@@ -615,6 +620,10 @@ def mla_rope(config, profile: str | EngineProfile) -> tuple[dict | None, str, li
 
 
 def rope_type_of(rope_scaling: dict | None) -> str:
+    """The RoPE type as the engines read it: rope_type, else the legacy type; "mrope" also for rope_type default with
+    mrope_section, transformers 5's spelling (vLLM's transformers_utils/config.py rewrites a legacy 'type: mrope' to
+    it and builds MRotaryEmbedding; SGLang's llama_eagle3.py keys mrope on mrope_section)."""
     if not rope_scaling:
         return "default"
-    return str(rope_scaling.get("rope_type", rope_scaling.get("type", "default")))
+    kind = str(rope_scaling.get("rope_type", rope_scaling.get("type", "default")))
+    return "mrope" if kind == "default" and "mrope_section" in rope_scaling else kind

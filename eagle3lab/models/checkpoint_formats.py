@@ -32,6 +32,7 @@ from eagle3lab.engines.profiles import (
     NUM_AUX_KEY,
     mla_config_notes,
     modelopt_switch_notes,
+    rope_type_of,
 )
 from eagle3lab.errors import bad_input
 from eagle3lab.models.draft import MLA_SIZES, DraftConfig
@@ -116,7 +117,7 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
     rope_params = geo_src.get("rope_parameters")  # transformers 5 writes theta and scaling together here
     if isinstance(rope_params, dict):
         geo.setdefault("rope_theta", rope_params.get("rope_theta", 10000.0))
-        if rope_params.get("rope_type", "default") != "default":
+        if rope_type_of(rope_params) != "default":   # mrope: default + mrope_section
             geo.setdefault("rope_scaling", {k: v for k, v in rope_params.items() if k != "rope_theta"})
     for key, rule in (("rope_theta", "Llama default 10000.0 (key missing, as in the EAGLE official template)"),
                       ("rms_norm_eps", "Llama default 1e-6"), ("num_key_value_heads", "= num_attention_heads"),

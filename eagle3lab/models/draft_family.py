@@ -38,10 +38,7 @@ def _rope(layer: dict) -> tuple[str, dict | None]:
     params = layer.get("rope_parameters") if isinstance(layer.get("rope_parameters"), dict) else None
     scaling = layer.get("rope_scaling") if isinstance(layer.get("rope_scaling"), dict) else None
     rope = scaling or params
-    kind = rope_type_of(rope)
-    if kind == "default" and rope and "mrope_section" in rope:   # transformers 5 writes mrope as default + sections
-        kind = "mrope"
-    return kind, rope
+    return rope_type_of(rope), rope
 
 
 def describe_draft_config(raw: dict) -> dict:

@@ -78,6 +78,37 @@ def test_the_variants_really_differ_and_scale():
         pytest.approx(math.sqrt(1 + math.log(4.0) / math.log(16)))
 
 
+def test_mrope_has_one_rule_for_both_spellings():
+    """transformers 5 writes mrope as rope_type default + mrope_section (vLLM's config.py rewrites a legacy 'type: mrope'
+    to it, SGLang's llama_eagle3.py keys mrope on mrope_section): the draft family, the profiles, the config reader
+    and the draft's RoPE all read it as mrope."""
+    from eagle3lab.engines.profiles import rope_type_of
+    from eagle3lab.models import checkpoint_formats as cf
+    from eagle3lab.models.draft_family import describe_draft_config
+
+    section = [2, 3, 3]
+    legacy, v5 = {"type": "mrope", "mrope_section": section}, {"rope_type": "default", "mrope_section": section}
+    assert rope_type_of(legacy) == rope_type_of(v5) == "mrope"
+    torch.manual_seed(0)
+    grid, ids, aux = torch.randint(0, 40, (3, 1, 6)), torch.randint(0, 32, (1, 6)), torch.randn(1, 6, 3 * 64)
+    logits = []
+    for rope in (legacy, v5):
+        cfg = DraftConfig(hidden_size=64, intermediate_size=64, num_attention_heads=4, vocab_size=32, rope_theta=1e6,
+                          rope_scaling=rope)
+        torch.manual_seed(1)
+        draft = Eagle3Draft(cfg, profile="sglang")
+        assert draft.rope.kind == "mrope" and draft.settings.decisions["rope_scaling"].value == "mrope"
+        logits.append(draft(ids, aux, position_ids=grid).logits)   # [3, B, T] positions are taken
+    torch.testing.assert_close(logits[0], logits[1])
+    # an engine without mrope: plain RoPE, and why (transformers 5's spelling reads as default there)
+    assert "mrope_section is not read" in draft.under("speculators").settings.decisions["rope_scaling"].how
+    flat = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 64, "intermediate_size": 64,
+            "num_attention_heads": 4, "vocab_size": 32, "draft_vocab_size": 32,
+            "rope_parameters": {**v5, "rope_theta": 1e6}}
+    assert describe_draft_config(flat)["rope_type"] == "mrope"
+    assert cf.config_to_draft(flat, "sglang", "cfg")[0].rope_scaling == v5
+
+
 def test_mrope_equals_qwen2_vl_rotary_and_reduces_to_plain_rope_for_text():
     section = [2, 3, 3]                                   # sums to head_dim / 2, as Qwen2.5-VL's [16, 24, 24]
     mrope = {"type": "mrope", "mrope_section": section}
