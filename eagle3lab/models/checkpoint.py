@@ -321,13 +321,14 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
     sd, ignored = canonical_state_dict(read_weights(files), where)
     notes += ignored
     cfg = fit_config_to_weights(cfg, raw, sd, where, notes)
-    if cfg.draft_vocab_size == cfg.vocab_size and "d2t" in sd:  # SpecForge saves its buffers even then
+    # SpecForge saves its buffers even then (and its warm start needs them: save_draft writes them), so an
+    # identity map is dropped without a word; only one that is not the identity is an error
+    if cfg.draft_vocab_size == cfg.vocab_size and "d2t" in sd:
         d2t, _ = sd.pop("d2t"), sd.pop("t2d", None)
         if bool((d2t != 0).any()):
             raise bad_input(where, "d2t", "all-zero offsets (draft_vocab_size = vocab_size: the identity map)",
                             f"{int((d2t != 0).sum())} non-zero offsets", "Set draft_vocab_size in config.json to "
                             "the length the draft was trained with.")
-        notes.append("d2t/t2d present with draft vocabulary = target vocabulary: identity map, not needed")
     absent = check_state_dict(cfg, sd, where)
 
     facts = target_facts(target)
