@@ -589,7 +589,7 @@ def mla_rope(config, profile: str | EngineProfile) -> tuple[dict | None, str, li
     given as attention_factor, since transformers' own mscale rule differs when only one of the two is written."""
     profile = get_profile(profile)
     rope, fam = config.rope_scaling, profile.families
-    if rope_type_of(rope) in ("default", "mrope"):   # mrope: plain frequencies, and a text-only MLA draft has 1-D positions
+    if rope_type_of(rope) in ("default", "mrope"):   # mrope: plain frequencies on a text-only draft's positions
         return None, "", []
     for key, why in _MLA_ROPE_UNMODELLED.items():
         if key in rope:

@@ -635,8 +635,9 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
     if files:
         try:
             runnable = first_runnable(cfg, kind)[0] is not None   # else: checked as its trainer would run it
-            draft = load_draft(config_file.parent, target=target, device="cpu", dtype=None, require_embedding=False,
-                               check_vocab=False, num_target_layers=n, profile=None if runnable else FORMAT_PROFILE[kind])
+            draft = load_draft(config_file.parent, target=target, device="cpu", dtype=None,
+                               require_embedding=False, check_vocab=False, num_target_layers=n,
+                               profile=None if runnable else FORMAT_PROFILE[kind])
             cfg = draft.config
             rep = draft.load_report
             out["vocab"] = {"checked": True, "findings": rep.vocab_findings}
