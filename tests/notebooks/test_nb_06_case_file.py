@@ -55,14 +55,35 @@ def test_step3_the_weights_pick_the_trained_wiring_and_residual(nb):
     assert nb["tau_best"] > nb["tau_as_served"] + 1.0
 
 
-def test_step4_sglang_cannot_express_the_fix_and_vllm_can(nb, bundled_models, tmp_path):
+def test_step4_sglang_feeds_the_trained_wiring_only_from_0_5_22_and_vllm_serves_the_whole_fix(nb, bundled_models,
+                                                                                                tmp_path):
+    # the team's fix, id -1, is loop index 0, where SGLang's llama.py adds a residual that is still None up to 0.5.21
     with pytest.raises(ValueError, match="resid\\[0\\]"):
-        to_engine_ids("sglang", [0, 3, 7], 12, arch="LlamaForCausalLM")
-    # the team's fix, id -1: loop index 0, where SGLang's llama.py adds a residual that is still None
-    seed_fix = resolve_aux_layers("sglang", [-1, 2, 6], 12, arch="LlamaForCausalLM")
-    assert seed_fix.fatal and "llama.py" in seed_fix.fatal[0] and "TypeError" in seed_fix.fatal[0]
+        to_engine_ids("sglang", [0, 3, 7], 12, arch="LlamaForCausalLM", engine_version="0.5.21")
+    old = resolve_aux_layers("sglang", [-1, 2, 6], 12, arch="LlamaForCausalLM", engine_version="0.5.21")
+    assert old.fatal and "llama.py" in old.fatal[0] and "TypeError" in old.fatal[0]
+    assert "2025 main" in old.fatal[0] and "0.5.4-0.5.21" in old.fatal[0]          # the versions the text names
+    # from 0.5.22 (the layer boundary) id -1 feeds resid[0]; 0.5.23 is the newest read and run on CPU
+    for version in ("0.5.22", "0.5.23", None):
+        assert to_engine_ids("sglang", [0, 3, 7], 12, arch="LlamaForCausalLM", engine_version=version) == [-1, 2, 6]
+        new = resolve_aux_layers("sglang", [-1, 2, 6], 12, arch="LlamaForCausalLM", engine_version=version)
+        assert not new.fatal and list(new.resid) == [0, 3, 7] and not new.unconfirmed
+    assert "0.5.23 run on CPU" in new.notes[0].text
+    qwen = resolve_aux_layers("sglang", [-1, 2, 6], 12, arch="Qwen3ForCausalLM", engine_version="0.5.4")
+    assert not qwen.fatal and list(qwen.resid) == [0, 3, 7]           # qwen2.py: every release read
+    # the notebook's table: its default build cannot, the newest can, and the words follow
+    assert (nb["sglang_version"], nb["sglang_newest"], nb["team_fix"]) == ("0.5.21", "0.5.23", [-1, 2, 6])
+    assert nb["sglang_ids"] == {"0.5.21": None, "0.5.23": [-1, 2, 6]}
+    assert nb["team_fix_breaks"] == {"0.5.21": True, "0.5.23": False}
+    text = notebook_summary("06_case_file.ipynb")
+    assert ("SGLang 0.5.21 cannot feed that wiring (ids [-1, 2, 6] raise a TypeError); "
+            "SGLang 0.5.23 feeds that wiring with ids [-1, 2, 6]") in text
+    # ... but SGLang ignores norm_before_residual in every version read: the wiring alone is half the fix
+    assert nb["tau_sglang_wiring"] < nb["tau_best"] - 0.5
     target = eagle3lab.load_target(bundled.TARGET, device="cpu")
     draft = load_draft(bundled.DRAFT_CASE, target=target, device="cpu")
+    assert draft.under("sglang").settings.norm_before_residual is False
+    assert draft.under("sglang-legacy").settings.norm_before_residual is False
     fixed = draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=True)
     written = save_draft(fixed, tmp_path / "fixed", "speculators", num_target_layers=12)
     assert written["aux_ids_written"] == [0, 3, 7] == nb["ids_written"] and written["flags_written"]["norm_before_residual"]
