@@ -2,15 +2,17 @@
 
 The draft-case was trained on [resid[0], resid[3], resid[7]] with norm_before_residual=True and
 shipped with SGLang ids [2, 6, 10], which SGLang (llama.py: config id k -> resid[k+1]) serves as
-[resid[3], resid[7], resid[11]]. The drafts get retrained, so claims are relations with margins.
+[resid[3], resid[7], resid[11]]; its llama.py feeds resid[0] (id -1) only from 0.5.22. The drafts get
+retrained, so claims are relations with margins.
 """
 
 from __future__ import annotations
 
 import pytest
-from conftest import notebook_claims
+from conftest import notebook_claims, notebook_summary
 
 from eagle3lab import bundled
+from eagle3lab.engines.layer_ids import to_engine_ids
 from eagle3lab.models.checkpoint import load_draft
 
 # ----------------------------------------------------------------------------- the notebook's claims
@@ -53,9 +55,28 @@ def test_reorderings_cost_and_the_embedding_slot_has_no_substitute(nb):
     assert nb["tau_trained"] - nb["tau_worst_order"] >= 0.7
     assert nb["tau_trained"] >= nb["tau_best_scanned"] - 0.3       # at (or within noise of) the top
     assert nb["worst_slot"] == 0                                   # the embedding slot matters most
-    # section 4: SGLang's nearest servable wiring moves only resid[0], and that is no fix for this draft
-    assert nb["servable"] == [1, 3, 7] and nb["slot0_best_substitute"] <= nb["tau_trained"] - 0.5
+    # section 4, SGLang up to 0.5.21 (the notebook's ENGINE_VERSION): its nearest servable wiring moves only
+    # resid[0], and that is no fix for this draft
+    assert nb["engine_version"] == "0.5.21"
+    assert nb["servable"] == [1, 3, 7] and nb["servable_ids"] == [0, 2, 6]
+    assert nb["slot0_best_substitute"] <= nb["tau_trained"] - 0.5
     assert nb["tau_servable"] <= nb["tau_trained"] - 0.5
+
+
+def test_from_0_5_22_sglang_feeds_the_embedding_but_keeps_its_residual_rule(nb):
+    """Section 4's newest build: llama.py captures at the layer boundary, id -1 = resid[0] (from 0.5.22)."""
+    with pytest.raises(ValueError, match="TypeError"):
+        to_engine_ids("sglang", TRAINED, 12, arch="LlamaForCausalLM", engine_version="0.5.21")
+    assert to_engine_ids("sglang", TRAINED, 12, arch="LlamaForCausalLM", engine_version="0.5.22") == [-1, 2, 6]
+    assert nb["newest_version"] == "0.5.23"
+    assert nb["servable_newest"] == TRAINED and nb["servable_newest_ids"] == [-1, 2, 6]
+    # the same wiring and rule as "as trained", scored on the same states
+    assert nb["tau_servable_newest"] == pytest.approx(nb["tau_trained"], abs=1e-9)
+    # SGLang still ignores norm_before_residual: fed the trained wiring, this draft keeps little
+    assert nb["tau_servable_newest_engine_rule"] <= nb["tau_trained"] - 0.5
+    text = notebook_summary("03_fc_input_ordering.ipynb")
+    assert "SGLang 0.5.21 can serve, [resid[1], resid[3], resid[7]] (ids [0, 2, 6])" in text
+    assert "SGLang 0.5.23 feeds the trained wiring itself (ids [-1, 2, 6])" in text
 
 
 def test_healthy_draft_is_served_the_wiring_it_was_trained_on(nb, bundled_models):
