@@ -112,6 +112,12 @@ class DraftConfig:
                 raise bad_input("draft config", missing[0], "an integer (an MLA draft needs all of "
                                 f"{', '.join(MLA_SIZES)})", repr(getattr(self, missing[0])))
             # every head reads the one latent; head_dim is the RoPE width, as in transformers' DeepseekV3Config
+            for key, value, rule in (("num_key_value_heads", self.num_attention_heads, "num_attention_heads: every "
+                                      "head reads the one latent"),
+                                     ("head_dim", self.qk_rope_head_dim, "qk_rope_head_dim: an MLA layer's RoPE width")):
+                if getattr(self, key) not in (None, value):
+                    raise bad_input("draft config", key, f"{value} (= {rule}) or absent for an MLA draft",
+                                    getattr(self, key))
             self.num_key_value_heads, self.head_dim = self.num_attention_heads, self.qk_rope_head_dim
         self.num_key_value_heads = self.num_key_value_heads or self.num_attention_heads
         self.head_dim = self.head_dim or self.hidden_size // self.num_attention_heads
@@ -300,6 +306,14 @@ class Eagle3Draft(nn.Module):
             raise bad_input("rewired", ", ".join(sorted(unknown | ({"decisions"} & set(flags)))),
                             f"aux_resid or a DraftSettings switch ({', '.join(f.name for f in fields(DraftSettings)[:-1])})",
                             "an unknown name")
+        owners = {"qk_norm": (self.config.attention == "qwen3", "a Qwen3 draft's q_norm/k_norm weights"),
+                  "fc_norm": (bool(self.config.fc_norm), "the fc_norm.{i} weights (config fc_norm true)"),
+                  "norm_before_fc": (bool(self.config.norm_before_fc), "the input_norm weight (config "
+                                                                        "norm_before_fc true)")}
+        for flag, (present, weights) in owners.items():
+            if flags.get(flag) and not present:
+                raise bad_input("rewired", flag, f"true only for a draft with {weights}", "true",
+                                f"This {self.config.attention} draft has none; switching it off is always possible.")
         if aux_resid is not None and len(aux_resid) != self.config.num_aux:
             raise bad_input("rewired", "aux_resid", f"{self.config.num_aux} resid indices (fc reads "
                             f"{self.config.num_aux} x {self.config.target_hidden_size})", list(aux_resid))

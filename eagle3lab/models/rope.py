@@ -87,11 +87,19 @@ class DraftRope:
             raise bad_input(where, "rope_scaling.mrope_section", f"sections summing to head_dim / 2 = {head_dim // 2}",
                             list(self.mrope_section))
         self._cache: dict = {}
-        try:
-            self.inv_freq, self.attention_scaling = self.frequencies(None)
-        except (KeyError, TypeError) as err:   # a key the transformers function needs is missing or malformed
-            raise bad_input(where, "rope_scaling", f"the keys transformers needs for rope_type '{self.kind}'",
-                            f"{rope_scaling} ({type(err).__name__}: {err})") from None
+        expected = (f"the keys transformers needs for rope_type '{self.kind}', with values giving finite, "
+                    "positive frequencies")
+        # every frequency set a forward can use is checked now: the load-time one, and longrope's long one
+        for key in (None, "long") if self.kind == "longrope" else (None,):
+            try:   # a key missing or malformed, or a value the formula cannot take (a zero length, a wrong length)
+                inv, scale = self._compute(key)
+            except (KeyError, TypeError, ValueError, ZeroDivisionError, RuntimeError) as err:
+                raise bad_input(where, "rope_scaling", expected,
+                                f"{rope_scaling} ({type(err).__name__}: {err})") from None
+            if not (bool(torch.isfinite(inv).all()) and bool((inv > 0).all()) and math.isfinite(scale) and scale > 0):
+                raise bad_input(where, "rope_scaling", expected, f"{rope_scaling} (inverse frequencies from "
+                                f"{float(inv.min()):g} to {float(inv.max()):g}, cos/sin scale {scale:g})")
+        self.inv_freq, self.attention_scaling = self.frequencies(None)
 
     def regime(self, end: int | None):
         """A key equal for two forwards exactly when their frequencies are equal (None: the load-time ones).
@@ -108,20 +116,24 @@ class DraftRope:
         """(inverse frequencies [head_dim/2] fp32 on CPU, cos/sin scale) for a forward whose last position is end - 1."""
         key = self.regime(end)
         if key not in self._cache:
-            from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-
-            config = _RopeConfig(self.head_dim, self.max_positions, dict(self.params))
-            # transformers picks the set from seq_len: dynamic rescales theta for it, longrope goes long above the original
-            length = self.params.get("original_max_position_embeddings", self.max_positions) + 1 if key == "long" else key
-            with torch.device("cpu"):   # real numbers even while a draft is built on the meta device
-                if self.kind in ("default", "mrope"):
-                    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
-                    inv, scale = LlamaRotaryEmbedding.compute_default_rope_parameters(config)
-                else:
-                    inv, scale = ROPE_INIT_FUNCTIONS[self.kind](config, "cpu", seq_len=length)
             # keep the load-time set and the latest other one (a growing dynamic length makes a new one per step)
-            self._cache = {k: v for k, v in self._cache.items() if k is None} | {key: (inv.float(), float(scale))}
+            self._cache = {k: v for k, v in self._cache.items() if k is None} | {key: self._compute(key)}
         return self._cache[key]
+
+    def _compute(self, key) -> tuple[torch.Tensor, float]:
+        """transformers' (inverse frequencies, cos/sin scale) for regime ``key`` (see ``regime``)."""
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+        config = _RopeConfig(self.head_dim, self.max_positions, dict(self.params))
+        # transformers picks the set from seq_len: dynamic rescales theta for it, longrope goes long above the original
+        length = self.params.get("original_max_position_embeddings", self.max_positions) + 1 if key == "long" else key
+        with torch.device("cpu"):   # real numbers even while a draft is built on the meta device
+            if self.kind in ("default", "mrope"):
+                from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+                inv, scale = LlamaRotaryEmbedding.compute_default_rope_parameters(config)
+            else:
+                inv, scale = ROPE_INIT_FUNCTIONS[self.kind](config, "cpu", seq_len=length)
+        return inv.float(), float(scale)
 
     def cos_sin(self, position_ids: torch.Tensor, end: int | None, dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin [..., T, head_dim] for positions [..., T] (mrope: [3, ..., T] also)."""

@@ -19,8 +19,10 @@ from conftest import one_thread, prompts, tiny_draft, tiny_spec_target
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-# MLA sizes of the tiny drafts (hidden 32, 4 heads): q LoRA 12, latent 16, nope 6 + rope 4 per head, v 5
-MLA = dict(attention="mla", q_lora_rank=12, kv_lora_rank=16, qk_nope_head_dim=6, qk_rope_head_dim=4, v_head_dim=5)
+# MLA sizes of the tiny drafts (hidden 32, 4 heads, each reading the one latent): q LoRA 12, latent 16, nope 6 + rope 4
+# per head, v 5
+MLA = dict(attention="mla", num_key_value_heads=4, q_lora_rank=12, kv_lora_rank=16, qk_nope_head_dim=6,
+           qk_rope_head_dim=4, v_head_dim=5)
 QWEN3 = dict(attention="qwen3", head_dim=8)
 # Kimi-K2.5's yarn (TorchSpec kimi_k25_eagle3_mla.json) on a short context, and one with a softmax mscale
 KIMI_YARN = {"type": "yarn", "factor": 64.0, "mscale": 1.0, "mscale_all_dim": 1.0, "beta_fast": 1.0,

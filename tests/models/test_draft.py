@@ -332,6 +332,40 @@ def test_rewired_rejects_unknown_names_and_wrong_width():
         draft.rewired(aux_resid=[0, 3])
 
 
+def test_rewired_refuses_switches_whose_weights_the_draft_lacks():
+    draft = make_draft()   # a Llama draft without fc norms
+    for flag, owner in (("qk_norm", "q_norm/k_norm"), ("fc_norm", "fc_norm"), ("norm_before_fc", "input_norm")):
+        with pytest.raises(Eagle3LabError, match=rf"rewired: key '{flag}': expected .*{owner}.*found true"):
+            draft.rewired(**{flag: True})
+        draft.rewired(**{flag: False})   # switching one off is always possible
+
+
+@pytest.mark.parametrize("rope,why", [
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0}, "ValueError"),
+    ({"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 4,
+      "original_max_position_embeddings": 0}, "ZeroDivisionError"),
+    ({"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 3,
+      "original_max_position_embeddings": 16}, "RuntimeError"),
+    ({"type": "linear", "factor": 0.0}, "inf"),
+    ({"rope_type": "yarn", "factor": -2.0, "original_max_position_embeddings": 16}, "-"),
+], ids=["yarn-original-0", "longrope-original-0", "longrope-long-length", "linear-factor-0", "yarn-negative"])
+def test_bad_rope_values_are_refused_naming_the_key(rope, why):
+    with pytest.raises(Eagle3LabError, match=rf"key 'rope_scaling': expected .*finite, positive.*found .*{why}"):
+        DraftRope(8, 10000.0, rope, 64)
+
+
+def test_mla_geometry_stated_against_its_rule_is_refused():
+    sizes = dict(attention="mla", q_lora_rank=None, kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4,
+                 v_head_dim=4)
+    base = dict(hidden_size=16, intermediate_size=32, num_attention_heads=4, vocab_size=32, **sizes)
+    assert DraftConfig(**base, num_key_value_heads=4, head_dim=4).num_key_value_heads == 4   # as the rule says
+    with pytest.raises(Eagle3LabError, match="key 'num_key_value_heads': expected 4 .*every head reads the one "
+                                             "latent.*found 2"):
+        DraftConfig(**base, num_key_value_heads=2)
+    with pytest.raises(Eagle3LabError, match="key 'head_dim': expected 4 .*qk_rope_head_dim.*found 8"):
+        DraftConfig(**base, head_dim=8)
+
+
 def test_attention_kinds_have_one_home_and_each_is_built():
     from eagle3lab.engines.profiles import ATTENTION_KINDS
     from eagle3lab.models import draft_attention
