@@ -13,6 +13,7 @@ from conftest import SPEED_WORDS, notebook_claims, notebook_summary
 import eagle3lab
 from eagle3lab import bundled
 from eagle3lab.analysis.cost_model import verdict
+from eagle3lab.engines.layer_ids import to_engine_ids
 from eagle3lab.models.checkpoint import load_draft
 
 NOTEBOOK = "05_acceptance_rates.ipynb"
@@ -79,6 +80,17 @@ def test_sglang_ignores_the_half_fixed_drafts_residual_rule(bundled_models):
     target = eagle3lab.load_target(bundled.TARGET, device="cpu")
     d = load_draft(bundled.DRAFT_CASE, target=target, device="cpu").rewired(aux_resid=trained).under("sglang")
     assert d.aux_resid == tuple(trained) and d.settings.norm_before_residual is False   # facts section 3
+
+
+def test_the_half_fix_has_sglang_ids_only_from_0_5_22(nb):
+    """Section 9: resid[0] is id -1 in SGLang's llama.py, a TypeError up to 0.5.21 and the embedding from 0.5.22."""
+    trained = bundled.recorded_resid(bundled.DRAFT_CASE)
+    assert trained[0] == 0
+    with pytest.raises(ValueError, match="TypeError"):
+        to_engine_ids("sglang", trained, 12, arch="LlamaForCausalLM", engine_version="0.5.21")
+    assert to_engine_ids("sglang", trained, 12, arch="LlamaForCausalLM", engine_version="0.5.22")[0] == -1
+    assert nb["half_sglang_ids"] == {"0.5.21": None, "0.5.23": [k - 1 for k in trained]}
+    assert "SGLang 0.5.21: no ids feed it; SGLang 0.5.23: ids [-1, 2, 6])" in notebook_summary(NOTEBOOK)
 
 
 def test_toy_and_real_target_side_by_side(nb):
