@@ -131,8 +131,11 @@ SYMPTOMS = pd.DataFrame([
     ("Shape error at fc, or a crash loading the draft",
      "fc width is not num_aux x the target's hidden size (a draft for another target, a wrong num_aux; vLLM's "
      "llama_eagle3.py builds fc for 3 unless num_aux_hidden_states says otherwise, vllm#54526), an id SGLang "
-     "never reaches (N-1, or -1 in model files that do not take it), or a draft family the engine build has no "
-     "model for (MLA before SGLang 0.5.12 / vLLM 0.18.0; Qwen3 q/k norms, which SGLang drops silently)",
+     "never reaches (N-1; Qwen3-MoE fails at start-up with an IndexError) or crashes on (loop index 0, where the "
+     "residual is still None, a TypeError at the first forward: id -1 in llama.py up to 0.5.21, id -1 or, under "
+     "PR #25454's rule, id 0 in deepseek_v2.py up to 0.5.13; later releases feed the embedding output there), "
+     "or a draft family the engine build has no model for (MLA before SGLang 0.5.12 / vLLM 0.18.0; Qwen3 q/k "
+     "norms, which SGLang drops silently)",
      "FC_WIDTH, TARGET_HIDDEN_SIZE, CHECKPOINT_ERROR, ENGINE_CANNOT_RUN_DRAFT",
      "eagle3lab inspect DRAFT --target T; eagle3lab ids sglang IDS --num-layers N"),
     ("Garbage or nonsense draft tokens with a reduced draft vocabulary; acceptance collapses",
