@@ -44,8 +44,9 @@ from eagle3lab.analysis.vocab_behaviour import (
 )
 from eagle3lab.analysis.wiring_search import wiring_text
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
-from eagle3lab.engines.layer_ids import nearest_servable
+from eagle3lab.engines.layer_ids import nearest_servable, resolve_aux_layers
 from eagle3lab.engines.profiles import PROFILES
+from eagle3lab.engines.versions import parse_engine_version
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models.state_bank import FINAL_NORMED, StateBank
 
@@ -103,14 +104,17 @@ def _rule_divergence(bank: StateBank, draft, wiring, served: dict, trained: dict
     return tensor_diff(draft.rewired(**served), draft.rewired(**trained), labels=("as served", "as trained"), **inputs)
 
 
-def servable_wiring(wiring, engine: str, num_layers: int, arch: str | None):
+def servable_wiring(wiring, engine: str, num_layers: int, arch: str | None, engine_version: str | None = None):
     """The engine's nearest servable points to ``wiring`` (kept in ``wiring``'s fc order) and the ids that
-    capture them; (None, None, why) when the engine cannot capture such points."""
+    capture them, in build ``engine_version`` (None: the newest code read; which points a build can capture
+    changes, e.g. SGLang's llama.py feeds resid[0] from 0.5.22); (None, None, why) when the engine cannot
+    capture such points."""
     if not wiring or FINAL_NORMED in wiring:
         return None, None, "the final post-norm state is not an aux capture point"
     profile = PROFILES[engine]
     try:
-        nearest, ids = nearest_servable(profile.id_engine, sorted(wiring), num_layers, arch=arch)
+        nearest, ids = nearest_servable(profile.id_engine, sorted(wiring), num_layers, arch=arch,
+                                        engine_version=engine_version)
     except Eagle3LabError as err:
         return None, None, str(err)
     rank = sorted(range(len(wiring)), key=lambda i: wiring[i])
@@ -234,6 +238,14 @@ def _ids_fix(engine: str, ids) -> str:
     return f"config key {key}: {list(ids)}"
 
 
+def _id_notes(engine: str, ids, num_layers: int, arch: str | None, engine_version: str | None) -> str:
+    """What the layer-id translator says about ``ids`` in that build (e.g. the release from which SGLang's
+    id -1 feeds the embedding), as a parenthesis for a fix; empty when it says nothing."""
+    res = resolve_aux_layers(PROFILES[engine].id_engine, list(ids), num_layers, arch=arch, engine_version=engine_version)
+    notes = [n.text for n in res.notes if n.kind in ("note", "version")]
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
 def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engine: str = "sglang", engine_version=None,
                engine_args=None, server_log: str | None = None, prompts=None, max_new_tokens: int = 48,
                num_steps: int = 3, device: str = "cpu", progress: bool = True) -> DoctorReport:
@@ -256,6 +268,7 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
 
     if engine not in ENGINE_FORMAT:
         raise bad_input("--engine", None, f"one of {', '.join(ENGINE_FORMAT)}", repr(engine))
+    parse_engine_version(engine_version, "--engine-version")   # bad input named before any model loads
     if target is None:
         raise bad_input("doctor", "--target", "the target (a folder or short name; with --dump, its folder for the "
                         "config and the head)", None)
@@ -310,7 +323,7 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
         notes.append(f"no launch command given: a chain of {num_steps} draft tokens assumed")
 
     # the ladder of single fixes, measured on the bank
-    views = served_views(draft, n, arch)
+    views = served_views(draft, n, arch, engine_versions={engine: engine_version})   # ids as that build reads them
     if engine not in views:
         raise bad_input(draft_path, "aux ids", f"ids {engine} can serve for a {n}-layer target", "none it can read",
                         "Run `eagle3lab inspect` on the draft with --target.")
@@ -348,17 +361,22 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     served_ok = engine in found.served.index and bool(found.served.loc[engine, "within_noise_of_best"])
     if served_ok and (best_wiring != served_wiring or best_variant != served_variant):
         notes.append(f"{engine}'s wiring and rule are within noise of the search's best: not called a fault")
-    servable, ids, why = servable_wiring(best_wiring, engine, n, arch)
+    servable, ids, why = servable_wiring(best_wiring, engine, n, arch, engine_version)
     if best_wiring != served_wiring and not served_ok:
         order_note = "" if servable is None or list(servable) == sorted(servable) else (
             "; the engine concatenates in ascending order, so fc's input columns must be permuted "
             "(--write-fixed does it)")
+        build = f"{engine} {engine_version}" if engine_version else engine
         if servable == best_wiring:
-            fix = _ids_fix(engine, ids) + order_note
+            fix = _ids_fix(engine, ids) + _id_notes(engine, ids, n, arch, engine_version) + order_note
         else:   # the trained points are measured as they are; the engine gets the nearest it can capture
-            others = {e: servable_wiring(best_wiring, e, n, arch) for e in ENGINE_FORMAT if e != engine}
-            exact = [f"{e} captures them exactly ({_ids_fix(e, o[1])})" for e, o in others.items() if o[0] == best_wiring]
-            fix = (f"{engine} cannot capture {wiring_text(best_wiring)} ({why or 'not every point'}); nearest it can: "
+            # the other engines' builds are not known: their newest code read answers, and so does this engine's
+            others = [(e, e) for e in ENGINE_FORMAT if e != engine]
+            if engine_version:
+                others.append((f"{engine}'s newest code read", engine))
+            exact = [f"{label} captures them exactly ({_ids_fix(e, o[1])})" for label, e in others
+                     if (o := servable_wiring(best_wiring, e, n, arch))[0] == best_wiring]
+            fix = (f"{build} cannot capture {wiring_text(best_wiring)} ({why or 'not every point'}); nearest it can: "
                    + (f"{wiring_text(servable)} with {_ids_fix(engine, ids)}{order_note}" if servable else "none")
                    + ("; " + "; ".join(exact) if exact else ""))
         fixes.append(("trained wiring", {"wiring": best_wiring}, dict(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -80,11 +80,16 @@ def settings_of(d) -> dict:
     return {k: getattr(d.settings, k) for k in d.variants()[0]}
 
 
-def served_views(draft, num_layers: int, arch: str | None = None) -> dict:
-    """Profile name -> the draft as that engine runs it, for every engine that feeds it ``num_aux`` states."""
+def served_views(draft, num_layers: int, arch: str | None = None, engine_versions: dict | None = None) -> dict:
+    """Profile name -> the draft as that engine runs it, for every engine that feeds it ``num_aux`` states.
+
+    ``engine_versions``: profile name -> the build whose reading of the ids to use (layer_ids'
+    ``engine_version``); a profile not named reads them as the newest code read."""
     out = {}
-    for name in PROFILES:
-        d = draft.under(name).bound(num_target_layers=num_layers, target_arch=arch)
+    for name, profile in PROFILES.items():
+        if (engine_versions or {}).get(name) is not None:
+            profile = replace(profile, engine_version=engine_versions[name])
+        d = draft.under(profile).bound(num_target_layers=num_layers, target_arch=arch)
         try:
             wiring = tuple(d.aux_resid)
         except (ValueError, Eagle3LabError):   # this engine cannot serve the written ids at all
@@ -306,7 +311,9 @@ def _served(by_key: dict, served: dict) -> pd.DataFrame:
 
 
 def _fixes(wiring, variant, num_layers: int, arch: str | None) -> pd.DataFrame:
-    """What each server must be given to run the best hypothesis, or why it cannot."""
+    """What each server must be given to run the best hypothesis, or why it cannot, as its newest code read
+    answers (a build can differ: SGLang's llama.py feeds resid[0] only from 0.5.22; doctor's
+    ``engine_version`` answers for one build)."""
     rows = []
     for name in SERVERS:
         profile = PROFILES[name]

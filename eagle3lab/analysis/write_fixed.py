@@ -94,7 +94,10 @@ def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> di
                                  include_embedding=False if report.engine == "sglang" else None,
                                  num_target_layers=bank.num_layers)
     reloaded = load_draft(out_dir, target=report.target_source, device=str(draft.fc.weight.device))
-    views = served_views(reloaded, bank.num_layers, reloaded.target_arch)
+    # read back as the engine build doctor was told of reads the written ids (save_draft writes them for the
+    # newest code read: a build that reads them otherwise measures, and is reported, as it runs them)
+    views = served_views(reloaded, bank.num_layers, reloaded.target_arch,
+                         engine_versions={report.engine: report.engine_version})
     if report.engine not in views:
         raise bad_input(out_dir, "aux ids", f"ids {report.engine} can read", "none", "Report this as a doctor bug.")
     served = views[report.engine]

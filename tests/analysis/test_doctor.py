@@ -8,7 +8,7 @@ import torch
 from conftest import trained_tiny_draft
 
 from eagle3lab.analysis.config_checks import config_findings
-from eagle3lab.analysis.doctor import _server_finding, run_doctor
+from eagle3lab.analysis.doctor import _id_notes, _server_finding, run_doctor, servable_wiring
 from eagle3lab.analysis.write_fixed import write_fixed
 from eagle3lab.engines.acceptance import acceptance_stats, engine_log_lines
 from eagle3lab.models.checkpoint import load_draft
@@ -187,6 +187,21 @@ def test_as_launched_is_the_offline_evaluator_under_the_engine(seed, tiny8, case
     offline = evaluate_offline(target, draft, seqs, num_steps=first.num_steps, prompt_lens=bank.prompt_lens,
                                profile="sglang").stats
     assert first.score.stats.tau == pytest.approx(offline.tau) and first.score.stats.rounds == offline.rounds
+
+
+def test_what_sglang_can_be_given_depends_on_the_build():
+    """SGLang's llama.py feeds the embedding output (id -1) from 0.5.22 and raises a TypeError there up to 0.5.21,
+    whose nearest servable point is resid[1]: doctor's wiring fix (and what --write-fixed writes) follows the
+    build it is told of, and without one the newest code read, saying from which release its ids hold."""
+    trained = (3, 0, 7)                       # an fc order that is not ascending: kept in the answer
+    assert servable_wiring(trained, "sglang", 12, "LlamaForCausalLM", "0.5.21") == ((3, 1, 7), [0, 2, 6], "")
+    for version in ("0.5.22", "0.5.23", None):
+        assert servable_wiring(trained, "sglang", 12, "LlamaForCausalLM", version) == ((3, 0, 7), [-1, 2, 6], "")
+    assert servable_wiring(trained, "vllm", 12, "LlamaForCausalLM") == ((3, 0, 7), [0, 3, 7], "")
+    assert "from release 0.5.22 on" in _id_notes("sglang", [-1, 2, 6], 12, "LlamaForCausalLM", None)
+    assert _id_notes("sglang", [0, 2, 6], 12, "LlamaForCausalLM", "0.5.21") == ""
+    with pytest.raises(ValueError, match="--engine-version"):    # refused before any model is read
+        run_doctor("no-draft", target="no-target", engine_version="not a version")
 
 
 def test_written_fc_reorders_columns_and_norms(tiny8):

@@ -20,8 +20,9 @@ def doctor(capsys, *args):
 
 @pytest.mark.timeout(600)
 def test_the_bundled_seed_case(bundled_models, capsys, tmp_path):
+    # an SGLang build of the seed's kind: llama.py cannot capture the embedding output up to 0.5.21
     code, out = doctor(capsys, "--draft", str(bundled.DRAFT_CASE), "--engine-args", SEED_FLAGS,
-                       "--write-fixed", str(tmp_path / "fixed"))
+                       "--engine-version", "0.5.21", "--write-fixed", str(tmp_path / "fixed"))
     found = {f["code"]: f for f in out["findings"]}
     for name in ("WIRING", "FIRST_LAYER_RULE"):
         assert found[name]["severity"] == "critical", (name, out["findings"])
@@ -30,11 +31,16 @@ def test_the_bundled_seed_case(bundled_models, capsys, tmp_path):
     assert 0 in found["WIRING"]["data"]["wiring"], "the embedding output resid[0] is in the trained wiring"
     taus = [r["tau"] for r in out["ladder"]]
     assert taus == sorted(taus) and out["ladder"][-1]["tau_low"] > out["ladder"][0]["tau_high"]
-    # SGLang ignores the residual rule and its Llama model file cannot capture resid[0]: both remain
+    # SGLang ignores the residual rule and, in 0.5.21, its Llama model file cannot capture resid[0]: both remain
+    assert out["engine_version"] == "0.5.21"
     assert code == 1 and set(out["remaining_critical"]) == {"WIRING", "FIRST_LAYER_RULE"}
-    assert "cannot capture" in found["WIRING"]["fix"] and "vllm captures them exactly" in found["WIRING"]["fix"]
-    # what SGLang can be given (resid[1] for the embedding it cannot capture, its own rule) measures as predicted
+    fix = found["WIRING"]["fix"]
+    assert "sglang 0.5.21 cannot capture" in fix and "vllm captures them exactly" in fix
+    # ... which the newest code read (0.5.22 on) can: said beside it, with its ids
+    assert "sglang's newest code read captures them exactly (config key eagle_config.eagle_aux_hidden_state_layer_ids: " in fix
+    # what SGLang 0.5.21 can be given (resid[1] for the embedding it cannot capture, its own rule) measures as predicted
     assert out["written"]["agrees"], out["written"]
+    assert "resid[1]" in out["written"]["served_wiring"] and "resid[0]" not in out["written"]["served_wiring"]
 
 
 @pytest.mark.timeout(600)
