@@ -5,7 +5,10 @@ family or RoPE the engine does not run as trained)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
+
+import torch
 
 from eagle3lab.analysis.findings import DoctorFinding
 from eagle3lab.engines.profiles import get_profile, serving_problems
@@ -94,8 +97,14 @@ def engine_findings(draft, engine: str) -> list[DoctorFinding]:
         "ENGINE_CANNOT_RUN_DRAFT", "critical", f"{served.engine} has no model for this draft as written", problem,
         "Serve it with an engine that builds this draft family (eagle3lab inspect lists them under 'runs in'), or "
         "convert / retrain it for one this engine builds.", "config") for problem in serving_problems(draft.config, served)]
-    trained, run = draft.settings, draft.under(served).settings
-    if (trained.rope_scaling, trained.rope_length) != (run.rope_scaling, run.rope_length):
+    twin = draft.under(served)
+    trained, run = draft.settings, twin.settings
+    # compared by what they compute (frequencies, cos/sin scale, which length picks them), not by the dicts
+    same = (draft.rope.inv_freq.shape == twin.rope.inv_freq.shape and
+            torch.allclose(draft.rope.inv_freq, twin.rope.inv_freq, rtol=1e-6, atol=0) and
+            math.isclose(draft.rope.attention_scaling, twin.rope.attention_scaling, rel_tol=1e-6) and
+            draft.rope.kind == twin.rope.kind and trained.rope_length == run.rope_length)
+    if not same:
         how = lambda s: s.decisions.get("rope_scaling", ("default", "plain RoPE"))[1]
         out.append(DoctorFinding(
             "ROPE_SERVED_DIFFERENTLY", "warning", f"{served.engine} rotates positions otherwise than the trainer",

@@ -55,6 +55,9 @@ class EngineProfile:
     rope_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)   # type -> rope_scaling keys it drops
     rope_length: dict[str, str] = field(default_factory=dict)  # dynamic/longrope -> eagle3lab.models.rope.LENGTH_RULES
     rope_other: str | None = None                # what it does with a rope type it does not apply, where read
+    rope_fails: dict[str, tuple[str, ...]] = field(default_factory=dict)  # type -> keys without which loading fails
+    rope_fails_how: str = ""                     # how it fails, where read
+    yarn_scale_ratio: bool = False               # yarn cos/sin x mscale(f, mscale) / mscale(f, mscale_all_dim), always
     engine_version: str | None = None            # passed to the layer-id translator
     notes: tuple[str, ...] = ()
 
@@ -244,15 +247,23 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
                     "mrope": "since PR #102 (1618db78, 2025-08-22)", "yarn": "since PR #224 (b04970fb, 2025-10-30)",
                     "llama3": "since PR #287 (41bdd2a2, 2025-11-12); before it plain RoPE ('for nv type')",
                     "default": "an explicit 'default' since PR #502 (1b24cbf6, 2026-03-24); before it ValueError"},
-        rope_requires={"llama3": ("factor", "low_freq_factor", "high_freq_factor",
-                                  "original_max_position_embeddings")},
+        # 0.2.0 runs under transformers 5.8.1 (its pin), whose standardize_rope_params fills a llama3 config's
+        # original_max_position_embeddings with max_position_embeddings, and whose LlamaConfig raises KeyError
+        # for a missing factor / low_freq_factor / high_freq_factor before SpecForge sees it (tests/oracles)
         rope_length={"dynamic": "sequence_at_least_max_positions_plus_20"},
         rope_other="raises ValueError('Unknown RoPE scaling type') in llama3_eagle.py",
+        # llama3_eagle.py reads them with rope_get(key): a missing one is None in arithmetic (TypeError at
+        # yarn_find_correction_dim / yarn_get_mscale, 0.2.0), asserted against SpecForge in tests/oracles
+        rope_fails={"yarn": ("beta_fast", "beta_slow", "mscale", "mscale_all_dim"),
+                    "llama3": ("factor", "low_freq_factor", "high_freq_factor")},
+        rope_fails_how=("yarn: None in arithmetic, TypeError at yarn_find_correction_dim / yarn_get_mscale; llama3: "
+                        "KeyError in transformers 5.8.1's LlamaConfig, before llama3_eagle.py sees it"),
+        yarn_scale_ratio=True,
         notes=("SpecForge's llama3_eagle.py applies Llama-3 RoPE scaling since PR #287 (41bdd2a2, 2025-11-12; before "
-               "it plain RoPE), yarn since PR #224 and mrope since PR #102; with a llama3 key missing "
-               "(low_freq_factor, ...) it builds plain RoPE, and any other type raises ValueError.",
-               "yarn (LlamaYarnRotaryEmbedding) scales cos/sin by yarn_get_mscale(factor, mscale) / "
-               "yarn_get_mscale(factor, mscale_all_dim), as transformers does, and passes beta_fast, beta_slow, "
+               "it plain RoPE), yarn since PR #224 and mrope since PR #102; any other type raises ValueError.",
+               "yarn (LlamaYarnRotaryEmbedding) always scales cos/sin by yarn_get_mscale(factor, mscale) / "
+               "yarn_get_mscale(factor, mscale_all_dim) (llama3_eagle.py:521-524; transformers uses "
+               "yarn_get_mscale(factor) unless both are non-zero), and passes beta_fast, beta_slow, "
                "mscale and mscale_all_dim as read: a yarn config without one of them fails (None in arithmetic). "
                "mrope (LlamaMutiRotaryEmbedding): plain frequencies, sections over position_ids [3, B, T]; text "
                "positions are equal in the three rows. dynamic: its cos/sin table is built for "
@@ -445,6 +456,19 @@ def serving_problems(config, profile: str | EngineProfile) -> list[str]:
     for key, why in fam.attention_requires.get(kind, {}).items():
         if getattr(config, key, None) is None:
             out.append(f"{profile.label} needs {key} set for this draft: {why}")
+    # the type as written: rope_type default with mrope_section (transformers 5's mrope spelling) builds plain
+    # RoPE in an engine without mrope; a written type it does not know raises
+    written = config.rope_scaling or {}
+    rope_type = rope_type_of(written) if written.get("rope_type", written.get("type")) == "mrope" or \
+        "mrope" in profile.rope_types else str(written.get("rope_type", written.get("type", "default")))
+    if kind != "mla" and rope_type not in profile.rope_types:
+        out.append(f"{profile.label} cannot build rope_type '{rope_type}'"
+                   + (f": {profile.rope_other}" if profile.rope_other else ""))
+    elif kind != "mla" and profile.rope_fails.get(rope_type):
+        absent = [k for k in profile.rope_fails[rope_type] if (config.rope_scaling or {}).get(k) is None]
+        if absent:
+            out.append(f"{profile.label} cannot build rope_type '{rope_type}' without rope_scaling."
+                       f"{', rope_scaling.'.join(absent)} ({profile.rope_fails_how}: loading fails)")
     if kind == "mla" and kind in fam.attention:
         for key in mla_rope(config, profile)[2]:
             out.append(f"{profile.label} needs rope_scaling.{key} for this MLA draft (KeyError, loading fails): "
@@ -571,15 +595,28 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
         since = profile.rope_since.get(rope_type)
         dropped = [k for k in profile.rope_ignores.get(rope_type, ()) if k in rope]
         rope = {k: v for k, v in rope.items() if k not in dropped}
+        ratio = ""
+        if rope_type == "yarn" and profile.yarn_scale_ratio and "attention_factor" not in rope and \
+                None not in (rope.get("mscale"), rope.get("mscale_all_dim")):
+            factor = float(rope["factor"])
+            rope = {**rope, "attention_factor": yarn_mscale(factor, rope["mscale"]) /
+                    yarn_mscale(factor, rope["mscale_all_dim"])}
+            ratio = f", cos/sin x mscale ratio {rope['attention_factor']:.6g}"
         decisions["rope_scaling"] = Decision(rope_type, f"{profile.label} applies rope_type '{rope_type}'"
                                                         + (f" ({since})" if since else "")
-                                                        + (f", ignoring {', '.join(dropped)}" if dropped else ""))
+                                                        + (f", ignoring {', '.join(dropped)}" if dropped else "")
+                                                        + ratio)
     rope_length = profile.rope_length.get(rope_type, "sequence")
     return DraftSettings(norm_before_fc=values["norm_before_fc"], fc_norm=values["fc_norm"],
                          norm_before_residual=values["norm_before_residual"], recycle_postnorm=recycle_postnorm,
                          final_norm=final_norm,
                          use_target_embedding=use_target_embedding, rope_scaling=rope, rope_length=rope_length,
                          qk_norm=qk_norm, decisions=decisions)
+
+
+def yarn_mscale(factor: float, mscale) -> float:
+    """DeepSeek's yarn_get_mscale (SGLang, vLLM, SpecForge and transformers write the same formula)."""
+    return 1.0 if factor <= 1 else 0.1 * float(mscale) * math.log(factor) + 1.0
 
 
 def mla_rope(config, profile: str | EngineProfile) -> tuple[dict | None, str, list[str]]:
@@ -604,11 +641,7 @@ def mla_rope(config, profile: str | EngineProfile) -> tuple[dict | None, str, li
     given = {**DEEPSEEK_YARN_DEFAULTS, "factor": 1.0, "original_max_position_embeddings":
              config.max_position_embeddings, **given}   # for what cannot load: shown as SGLang would run it
     factor = float(given["factor"])
-
-    def yarn_mscale(m):
-        return 1.0 if factor <= 1 else 0.1 * float(m) * math.log(factor) + 1.0
-
-    scale = yarn_mscale(given["mscale"]) / yarn_mscale(given["mscale_all_dim"])
+    scale = yarn_mscale(factor, given["mscale"]) / yarn_mscale(factor, given["mscale_all_dim"])
     built = {"rope_type": "yarn", "factor": factor, "beta_fast": given["beta_fast"], "beta_slow": given["beta_slow"],
              "original_max_position_embeddings": given["original_max_position_embeddings"],
              "mscale": given["mscale"], "mscale_all_dim": given["mscale_all_dim"], "attention_factor": scale}

@@ -88,7 +88,7 @@ class DraftRope:
                             list(self.mrope_section))
         self._cache: dict = {}
         expected = (f"the keys transformers needs for rope_type '{self.kind}', with values giving finite, "
-                    "positive frequencies")
+                    "positive frequencies (zero only where 'proportional' leaves a dimension unrotated)")
         # every frequency set a forward can use is checked now: the load-time one, and longrope's long one
         for key in (None, "long") if self.kind == "longrope" else (None,):
             try:   # a key missing or malformed, or a value the formula cannot take (a zero length, a wrong length)
@@ -96,7 +96,9 @@ class DraftRope:
             except (KeyError, TypeError, ValueError, ZeroDivisionError, RuntimeError) as err:
                 raise bad_input(where, "rope_scaling", expected,
                                 f"{rope_scaling} ({type(err).__name__}: {err})") from None
-            if not (bool(torch.isfinite(inv).all()) and bool((inv > 0).all()) and math.isfinite(scale) and scale > 0):
+            # zeros are allowed: 'proportional' (partial_rotary_factor) leaves the dimensions it does not rotate at 0
+            if not (bool(torch.isfinite(inv).all()) and bool((inv >= 0).all()) and bool((inv > 0).any())
+                    and math.isfinite(scale) and scale > 0):
                 raise bad_input(where, "rope_scaling", expected, f"{rope_scaling} (inverse frequencies from "
                                 f"{float(inv.min()):g} to {float(inv.max()):g}, cos/sin scale {scale:g})")
         self.inv_freq, self.attention_scaling = self.frequencies(None)

@@ -64,3 +64,43 @@ def test_the_math_follows_the_profile_for_qwen3_and_states_it():
     assert vllm.decisions["attention"].value == "qwen3" and "0.24.0" in vllm.decisions["attention"].how
     assert sglang.decisions["attention"].value == "cannot run" and "without the q/k norms" in sglang.decisions["attention"].how
     assert "attention" not in resolve_settings(DraftConfig(**GEO), "vllm").decisions   # Llama: nothing to say
+
+
+def test_a_rope_the_engine_cannot_build_is_a_serving_problem():
+    """Checked against the trainers themselves in tests/oracles: SpecForge 0.2.0's yarn reads beta_fast, beta_slow,
+    mscale and mscale_all_dim with rope_get (None in arithmetic: TypeError), speculators' LlamaRotaryEmbedding
+    has no mrope (KeyError), SpecForge has no longrope (ValueError)."""
+    from eagle3lab.engines.profiles import serving_problems
+    from eagle3lab.models.draft import DraftConfig
+
+    def cfg(rope):
+        return DraftConfig(hidden_size=32, intermediate_size=64, num_attention_heads=4, vocab_size=64, rope_scaling=rope)
+
+    bare_yarn = cfg({"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 16})
+    (problem,) = serving_problems(bare_yarn, "specforge")
+    assert problem.startswith("SpecForge (0.2.0 = a6b6b023; arithmetic checked against 0.2.0) cannot build rope_type "
+                              "'yarn' without rope_scaling.beta_fast, rope_scaling.beta_slow, rope_scaling.mscale, "
+                              "rope_scaling.mscale_all_dim (yarn: None in arithmetic, TypeError")
+    assert serving_problems(bare_yarn, "sglang") == serving_problems(bare_yarn, "speculators") == []
+    full_yarn = cfg({"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 16, "beta_fast": 32,
+                     "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.0})
+    assert serving_problems(full_yarn, "specforge") == []
+    mrope = cfg({"type": "mrope", "mrope_section": [1, 1, 2]})
+    assert "KeyError" in serving_problems(mrope, "speculators")[0] and serving_problems(mrope, "vllm") == []
+    longrope = cfg({"rope_type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4,
+                    "original_max_position_embeddings": 16})
+    assert "Unknown RoPE scaling type" in serving_problems(longrope, "specforge")[0]
+
+
+def test_specforge_yarn_scales_cos_sin_by_the_mscale_ratio_even_with_one_of_them_zero():
+    """transformers uses yarn_get_mscale(factor) unless both mscale keys are non-zero; SpecForge 0.2.0 always
+    divides mscale(factor, mscale) by mscale(factor, mscale_all_dim) (llama3_eagle.py:521-524)."""
+    import math
+
+    from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+
+    rope = {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 16, "beta_fast": 32,
+            "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.0}
+    cfg = DraftConfig(hidden_size=32, intermediate_size=64, num_attention_heads=4, vocab_size=64, rope_scaling=rope)
+    assert Eagle3Draft(cfg, profile="specforge").rope.attention_scaling == pytest.approx(0.1 * 0.707 * math.log(8) + 1)
+    assert Eagle3Draft(cfg, profile="speculators").rope.attention_scaling == pytest.approx(0.1 * math.log(8) + 1)

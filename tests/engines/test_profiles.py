@@ -6,7 +6,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from eagle3lab.engines.profiles import IDS_NESTED, IDS_TOP, PROFILES, get_profile, resolve_settings
+from eagle3lab.engines.profiles import (
+    IDS_NESTED,
+    IDS_TOP,
+    PROFILES,
+    get_profile,
+    resolve_settings,
+    serving_problems,
+)
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models.draft import DraftConfig
 
@@ -82,10 +89,15 @@ def test_specforge_applies_llama3_yarn_and_mrope_rope():
     assert "#287" in spec.decisions["rope_scaling"].how and "41bdd2a2" in spec.decisions["rope_scaling"].how
     assert {"llama3", "yarn", "mrope", "linear", "dynamic"} <= PROFILES["specforge"].rope_types
     assert not any("plain RoPE for rope_type 'llama3'" in n for n in PROFILES["specforge"].notes)
-    # ...but only with all four llama3 keys: LlamaRotaryEmbedding scales when none of them is None
+    # a llama3 key missing: SpecForge 0.2.0's transformers (5.8.1) fills original_max_position_embeddings and
+    # refuses a missing factor / low_freq_factor / high_freq_factor (KeyError in LlamaConfig): checked in tests/oracles
+    no_original = {k: v for k, v in LLAMA3.items() if k != "original_max_position_embeddings"}
+    assert resolve_settings(SimpleNamespace(**FLAGS_MISSING, rope_scaling=no_original), "specforge").rope_scaling \
+        == no_original
     partial = {k: v for k, v in LLAMA3.items() if k != "low_freq_factor"}
-    plain = resolve_settings(SimpleNamespace(**FLAGS_MISSING, rope_scaling=partial), "specforge")
-    assert plain.rope_scaling is None and "without low_freq_factor" in plain.decisions["rope_scaling"].how
+    problems = serving_problems(SimpleNamespace(**FLAGS_MISSING, rope_scaling=partial, attention="llama", num_aux=3),
+                                "specforge")
+    assert problems and "rope_scaling.low_freq_factor" in problems[0] and "KeyError" in problems[0]
     # what SpecForge does is recorded even where our draft cannot compute it yet (yarn, mrope)
     for rope, since in [({"rope_type": "yarn", "factor": 4.0}, "#224"), ({"type": "mrope"}, "#102")]:
         s = resolve_settings(SimpleNamespace(**FLAGS_MISSING, rope_scaling=rope), "specforge")
