@@ -30,11 +30,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from importlib.metadata import version
 from pathlib import Path
 
 import torch
+from refusals import record_refusal
 from safetensors.torch import load_file, save_file
 
 torch.set_num_threads(1)
@@ -132,17 +132,6 @@ def build_theirs(case: dict) -> None:
     apply_legacy_rope_scaling(case["save_to"])
 
 
-def library_frames(err: BaseException) -> list[str]:
-    """Where an error came from: "package/module.py:line function" for each frame in an installed package."""
-    frames = []
-    for frame in traceback.extract_tb(err.__traceback__):
-        path = Path(frame.filename)
-        if "site-packages" in path.parts:
-            inside = path.parts[path.parts.index("site-packages") + 1:]
-            frames.append(f"{'/'.join(inside)}:{frame.lineno} {frame.name}")
-    return frames
-
-
 def main(job_file: str) -> None:
     assert os.environ.get("TORCHDYNAMO_DISABLE") == "1", "run with TORCHDYNAMO_DISABLE=1 (see the docstring)"
     job = json.loads(Path(job_file).read_text())
@@ -166,15 +155,8 @@ def main(job_file: str) -> None:
                 for key, t in run_ttt(model, ids, features[f"{name}/aux"], features[f"{name}/positions"],
                                       case["ttt_steps"], backend).items():
                     tensors[f"{name}/{backend}/{key}"] = t
-        except Exception as err:  # a refusal is a result: the test asserts which cases are refused, and why
-            rec["error"] = f"{type(err).__name__}: {err}"
-            rec["traceback"] = traceback.format_exc(limit=4)
-            rec["frames"] = library_frames(err)
-            if case["kind"] == "load":
-                try:   # what a refused file is held to (a config it cannot build at all fails here again)
-                    rec["expected_shapes"] = expected_shapes(Path(case["checkpoint"]))
-                except Exception as again:
-                    rec["expected_shapes"] = f"{type(again).__name__}: {again}"
+        except Exception as err:  # a refusal is a result (refusals.py)
+            record_refusal(rec, err, case, expected_shapes)
         result["cases"][name] = rec
     save_file(tensors, str(out / "tensors.safetensors"))
     (out / "result.json").write_text(json.dumps(result, indent=1))

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 from importlib.metadata import version
 from pathlib import Path
 
 import torch
+from refusals import record_refusal
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
@@ -129,17 +129,6 @@ def build_theirs(case: dict):
     return Eagle3DraftModel.from_pretrained(case["save_to"], dtype=torch.float32).eval()
 
 
-def library_frames(err: BaseException) -> list[str]:
-    """Where an error came from: "package/module.py:line function" for each frame in an installed package."""
-    frames = []
-    for frame in traceback.extract_tb(err.__traceback__):
-        path = Path(frame.filename)
-        if "site-packages" in path.parts:
-            inside = path.parts[path.parts.index("site-packages") + 1:]
-            frames.append(f"{'/'.join(inside)}:{frame.lineno} {frame.name}")
-    return frames
-
-
 def main(job_file: str) -> None:
     from speculators.models.eagle3.core import Eagle3DraftModel
 
@@ -162,15 +151,8 @@ def main(job_file: str) -> None:
             for key, t in run_forward(model, features[f"{name}/input_ids"], features[f"{name}/aux"], positions,
                                       case["ttt_steps"]).items():
                 tensors[f"{name}/{key}"] = t
-        except Exception as err:  # a refusal is a result: the test asserts which cases are refused, and why
-            rec["error"] = f"{type(err).__name__}: {err}"
-            rec["traceback"] = traceback.format_exc(limit=4)
-            rec["frames"] = library_frames(err)
-            if case["kind"] == "load":
-                try:   # what a refused file is held to (a config it cannot build at all fails here again)
-                    rec["expected_shapes"] = expected_shapes(Path(case["checkpoint"]))
-                except Exception as again:
-                    rec["expected_shapes"] = f"{type(again).__name__}: {again}"
+        except Exception as err:  # a refusal is a result (refusals.py)
+            record_refusal(rec, err, case, expected_shapes)
         result["cases"][name] = rec
     save_file(tensors, str(out / "tensors.safetensors"))
     (out / "result.json").write_text(json.dumps(result, indent=1))
