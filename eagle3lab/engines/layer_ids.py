@@ -589,6 +589,11 @@ def _index0_note(arch, notes):
             f"it captures resid[0]): -1 cannot feed resid[0] in this build{read}."), "breaks"
 
 
+# The oldest SGLang release whose model files were read here: ids written for the newest code are checked
+# against it (save_draft warns when that build reads them otherwise).
+SGLANG_OLDEST_READ = "0.5.4"
+
+
 def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arch: str | None = None,
                        engine_version: str | None = None) -> AuxResolution:
     """What ``engine`` captures for ``ids`` as written (``None`` = that engine's default).

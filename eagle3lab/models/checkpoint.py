@@ -466,6 +466,21 @@ SPECULATORS_NEEDS = {
 }
 
 
+def _older_sglang_reading(ids, num_layers: int, arch: str | None) -> list[str]:
+    """A warning when the oldest SGLang build read feeds other points for ``ids`` than the newest (e.g. id -1 on a
+    Llama target: resid[0] from 0.5.22, a TypeError up to 0.5.21), or crashes on them."""
+    from eagle3lab.engines.layer_ids import SGLANG_OLDEST_READ, resolve_aux_layers
+
+    newest = resolve_aux_layers("sglang", list(ids), num_layers, arch=arch)
+    oldest = resolve_aux_layers("sglang", list(ids), num_layers, arch=arch, engine_version=SGLANG_OLDEST_READ)
+    if oldest.resid == newest.resid and not oldest.fatal:
+        return []
+    then = oldest.fatal[0].rstrip(".") if oldest.fatal else f"feeds resid{list(oldest.resid)}"
+    return [f"aux ids {list(ids)} feed resid{list(newest.resid)} in SGLang's newest code read, but not in every build: "
+            f"in {SGLANG_OLDEST_READ}, {then}. `eagle3lab ids sglang {' '.join(map(str, ids))} --num-layers "
+            f"{num_layers} --engine-version V` says what build V feeds; doctor --engine-version V checks a server."]
+
+
 def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_target_layers: int | None = None,
                include_embedding: bool | None = None, overwrite: bool = False, keep_stated_flags: bool = False) -> dict:
     """Write ``draft`` as family ``format``; returns what was written (ids, flags, warnings).
@@ -503,6 +518,8 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     else:
         ids = to_engine_ids(get_profile(FORMAT_PROFILE[fmt]).id_engine, list(resid), n, arch=draft.target_arch)
         ids = None if fmt == "eagle" else ids
+    if ids is not None and get_profile(SERVE_PROFILE[fmt]).id_engine == "sglang":
+        warnings += _older_sglang_reading(ids, n, draft.target_arch)
     trained = resolve_settings(cfg, trainer, draft.format)
     flags = {"norm_before_residual": trained.norm_before_residual, "norm_before_fc": trained.norm_before_fc,
              "fc_norm": trained.fc_norm, "norm_output": trained.recycle_postnorm}

@@ -33,7 +33,8 @@ DEEPSEEK_YARN = {"rope_type": "yarn", "factor": 40.0, "mscale": 0.707, "mscale_a
 
 @functools.cache
 def target():
-    """The tiny Llama target, 6 layers: every engine can capture resid[1..5] (not resid[N], not SGLang's resid[0])."""
+    """The tiny Llama target, 6 layers: every engine and build read can capture resid[1..5] (not resid[N]; SGLang's
+    resid[0] only from 0.5.22)."""
     with one_thread():
         return tiny_spec_target(layers=6)
 

@@ -318,3 +318,20 @@ def test_a_rewired_draft_is_saved_with_the_hypothesis_it_carries(tmp_path):
     assert served.aux_resid == (0, 2, 4) and served.settings.norm_before_residual is True
     assert torch.equal(served(ids_in, aux).logits, fixed(ids_in, aux).logits)
     assert not torch.equal(served(ids_in, aux).logits, loaded(ids_in, aux).logits)
+
+
+def test_ids_written_for_sglang_warn_when_an_older_build_reads_them_otherwise(tmp_path):
+    """resid[0] on a Llama target is id -1, which llama.py feeds only from 0.5.22 (TypeError up to 0.5.21):
+    save_draft says so; ids every build reads alike (the healthy draft's) get no such warning."""
+    from eagle3lab import bundled
+    from eagle3lab.models.target import load_target
+
+    target = load_target(bundled.TARGET, device="cpu")
+    case = load_draft(bundled.DRAFT_CASE, target=target, device="cpu").rewired(aux_resid=(0, 3, 7))
+    written = save_draft(case, tmp_path / "case", "sglang", num_target_layers=12)
+    assert written["aux_ids_written"] == [-1, 2, 6]
+    (warning,) = [w for w in written["warnings"] if "not in every build" in w]
+    assert "resid[0, 3, 7]" in warning and "in 0.5.4" in warning and "TypeError" in warning and "0.5.22" in warning
+    healthy = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")
+    assert not [w for w in save_draft(healthy, tmp_path / "healthy", "sglang", num_target_layers=12)["warnings"]
+                if "not in every build" in w]
