@@ -540,7 +540,12 @@ def _sglang_points(engine, written, n, arch, notes):
     as_is = "since PR #25454" if family else "by gpt_oss.py, whose largest id is N"
     if not plus_one and -1 in points:
         notes.add(f"Loop index -1 is never reached (ids used as-is {as_is}: the capture loop tests "
-                  "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is silently missing.", "breaks")
+                  "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is not captured, so fc gets "
+                  "fewer states than it reads" + (" (read in SGLang 0.5.23: deepseek_v2.py packs them in "
+                                                  "layers/aux_hidden_states.py, whose finalize raises RuntimeError "
+                                                  "'captured i of n aux hidden states' at the first forward; older "
+                                                  "releases not read for this)" if family else "") + ".",
+                  "breaks")
         points = [p for p in points if p >= 0]
     if not plus_one and 0 in points and not notes.index0_captures(file):
         change = CHANGES[_INDEX0[file][2]]
