@@ -397,18 +397,20 @@ MODELOPT_SWITCHES = {
 }
 
 
+def unread_key_notes(stated: dict, table: dict, mismatch: str, prefix: str = "") -> list[tuple[str, object, str]]:
+    """``(prefix + key, value, rule)`` for each ``table`` key (-> (value the code acts as if written, rule)) that
+    ``stated`` holds; ``mismatch`` (formatted with key and value) is added when the stated value differs."""
+    return [(prefix + key, stated[key], rule + ("" if bool(stated[key]) == acted else
+                                                mismatch.format(key=key, value=stated[key])))
+            for key, (acted, rule) in table.items() if key in stated]
+
+
 def modelopt_switch_notes(eagle_config: dict) -> list[tuple[str, object, str]]:
     """``(key, value, rule)`` for each ModelOpt switch an ``eagle_config`` states: what engines do with it."""
-    out = []
-    for key, (acted, meaning) in MODELOPT_SWITCHES.items():
-        if key in eagle_config:
-            value = eagle_config[key]
-            rule = (f"ModelOpt switch for {meaning}; no serving engine reads it (SGLang, vLLM and TorchSpec act "
-                    f"as if {str(acted).lower()})")
-            if bool(value) != acted:
-                rule += f": a draft trained with {key}={value} runs different arithmetic when served"
-            out.append((f"eagle_config.{key}", value, rule))
-    return out
+    rules = {key: (acted, f"ModelOpt switch for {meaning}; no serving engine reads it (SGLang, vLLM and TorchSpec act "
+                          f"as if {str(acted).lower()})") for key, (acted, meaning) in MODELOPT_SWITCHES.items()}
+    return unread_key_notes(eagle_config, rules, ": a draft trained with {key}={value} runs different arithmetic "
+                                                 "when served", prefix="eagle_config.")
 
 
 # Keys of an MLA draft's config.json that change its attention where a model reads them, but that the EAGLE-3 MLA
@@ -435,15 +437,8 @@ MLA_CONFIG_KEYS = {
 
 def mla_config_notes(raw: dict) -> list[tuple[str, object, str]]:
     """``(key, value, rule)`` for each MLA_CONFIG_KEYS key a config states."""
-    out = []
-    for key, (acted, rule) in MLA_CONFIG_KEYS.items():
-        if key in raw:
-            value = raw[key]
-            out.append((key, value, rule + ("" if bool(value) == acted else
-                                            f": a draft trained with {key}={value} runs other arithmetic here and "
-                                            "where it is served")))
-    return out
-
+    return unread_key_notes(raw, MLA_CONFIG_KEYS, ": a draft trained with {key}={value} runs other arithmetic here "
+                                                  "and where it is served")
 
 def serving_problems(config, profile: str | EngineProfile) -> list[str]:
     """Why ``profile`` cannot run this draft as written (empty when it can): an attention kind it lacks, a
