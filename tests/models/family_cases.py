@@ -136,6 +136,18 @@ def hf_attention(draft, layer_sd: dict, qk_norm: bool = True):
     return attn, rotary
 
 
+def assert_matches_reference(draft, seed: int = 3, rows: int = 6):
+    """The draft's logits and recycled state equal ``hf_reference``'s at 1e-5 on random rows (two sequences);
+    returns ``(ids, aux, reference logits)`` for further checks on the same rows."""
+    torch.manual_seed(seed)
+    ids, aux = torch.randint(0, draft.config.vocab_size, (2, rows)), torch.randn(2, rows, draft.config.fc_width)
+    out = draft(ids, aux)
+    logits, hidden = hf_reference(draft, ids, aux)
+    torch.testing.assert_close(out.logits, logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(out.hidden, hidden, atol=1e-5, rtol=1e-5)
+    return ids, aux, logits
+
+
 def hf_reference(draft, input_ids, aux, qk_norm: bool = True):
     """(logits, recycled state) of a one-layer EAGLE-3 draft computed with transformers' modules, under
     ``draft.settings`` (fc norm rule, residual rule, final norm, recycled state) and ``engine_rope``."""

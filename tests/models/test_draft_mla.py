@@ -16,6 +16,7 @@ from family_cases import (
     DEEPSEEK_YARN,
     KIMI_YARN,
     MLA,
+    assert_matches_reference,
     hf_attention,
     hf_reference,
     lossless,
@@ -88,12 +89,7 @@ def test_serving_engines_build_deepseek_yarn_for_mla_drafts(profile, rope, scale
     draft = random_mla(rope_scaling=rope).under(profile)
     assert draft.rope.kind == "yarn" and draft.rope.attention_scaling == pytest.approx(scale, rel=1e-12)
     assert "deepseek_yarn" in draft.settings.decisions["rope_scaling"].how
-    torch.manual_seed(6)
-    ids, aux = torch.randint(0, 64, (2, 7)), torch.randn(2, 7, 96)
-    out = draft(ids, aux)
-    logits, hidden = hf_reference(draft, ids, aux)
-    torch.testing.assert_close(out.logits, logits, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(out.hidden, hidden, atol=1e-5, rtol=1e-5)
+    assert_matches_reference(draft, seed=6, rows=7)
 
 
 def test_linear_mla_draft_is_yarn_in_sglang_and_does_not_load_in_vllm():
@@ -128,12 +124,7 @@ def test_kimi_softmax_scale_is_the_yarn_mscale_squared_over_sqrt_qk_dim():
 @pytest.mark.parametrize("name", ["mla", "mla-yarn", "mla-no-q-lora"])
 def test_draft_forward_matches_the_transformers_reference(name):
     draft = trained(name)
-    torch.manual_seed(3)
-    ids, aux = torch.randint(0, 64, (2, 6)), torch.randn(2, 6, 96)
-    out = draft(ids, aux)
-    logits, hidden = hf_reference(draft, ids, aux)
-    torch.testing.assert_close(out.logits, logits, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(out.hidden, hidden, atol=1e-5, rtol=1e-5)
+    assert_matches_reference(draft)
 
 
 def test_cache_steps_equal_one_pass_and_crop_rolls_back():

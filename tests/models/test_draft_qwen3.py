@@ -10,7 +10,15 @@ import json
 import pytest
 import torch
 from conftest import REAL_CONFIGS
-from family_cases import QWEN3, hf_attention, hf_reference, lossless, target, trained
+from family_cases import (
+    QWEN3,
+    assert_matches_reference,
+    hf_attention,
+    hf_reference,
+    lossless,
+    target,
+    trained,
+)
 from safetensors.torch import load_file
 
 from eagle3lab.errors import Eagle3LabError
@@ -47,12 +55,7 @@ def test_attention_matches_transformers_qwen3_attention():
 
 def test_forward_matches_the_reference_and_sglang_drops_the_norms():
     draft = trained("qwen3")
-    torch.manual_seed(3)
-    ids, aux = torch.randint(0, 64, (2, 6)), torch.randn(2, 6, 96)
-    out = draft(ids, aux)
-    logits, hidden = hf_reference(draft, ids, aux)
-    torch.testing.assert_close(out.logits, logits, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(out.hidden, hidden, atol=1e-5, rtol=1e-5)
+    ids, aux, logits = assert_matches_reference(draft)
     # SGLang's llama_eagle3.py has no q/k norms: its view of these weights is the reference without them
     sglang = draft.under("sglang")
     assert sglang.settings.qk_norm is False and "cannot run it" in sglang.settings.decisions["attention"].how

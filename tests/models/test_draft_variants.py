@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 import torch
 from conftest import REAL_CONFIGS
-from family_cases import edit_config, hf_reference, lossless, rekey, target, trained
+from family_cases import assert_matches_reference, edit_config, lossless, rekey, target, trained
 from safetensors.torch import load_file
 
 from eagle3lab.errors import Eagle3LabError
@@ -31,12 +31,7 @@ def _same_weights(a, b):
                                           ("norm_before_fc", "vllm"), ("4-aux", "vllm")])
 def test_forward_matches_the_transformers_reference(name, profile):
     draft = trained(name).under(profile)
-    torch.manual_seed(3)
-    ids, aux = torch.randint(0, 64, (2, 6)), torch.randn(2, 6, draft.config.fc_width)
-    out = draft(ids, aux)
-    logits, hidden = hf_reference(draft, ids, aux)
-    torch.testing.assert_close(out.logits, logits, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(out.hidden, hidden, atol=1e-5, rtol=1e-5)
+    assert_matches_reference(draft)
 
 
 def test_reference_follows_specforge_norm_output_false():
@@ -45,11 +40,7 @@ def test_reference_follows_specforge_norm_output_false():
     draft = Eagle3Draft(replace(trained_draft.config, norm_output=False), profile="specforge")
     draft.load_state_dict(trained_draft.state_dict())
     assert draft.settings.final_norm is False
-    torch.manual_seed(3)
-    ids, aux = torch.randint(0, 64, (2, 6)), torch.randn(2, 6, draft.config.fc_width)
-    logits, hidden = hf_reference(draft, ids, aux)
-    torch.testing.assert_close(draft(ids, aux).logits, logits, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(draft(ids, aux).hidden, hidden, atol=1e-5, rtol=1e-5)
+    ids, aux, logits = assert_matches_reference(draft)
     assert (draft.under("sglang")(ids, aux).logits - logits).abs().max() > 1e-2   # the norm is in play
 
 
