@@ -175,12 +175,59 @@ def capture_bank(target, sequences, prompt_lens=None, batch_size: int = 8, progr
                      {k: torch.cat(v) for k, v in parts.items()}, top1, head, n, source=f"live target {tgt.arch}")
 
 
+# A post-norm state x' = w * x / rms(x) has rms(x' / w) = 1 at every token; a residual stream does not.
+_POST_NORM_RMS_TOL = {torch.float32: 1e-3, torch.float64: 1e-6}   # else (bf16/fp16) 2e-2
+# The target's top-1 from resid[N] reproduces its own greedy continuation; below this share of the
+# continuation the state stated as resid[N] is another one (bf16 kernels flip the odd near-tie).
+GREEDY_AGREEMENT_MIN = 0.9
+
+
+def _post_norm_rms(head: TargetHead, state: torch.Tensor) -> torch.Tensor | None:
+    """rms(state / norm weight) per token, over the channels where the weight is not zero."""
+    weight = head.norm_weight if head.norm_module is None else getattr(head.norm_module, "weight", None)
+    if weight is None:
+        return None
+    weight = weight.detach().float().to(state.device)
+    keep = weight.abs() > 1e-6
+    x = state.float()[..., keep] / weight[keep]
+    return x.pow(2).mean(-1).sqrt()
+
+
+def _check_last_state(dump, bank: StateBank) -> None:
+    """The dumped resid[N] is what the target's head reads before its final norm: refuse a post-norm
+    state or another layer in its place, from the numbers themselves."""
+    n = bank.num_layers
+    real = torch.arange(bank.input_ids.shape[1])[None] < torch.tensor(bank.lengths)[:, None]
+    rms = _post_norm_rms(bank.head, bank.states[n])
+    if rms is not None:
+        tol = _POST_NORM_RMS_TOL.get(bank.states[n].dtype, 2e-2)
+        worst = float((rms[real] - 1).abs().max())
+        if worst <= tol:
+            raise bad_input(dump.path, "resid", f"resid[{n}] (the last layer's output before the final norm) in the "
+                            f"slot stated as resid[{n}]", f"the final post-norm state there (state / norm weight has "
+                            f"RMS 1 at every token, max |RMS - 1| = {worst:.1e})",
+                            "The engine wrote the state after the final norm for its last id; dump resid[N] itself "
+                            "(the sum of the last layer's output and its residual).")
+    if dump.continuation != "greedy":
+        return
+    hits = total = 0
+    for b, (p, length) in enumerate(zip(bank.prompt_lens, bank.lengths)):
+        pred, nxt = bank.top1[b, p - 1:length - 1], bank.input_ids[b, p:length]
+        hits, total = hits + int((pred == nxt).sum()), total + int(nxt.numel())
+    if total and hits / total < GREEDY_AGREEMENT_MIN:
+        raise bad_input(dump.path, "resid", f"the state stated as resid[{n}] predicting the dump's greedy continuation "
+                        f"(at least {GREEDY_AGREEMENT_MIN:.0%} of its tokens)", f"{hits} of {total} ({hits / total:.0%})",
+                        "Layers in another order than stated, or another target's states.")
+
+
 @torch.no_grad()
 def bank_from_dump(dump, head: TargetHead, prompt_lens=None, num_layers: int | None = None) -> StateBank:
     """A bank from a ``HiddenDump`` (every sample's ``hidden_states`` and ``token_ids``) and the target's head.
 
     The dump must hold resid[N] (the target's distribution and top-1 come from it); the wiring search
-    then ranges over the points the dump holds and says which it could not try.
+    then ranges over the points the dump holds and says which it could not try. ``prompt_lens``
+    default: what the dump's manifest states (acceptance is measured from there, as for a live
+    target), else 1 each.
     """
     from eagle3lab.models.hidden_dump import HiddenDump
 
@@ -205,6 +252,7 @@ def bank_from_dump(dump, head: TargetHead, prompt_lens=None, num_layers: int | N
             states[k][i, :lengths[i]] = s.hidden_states[:, j]
     states[FINAL_NORMED] = head.normed(states[n].float()).to(states[n].dtype)
     top1 = head.logits(states[FINAL_NORMED]).argmax(-1)
-    return StateBank(ids, lengths, check_prompt_lens(prompt_lens, lengths), states, top1, head, n,
-                     source=f"hidden-state dump {Path(dump.path).name}")
-
+    bank = StateBank(ids, lengths, check_prompt_lens(dump.prompt_lens if prompt_lens is None else prompt_lens, lengths),
+                     states, top1, head, n, source=f"hidden-state dump {Path(dump.path).name}")
+    _check_last_state(dump, bank)
+    return bank

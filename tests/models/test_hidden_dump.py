@@ -90,3 +90,116 @@ def test_bad_files(tmp_path):
         read_hidden_file(tmp_path / "z.safetensors")
     with pytest.raises(Eagle3LabError, match="no such path"):
         HiddenDump(tmp_path / "missing")
+
+
+# --- a dump is checked like a checkpoint: what the manifest states against what the files hold ---
+
+def _rewrite(path, **tensors):
+    """Replace one sample file by other tensors (as a cut copy or another writer would leave it)."""
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(path))
+
+
+@pytest.fixture(scope="module")
+def greedy_seqs(target):
+    from eagle3lab.decoding.evaluate import greedy_dataset
+
+    return greedy_dataset(target, PROMPTS, max_new_tokens=8)
+
+
+@pytest.fixture()
+def greedy_dump(target, greedy_seqs, tmp_path):
+    seqs, lens = greedy_seqs
+    dump = dump_hidden_states(target, seqs, tmp_path / "g", points=[0, 3, 6], prompt_lens=lens, greedy=True,
+                              progress=False)
+    return dump, seqs, lens
+
+
+def test_prompt_lens_travel_with_the_dump(target, greedy_dump):
+    from eagle3lab.models.state_bank import TargetHead, bank_from_dump
+
+    dump, seqs, lens = greedy_dump
+    assert dump.prompt_lens == lens and dump.continuation == "greedy"
+    assert [s.prompt_len for s in dump] == lens
+    bank = bank_from_dump(dump, TargetHead.from_target(target))   # passes the resid[N] checks
+    assert bank.prompt_lens == lens and bank.lengths == [len(s) for s in seqs]
+
+
+def test_a_dump_shorter_than_its_manifest(greedy_dump):
+    dump, seqs, _ = greedy_dump
+    first = dump.files[0]
+    data = read_hidden_file(first)
+    _rewrite(first, hidden_states=data["hidden_states"][:-3], token_ids=data["token_ids"][:-3])
+    with pytest.raises(Eagle3LabError, match=rf"{first.name}: key 'token_ids': expected {len(seqs[0])} tokens, "
+                       rf"as manifest.json states, found {len(seqs[0]) - 3} \(shorter than its manifest\)"):
+        dump[0]
+    dump.files[2].unlink()
+    with pytest.raises(Eagle3LabError, match=r"manifest.json: key 'samples': expected the 3 files it lists, found 1 of "
+                       r"them missing \(sample_000002.safetensors\).*shorter than its manifest"):
+        HiddenDump(dump.path)
+
+
+def test_rows_missing_for_some_requests(greedy_dump):
+    # sglang#26163: fewer return_hidden_states rows than tokens under speculative decoding
+    dump, seqs, _ = greedy_dump
+    data = read_hidden_file(dump.files[1])
+    _rewrite(dump.files[1], hidden_states=data["hidden_states"][:-2], token_ids=data["token_ids"])
+    n = len(seqs[1])
+    with pytest.raises(Eagle3LabError, match=rf"sample_000001.safetensors: key 'hidden_states'.*found {n - 2} rows for "
+                       rf"{n} token ids: rows missing for this request.*sglang#26163"):
+        dump[1]
+    assert dump[0].hidden_states.shape[0] == len(seqs[0])   # the other requests still read
+
+
+def test_layers_first_where_token_major_is_expected(greedy_dump):
+    dump, seqs, _ = greedy_dump
+    data = read_hidden_file(dump.files[0])
+    _rewrite(dump.files[0], hidden_states=data["hidden_states"].transpose(0, 1), token_ids=data["token_ids"])
+    n = len(seqs[0])
+    with pytest.raises(Eagle3LabError, match=rf"sample_000000.safetensors: key 'hidden_states': expected \[T, n_layers, "
+                       rf"H\] = \({n}, 3, 64\), found \(3, {n}, 64\), i.e. \[n_layers, T, H\] \(layers first\)"):
+        dump[0]
+
+
+def test_layers_in_another_order_than_stated(target, greedy_dump):
+    from eagle3lab.models.state_bank import TargetHead, bank_from_dump
+
+    dump, _, _ = greedy_dump
+    manifest = json.loads((dump.path / MANIFEST).read_text())
+    # 1. a manifest stating an order vLLM never stores
+    (dump.path / MANIFEST).write_text(json.dumps({**manifest, "resid": [6, 0, 3], "vllm_layer_ids": None}))
+    with pytest.raises(Eagle3LabError, match=r"manifest.json: key 'resid': expected distinct resid indices in ascending "
+                       r"order.*found \[6, 0, 3\]"):
+        HiddenDump(dump.path)
+    (dump.path / MANIFEST).write_text(json.dumps({**manifest, "vllm_layer_ids": [3, 6, 2]}))
+    with pytest.raises(Eagle3LabError, match=r"vllm_layer_ids \[3, 6, 2\] in layer order: \[2, 3, 6\], found \[0, 3, 6\]"):
+        HiddenDump(dump.path)
+    (dump.path / MANIFEST).write_text(json.dumps(manifest))
+    # 2. a file whose own metadata names another order
+    data = read_hidden_file(dump.files[0])
+    save_file({"hidden_states": data["hidden_states"][:, [1, 0, 2]].contiguous(), "token_ids": data["token_ids"]},
+              str(dump.files[0]), metadata={"resid": "[3, 0, 6]"})
+    with pytest.raises(Eagle3LabError, match=r"sample_000000.safetensors: key 'resid': expected the points manifest.json "
+                       r"states, \[0, 3, 6\], in that order, found \[3, 0, 6\]"):
+        dump[0]
+    # 3. files with no metadata (as vLLM writes them), reversed: the numbers show it
+    for f in dump.files:
+        data = read_hidden_file(f)
+        _rewrite(f, hidden_states=data["hidden_states"].flip(1), token_ids=data["token_ids"])
+    with pytest.raises(Eagle3LabError, match=r"key 'resid': expected the state stated as resid\[6\] predicting the "
+                       r"dump's greedy continuation \(at least 90% of its tokens\), found \d+ of 24"):
+        bank_from_dump(HiddenDump(dump.path), TargetHead.from_target(target))
+
+
+def test_a_post_norm_state_where_resid_n_is_stated(target, greedy_dump):
+    from eagle3lab.models.state_bank import TargetHead, bank_from_dump
+
+    dump, _, _ = greedy_dump
+    for f in dump.files:
+        data = read_hidden_file(f)
+        hs = data["hidden_states"].clone()
+        with torch.no_grad():
+            hs[:, 2] = target.final_norm(hs[:, 2])
+        _rewrite(f, hidden_states=hs, token_ids=data["token_ids"])
+    with pytest.raises(Eagle3LabError, match=r"expected resid\[6\] \(the last layer's output before the final norm\) in "
+                       r"the slot stated as resid\[6\], found the final post-norm state there"):
+        bank_from_dump(HiddenDump(dump.path), TargetHead.from_target(target))
