@@ -165,3 +165,37 @@ def unplaced_warning(change: Change, engine_version: str) -> str:
             "merge date unknown" + (f", on main by {change.on_main_by}" if change.on_main_by else ""))
     return (f"engine_version {engine_version!r} cannot be placed relative to {name} ({change.what}; {when}): "
             f"assumed the newest code read, which has it. {how}")
+
+
+def release_row(rows, engine_version, *, newest: str, read=(), engine: str = "", where: str = "engine_version",
+                **match):
+    """The one generic lookup of release-ranged rows: among ``rows`` whose attributes equal ``match``, the one with
+    the newest ``since`` (PEP 440) at or before the build's release. A row holds from its ``since`` up to the next
+    matching row's. Returns ``(row, release used, note)``; ``note`` (else None) says what was assumed: no version
+    (or 'latest') and a date or PR mark, which no release row places, are read as ``newest`` (the newest release
+    read); a release newer than that, or one not in ``read``, uses the rows of the release read just before it; one
+    older than every row uses the oldest row."""
+    v = parse_engine_version(engine_version, where)
+    candidates = sorted((r for r in rows if all(getattr(r, k) == x for k, x in match.items())),
+                        key=lambda r: Version(r.since))
+    if not candidates:
+        raise bad_input("rows", None, f"a row for {match}", "none")
+    note = None
+    if v is None or _MARK.match(v.lower()) or _DATE.match(v):
+        note = ((f"engine_version {v!r} is not a release, so no release row places it" if v else
+                 "engine_version not given") + f": assumed {engine} {newest}, the newest release read.").lstrip()
+        release = Version(newest)
+    else:
+        release = Version(v)
+        if release > Version(newest):
+            note = f"{engine} {v} is newer than the newest release read ({newest}): assumed it behaves as {newest}."
+        elif read and v not in read and release >= Version(candidates[0].since):
+            older = max((r for r in read if Version(r) <= release), key=Version)
+            note = f"{engine} {v} was not read: assumed it behaves as {older}, the release read just before it."
+    older = [r for r in candidates if Version(r.since) <= release]
+    if not older:
+        note = (f"{engine} {v} is older than every release read for this rule ({candidates[0].since}): assumed it "
+                f"behaves as {candidates[0].since}.")
+        return candidates[0], candidates[0].since, note
+    used = str(release) if release <= Version(newest) else newest
+    return older[-1], used, note
