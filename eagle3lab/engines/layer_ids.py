@@ -32,6 +32,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from eagle3lab.engines.versions import Change, parse_engine_version, place, place_in_order
+from eagle3lab.engines.vllm_runner import IDS_NESTED, check_platform, vllm_runner
 from eagle3lab.errors import Eagle3LabError, bad_input
 
 ID_CONVENTIONS = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
@@ -201,6 +202,7 @@ class AuxNote:
     text: str
     change: Change | None = None  # kind "version": the change the build cannot be placed by
     confirmed: bool = True
+    code: str = ""                # a stable code callers match (never the text); "" where none is given yet
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,8 @@ class AuxResolution:
     num_layers: int | None = None
     arch: str | None = None
     engine_version: str | None = None
+    engine_platform: str | None = None   # vLLM: "cuda" or "cpu" as given (None: a CUDA build assumed)
+    runner: str | None = None            # vLLM: the model runner whose reading was used ("V1", "V2"), when it mattered
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -238,7 +242,7 @@ class AuxResolution:
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        out["notes"] = [{"kind": n.kind, "text": n.text} for n in self.notes]  # the change is in the text
+        out["notes"] = [{"kind": n.kind, "code": n.code, "text": n.text} for n in self.notes]  # the change is in the text
         out["ids_as_written"] = list(self.ids_as_written) if self.ids_as_written is not None else None
         out["resid"] = list(self.resid)
         out["warnings"] = list(self.warnings)
@@ -342,8 +346,9 @@ class _Notes:
         self.engine_version = engine_version
         self.items: list[AuxNote] = []
 
-    def add(self, text: str, kind: str = "note", change: Change | None = None, confirmed: bool = True) -> None:
-        self.items.append(AuxNote(kind, text, change, confirmed))
+    def add(self, text: str, kind: str = "note", change: Change | None = None, confirmed: bool = True,
+            code: str = "") -> None:
+        self.items.append(AuxNote(kind, text, change, confirmed, code))
 
     def add_once(self, text: str, kind: str = "note", change: Change | None = None) -> None:
         if all(n.text != text for n in self.items):
@@ -398,14 +403,9 @@ def _transformerlens_points(written, n, notes):
     return _RULES["transformerlens"], points
 
 
-# What vLLM logs when it falls back to its default ids (read in the wheels 0.17.0-0.33.0, every release): the
-# V2 model runner (v1/worker/gpu/spec_decode/eagle/eagle3_utils.py set_eagle3_aux_hidden_state_layers) logs INFO
-# "Using Eagle3 auxiliary layers from model: ..."; the V1 runner (v1/worker/gpu_model_runner.py) logs only when
-# the ids come from the config. PR #50170 (open) turns the V2 line into a warning_once; its text is in the copy
-# of eagle3_utils.py at vllm-project/vllm 0cfdd2e15d69, in no release read.
-_VLLM_FALLBACK_LOG = ("the V2 model runner (eagle3_utils.py) logs it only as INFO 'Using Eagle3 auxiliary layers "
-                      "from model: (...)', the V1 runner (gpu_model_runner.py) says nothing, and no release read "
-                      "(0.17.0-0.33.0) warns")
+# What vLLM logs on falling back to its default ids follows the model runner (eagle3lab.engines.vllm_runner: the V2
+# runner logs INFO 'Using Eagle3 auxiliary layers from model: ...', V1 nothing). PR #50170 (open) turns the V2 line
+# into a warning_once; its text is in the copy of eagle3_utils.py at vllm-project/vllm 0cfdd2e15d69, in no release read.
 
 
 def _vllm_deepseek_file(arch, notes) -> str | None:
@@ -418,8 +418,9 @@ def _vllm_deepseek_file(arch, notes) -> str | None:
     return "deepseek_v2.py"
 
 
-def _vllm_points(engine, written, n, arch, notes):
-    """vLLM and speculators (served by vLLM): id k = resid[k], with DeepSeek-family exceptions."""
+def _vllm_points(engine, written, n, arch, notes, runner=None):
+    """vLLM and speculators (served by vLLM): id k = resid[k], with DeepSeek-family exceptions. ``runner``: the
+    ``vllm_runner`` choice whose fallback log the default note names (None: both runners' are named)."""
     deepseek = _vllm_deepseek_file(arch, notes)
     if deepseek and not notes.after("vllm-deepseek-eagle3"):
         notes.add(f"vLLM before 0.18.0 serves no EAGLE-3 draft on {arch}: config/speculative.py raises ValueError "
@@ -427,12 +428,21 @@ def _vllm_points(engine, written, n, arch, notes):
                   "deepseek_v2.py has no capture hook.", "breaks")
     if written is None:
         warns = notes.after("vllm#50170")
+        if runner is None:
+            log = ("the V2 model runner (eagle3_utils.py) logs it only as INFO 'Using Eagle3 auxiliary layers from "
+                   "model: (...)', the V1 runner (gpu_model_runner.py) says nothing")
+        else:
+            log = (f"the {runner.runner} model runner of a {runner.label.replace(', ' + runner.runner + ' model runner', '')}"
+                   + (" (assumed: pass engine_version and engine_platform)" if runner.assumed else "")
+                   + f" ({runner.reads.where.split()[0]}) "
+                   + (f"logs it only as {runner.reads.default_log}" if runner.reads.default_log else "says nothing"))
         notes.add("Default ids used: the draft config has no ids vLLM reads, so vLLM falls back to (2, N//2, N-3) = "
                   f"{list(default_resid(n))}"
                   + (" and warns once (PR #50170)." if warns else
-                     f"; {_VLLM_FALLBACK_LOG} (PR #50170 adds a warning; open as of 2026-07-28).")
+                     f"; {log}, and no release read (0.17.0-0.33.0) warns (PR #50170 adds a warning; open as of "
+                     "2026-07-28).")
                   + " If the draft was trained on other states, acceptance collapses while output stays correct.",
-                  "defaulted")
+                  "defaulted", code="VLLM_AUX_IDS_DEFAULTED")
         return _RULES[f"{engine}-default"], [2, n // 2, n - 3]
     points = [_as_int(engine, x) for x in written]
     for p in points:
@@ -600,7 +610,8 @@ SGLANG_OLDEST_READ = "0.5.4"
 
 
 def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arch: str | None = None,
-                       engine_version: str | None = None) -> AuxResolution:
+                       engine_version: str | None = None, *, engine_platform: str | None = None,
+                       key: str | None = None) -> AuxResolution:
     """What ``engine`` captures for ``ids`` as written (``None`` = that engine's default).
 
     Never silent: defaults, dropped ids, reordering, crashes in the engine and version-dependent
@@ -609,8 +620,16 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
     target that was not read, where the points shown are an assumption). ``engine_version``: see
     ``eagle3lab.engines.versions``; one that cannot be placed relative to a change here gives the newest
     behaviour and a "version" note; one that is not a date, PR mark or release raises ``Eagle3LabError``.
+
+    vLLM only (``engine`` "vllm"): ``key`` is where the ids are written in the draft's config.json
+    (``eagle_aux_hidden_state_layer_ids`` or ``eagle_config.eagle_aux_hidden_state_layer_ids``; None = ids vLLM
+    reads, as given); whether vLLM reads them there depends on its model runner, which the build
+    (``engine_version``, ``engine_platform`` "cuda" or "cpu", None = a CUDA build assumed) and the target
+    (``arch``) decide (``eagle3lab.engines.vllm_runner``); the fallback log named in a default note follows
+    the runner too. Other engines ignore both (their profiles' ``id_keys`` say where they read).
     """
     engine = _check_engine(engine)
+    platform = check_platform(engine_platform)
     n = _check_num_layers(num_layers)
     written = tuple(ids) if ids is not None else None
     if written is not None and len(written) == 0:
@@ -620,13 +639,17 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
         raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None,
                         "The default ids depend on N (pass --num-layers / num_layers=).")
     notes = _Notes(parse_engine_version(engine_version, "engine_version"))
+    runner = None
+    if engine == "vllm" and (key is not None or written is None):   # the runner decides what is read and logged
+        runner = vllm_runner(engine_version, platform, arch=arch)
+        written = _vllm_key(runner, written, key, notes)
     # points: the loop indices the engine tests, in the order written (dedup and sort come below)
     if engine == "eagle":
         rule, points = _eagle_points(written, n, notes)
     elif engine == "transformerlens":
         rule, points = _transformerlens_points(written, n, notes)
     elif engine in ("vllm", "speculators"):
-        rule, points = _vllm_points(engine, written, n, arch, notes)
+        rule, points = _vllm_points(engine, written, n, arch, notes, runner)
     else:
         rule, points = _sglang_points(engine, written, n, arch, notes)
     defaulted = written is None or engine == "eagle"
@@ -650,11 +673,31 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
     if n is None:
         notes.add("num_layers not given: range and final-layer checks skipped.")
     return AuxResolution(engine=engine, ids_as_written=written, resid=ordered, rule=rule, notes=tuple(notes.items),
-                         defaulted=defaulted, num_layers=n, arch=arch, engine_version=notes.engine_version)
+                         defaulted=defaulted, num_layers=n, arch=arch, engine_version=notes.engine_version,
+                         engine_platform=platform, runner=runner.runner if runner else None)
+
+
+def _vllm_key(runner, written, key, notes):
+    """The ids vLLM's ``runner`` reads when they are written at ``key`` (None: not read, its default follows), with
+    notes: which runner and why, and what it makes of a nested SGLang-style list."""
+    if key is not None and written is not None and key not in runner.id_keys:
+        notes.add(f"The ids {list(written)} at {key} are not read: the {runner.runner} model runner reads "
+                  f"{' or '.join(runner.id_keys)} only ({runner.reads.where}), so vLLM uses its default ids. "
+                  + runner.describe(), "note", code="VLLM_AUX_IDS_NESTED_IGNORED")
+        return None
+    if key == IDS_NESTED and written is not None:
+        notes.add(f"The ids {list(written)} at {key} (SGLang/SpecForge numbering, where id k = resid[k+1]) are read "
+                  f"by the {runner.runner} model runner as vLLM ids, id k = resid[k], silently ({runner.reads.where}): "
+                  "one point below what SGLang feeds for them. " + runner.describe(), "note",
+                  code="VLLM_AUX_IDS_NESTED_READ")
+        return written
+    if key is not None:
+        notes.add(runner.describe(), "note", code="VLLM_MODEL_RUNNER", confirmed=not runner.assumed)
+    return written
 
 
 def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
-                  engine_version: str | None = None) -> list:
+                  engine_version: str | None = None, *, engine_platform: str | None = None) -> list:
     """The ids to WRITE so that ``engine`` captures exactly these ``resid`` points, in this order.
 
     Raises ``Eagle3LabError`` when the engine cannot express them (resid[0] in SGLang except where the
@@ -690,7 +733,8 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
             candidates.append(target[1:] + target[:1])
     tried = []
     for ids in candidates:
-        res = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=engine_version)
+        res = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=engine_version,
+                                 engine_platform=engine_platform)
         # SGLang id -1 is offered only where the target's file was read to capture resid[0] there
         unsure = [t for t in res.unconfirmed if t.startswith("Id -1")]
         if list(res.resid) == target and not res.fatal and not unsure:
@@ -715,7 +759,8 @@ def _moves(slots: int, distance: int):
 
 
 def nearest_servable(engine: str, resid, num_layers: int, arch: str | None = None,
-                     engine_version: str | None = None) -> tuple[tuple[int, ...], list]:
+                     engine_version: str | None = None, *,
+                     engine_platform: str | None = None) -> tuple[tuple[int, ...], list]:
     """The wiring closest to ``resid`` that ``engine`` can feed, and the ids to write for it.
 
     ``resid`` itself when the engine can express it; else the ascending wiring at the smallest total
@@ -727,7 +772,8 @@ def nearest_servable(engine: str, resid, num_layers: int, arch: str | None = Non
     """
     def ids_for(points):
         try:
-            return to_engine_ids(engine, list(points), num_layers, arch=arch, engine_version=engine_version)
+            return to_engine_ids(engine, list(points), num_layers, arch=arch, engine_version=engine_version,
+                                 engine_platform=engine_platform)
         except Eagle3LabError:
             return None
 
@@ -749,14 +795,15 @@ def nearest_servable(engine: str, resid, num_layers: int, arch: str | None = Non
 
 
 def compare_engines(ids=None, num_layers: int | None = None, arch: str | None = None,
-                    engine_version: str | None = None, engines=ID_CONVENTIONS):
+                    engine_version: str | None = None, engines=ID_CONVENTIONS, *, engine_platform: str | None = None):
     """One row per engine: what the same written ids mean there (a pandas DataFrame)."""
     import pandas as pd
 
     rows = []
     for engine in engines:
         try:
-            res = resolve_aux_layers(engine, ids, num_layers, arch=arch, engine_version=engine_version)
+            res = resolve_aux_layers(engine, ids, num_layers, arch=arch, engine_version=engine_version,
+                                     engine_platform=engine_platform)
             rows.append({"engine": engine, "resid": list(res.resid), "label": res.label,
                          "defaulted": res.defaulted, "breaks": bool(res.fatal), "warnings": len(res.warnings),
                          "rule": res.rule})

@@ -662,7 +662,7 @@ def test_translator_note_kinds_map_to_codes():
     assert codes["SGL_AUX_BREAKS"] == "error" and codes["ENGINE_VERSION_UNPLACED"] == "warning"
     [version_note] = [n for n in res.notes if n.kind == "version"]
     assert version_note.change is ID_CHANGES["sglang#25454"]
-    assert res.to_dict()["notes"][0].keys() == {"kind", "text"} and res.to_dict()["fatal"] == list(res.fatal)
+    assert res.to_dict()["notes"][0].keys() == {"kind", "code", "text"} and res.to_dict()["fatal"] == list(res.fatal)
 
 
 # ----------------------------------------------------------------------------- one shape for an unplaced build

@@ -40,12 +40,14 @@ def test_sglang_default_is_silent_and_says_where_ids_are_read():
     assert _has(res, "silently", "eagle_config", "eagle_aux_hidden_state_layer_ids")
 
 
-def test_vllm_default_is_logged_by_the_v2_runner_only_and_warned_by_no_release():
+def test_vllm_default_log_follows_the_runner_and_no_release_warns():
     # vLLM wheels 0.17.0-0.33.0: eagle3_utils.py (V2 runner) logs INFO on fallback, gpu_model_runner.py (V1) nothing
-    res = resolve_aux_layers("vllm", None, 32)
-    assert _has(res, "V2 model runner", "INFO 'Using Eagle3 auxiliary layers from model", "V1 runner", "says nothing")
+    res = resolve_aux_layers("vllm", None, 32)   # a CUDA build of the newest release read assumed: V2
+    assert _has(res, "V2 model runner", "INFO 'Using Eagle3 auxiliary layers from model", "assumed")
     assert _has(res, "no release read (0.17.0-0.33.0) warns", "#50170")
-    assert not _has(res, "before PR #50170")
+    assert not _has(res, "before PR #50170") and res.notes[0].code == "VLLM_AUX_IDS_DEFAULTED"
+    cpu = resolve_aux_layers("vllm", None, 32, engine_version="0.32.0", engine_platform="cpu")
+    assert _has(cpu, "V1 model runner", "says nothing") and not _has(cpu, "from model", "assumed")
     warned = resolve_aux_layers("vllm", None, 32, engine_version="post-#50170")
     assert _has(warned, "warns once (PR #50170)")
 
@@ -519,7 +521,7 @@ def test_cli_ids_minus_one_exit_code_follows_the_model_file(capsys):
         out = json.loads(capsys.readouterr().out)
         assert out["resid"] == [0, 3, 31] and out["breaks"] is bool(rc) and out["confirmed"] is confirmed
         assert any(n["text"].startswith("Id -1") for n in out["notes"])
-        assert bool(out["unconfirmed"]) is not confirmed and all(n.keys() == {"kind", "text"} for n in out["notes"])
+        assert bool(out["unconfirmed"]) is not confirmed and all(n.keys() == {"kind", "code", "text"} for n in out["notes"])
     assert main(["ids", "sglang", "-1", "2", "30", "--num-layers", "61"]) == 0
     assert "(note, not confirmed): Id -1" in capsys.readouterr().out
 
