@@ -89,6 +89,7 @@ class Session:
     tables: dict = field(default_factory=dict)       # name -> DataFrame
     figures: dict = field(default_factory=dict)      # name -> PNG bytes
     tensors: dict = field(default_factory=dict)      # name -> torch.Tensor
+    failure: dict | None = None                      # a run that stopped early: {"error", "kind", "cell", "source"}
     path: Path | None = None
 
     # ------------------------------------------------------------------ recording
@@ -124,7 +125,8 @@ class Session:
         with atomic_dir(folder) as tmp:
             record = {"format": FORMAT, "name": self.name, "command": plain_json(self.command),
                       "parameters": plain_json(self.parameters), "models": self.models, "environment": self.env,
-                      "metrics": self.metrics, "notes": list(self.notes), "tables": sorted(self.tables),
+                      "metrics": self.metrics, "notes": list(self.notes), "failure": plain_json(self.failure),
+                      "tables": sorted(self.tables),
                       "figures": sorted(self.figures), "tensors": sorted(self.tensors)}
             (tmp / "session.json").write_text(json.dumps(record, indent=2, allow_nan=True) + "\n")
             if self.tables:
@@ -168,12 +170,13 @@ class Session:
         return cls(name=record["name"], command=record.get("command", {}), parameters=record.get("parameters", {}),
                    models=record.get("models", {}), env=record.get("environment", {}),
                    metrics=record.get("metrics", {}), notes=record.get("notes", []), tables=tables, figures=figures,
-                   tensors=tensors, path=folder)
+                   tensors=tensors, failure=record.get("failure"), path=folder)
 
     def summary(self) -> dict:
         return {"name": self.name, "path": str(self.path) if self.path else None, "command": self.command,
                 "parameters": self.parameters, "models": self.models, "environment": self.env,
-                "metrics": self.metrics, "notes": self.notes, "tables": {k: list(v.shape) for k, v in self.tables.items()},
+                "metrics": self.metrics, "notes": self.notes, "failure": self.failure,
+                "tables": {k: list(v.shape) for k, v in self.tables.items()},
                 "figures": sorted(self.figures)}
 
 
@@ -192,7 +195,7 @@ def _beyond_noise(a: dict, b: dict) -> bool | None:
 
 
 def diff_sessions(a: Session, b: Session) -> pd.DataFrame:
-    """Everything that differs between two sessions: models, command, parameters, environment, metrics.
+    """Everything that differs between two sessions: models, command, parameters, failure, environment, metrics.
     Metrics with intervals are marked ``beyond noise`` (disjoint intervals) or ``within noise``."""
     rows = []
 
@@ -208,6 +211,7 @@ def diff_sessions(a: Session, b: Session) -> pd.DataFrame:
             lambda v: v and v[:12])
     compare("command", flatten(a.command), flatten(b.command))
     compare("parameter", a.parameters, b.parameters)
+    compare("failure", {"error": a.failure and a.failure.get("error")}, {"error": b.failure and b.failure.get("error")})
     compare("environment", {k: v for k, v in a.env.items() if k != "threads"},
             {k: v for k, v in b.env.items() if k != "threads"})
     for key in sorted(set(a.metrics) | set(b.metrics)):

@@ -68,23 +68,50 @@ def inject_parameters(nb, parameters: dict) -> None:
 
 
 def execute_notebook(path: Path, timeout: int = 900, parameters: dict | None = None):
-    """Execute one notebook in its own folder; raises ``nbclient`` ``CellExecutionError`` on any error."""
+    """Execute one notebook in its own folder; raises ``nbclient`` ``CellExecutionError`` on a cell error
+    and ``CellTimeoutError`` when a cell runs past ``timeout`` seconds. Whatever it raises carries ``nb``
+    (the notebook as far as it ran, outputs kept) and ``cell_index`` (the cell running when it stopped)."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     inject_parameters(nb, parameters or {})
+    running = {"cell": None}
+
+    def started(cell, cell_index):
+        running["cell"] = cell_index
+
     env_before = os.environ.get("MPLBACKEND")
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", on_cell_start=started,
                        resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+    except Exception as err:
+        err.nb, err.cell_index = nb, running["cell"]
+        raise
     finally:
         if env_before is None:
             os.environ.pop("MPLBACKEND", None)
         else:
             os.environ["MPLBACKEND"] = env_before
     return nb
+
+
+def notebook_failure(err: BaseException, timeout: int) -> dict:
+    """What stopped a notebook, for the index and its session: ``error`` (one line), ``kind`` (``timeout``,
+    ``cell error`` or ``kernel``), ``cell`` (its index in the executed notebook) and ``source`` (its first line)."""
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    if isinstance(err, CellTimeoutError):
+        kind, error = "timeout", f"CellTimeoutError: the cell ran past the {timeout} s cell timeout"
+    elif isinstance(err, CellExecutionError):
+        kind, error = "cell error", f"{err.ename}: {err.evalue}" if getattr(err, "ename", None) else str(err)
+    else:   # a dead kernel, a kernel that would not start
+        kind, error = "kernel", f"{type(err).__name__}: {err}"
+    index, nb = getattr(err, "cell_index", None), getattr(err, "nb", None)
+    source = nb.cells[index].source.strip().splitlines() if nb is not None and index is not None else []
+    return {"error": error.strip().splitlines()[-1] if error.strip() else repr(err), "kind": kind, "cell": index,
+            "source": source[0] if source else None}
 
 
 def find_summary(nb) -> str | None:
@@ -123,13 +150,17 @@ class NotebookResult:
     seconds: float
     summary: str | None
     error: str | None = None
+    cell: int | None = None        # the cell that failed (index in the executed notebook), when one did
 
 
 def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEBOOKS, timeout: int = 900,
                    only: list[str] | None = None, parameters: dict | None = None) -> tuple[Path, list[NotebookResult]]:
-    """Execute every notebook in order, write executed copies + HTML and ``index.html``."""
+    """Execute every notebook in order, write executed copies + HTML and ``index.html``.
+
+    A notebook that fails (a cell error, a cell past ``timeout`` seconds, a dead kernel) is written as far
+    as it ran, marked FAILED in the index with the cell that stopped it, and its session records the same
+    (``Session.failure``); the others still run."""
     import nbformat
-    from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
     from tqdm.auto import tqdm
 
@@ -138,44 +169,39 @@ def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEB
     paths = [p for p in notebook_paths(folder) if not only or any(o in p.name for o in only)]
     results = []
     for path in tqdm(paths, desc="workbook", unit="notebook"):
-        start, error, nb = time.perf_counter(), None, None
+        start, failure = time.perf_counter(), None
         try:
             nb = execute_notebook(path, timeout=timeout, parameters=parameters)
-        except CellExecutionError as err:
-            error = str(err).strip().splitlines()[-1] if str(err).strip() else repr(err)
+        except Exception as err:  # report it, go on with the others
+            failure = notebook_failure(err, timeout)
             nb = getattr(err, "nb", None) or nbformat.read(path, as_version=4)
-        except Exception as err:  # a dead kernel or a timeout: report it, go on with the others
-            error = f"{type(err).__name__}: {err}"
-            nb = nbformat.read(path, as_version=4)
         seconds = time.perf_counter() - start
         errors = error_outputs(nb)
-        if errors and not error:
-            error = errors[0]
+        if errors and failure is None:
+            failure = {"error": errors[0], "kind": "cell error", "cell": None, "source": None}
         write_text(out / path.name, nbformat.writes(nb))
-        _write_session(nb, path, out / "sessions" / path.stem)
+        s = notebook_session(nb, path.name, notebook_parameters(nb), failure=failure)
+        s.save(out / "sessions" / path.stem)
         body, _ = HTMLExporter().from_notebook_node(nb)
         write_text(out / f"{path.stem}.html", body)
-        results.append(NotebookResult(path.name, notebook_title(path), error is None, seconds, find_summary(nb), error))
+        results.append(NotebookResult(path.name, notebook_title(path), failure is None, seconds, find_summary(nb),
+                                      failure and failure["error"], failure and failure["cell"]))
     index = out / "index.html"
     write_text(index, render_index(results))
     write_text(out / "summary.json", json.dumps([r.__dict__ for r in results], indent=2))
     return index, results
 
 
-def _write_session(nb, path: Path, folder: Path) -> None:
-    """The executed notebook as a session (eagle3lab.app.session): parameters, models, claims, figures."""
-    notebook_session(nb, path.name, notebook_parameters(nb)).save(folder)
-
-
-def notebook_session(nb, name: str, parameters: dict) -> Session:
+def notebook_session(nb, name: str, parameters: dict, failure: dict | None = None) -> Session:
     """A session from an executed notebook: its parameters, the models they name, its summary claims as
-    metrics (intervals where a claim has ``NAME_low``/``NAME_high`` siblings), its figures (PNG outputs)."""
+    metrics (intervals where a claim has ``NAME_low``/``NAME_high`` siblings), its figures (PNG outputs),
+    and ``failure`` (:func:`notebook_failure`) when it stopped early."""
     import base64
 
     from eagle3lab.bundled import REAL_TARGETS
 
     s = Session(name, command={"kind": "notebook", "notebook": name, "parameters": parameters},
-                parameters=parameters)
+                parameters=parameters, failure=failure)
     for key, value in parameters.items():
         if not isinstance(value, str):
             continue
@@ -191,6 +217,8 @@ def notebook_session(nb, name: str, parameters: dict) -> Session:
         low, high = claims.get(f"{key}_low"), claims.get(f"{key}_high")
         s.metrics[key] = {"value": value, **({"low": low, "high": high} if low is not None and high is not None else {})}
     s.notes = [find_summary(nb) or ""]
+    if failure:
+        s.notes.append(f"FAILED in cell {failure['cell']}: {failure['error']}")
     k = 0
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -229,7 +257,8 @@ def _md_inline(text: str) -> str:
 def render_index(results: list[NotebookResult]) -> str:
     rows = []
     for r in results:
-        status = "ok" if r.ok else f"<b style='color:#b00'>FAILED</b>: {html.escape(r.error or '')}"
+        where = f" in cell {r.cell}" if r.cell is not None else ""
+        status = "ok" if r.ok else f"<b style='color:#b00'>FAILED{where}</b>: {html.escape(r.error or '')}"
         found = _md_inline(r.summary) if r.summary else "<i>no summary() in this notebook</i>"
         stem = Path(r.name).stem
         rows.append(f"<tr><td><a href='{stem}.html'>{html.escape(r.name)}</a><br><small>{html.escape(r.title)}</small>"
