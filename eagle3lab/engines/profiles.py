@@ -12,18 +12,17 @@ draft's math reads. No ``if engine == ...`` appears anywhere in the math.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from eagle3lab.engines.layer_ids import resolve_aux_layers
+from eagle3lab.engines.vllm_runner import IDS_NESTED, IDS_TOP, check_platform, vllm_runner
 from eagle3lab.errors import bad_input
 
 # The four switchable flags of the draft, in the order they act on the data.
 FLAGS = ("norm_before_fc", "fc_norm", "norm_before_residual", "norm_output")
 
-# Where a checkpoint's aux layer ids can be written.
-IDS_TOP = "eagle_aux_hidden_state_layer_ids"
-IDS_NESTED = "eagle_config.eagle_aux_hidden_state_layer_ids"
+# Where a checkpoint's aux layer ids can be written: IDS_TOP, IDS_NESTED (eagle3lab.engines.vllm_runner).
 # The aux count written outright (SGLang and vLLM read it before the ids' length; no trainer writes it).
 NUM_AUX_KEY = "num_aux_hidden_states"
 
@@ -59,6 +58,10 @@ class EngineProfile:
     rope_fails_how: str = ""                     # how it fails, where read
     yarn_scale_ratio: bool = False               # yarn cos/sin x mscale(f, mscale) / mscale(f, mscale_all_dim), always
     engine_version: str | None = None            # passed to the layer-id translator
+    engine_platform: str | None = None           # vLLM: "cuda" or "cpu" (None: a CUDA build assumed)
+    # "vllm": where ids are read follows vLLM's model runner for this build (eagle3lab.engines.vllm_runner);
+    # id_keys are then what the newest CUDA build reads, for display
+    runner_rule: str | None = None
     notes: tuple[str, ...] = ()
 
     @property
@@ -70,12 +73,28 @@ class EngineProfile:
         """Which draft families (attention kinds, aux counts) it serves or trains, and since when."""
         return FAMILIES.get(self.name, DraftFamilies())
 
+    def runner(self, arch: str | None = None):
+        """vLLM's model runner for this profile's build and target (``vllm_runner``), or None where no runner rule
+        applies."""
+        if self.runner_rule is None:
+            return None
+        return vllm_runner(self.engine_version, self.engine_platform, arch=arch)
+
+    def reads_ids_from(self, arch: str | None = None) -> tuple[str, ...]:
+        """The config keys this engine build reads aux ids from, first found wins."""
+        runner = self.runner(arch)
+        return runner.id_keys if runner is not None else self.id_keys
+
     def aux_resolution(self, ids, key: str | None, num_layers: int, arch: str | None = None):
         """Which target states this engine feeds a draft whose aux ids were written at ``key`` (an
         ``eagle3lab.engines.layer_ids.AuxResolution``: ids it does not read fall back to its default)."""
-        seen, _ = self.visible_ids(ids, key)
+        if self.runner_rule is not None and ids is not None:   # the runner decides, and says so in its notes
+            return resolve_aux_layers(self.id_engine, ids=list(ids), num_layers=num_layers, arch=arch,
+                                      engine_version=self.engine_version, engine_platform=self.engine_platform,
+                                      key=key)
+        seen, _ = self.visible_ids(ids, key, arch)
         return resolve_aux_layers(self.id_engine, ids=list(seen) if seen is not None else None, num_layers=num_layers,
-                                  arch=arch, engine_version=self.engine_version)
+                                  arch=arch, engine_version=self.engine_version, engine_platform=self.engine_platform)
 
     def default_for(self, flag: str, fmt: str | None) -> tuple[bool, str]:
         """Value this engine uses when ``flag`` is missing from a config of format ``fmt``, and the rule."""
@@ -84,13 +103,17 @@ class EngineProfile:
         rule = self.missing_rule.get(flag, f"{self.engine} default when the key is missing")
         return value, rule
 
-    def visible_ids(self, ids, key: str | None) -> tuple[tuple[int, ...] | None, str | None]:
-        """The aux ids this engine sees for ids written at ``key`` (None key = given in memory)."""
+    def visible_ids(self, ids, key: str | None, arch: str | None = None) -> tuple[tuple[int, ...] | None, str | None]:
+        """The aux ids this engine sees for ids written at ``key`` (None key = given in memory) on a target ``arch``
+        (vLLM: its model runner can depend on the target)."""
         if ids is None:
             return None, None
-        if key is None or key in self.id_keys:
+        keys = self.reads_ids_from(arch)
+        if key is None or key in keys:
             return tuple(ids), None
-        return None, (f"{self.engine} reads aux ids only from {' or '.join(self.id_keys) or 'nowhere (hard-coded)'}; "
+        runner = self.runner(arch)
+        who = f"{runner.label}{' (assumed)' if runner.assumed else ''}" if runner else self.engine
+        return None, (f"{who} reads aux ids only from {' or '.join(keys) or 'nowhere (hard-coded)'}; "
                       f"the ids at '{key}' are ignored and its defaults are used")
 
 
@@ -141,7 +164,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     ),
     EngineProfile(
         name="vllm", engine="vLLM", versions="0.30.0+; EAGLE 3.1 speculators configs since PR #46488 (0.25.0)",
-        id_engine="vllm", id_keys=(IDS_TOP,),
+        id_engine="vllm", id_keys=(IDS_TOP,), runner_rule="vllm",
         # norm_before_fc, read in the vLLM wheels: llama_eagle3.py applies input_norm since 0.18.0 (PR #36545);
         # update_eagle3 (speculators/algos.py) passes a speculators config's key through since 0.19.0 (PR #38111);
         # llama_eagle3.py also reads eagle_config.norm_before_fc since 0.22.0; qwen3_eagle3.py since 0.24.0.
@@ -164,13 +187,15 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
         notes=(_VLLM_ROPE_NOTE,
                "vLLM concatenates captured states in ascending layer order, whatever the order of the ids.",
-               # read in the vLLM wheels 0.17.0-0.33.0: v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (V2 runner)
-               # and v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (V1 runner)
+               # eagle3lab.engines.vllm_runner: the rows, read in the vLLM wheels 0.17.0-0.33.0
                "Aux ids are read from the top-level eagle_aux_hidden_state_layer_ids. Without it, the V2 model "
                "runner (eagle3_utils.py) ignores eagle_config.eagle_aux_hidden_state_layer_ids (since 0.27.0 it "
                "reads eagle_config.layer_ids instead) and uses the default (2, N//2, N-3); the V1 runner "
                "(gpu_model_runner.py) reads eagle_config.eagle_aux_hidden_state_layer_ids since 0.22.0, as vLLM "
-               "ids (resid[k]), one point below what SGLang/SpecForge meant by them. Shown: the V2 runner.",
+               "ids (resid[k]), one point below what SGLang/SpecForge meant by them. Which runner runs follows the "
+               "build (engine_version, engine_platform): vLLM's CPU build always runs V1 (V2 needs Triton); a CUDA "
+               "build runs V2 by default for every target from 0.29.0 (for some targets from 0.22.0), V1 where a "
+               "launch feature V2 lacks is used. Shown: the runner of the build given (no platform: a CUDA build).",
                "On fallback to the default ids the V2 runner logs INFO 'Using Eagle3 auxiliary layers from model: "
                "(...)'; the V1 runner logs nothing; no release read (up to 0.33.0) warns (PR #50170, open)."),
     ),
@@ -481,6 +506,20 @@ def serving_problems(config, profile: str | EngineProfile) -> list[str]:
 
 # The engine whose arithmetic a checkpoint family was trained with (the default profile on load).
 FORMAT_PROFILE = {"speculators": "speculators", "sglang": "specforge", "eagle": "eagle"}
+
+
+def for_build(profile: str | EngineProfile, engine_version=None, engine_platform=None) -> EngineProfile:
+    """``profile`` as one engine build runs it: ``engine_version`` (a release, date or PR mark; None = the newest
+    code read) and ``engine_platform`` ("cuda" or "cpu"; vLLM only, None = a CUDA build assumed)."""
+    from eagle3lab.engines.versions import parse_engine_version
+
+    profile = get_profile(profile)
+    platform = check_platform(engine_platform)
+    if platform is not None and profile.runner_rule is None:
+        raise bad_input("engine_platform", None, f"a vLLM profile (the platform decides vLLM's model runner), not "
+                        f"{profile.name}", repr(engine_platform))
+    return replace(profile, engine_version=parse_engine_version(engine_version, "engine_version") or
+                   profile.engine_version, engine_platform=platform or profile.engine_platform)
 
 
 def get_profile(profile: str | EngineProfile) -> EngineProfile:

