@@ -23,13 +23,19 @@ $(STAMP): requirements.lock requirements-real.lock pyproject.toml scripts/instal
 	$(BIN)/python -m eagle3lab.train.real_target
 	touch $(STAMP)
 
-# The engines' own code (speculators, SpecForge, SGLang) for the parity tests in tests/oracles/.
+# The engines' own code (speculators, SpecForge, SGLang) for the parity tests in tests/oracles/, and the
+# real vLLM (its CPU build, .venv-vllm) that serves our drafts there and in `eagle3lab serve-check`.
 ENGINES_STAMP := .venv-engines/.installed-stamp
-engines: $(ENGINES_STAMP)
+VLLM_STAMP    := .venv-vllm/.installed-stamp
+engines: $(ENGINES_STAMP) $(VLLM_STAMP)
 
 $(ENGINES_STAMP): requirements-engines.lock scripts/engines-env.sh
 	PY=$(PY) bash scripts/engines-env.sh
 	touch $(ENGINES_STAMP)
+
+$(VLLM_STAMP): requirements-vllm.lock scripts/vllm-env.sh
+	PY=$(PY) bash scripts/vllm-env.sh
+	touch $(VLLM_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check eagle3lab tests benchmarks
