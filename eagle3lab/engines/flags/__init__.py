@@ -32,6 +32,7 @@ from eagle3lab.engines.flags.configs import (
 )
 from eagle3lab.engines.flags.result import VERSION_UNPLACED, Finding, FlagsResult
 from eagle3lab.engines.versions import parse_engine_version
+from eagle3lab.engines.vllm_runner import check_platform
 from eagle3lab.errors import bad_input
 
 __all__ = ["SERVING_ENGINES", "Finding", "FlagsResult", "SEED_COMMAND", "SEED_DRAFT_CONFIG", "SEED_TARGET_CONFIG",
@@ -55,7 +56,8 @@ SERVING_ENGINES = tuple(_RULES)
 
 
 def resolve_flags(engine: str, args, target_config=None, draft_config=None, engine_version=None,
-                  target_arch: str | None = None, num_target_layers: int | None = None) -> FlagsResult:
+                  target_arch: str | None = None, num_target_layers: int | None = None, *,
+                  engine_platform: str | None = None) -> FlagsResult:
     """Resolve a launch command the way ``engine`` will: effective settings, accept-length cap, findings.
 
     ``args``: a command line string, a token list, or a dict of flags (``{"speculative_num_steps": 1}``;
@@ -64,7 +66,9 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
     locally). ``engine_version``: ``0.5.4``, a build date ``YYYY-MM-DD`` or ``pre-#N``/``post-#N``;
     None = the current release (said so in ``version_note``); a build that cannot be placed relative to a
     change behaves as the newest code and gets an ``ENGINE_VERSION_UNPLACED`` finding. ``target_arch``
-    overrides the config's ``architectures[0]``.
+    overrides the config's ``architectures[0]``. ``engine_platform`` (vLLM): "cuda" or "cpu" (vLLM's CPU build),
+    which with the release decides vLLM's model runner and so where it reads aux ids; None = a CUDA build
+    assumed (said in the VLLM_MODEL_RUNNER finding).
     """
     name = str(engine).strip().lower()
     if name not in SERVING_ENGINES:
@@ -92,7 +96,12 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
     layers = num_target_layers if num_target_layers is not None else config_value(target, "num_hidden_layers")
     if layers is not None:
         layers = parse_count("num_target_layers", layers, minimum=1)
-    inputs = Inputs(name, version, parsed, target, draft, arch, layers, sources, served_speculator)
+    platform = check_platform(engine_platform)
+    if platform is not None and name != "vllm":
+        raise bad_input("engine_platform", None, "vllm as the engine (the platform decides vLLM's model runner)",
+                        repr(engine))
+    inputs = Inputs(name, version, parsed, target, draft, arch, layers, sources, served_speculator,
+                    engine_platform=platform)
     as_given, effective, findings = rules.resolve(inputs)
     unplaced = {f.message: f for f in (unplaced_finding(c, version) for c in inputs.unplaced)}
     for f in findings:  # the translator's come from the same builder: one finding per change

@@ -24,6 +24,7 @@ class Inputs:
     num_layers: int | None
     sources: dict
     served_speculator: bool = False   # the served model's own config is a speculators checkpoint
+    engine_platform: str | None = None  # vLLM: "cuda" or "cpu" (None: a CUDA build assumed)
     unplaced: list = field(default_factory=list)  # the Changes this build cannot be placed by, in order
 
     def place(self, change: Change) -> str:

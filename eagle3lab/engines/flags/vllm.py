@@ -20,6 +20,7 @@ from eagle3lab.engines.flags.common import Inputs, aux_needs_layers, aux_unknown
 from eagle3lab.engines.flags.configs import config_value, first_arch, is_speculators, written_aux_ids
 from eagle3lab.engines.flags.result import Finding
 from eagle3lab.engines.versions import Change
+from eagle3lab.engines.vllm_runner import IDS_NESTED, vllm_runner
 from eagle3lab.errors import bad_input
 
 CURRENT = "vLLM release (main as read in 2026, vllm/config/speculative.py)"
@@ -33,6 +34,10 @@ _SPECS = [
     FlagSpec("--max-model-len", "size", "context_length"),
     FlagSpec("--trust-remote-code", "bool"),
     FlagSpec("--tokenizer", "str"),
+    # launch features that decide vLLM's model runner (eagle3lab.engines.vllm_runner FEATURES)
+    FlagSpec("--pipeline-parallel-size", "int", None, ("-pp",)),
+    FlagSpec("--distributed-executor-backend", "str"),
+    FlagSpec("--enable-dbo", "bool"),
     # Removed by PR #15466 (2025-03): the old top-level speculative flags.
     FlagSpec("--speculative-model", "str", "draft_model"),
     FlagSpec("--num-speculative-tokens", "int", "num_speculative_tokens"),
@@ -46,11 +51,11 @@ KNOWN = (
     "--host", "--port", "--dtype", "--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens",
     "--enable-prefix-caching", "--no-enable-prefix-caching", "--enable-chunked-prefill", "--served-model-name",
     "--api-key", "--quantization", "--kv-cache-dtype", "--enforce-eager", "--disable-log-requests",
-    "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp", "--enable-expert-parallel", "--seed",
+    "--data-parallel-size", "-dp", "--enable-expert-parallel", "--seed",
     "--tokenizer-mode", "--chat-template", "--generation-config", "--revision", "--download-dir", "--load-format",
     "--swap-space", "--block-size", "--compilation-config", "-O", "--async-scheduling", "--enable-auto-tool-choice",
     "--tool-call-parser", "--reasoning-parser", "--hf-overrides", "--limit-mm-per-prompt", "--max-logprobs",
-    "--disable-custom-all-reduce", "--distributed-executor-backend", "--uvicorn-log-level", "--config",
+    "--disable-custom-all-reduce", "--uvicorn-log-level", "--config",
     "--hf-config-path", "--max-cudagraph-capture-size", "--attention-backend",
 )
 
@@ -165,7 +170,7 @@ def resolve(inp: Inputs):
         eff.update(num_steps=k, topk=1, num_draft_tokens=k + 1)
     if method == "eagle3":
         _norm_flags(draft, eff, out)
-        _aux(inp, draft, eff, out)
+        _aux(inp, draft, eff, out, spec)
     _positions(inp, target, draft, eff, out)
     return as_given, eff, out
 
@@ -342,8 +347,45 @@ def _norm_flags(draft, eff: dict, out: list):
     eff["draft_norm_flags"] = flags
 
 
-def _aux(inp: Inputs, draft, eff: dict, out: list):
-    """Which ids vLLM's runners read (V2: the top-level key; V1 also eagle_config's since 0.22.0) and which resid points they select."""
+def runner_features(inp: Inputs, spec) -> list[str]:
+    """The launch's features that the V2 model runner lacks in some release (``vllm_runner.FEATURES`` names)."""
+    v, spec = inp.parsed.values, spec if isinstance(spec, dict) else {}
+    pp = (v.get("--pipeline-parallel-size") or 1) > 1
+    return [name for name, used in (
+        ("parallel_drafting", bool(spec.get("parallel_drafting"))),
+        ("heterogeneous_vocab", bool(spec.get("use_heterogeneous_vocab"))),
+        ("eagle3_pipeline_parallel", pp and spec.get("method") == "eagle3"),
+        ("external_launcher_pp", pp and v.get("--distributed-executor-backend") == "external_launcher"),
+        ("dbo", bool(v.get("--enable-dbo")))) if used]
+
+
+def _target_moe(target) -> bool | None:
+    """Experts or quantization in the target config (vLLM's model_config.is_moe / is_quantized), None if unknown."""
+    if not target:
+        return None
+    text = target.get("text_config") if isinstance(target.get("text_config"), dict) else target
+    experts = any((text.get(k) or 0) > 0 for k in ("num_experts", "n_routed_experts", "num_local_experts"))
+    return experts or "quantization_config" in target or "quantization_config" in text
+
+
+def _runner(inp: Inputs, spec, eff: dict, out: list):
+    """vLLM's model runner for this build and launch, as a finding (where it reads ids follows it)."""
+    env = inp.parsed.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    use_v2 = None if env in (None, "") else str(env).strip().lower() in ("1", "true")
+    runner = vllm_runner(inp.engine_version, inp.engine_platform, arch=inp.target_arch, moe=_target_moe(inp.target),
+                         features=runner_features(inp, spec), use_v2_env=use_v2)
+    eff["model_runner"] = runner.runner
+    refused = [n.text for n in runner.notes if n.code == "VLLM_RUNNER_ENV_REFUSED"]
+    out.append(_f("VLLM_RUNNER_REFUSED" if refused else "VLLM_MODEL_RUNNER", "error" if refused else "info",
+                  runner.describe(), "eagle3lab.engines.vllm_runner (vllm/config/vllm.py use_v2_model_runner)",
+                  f"vLLM {runner.release}", fix="Unset VLLM_USE_V2_MODEL_RUNNER." if refused else None,
+                  setting="model_runner"))
+    return runner
+
+
+def _aux(inp: Inputs, draft, eff: dict, out: list, spec=None):
+    """Which ids vLLM's model runner reads (V2: the top-level key; V1 also eagle_config's since 0.22.0) and which
+    resid points they select."""
     from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
 
     rule = ("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (V2 runner: top-level key only); "
@@ -351,14 +393,17 @@ def _aux(inp: Inputs, draft, eff: dict, out: list):
     if draft is None:
         out.append(aux_unknown("VLLM", rule, ALL, eff))
         return
+    runner = _runner(inp, spec, eff, out)
     engine = "speculators" if is_speculators(draft) else "vllm"
     top, nested = written_aux_ids(draft)
     top = top or None  # [] is treated as no ids: the default applies
+    nested_read = top is None and nested is not None and IDS_NESTED in runner.id_keys
     state = inp.place(CHANGES["aux-from-config"])
-    ids = top if state != "before" else None
+    ids = (top if top is not None else nested if nested_read else None) if state != "before" else None
     eff["aux_layer_ids"] = ids
-    eff["aux_source"] = ("draft config.json -> eagle_aux_hidden_state_layer_ids (top level)" if ids is not None
-                         else "vLLM default (2, N//2, N-3)")
+    eff["aux_source"] = ("draft config.json -> eagle_aux_hidden_state_layer_ids (top level)" if top is not None
+                         and ids is not None else f"draft config.json -> {IDS_NESTED} ({runner.runner} runner)"
+                         if ids is not None else "vLLM default (2, N//2, N-3)")
     if top is not None and state == "before":
         out.append(_f("VLLM_AUX_IDS_NOT_READ", "error", f"This build predates PR #25961: the draft's ids {top} are not "
                       "read and vLLM captures its default (2, N//2, N-3).", rule, CHANGES["aux-from-config"].span(),
@@ -371,22 +416,28 @@ def _aux(inp: Inputs, draft, eff: dict, out: list):
                 meant = resolve_aux_layers("sglang", nested, inp.num_layers, arch=inp.target_arch).resid
                 fix = (f'Add "eagle_aux_hidden_state_layer_ids": {to_engine_ids("vllm", meant, inp.num_layers)} at '
                        f"the top level of the draft's config.json (vLLM numbering of the resid{list(meant)} that "
-                       "SGLang/SpecForge read from eagle_config).")
+                       "SGLang/SpecForge read from eagle_config; both runners read it first).")
             except ValueError as err:
                 fix = f"vLLM cannot capture the same points: {err}"
-        # Read in the wheels 0.17.0-0.33.0: the V2 model runner (eagle3_utils.py) reads the top-level key only;
-        # the V1 runner (gpu_model_runner.py) falls back to eagle_config's key since 0.22.0, as vLLM ids.
-        # Which runner a build uses by default is not modelled here (it changed between 0.22 and 0.29).
-        v1 = (f"resid{list(nested)}" + (f", not the resid{list(meant)} SGLang reads" if meant else ""))
-        out.append(_f("VLLM_AUX_IDS_NESTED_IGNORED", "warning",
-                      f"The ids {nested} sit under eagle_config (SGLang/SpecForge numbering). vLLM's V2 model runner "
-                      "reads the top-level key only and captures its default layers; the V1 runner reads the nested "
-                      f"key since 0.22.0, but as vLLM ids ({v1}). Either way fc is not fed what the draft was "
-                      "trained on.", rule, fix=fix, setting="aux_source"))
+        as_vllm = f"resid{list(nested)}" + (f", not the resid{list(meant)} SGLang reads" if meant else "")
+        if nested_read:   # V1 (0.22.0+): read, silently, as vLLM ids
+            out.append(_f("VLLM_AUX_IDS_NESTED_READ", "warning",
+                          f"The ids {nested} sit under eagle_config (SGLang/SpecForge numbering). This build's "
+                          f"{runner.runner} model runner reads them there, silently, as vLLM ids ({as_vllm}): fc "
+                          "is fed one point below what the draft was trained on.", rule, f"vLLM {runner.release}",
+                          fix=fix, setting="aux_source"))
+        else:
+            out.append(_f("VLLM_AUX_IDS_NESTED_IGNORED", "warning",
+                          f"The ids {nested} sit under eagle_config (SGLang/SpecForge numbering). This build's "
+                          f"{runner.runner} model runner reads {' or '.join(runner.id_keys)} only and captures its "
+                          f"default layers (the V1 runner would read the nested key since 0.22.0, as vLLM ids: "
+                          f"{as_vllm}). Either way fc is not fed what the draft was trained on.", rule,
+                          f"vLLM {runner.release}", fix=fix, setting="aux_source"))
     if inp.num_layers is None:
         out.extend(aux_needs_layers("VLLM", ids, rule, ALL, eff))
         return
-    res = resolve_aux_layers(engine, ids, inp.num_layers, arch=inp.target_arch, engine_version=inp.engine_version)
+    res = resolve_aux_layers(engine, ids, inp.num_layers, arch=inp.target_arch, engine_version=inp.engine_version,
+                             engine_platform=inp.engine_platform)
     eff["aux_resid"] = list(res.resid)
     eff["aux_label"] = res.label
     out.extend(translator_findings("VLLM", res, ALL, "Write the ids the draft was trained on (eagle3lab ids / "
