@@ -33,7 +33,9 @@ import pandas as pd
 import torch
 
 from eagle3lab.analysis.config_checks import config_findings, engine_findings, text_config
+from eagle3lab.analysis.evidence import Evidence, draw_prompts, from_pool_bank
 from eagle3lab.analysis.findings import SEVERITIES, DoctorFinding
+from eagle3lab.analysis.fix_choice import Build, FixChoice, key_of, servable_wiring, settle
 from eagle3lab.analysis.vocab_behaviour import (
     VocabCheck,
     absolute_ids,
@@ -42,12 +44,12 @@ from eagle3lab.analysis.vocab_behaviour import (
     vocab_from_behaviour,
     vocab_map,
 )
-from eagle3lab.analysis.wiring_search import wiring_text
+from eagle3lab.analysis.wiring_search import close_to, wiring_text
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
-from eagle3lab.engines.layer_ids import nearest_servable, resolve_aux_layers
+from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.engines.versions import parse_engine_version
-from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.errors import bad_input
 from eagle3lab.models.state_bank import FINAL_NORMED, StateBank
 
 _FLAG_SEVERITY = {"error": "critical", "warning": "warning", "info": "info"}
@@ -102,26 +104,6 @@ def _rule_divergence(bank: StateBank, draft, wiring, served: dict, trained: dict
     else:
         inputs["recycled_hidden"] = bank.states[FINAL_NORMED][:1, :n - 1].to(dev, dtype)
     return tensor_diff(draft.rewired(**served), draft.rewired(**trained), labels=("as served", "as trained"), **inputs)
-
-
-def servable_wiring(wiring, engine: str, num_layers: int, arch: str | None, engine_version: str | None = None):
-    """The engine's nearest servable points to ``wiring`` (kept in ``wiring``'s fc order) and the ids that
-    capture them, in build ``engine_version`` (None: the newest code read; which points a build can capture
-    changes, e.g. SGLang's llama.py feeds resid[0] from 0.5.22); (None, None, why) when the engine cannot
-    capture such points."""
-    if not wiring or FINAL_NORMED in wiring:
-        return None, None, "the final post-norm state is not an aux capture point"
-    profile = PROFILES[engine]
-    try:
-        nearest, ids = nearest_servable(profile.id_engine, sorted(wiring), num_layers, arch=arch,
-                                        engine_version=engine_version)
-    except Eagle3LabError as err:
-        return None, None, str(err)
-    rank = sorted(range(len(wiring)), key=lambda i: wiring[i])
-    kept = [None] * len(wiring)
-    for r, i in enumerate(rank):
-        kept[i] = nearest[r]
-    return tuple(kept), list(ids), ""
 
 
 # ------------------------------------------------------------------ the whole check
@@ -246,17 +228,51 @@ def _id_notes(engine: str, ids, num_layers: int, arch: str | None, engine_versio
     return f" ({'; '.join(notes)})" if notes else ""
 
 
+def _evidence_note(found, choice: FixChoice, cap: int) -> str:
+    """How many prompts the answer rests on, and why doctor stopped adding them."""
+    how = ("every rival told apart" if choice.settled else
+           f"the cap of {cap} prompts (or the pool) reached with a rival still within noise")
+    return (f"the wiring search ran on {found.best['tau'].units} prompts; "
+            f"the fix rests on {choice.prompts} ({how}): {choice.statement}")
+
+
+def _unreadable_ids(draft_path, draft, build: Build, choice: FixChoice) -> DoctorFinding:
+    """The engine reads no ids it can serve from the checkpoint as written: a finding with its fix (the
+    ids of the chosen wiring, in the engine's key), never an early exit."""
+    profile = PROFILES[build.engine]
+    _, ids, why = build.servable(choice.wiring)
+    fix = (f"write {_ids_fix(build.engine, ids)} (--write-fixed writes the {ENGINE_FORMAT[build.engine]} format)"
+           if ids is not None else f"no ids {build.label} can capture for {wiring_text(choice.wiring)} ({why})")
+    return DoctorFinding(
+        "AUX_IDS_UNREADABLE", "critical", f"{build.label} reads no aux ids it can serve from this checkpoint",
+        f"{draft_path}: {build.label} reads ids at {', '.join(profile.id_keys) or 'no key'} and would not feed fc "
+        f"{draft.config.num_aux} states as written (it refuses the checkpoint or feeds its default). The wiring "
+        f"search ran anyway: the weights fit {wiring_text(choice.wiring)}.", fix, "wiring",
+        data={"ids": ids, "wiring": list(choice.wiring)})
+
+
+MAX_PROMPTS = 24    # the default cap of the sequential rule (fix_choice.settle)
+PROMPT_STEP = 8
+
+
 def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engine: str = "sglang", engine_version=None,
-               engine_args=None, server_log: str | None = None, prompts=None, max_new_tokens: int = 48,
+               engine_platform: str | None = None, engine_args=None, server_log: str | None = None, prompts=None,
+               num_prompts: int | None = None, max_prompts: int | None = None, prompt_step: int = PROMPT_STEP,
+               seed: int | None = None, bank: StateBank | None = None, max_new_tokens: int = 48,
                num_steps: int = 3, device: str = "cpu", progress: bool = True) -> DoctorReport:
     """Check ``draft_path`` as ``engine`` serves it (see the module docstring).
 
     States come from a live ``target`` (a folder, a short name or a ``Target``; ``prompts`` decoded
     greedily for ``max_new_tokens``) or from a hidden-state ``dump`` (``models.hidden_dump``), in which
     case ``target`` is a folder read only for its config and head (``dump_layer_ids``: the ids a bare vLLM
-    ``extract_hidden_states`` folder was dumped with; an eagle3lab dump names its points). ``engine_args``: the launch command
-    (resolved by ``engines.flags``); without it a chain of ``num_steps`` is assumed. ``server_log``:
-    the server's own acceptance lines or metrics text, compared with the as-served prediction.
+    ``extract_hidden_states`` folder was dumped with; an eagle3lab dump names its points), or from ``bank``,
+    states already captured from ``target`` (one row per prompt: a pool shared by several runs).
+    The evidence starts with ``num_prompts`` of the prompts (default 8; all of an explicit ``prompts`` list),
+    taken in the order ``seed`` draws (None: as given), and grows by ``prompt_step`` up to ``max_prompts``
+    (default 24, at most the pool) while the fix is not told apart from its rivals (``fix_choice.settle``).
+    ``engine_args``: the launch command (resolved by ``engines.flags``); without it a chain of
+    ``num_steps`` is assumed. ``server_log``: the server's own acceptance lines or metrics text, compared
+    with the as-served prediction. ``engine_platform``: "cpu" or "cuda", the build (vLLM's runner follows it).
     """
     from eagle3lab.analysis.wiring_search import NO_AUX, search_wiring, served_views, settings_of
     from eagle3lab.bundled import load_prompts
@@ -269,28 +285,42 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     if engine not in ENGINE_FORMAT:
         raise bad_input("--engine", None, f"one of {', '.join(ENGINE_FORMAT)}", repr(engine))
     parse_engine_version(engine_version, "--engine-version")   # bad input named before any model loads
+    if engine_platform not in (None, "cpu", "cuda"):
+        raise bad_input("--engine-platform", None, "cpu or cuda", repr(engine_platform))
     if target is None:
         raise bad_input("doctor", "--target", "the target (a folder or short name; with --dump, its folder for the "
                         "config and the head)", None)
     notes: list[str] = []
+    if prompts is None:
+        pool, first_n = load_prompts(), num_prompts or 8
+    else:
+        pool, first_n = list(prompts), num_prompts or len(prompts)
+    cap = max(first_n, max_prompts if max_prompts is not None else MAX_PROMPTS)
     if dump is not None:
         from eagle3lab.models.hidden_dump import HiddenDump
 
         target_dir = str(target)
         target_config = json.loads((Path(target_dir) / "config.json").read_text())
         n_layers = text_config(target_config).get("num_hidden_layers")
-        bank = bank_from_dump(HiddenDump(dump, vllm_layer_ids=dump_layer_ids, num_layers=n_layers),
-                              TargetHead.from_folder(target_dir), num_layers=n_layers)
+        evidence = Evidence(bank_from_dump(HiddenDump(dump, vllm_layer_ids=dump_layer_ids, num_layers=n_layers),
+                                           TargetHead.from_folder(target_dir), num_layers=n_layers))
         draft = load_draft(draft_path, target=target_dir, device=device, check_vocab=False)
         target_name = f"{target_dir} (states from the dump {dump})"
     else:
         tgt = target if isinstance(target, Target) else load_target(target, device=device)
         target_config = tgt.model.config.to_dict()
         draft = load_draft(draft_path, target=tgt, device=device, check_vocab=False)
-        seqs, lens = greedy_dataset(tgt, prompts if prompts is not None else load_prompts(n=8),
-                                    max_new_tokens=max_new_tokens, progress=progress)
-        bank = capture_bank(tgt, seqs, lens, progress=progress)
         target_name = str(getattr(tgt, "name", None) or target)
+        if bank is not None:
+            evidence = from_pool_bank(bank, first_n, seed)
+        else:
+            def decode(some):
+                seqs, lens = greedy_dataset(tgt, some, max_new_tokens=max_new_tokens, progress=progress)
+                return capture_bank(tgt, seqs, lens, progress=progress)
+
+            order = draw_prompts(pool, seed)
+            evidence = Evidence(decode(order[:first_n]), pool=order[first_n:cap], decode=decode)
+    bank = evidence.bank
     n, arch = bank.num_layers, draft.target_arch
     findings: list[DoctorFinding] = []
     absolute = absolute_ids(draft, draft_path)
@@ -323,22 +353,35 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
         notes.append(f"no launch command given: a chain of {num_steps} draft tokens assumed")
 
     # the ladder of single fixes, measured on the bank
-    views = served_views(draft, n, arch, engine_versions={engine: engine_version})   # ids as that build reads them
-    if engine not in views:
-        raise bad_input(draft_path, "aux ids", f"ids {engine} can serve for a {n}-layer target", "none it can read",
-                        "Run `eagle3lab inspect` on the draft with --target.")
+    build = Build(engine, engine_version, engine_platform, n, arch)
+    views = served_views(draft, n, arch, engine_versions={engine: engine_version},
+                         engine_platforms={engine: engine_platform})   # ids as that build reads them
     # every rung runs the weights as the engine does (its embedding and RoPE choices); only the switches
     # and the wiring a fix changes are forced
-    served_view = views[engine]
-    served_wiring, served_variant = tuple(served_view.aux_resid), settings_of(served_view)
+    served_view = views.get(engine) or draft.under(PROFILES[engine]).bound(num_target_layers=n, target_arch=arch)
+    served_variant = settings_of(served_view)
+    served_wiring = tuple(served_view.aux_resid) if engine in views else None   # None: it cannot read the ids
     # A wrong map misleads the search's labels: read the map first from the draft as served, and search
     # with the slots it re-points pointed back
-    first = None if draft.d2t is None else vocab_from_behaviour(bank, served_view, served_wiring)
+    first = None if draft.d2t is None or served_wiring is None else vocab_from_behaviour(bank, served_view,
+                                                                                         served_wiring)
     with vocab_map(draft, first.suggested_d2t(draft.d2t)) if first and first.suspects else contextlib.nullcontext():
         found = search_wiring(bank, draft, num_steps=num_steps, arch=arch, progress=progress)
+        # the fix, chosen from the set within noise (servable first), settled on as many prompts as it needs
+        served_key = None if served_wiring is None else key_of(served_wiring, served_variant)
+        choice, scores = settle(evidence, served_view, found, build, [tuple(w) for w in found.served["aux"]],
+                                settings_of(draft), served_key, num_steps=num_steps, max_prompts=cap,
+                                step=prompt_step)
+    bank = evidence.bank
     if first and first.suspects:
         notes.append(f"the wiring search ran with {len(first.suspects)} slots re-pointed as read from the draft as served")
-    best_wiring, best_variant = tuple(found.best["wiring"]), dict(found.best["variant"])
+    notes.append(_evidence_note(found, choice, cap))
+    # the ladder measures what the weights fit: the chosen member, or (none servable) the set's best
+    best_wiring = choice.wiring if choice.cost is None else choice.search_best[0]
+    best_variant = dict(choice.variant)
+    if served_wiring is None:
+        findings.append(_unreadable_ids(draft_path, draft, build, choice))
+        served_wiring = best_wiring    # the as-launched rung: the ids it can read already given
 
     algorithm_wrong = _algorithm_wrong(flags)
     fc_skipped = algorithm_wrong and draft.config.hidden_size == bank.hidden_size
@@ -358,15 +401,17 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     elif algorithm_wrong:
         notes.append("the algorithm flag makes the engine feed fc a state of the wrong width: it refuses to load")
     # the served hypothesis within noise of the best: nothing to fix (the search's best is then one of a set)
-    served_ok = engine in found.served.index and bool(found.served.loc[engine, "within_noise_of_best"])
+    top = min(scores, key=lambda k: scores[k].ce)
+    served_ok = served_key is not None and served_key in scores and close_to(scores[served_key], scores[top])
     if served_ok and (best_wiring != served_wiring or best_variant != served_variant):
         notes.append(f"{engine}'s wiring and rule are within noise of the search's best: not called a fault")
-    servable, ids, why = servable_wiring(best_wiring, engine, n, arch, engine_version)
+    servable, ids, why = build.servable(best_wiring)
+    if choice.cost is not None:    # none in the set is servable: the nearest, measured
+        servable, ids = choice.wiring, build.servable(choice.wiring)[1]
     if best_wiring != served_wiring and not served_ok:
         order_note = "" if servable is None or list(servable) == sorted(servable) else (
             "; the engine concatenates in ascending order, so fc's input columns must be permuted "
             "(--write-fixed does it)")
-        build = f"{engine} {engine_version}" if engine_version else engine
         if servable == best_wiring:
             fix = _ids_fix(engine, ids) + _id_notes(engine, ids, n, arch, engine_version) + order_note
         else:   # the trained points are measured as they are; the engine gets the nearest it can capture
@@ -376,13 +421,18 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
                 others.append((f"{engine}'s newest code read", engine))
             exact = [f"{label} captures them exactly ({_ids_fix(e, o[1])})" for label, e in others
                      if (o := servable_wiring(best_wiring, e, n, arch))[0] == best_wiring]
-            fix = (f"{build} cannot capture {wiring_text(best_wiring)} ({why or 'not every point'}); nearest it can: "
-                   + (f"{wiring_text(servable)} with {_ids_fix(engine, ids)}{order_note}" if servable else "none")
-                   + ("; " + "; ".join(exact) if exact else ""))
+            cost = "" if choice.cost is None else (f" (tau {choice.cost.value:+.3f} [{choice.cost.low:+.3f}, "
+                                                   f"{choice.cost.high:+.3f}] against the trained points)")
+            fix = (f"{build.label} cannot capture {wiring_text(best_wiring)} ({why or 'not every point'}); nearest it "
+                   f"can: " + (f"{wiring_text(servable)} with {_ids_fix(engine, ids)}{order_note}{cost}" if servable
+                               else "none") + ("; " + "; ".join(exact) if exact else ""))
         fixes.append(("trained wiring", {"wiring": best_wiring}, dict(
             code="WIRING", title="fc is fed other target states than in training", source="wiring",
-            evidence=f"{engine} feeds {wiring_text(served_wiring)}; the weights fit {found.summary()}",
-            fix=fix, data={"ids": ids, "wiring": list(best_wiring), "servable": list(servable) if servable else None})))
+            evidence=f"{engine} feeds {wiring_text(served_wiring)}; the weights fit {found.summary()}. "
+            f"{choice.statement}" + "".join(f"; {x}" for x in choice.separations),
+            fix=fix, data={"ids": ids, "wiring": list(best_wiring), "servable": list(servable) if servable else None,
+                          "within_noise": choice.members, "servable_by": build.label, "prompts": choice.prompts,
+                          "settled": choice.settled, "separations": choice.separations})))
     if best_variant != served_variant and not served_ok:
         changed = [k for k in _RULE_KEYS if best_variant.get(k) != served_variant.get(k)]
         profile = PROFILES[engine]

@@ -80,15 +80,19 @@ def settings_of(d) -> dict:
     return {k: getattr(d.settings, k) for k in d.variants()[0]}
 
 
-def served_views(draft, num_layers: int, arch: str | None = None, engine_versions: dict | None = None) -> dict:
+def served_views(draft, num_layers: int, arch: str | None = None, engine_versions: dict | None = None,
+                 engine_platforms: dict | None = None) -> dict:
     """Profile name -> the draft as that engine runs it, for every engine that feeds it ``num_aux`` states.
 
     ``engine_versions``: profile name -> the build whose reading of the ids to use (layer_ids'
-    ``engine_version``); a profile not named reads them as the newest code read."""
+    ``engine_version``); a profile not named reads them as the newest code read. ``engine_platforms``:
+    profile name -> "cpu" or "cuda" (vLLM's runner follows it), where the profiles know the platform."""
     out = {}
     for name, profile in PROFILES.items():
         if (engine_versions or {}).get(name) is not None:
             profile = replace(profile, engine_version=engine_versions[name])
+        if (engine_platforms or {}).get(name) is not None and hasattr(profile, "engine_platform"):
+            profile = replace(profile, engine_platform=engine_platforms[name])
         d = draft.under(profile).bound(num_target_layers=num_layers, target_arch=arch)
         try:
             wiring = tuple(d.aux_resid)
@@ -162,12 +166,19 @@ def _diffs(s, b, level: float):
             bootstrap_ratio_difference(*s.tau_sums, *b.tau_sums, level=level))
 
 
+def close_to(s, b, level: float = 0.95) -> bool:
+    """Score ``s`` within noise of the best's ``b``: its cross-entropy not above the best's, or its tau not
+    below it (paired intervals)."""
+    if s is b:
+        return True
+    d_ce, d_tau = _diffs(s, b, level)
+    return d_ce.low <= 0.0 or d_tau.high >= 0.0
+
+
 def _close(score: Scorer, best_key, wiring, variant, level: float) -> bool:
-    """Within noise of the best: its cross-entropy not above the best's, or its tau not below it."""
     if _key(wiring, variant) == best_key:
         return True
-    d_ce, d_tau = _diffs(score(wiring, variant), score.scores[best_key], level)
-    return d_ce.low <= 0.0 or d_tau.high >= 0.0
+    return close_to(score(wiring, variant), score.scores[best_key], level)
 
 
 def _row(score: Scorer, wiring, variant, best_key, level: float, why: str) -> dict:
@@ -176,7 +187,7 @@ def _row(score: Scorer, wiring, variant, best_key, level: float, why: str) -> di
     ce = bootstrap_ratio(s.ce_sum, s.ce_n, level=level)
     diff, d_tau = _diffs(s, score.scores[best_key], level)
     stats = s.stats
-    row = {"wiring": wiring_text(wiring), "aux": tuple(wiring), "settings": settings_text(variant),
+    row = {"wiring": wiring_text(wiring), "aux": tuple(wiring), "settings": settings_text(variant), "variant": dict(variant),
            **{k: variant[k] for k in ("norm_before_residual", "recycle_postnorm", "norm_before_fc", "fc_norm")},
            "ce": ce.value, "ce_low": ce.low, "ce_high": ce.high, "tau": tau.value, "tau_low": tau.low,
            "tau_high": tau.high, "ce_minus_best_low": diff.low, "ce_minus_best_high": diff.high,
@@ -281,7 +292,7 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
         table=table, slots=_slots(by_key, best_wiring, best_variant, points), served=_served(by_key, served),
         fixes=_fixes(best_wiring, best_variant, n, arch), best=best_info, identifiable=identifiable,
         reason=reason, evaluations=score.evaluations, brute_force=len(variants) * len(points) ** num_aux,
-        num_layers=n, source=bank.source, level=level)
+        num_layers=n, source=bank.source, level=level, extra={"scores": score.scores, "best_key": best_key})
 
 
 def _slots(by_key: dict, wiring, variant, points) -> pd.DataFrame:

@@ -1,0 +1,233 @@
+"""Which wiring and rule doctor hands the user, chosen from what the weights fit, and how much evidence that took.
+
+The wiring search answers with a set: every hypothesis within noise of the best (``wiring_search``). The
+fix is chosen from that set, never ranked inside it by noise:
+
+1. only members the engine build can capture exactly (``servable_wiring``) can be written as they are;
+2. among those, the one that changes least of what the checkpoint states (the points some engine reads
+   for the written ids, the switches its config states), then the lowest cross-entropy.
+
+Only when no member is servable does doctor fall back to the nearest servable wiring to the best, with
+its measured cost. The choice is *settled* when the evidence separates it from the served reading (a
+fix is needed, or not) and from every member it was preferred to for being servable (the embedding
+output ``resid[0]`` and the final post-norm state are different tensors: the set names which one the
+weights fit, or says the prompts did not tell them apart). Until then doctor adds prompts, rescoring only
+these candidates, up to a stated cap (``settle``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eagle3lab.analysis.wiring_search import _diffs, close_to, settings_text, wiring_text
+from eagle3lab.engines.acceptance import Interval, bootstrap_ratio_difference
+from eagle3lab.engines.layer_ids import nearest_servable
+from eagle3lab.engines.profiles import PROFILES
+from eagle3lab.errors import Eagle3LabError
+from eagle3lab.models.state_bank import FINAL_NORMED
+
+
+def build_label(engine: str, engine_version: str | None, engine_platform: str | None = None) -> str:
+    return " ".join(x for x in (engine, engine_version or "(newest code read)",
+                                f"{engine_platform} build" if engine_platform else "") if x)
+
+
+def servable_wiring(wiring, engine: str, num_layers: int, arch: str | None, engine_version: str | None = None,
+                    engine_platform: str | None = None):
+    """The engine's nearest servable points to ``wiring`` (kept in ``wiring``'s fc order) and the ids that
+    capture them, in build ``engine_version`` (None: the newest code read; which points a build can capture
+    changes, e.g. SGLang's llama.py feeds resid[0] from 0.5.22); (None, None, why) when the engine cannot
+    capture such points."""
+    if not wiring or FINAL_NORMED in wiring:
+        return None, None, "the final post-norm state is not an aux capture point"
+    profile = PROFILES[engine]
+    kw = {"engine_platform": engine_platform} if engine_platform else {}
+    try:
+        nearest, ids = nearest_servable(profile.id_engine, sorted(wiring), num_layers, arch=arch,
+                                        engine_version=engine_version, **kw)
+    except Eagle3LabError as err:
+        return None, None, str(err)
+    rank = sorted(range(len(wiring)), key=lambda i: wiring[i])
+    kept = [None] * len(wiring)
+    for r, i in enumerate(rank):
+        kept[i] = nearest[r]
+    return tuple(kept), list(ids), ""
+
+
+def key_of(wiring, variant) -> tuple:
+    return tuple(wiring), tuple(sorted(variant.items()))
+
+
+@dataclass
+class Build:
+    """The engine build a fix must be servable by."""
+
+    engine: str
+    version: str | None
+    platform: str | None
+    num_layers: int
+    arch: str | None
+
+    @property
+    def label(self) -> str:
+        return build_label(self.engine, self.version, self.platform)
+
+    def servable(self, wiring):
+        return servable_wiring(wiring, self.engine, self.num_layers, self.arch, self.version, self.platform)
+
+
+@dataclass
+class FixChoice:
+    """The wiring and rule doctor hands the user, and why that one."""
+
+    wiring: tuple
+    variant: dict
+    servable: bool                 # the build captures ``wiring`` exactly
+    members: int                   # wirings within noise of the best (the set it was chosen from)
+    search_best: tuple             # (wiring, variant) key of the best by cross-entropy
+    statement: str
+    cost: Interval | None = None   # tau of the chosen minus the best's (paired), when it is not a member
+    separations: list[str] = field(default_factory=list)   # what the evidence told apart, or did not
+    prompts: int = 0               # prompts the choice rests on
+    settled: bool = True
+
+    @property
+    def key(self) -> tuple:
+        return key_of(self.wiring, self.variant)
+
+
+def _change(key, readings, stated: dict) -> int:
+    """How much of what the checkpoint states a hypothesis changes: points outside the nearest reading of
+    the written ids, switches other than stated."""
+    wiring, variant = key[0], dict(key[1])
+    moved = min((len(set(wiring) - set(r)) for r in readings), default=0)
+    return moved + sum(variant.get(k) != v for k, v in stated.items() if k in variant)
+
+
+def _members(scores: dict, keys, level: float):
+    """(best key by cross-entropy, the keys within noise of it) among ``keys``."""
+    keys = [k for k in dict.fromkeys(keys) if k in scores]
+    best = min(keys, key=lambda k: scores[k].ce)
+    return best, [k for k in keys if close_to(scores[k], scores[best], level)]
+
+
+def choose(scores: dict, keys, build: Build, readings, stated: dict, *, level: float = 0.95,
+           measure=None) -> FixChoice:
+    """The fix from the hypotheses ``keys`` scored in ``scores`` (key -> ``BankScore``, one bank).
+
+    ``measure(wiring, variant)`` scores a hypothesis not yet scored (the nearest servable wiring)."""
+    best, members = _members(scores, keys, level)
+    wirings = {k[0] for k in members}
+    servable = [k for k in members if build.servable(k[0])[0] == k[0]]
+    n_prompts = len(scores[best].ce_n)
+    if servable:
+        key = min(servable, key=lambda k: (_change(k, readings, stated), scores[k].ce))
+        said = (f"{len(wirings)} wiring(s) within noise of the best; this one is servable by {build.label}"
+                + ("" if key == best else " and changes least of what the checkpoint states"))
+        return FixChoice(key[0], dict(key[1]), True, len(wirings), best, said, prompts=n_prompts)
+    variant = dict(best[1])
+    # the final post-norm state is no capture point: its nearest is resid[N] (the state before the final
+    # norm) or resid[0] (the other state a draft is fed outside the layers); both are tried, and measured
+    nears, why = [], build.servable(best[0])[2]
+    for sub in (None, build.num_layers, 0):
+        wiring = best[0] if sub is None else tuple(sub if p == FINAL_NORMED else p for p in best[0])
+        near = build.servable(wiring)[0]
+        if near is not None and near not in nears:
+            nears.append(near)
+    if not nears or measure is None:
+        said = (f"no wiring within noise of the best is servable by {build.label} ({why or 'not every point'}); "
+                "nearest it can: none")
+        return FixChoice(best[0], variant, False, len(wirings), best, said, prompts=n_prompts)
+    near = max(nears, key=lambda w: bootstrap_ratio_difference(*measure(w, variant).tau_sums,
+                                                               *scores[best].tau_sums).value)
+    s = measure(near, variant)
+    cost = bootstrap_ratio_difference(*s.tau_sums, *scores[best].tau_sums, level=level)
+    said = (f"no wiring within noise of the best is servable by {build.label}; nearest it can: {wiring_text(near)} "
+            f"with {settings_text(variant)}, tau {cost.value:+.3f} [{cost.low:+.3f}, {cost.high:+.3f}] against the best")
+    return FixChoice(tuple(near), variant, True, len(wirings), best, said, cost=cost, prompts=n_prompts)
+
+
+def _separated(a, b, level: float) -> tuple[str, Interval] | None:
+    """What tells scores ``a`` and ``b`` apart: ("tau", a - b) or ("cross-entropy", a - b), or None."""
+    d_ce, d_tau = _diffs(a, b, level)
+    return ("tau", d_tau) if d_tau.sign() else ("cross-entropy", d_ce) if d_ce.sign() else None
+
+
+def _swap_twin(key) -> tuple | None:
+    """The same hypothesis with ``resid[0]`` and the final post-norm state swapped in one slot."""
+    wiring = list(key[0])
+    swap = {0: FINAL_NORMED, FINAL_NORMED: 0}
+    for i, p in enumerate(wiring):
+        if p in swap:
+            return tuple(wiring[:i] + [swap[p]] + wiring[i + 1:]), key[1]
+    return None
+
+
+def rivals(choice: FixChoice, members, served_key) -> list:
+    """The hypotheses the choice must be told apart from: the served reading, the search's best when the
+    choice is not it, and the choice with resid[0] and the final post-norm state swapped."""
+    out = [served_key] if served_key is not None and served_key != choice.key else []
+    if choice.search_best != choice.key:
+        out.append(choice.search_best)
+    twin = _swap_twin(choice.key)
+    if twin is not None:
+        out.append(twin)
+    out += [k for k in members if k != choice.key and FINAL_NORMED in k[0]][:2]
+    return list(dict.fromkeys(out))
+
+
+def separations(scores: dict, choice: FixChoice, rival_keys, level: float) -> tuple[bool, list[str]]:
+    """Whether every rival is told apart from the choice, and what separates each (or that nothing did)."""
+    said, settled = [], True
+    mine = scores[choice.key]
+    n = len(mine.ce_n)
+    for k in rival_keys:
+        gap = _separated(scores[k], mine, level)
+        what = f"{wiring_text(k[0])} with {settings_text(dict(k[1]))}"
+        if gap is None:
+            settled = False
+            said.append(f"{what}: not told apart from the fix on {n} prompts (tau and cross-entropy within noise)")
+        else:
+            stat, d = gap
+            said.append(f"{what}: {stat} {d.value:+.3f} [{d.low:+.3f}, {d.high:+.3f}] against the fix on {n} prompts")
+    return settled, said
+
+
+def settle(evidence, view, found, build: Build, readings, stated: dict, served_key, *, num_steps: int,
+           max_prompts: int, step: int = 8, level: float = 0.95) -> tuple[FixChoice, dict]:
+    """Choose the fix on the search's bank, then add ``step`` prompts at a time (``evidence.more``) while a
+    rival is not told apart from it (``rivals``), up to ``max_prompts``; on each larger bank only the
+    candidates are rescored (the choice, its rivals, the next servable members). Returns the choice and
+    the scores on the final bank (``evidence.bank``)."""
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+
+    def scorer(bank, memo):
+        def measure(wiring, variant):
+            k = key_of(wiring, variant)
+            if k not in memo:
+                memo[k] = evaluate_on_bank(bank, view.rewired(**dict(variant)), tuple(wiring), num_steps)
+            return memo[k]
+        return measure
+
+    scores = dict(found.extra["scores"])
+    measure = scorer(evidence.bank, scores)
+    members = [key_of(r.aux, r.variant) for r in found.best_set.itertuples()]
+    choice = choose(scores, members, build, readings, stated, level=level, measure=measure)
+    while True:
+        rival_keys = rivals(choice, members, served_key)
+        for k in rival_keys:
+            measure(k[0], dict(k[1]))
+        choice.settled, choice.separations = separations(scores, choice, rival_keys, level)
+        choice.prompts = evidence.num_prompts
+        if choice.settled or evidence.num_prompts >= max_prompts or not evidence.can_grow():
+            return choice, scores
+        runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
+                            key=lambda k: (_change(k, readings, stated), scores[k].ce))[:2]
+        candidates = list(dict.fromkeys([choice.key, *rival_keys, *runners_up]))
+        bank = evidence.more(min(step, max_prompts - evidence.num_prompts))
+        scores = {}
+        measure = scorer(bank, scores)
+        for k in candidates:
+            measure(k[0], dict(k[1]))
+        members = _members(scores, candidates, level)[1]
+        choice = choose(scores, candidates, build, readings, stated, level=level, measure=measure)
