@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import hand_costs, prompts, tiny_pair
+from helpers.tiny_models import hand_costs, prompts, tiny_pair
 
 from eagle3lab.analysis.benchmark import decode_sweep, recorded_benchmarks
 from eagle3lab.analysis.plots import plot_speedup_vs_c

@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib
 import pytest
 import torch
-from conftest import hand_costs, tiny_pair
+from helpers.tiny_models import hand_costs, tiny_pair
 
 from eagle3lab.analysis.cost_model import (
     break_even_tau,

@@ -1,24 +1,30 @@
-"""doctor on drafts trained inside this run, shipped the ways the field's cases shipped theirs: each case
-must come out as its finding code, measured, and the written fix must measure what doctor predicted."""
+"""doctor on drafts shipped the ways the field's cases shipped theirs: each case must come out as its finding
+code, measured, and the written fix must measure what doctor predicted.
+
+The drafts are committed (tests/fixtures/tiny8, trained once by make_fixtures.py on the committed 8-layer
+target): a finding's severity is a statistical verdict, and a draft trained inside the run moved it with the
+CPU (a false critical TARGET_DISTRIBUTION_PRENORM on another machine). test_fixture_verdicts.py shows these
+verdicts hold with 1 and 2 threads and with the drafts' weights perturbed by 1e-6."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from conftest import trained_tiny_draft
+from helpers.fixture_drafts import draft_dir, heldout_prompts, recipe, varied_target
 
 from eagle3lab.analysis.config_checks import config_findings
 from eagle3lab.analysis.doctor import _id_notes, _server_finding, run_doctor, servable_wiring
 from eagle3lab.analysis.write_fixed import write_fixed
 from eagle3lab.engines.acceptance import acceptance_stats, engine_log_lines
 from eagle3lab.models.checkpoint import load_draft
-from eagle3lab.train.build_data import save_sglang
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-TRAINED = (1, 4, 6)          # the case draft's trained wiring, with norm_before_residual
-SHIPPED_IDS = (2, 5, 6)      # written as they are: SGLang reads id k as resid[k + 1] -> resid[3, 6, 7]
-HEALTHY = (2, 4, 7)
+# the case draft: trained on resid[1, 4, 6] with norm_before_residual, shipped with SGLang ids [2, 5, 6] written
+# as they are (SGLang reads id k as resid[k + 1] -> resid[3, 6, 7]); the healthy draft: resid[2, 4, 7], ids
+# translated, so SGLang captures what it was trained on
+TRAINED = tuple(recipe()["drafts"]["case"]["wiring"])
+assert TRAINED == (1, 4, 6) and recipe()["drafts"]["case"]["ids"] == (2, 5, 6)
 
 
 def launch(algorithm="EAGLE3", steps=1, draft_tokens=6):
@@ -28,25 +34,18 @@ def launch(algorithm="EAGLE3", steps=1, draft_tokens=6):
 
 
 @pytest.fixture(scope="module")
-def prompts(tiny8):
-    _, _, heldout = tiny8
-    return [heldout[i:i + 12].tolist() for i in range(0, 24 * 40, 40)]
+def prompts():
+    return heldout_prompts(24)
 
 
 @pytest.fixture(scope="module")
-def case_dir(tiny8, tmp_path_factory):
-    draft = trained_tiny_draft(tiny8, tmp_path_factory, TRAINED, True, None)
-    out = tmp_path_factory.mktemp("case") / "draft"
-    save_sglang(draft, out, TRAINED, shipped_ids=SHIPPED_IDS)
-    return out
+def case_dir():
+    return draft_dir("case")
 
 
 @pytest.fixture(scope="module")
-def healthy_dir(tiny8, tmp_path_factory):
-    draft = trained_tiny_draft(tiny8, tmp_path_factory, HEALTHY, False, None)
-    out = tmp_path_factory.mktemp("healthy") / "draft"
-    save_sglang(draft, out, HEALTHY)          # ids translated: SGLang captures what it was trained on
-    return out
+def healthy_dir():
+    return draft_dir("healthy")
 
 
 def doctor(tiny8, path, prompts, **kw):
@@ -229,26 +228,17 @@ def test_written_fc_reorders_columns_and_norms(tiny8):
         assert torch.allclose(before, after, atol=1e-5) and torch.equal(before, restored), norms
 
 
-def test_labels_built_from_pre_norm_states(tiny8, tmp_path_factory, prompts):
-    """speculators#313: the trainer took the target's distribution from resid[N] without the final norm."""
-    import copy
-
-    target, train, heldout = tiny8
-    varied = copy.deepcopy(target)        # a final norm whose weights vary, as real targets' do
-    with torch.no_grad():
-        varied.final_norm.weight.mul_(torch.exp(0.7 * torch.randn(varied.hidden_size, generator=torch.Generator().manual_seed(0))))
-    bent = copy.deepcopy(varied)
-    bent.model.model.norm.forward = lambda h: h        # the trainer's bug: logits = lm_head(resid[N])
-    reports = {}
-    for name, teacher in (("pre-norm labels", bent), ("right labels", varied)):
-        draft = trained_tiny_draft((teacher, train, heldout), tmp_path_factory, HEALTHY, False, None)
-        out = tmp_path_factory.mktemp("prenorm") / "draft"
-        save_sglang(draft, out, HEALTHY)
-        reports[name] = run_doctor(out, target=varied, prompts=prompts, max_new_tokens=24, progress=False)
-    found = reports["pre-norm labels"].finding("TARGET_DISTRIBUTION_PRENORM")
-    assert found is not None and found.severity == "critical", reports["pre-norm labels"].table()
+def test_labels_built_from_pre_norm_states(prompts):
+    """speculators#313: the trainer took the target's distribution from resid[N] without the final norm. Both
+    drafts were trained against a target whose final-norm weights vary, as real targets' do: one on labels
+    from lm_head(resid[N]), one on the right labels."""
+    varied = varied_target()
+    reports = {name: run_doctor(draft_dir(name), target=varied, prompts=prompts, max_new_tokens=24, progress=False)
+               for name in ("prenorm-labels", "right-labels")}
+    found = reports["prenorm-labels"].finding("TARGET_DISTRIBUTION_PRENORM")
+    assert found is not None and found.severity == "critical", reports["prenorm-labels"].table()
     assert found.data["agree_prenorm"] > found.data["agree_real"] and found.gain.low > 0
-    assert reports["right labels"].finding("TARGET_DISTRIBUTION_PRENORM") is None
+    assert reports["right-labels"].finding("TARGET_DISTRIBUTION_PRENORM") is None
 
 
 def test_absolute_ids_in_d2t(tiny8, healthy_dir, prompts, tmp_path):

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from conftest import tiny_draft, tiny_spec_target  # noqa: E402
+from helpers.tiny_models import tiny_draft, tiny_spec_target  # noqa: E402
 
 from eagle3lab import bundled  # noqa: E402
 from eagle3lab.analysis import tensor_diff as td  # noqa: E402

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import tiny_pair
+from helpers.tiny_models import tiny_pair
 
 from eagle3lab.analysis.timing import measure_costs
 

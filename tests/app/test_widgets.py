@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import prompts, tiny_pair
+from helpers.tiny_models import prompts, tiny_pair
 
 from eagle3lab.app.widgets import (
     fc_ordering_widget,

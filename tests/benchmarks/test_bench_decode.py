@@ -6,7 +6,7 @@ import importlib.util
 import json
 
 import pytest
-from conftest import one_thread
+from helpers.tiny_models import one_thread
 
 from eagle3lab import bundled
 

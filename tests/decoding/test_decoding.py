@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import prompts, tiny_draft, tiny_pair, tiny_spec_target
+from helpers.tiny_models import prompts, tiny_draft, tiny_pair, tiny_spec_target
 
 from eagle3lab.decoding.speculative import (
     hf_generate,

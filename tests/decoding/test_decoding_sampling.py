@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import one_thread, tiny_draft
-from conftest import tiny_spec_target as tiny_target
+from helpers.tiny_models import one_thread, tiny_draft
+from helpers.tiny_models import tiny_spec_target as tiny_target
 from scipy.stats import chisquare
 
 from eagle3lab.decoding.speculative import speculative_generate

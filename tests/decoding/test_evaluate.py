@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import prompts, tiny_pair
+from helpers.tiny_models import prompts, tiny_pair
 
 from eagle3lab import bundled
 from eagle3lab.decoding.evaluate import draft_passes, evaluate_offline, greedy_dataset, pass_mask

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 
 import torch
-from conftest import one_thread, prompts, tiny_draft, tiny_spec_target
+from helpers.tiny_models import one_thread, prompts, tiny_draft, tiny_spec_target
 from safetensors.torch import load_file, save_file
 from torch import nn
 

@@ -11,7 +11,6 @@ import math
 
 import pytest
 import torch
-from conftest import REAL_CONFIGS
 from family_cases import (
     DEEPSEEK_YARN,
     KIMI_YARN,
@@ -24,6 +23,7 @@ from family_cases import (
     target,
     trained,
 )
+from helpers.paths import REAL_CONFIGS
 from safetensors.torch import load_file
 
 from eagle3lab.app.cli import main

@@ -9,7 +9,6 @@ import json
 
 import pytest
 import torch
-from conftest import REAL_CONFIGS
 from family_cases import (
     QWEN3,
     assert_matches_reference,
@@ -19,6 +18,7 @@ from family_cases import (
     target,
     trained,
 )
+from helpers.paths import REAL_CONFIGS
 from safetensors.torch import load_file
 
 from eagle3lab.errors import Eagle3LabError

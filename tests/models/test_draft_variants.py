@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 import torch
-from conftest import REAL_CONFIGS
 from family_cases import assert_matches_reference, edit_config, lossless, rekey, target, trained
+from helpers.paths import REAL_CONFIGS
 from safetensors.torch import load_file
 
 from eagle3lab.errors import Eagle3LabError

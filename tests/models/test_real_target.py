@@ -7,7 +7,7 @@ import json
 
 import pytest
 import torch
-from conftest import one_thread
+from helpers.tiny_models import one_thread
 
 from eagle3lab import bundled
 from eagle3lab.decoding.speculative import hf_generate, speculative_generate

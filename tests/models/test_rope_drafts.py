@@ -9,7 +9,7 @@ import math
 
 import pytest
 import torch
-from conftest import one_thread, prompts, tiny_draft, tiny_spec_target
+from helpers.tiny_models import one_thread, prompts, tiny_draft, tiny_spec_target
 from safetensors.torch import load_file
 
 from eagle3lab.decoding.speculative import speculative_generate, target_greedy

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import engines_python
+from helpers.paths import engines_python
 from safetensors.torch import load_file, save_file
 
 from eagle3lab.decoding.evaluate import draft_passes, pass_mask

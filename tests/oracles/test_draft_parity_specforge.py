@@ -22,7 +22,6 @@ import json
 
 import pytest
 import torch
-from conftest import engines_python
 from draft_parity import (
     STEPS,
     TINY,
@@ -43,6 +42,7 @@ from draft_parity import (
     vision_positions,
     with_plain_rope,
 )
+from helpers.paths import engines_python
 
 from eagle3lab import bundled
 from eagle3lab.errors import Eagle3LabError

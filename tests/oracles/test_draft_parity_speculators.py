@@ -17,7 +17,6 @@ import json
 
 import pytest
 import torch
-from conftest import engines_python
 from draft_parity import (
     ROPES,
     STEPS,
@@ -35,6 +34,7 @@ from draft_parity import (
     tiny_verifier,
     with_plain_rope,
 )
+from helpers.paths import engines_python
 
 from eagle3lab import bundled
 from eagle3lab.models.checkpoint import convert_draft, load_draft, save_draft

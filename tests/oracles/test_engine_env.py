@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import engines_python
+from helpers.paths import engines_python
 
 LOCK = Path(__file__).resolve().parents[2] / "requirements-engines.lock"
 ENGINES = ("speculators", "specforge", "sglang", "transformers", "torch")

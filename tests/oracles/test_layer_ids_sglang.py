@@ -28,7 +28,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REAL_CONFIGS, engines_python
+from helpers.paths import REAL_CONFIGS, engines_python
 
 from eagle3lab.engines.layer_ids import resolve_aux_layers, sglang_model_file
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REAL_CONFIGS, engines_python
+from helpers.paths import REAL_CONFIGS, engines_python
 
 from eagle3lab.engines.flags import resolve_flags
 from eagle3lab.engines.oracle.cross_check import compare, engine_logs, resolve_engine

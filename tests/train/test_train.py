@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import TINY_TARGET, tiny_docs
+from helpers.tiny_models import TINY_TARGET, tiny_docs
 
 from eagle3lab import bundled
 from eagle3lab.train.pretrain_target import (
