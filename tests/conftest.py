@@ -13,7 +13,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 from helpers.notebooks import SPEED_WORDS, executed_notebook, notebook_claims, notebook_summary  # noqa: E402, F401
-from helpers.paths import ENGINES_PYTHON, REAL_CONFIGS, engines_python  # noqa: E402, F401
+from helpers.paths import ENGINES_PYTHON, REAL_CONFIGS, VLLM_PYTHON, engines_python, vllm_python  # noqa: E402, F401
 from helpers.tiny_models import (  # noqa: E402, F401
     TINY_TARGET,
     H,

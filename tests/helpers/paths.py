@@ -26,3 +26,19 @@ def engines_python() -> Path:
             pytest.fail(msg + " (CI=true: the oracle tests must run)")
         pytest.skip(msg)
     return ENGINES_PYTHON
+
+
+# vLLM's CPU build (the real engine) lives in a third environment, built by `make engines` (scripts/vllm-env.sh
+# from requirements-vllm.lock); tests/oracles/test_vllm_*.py serve with it (eagle3lab/engines/oracle/vllm_serve.py).
+VLLM_PYTHON = Path(os.environ.get("EAGLE3LAB_VLLM_PYTHON", TESTS.parent / ".venv-vllm" / "bin" / "python"))
+
+
+def vllm_python() -> Path:
+    """vLLM's environment's python; a skip on a developer's machine without it, a failure in CI."""
+    if not VLLM_PYTHON.exists():
+        msg = (f"vLLM environment missing: {VLLM_PYTHON} does not exist; build it with `make engines` "
+               "(scripts/vllm-env.sh)")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg + " (CI=true: the real-engine tests must run)")
+        pytest.skip(msg)
+    return VLLM_PYTHON
