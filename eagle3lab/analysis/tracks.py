@@ -77,11 +77,12 @@ class TrackMeasure:
 def measure_track(target, draft, prompts, *, max_new_tokens: int = 24, repeats: int = 1, cases=None,
                   search_steps: int = 3, cost_repeats: int = 3, progress: bool = False) -> TrackMeasure:
     """Measure one track (a loaded target and its draft) on ``prompts``; ``cases`` default
-    :data:`TRACK_CASES`. The wiring search reads the states of the prompts and the target's own greedy
+    :data:`TRACK_CASES`. Speed is compared with ``generate`` only, so the sweep runs without the plain
+    greedy loop. The wiring search reads the states of the prompts and the target's own greedy
     continuations decoded here, so no second generation is needed."""
     cases = TRACK_CASES if cases is None else cases
     sweep = decode_sweep(target, {name: dict(draft=draft, **kw) for name, kw in cases.items()}, prompts,
-                         max_new_tokens=max_new_tokens, repeats=repeats, progress=progress)
+                         max_new_tokens=max_new_tokens, repeats=repeats, baseline=False, progress=progress)
     chain = min(max(1, kw.get("num_steps", 1)) for kw in cases.values())
     c = measure_costs(target, draft, context_len=sweep.context_len, verify_sizes=(1, 2), repeats=cost_repeats,
                       settings=((chain, 1, None),)).c
