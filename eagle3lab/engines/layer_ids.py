@@ -433,7 +433,7 @@ def _vllm_points(engine, written, n, arch, notes, runner=None):
                    "model: (...)', the V1 runner (gpu_model_runner.py) says nothing")
         else:
             log = (f"the {runner.runner} model runner of a {runner.label.replace(', ' + runner.runner + ' model runner', '')}"
-                   + (" (assumed: pass engine_version and engine_platform)" if runner.assumed else "")
+                   + (f" ({runner.assumptions} assumed)" if runner.assumptions else "")
                    + f" ({runner.reads.where.split()[0]}) "
                    + (f"logs it only as {runner.reads.default_log}" if runner.reads.default_log else "says nothing"))
         notes.add("Default ids used: the draft config has no ids vLLM reads, so vLLM falls back to (2, N//2, N-3) = "
@@ -635,14 +635,15 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
     if written is not None and len(written) == 0:
         raise bad_input(engine, "eagle_aux_hidden_state_layer_ids", "a non-empty list of layer ids", "[]",
                         "Remove the key to get the engine's default, or write the ids the draft was trained on.")
+    notes = _Notes(parse_engine_version(engine_version, "engine_version"))
+    runner = None
+    # the runner decides what is read and logged; a default with no build named says what both runners log
+    if engine == "vllm" and (key is not None or written is None and (platform or engine_version)):
+        runner = vllm_runner(engine_version, platform, arch=arch)
+        written = _vllm_key(runner, written, key, notes)
     if n is None and (written is None or engine == "eagle"):
         raise bad_input(engine, "num_layers", "the target's num_hidden_layers", None,
                         "The default ids depend on N (pass --num-layers / num_layers=).")
-    notes = _Notes(parse_engine_version(engine_version, "engine_version"))
-    runner = None
-    if engine == "vllm" and (key is not None or written is None):   # the runner decides what is read and logged
-        runner = vllm_runner(engine_version, platform, arch=arch)
-        written = _vllm_key(runner, written, key, notes)
     # points: the loop indices the engine tests, in the order written (dedup and sort come below)
     if engine == "eagle":
         rule, points = _eagle_points(written, n, notes)

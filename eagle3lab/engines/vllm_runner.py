@@ -168,6 +168,13 @@ class RunnerChoice:
         return self.reads.id_keys
 
     @property
+    def assumptions(self) -> str:
+        """What was assumed, in words ("" when nothing was)."""
+        words = {"VLLM_RUNNER_PLATFORM_ASSUMED": "the platform", "VLLM_RUNNER_VERSION_ASSUMED": "the release",
+                 "VLLM_RUNNER_TARGET_ASSUMED": "the target"}
+        return ", ".join(words[n.code] for n in self.notes if n.code in words)
+
+    @property
     def label(self) -> str:
         return f"vLLM {self.release} {self.platform} build, {self.runner} model runner"
 

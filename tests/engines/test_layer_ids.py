@@ -42,8 +42,10 @@ def test_sglang_default_is_silent_and_says_where_ids_are_read():
 
 def test_vllm_default_log_follows_the_runner_and_no_release_warns():
     # vLLM wheels 0.17.0-0.33.0: eagle3_utils.py (V2 runner) logs INFO on fallback, gpu_model_runner.py (V1) nothing
-    res = resolve_aux_layers("vllm", None, 32)   # a CUDA build of the newest release read assumed: V2
-    assert _has(res, "V2 model runner", "INFO 'Using Eagle3 auxiliary layers from model", "assumed")
+    res = resolve_aux_layers("vllm", None, 32)   # no build named: what each runner logs
+    assert _has(res, "V2 model runner", "INFO 'Using Eagle3 auxiliary layers from model", "V1 runner", "says nothing")
+    gpu = resolve_aux_layers("vllm", None, 32, engine_version="0.32.0")   # a CUDA build assumed: V2
+    assert _has(gpu, "V2 model runner of a vLLM 0.32.0 cuda build (the platform assumed)", "from model")
     assert _has(res, "no release read (0.17.0-0.33.0) warns", "#50170")
     assert not _has(res, "before PR #50170") and res.notes[0].code == "VLLM_AUX_IDS_DEFAULTED"
     cpu = resolve_aux_layers("vllm", None, 32, engine_version="0.32.0", engine_platform="cpu")

