@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -227,6 +228,21 @@ def expected_shapes(cfg: DraftConfig) -> dict[str, tuple[tuple[int, ...], torch.
     return {k: (tuple(v.shape), v.dtype) for k, v in model.state_dict().items()}
 
 
+def mixed_dtypes(stored: dict[str, torch.dtype], where, loaded_as: torch.dtype) -> str | None:
+    """A warning naming the float tensors stored in another dtype than the others (one fp16 tensor among fp32
+    ones: a checkpoint written in parts, or half converted), which are cast on loading; None when all agree."""
+    counts = Counter(stored.values())
+    if len(counts) < 2:
+        return None
+    main, n_main = counts.most_common(1)[0]
+    odd = sorted(k for k, d in stored.items() if d != main)
+    named = ", ".join(f"{k} ({str(stored[k]).removeprefix('torch.')})" for k in odd[:8])
+    return (f"{where}: {len(odd)} tensor(s) stored in another dtype than the other {n_main} "
+            f"({str(main).removeprefix('torch.')}): {named}{' ...' if len(odd) > 8 else ''}; all cast to "
+            f"{str(loaded_as).removeprefix('torch.')} on loading. Mixed dtypes mean a checkpoint written in parts or "
+            "half converted: check that the odd tensors were not rounded (or overflowed) when they were saved.")
+
+
 def check_state_dict(cfg: DraftConfig, sd: dict[str, torch.Tensor], where) -> list[str]:
     """Every key, shape, dtype and value against the config. Returns the keys that may be missing."""
     expected = expected_shapes(cfg)
@@ -330,6 +346,7 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
                             f"{int((d2t != 0).sum())} non-zero offsets", "Set draft_vocab_size in config.json to "
                             "the length the draft was trained with.")
     absent = check_state_dict(cfg, sd, where)
+    stored = {k: v.dtype for k, v in sd.items() if v.is_floating_point()}
 
     facts = target_facts(target)
     check_draft_fits(facts, target_hidden_size=cfg.target_hidden_size, vocab_size=cfg.vocab_size,
@@ -372,6 +389,8 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
 
     dev = resolve_device(device)
     to_dtype = resolve_dtype(dtype, dev) if dtype is not None else sd["fc.weight"].dtype
+    if (mixed := mixed_dtypes(stored, where, to_dtype)) is not None:
+        notes.append(mixed)
     if profile is None:   # the format's trainer, else the first profile that can run this draft
         profile, passed = first_runnable(cfg, fmt)
         if profile is None:

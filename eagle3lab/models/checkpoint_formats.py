@@ -23,6 +23,7 @@ kv_b_proj, o_proj}`` (``q_proj`` when ``q_lora_rank`` is null). EAGLE 3.1's per-
 from __future__ import annotations
 
 import re
+from dataclasses import MISSING, fields
 
 from eagle3lab.engines.profiles import (
     FLAGS,
@@ -35,7 +36,7 @@ from eagle3lab.engines.profiles import (
     rope_type_of,
 )
 from eagle3lab.errors import bad_input
-from eagle3lab.models.draft import MLA_SIZES, DraftConfig
+from eagle3lab.models.draft import MLA_SIZES, DraftConfig, check_sizes
 from eagle3lab.models.draft_family import describe_draft_config, is_mla_draft, written_aux_count
 
 FORMATS = ("speculators", "sglang", "eagle")
@@ -179,6 +180,12 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
         extra["verifier"] = (spec.get("verifier") or {}).get("name_or_path")
         extra["verifier_architectures"] = (spec.get("verifier") or {}).get("architectures")
         extra["speculative_tokens"] = methods[0].get("speculative_tokens") if methods else None
+    # every size refused here names the file and the key as written, before any tensor is made
+    nested_keys = {*GEOMETRY, "q_lora_rank", *MLA_SIZES} if fmt == "speculators" else set()
+    key_of = {**{k: f"transformer_layer_config.{k}" for k in nested_keys}, "num_aux": num_aux_key}
+    defaults = {f.name: f.default for f in fields(DraftConfig) if f.default is not MISSING}
+    check_sizes({**defaults, **geo, "draft_vocab_size": draft_vocab, "target_hidden_size": target_hidden,
+                 "num_aux": num_aux, "attention": attention}, where, lambda k: key_of.get(k) or k)
     try:
         config = DraftConfig(**geo, draft_vocab_size=draft_vocab, target_hidden_size=target_hidden,
                              aux_layer_ids=ids, aux_ids_key=ids_key, num_aux=num_aux, attention=attention,

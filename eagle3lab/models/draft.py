@@ -68,6 +68,37 @@ from eagle3lab.models.rope import DraftRope
 
 # MLA geometry a config must give (q_lora_rank may be null: one q_proj then)
 MLA_SIZES = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+# every size a config states: a positive integer (the ones with a default may be absent)
+REQUIRED_SIZES = ("hidden_size", "intermediate_size", "num_attention_heads", "vocab_size", "num_hidden_layers",
+                  "max_position_embeddings")
+OPTIONAL_SIZES = ("num_key_value_heads", "head_dim", "draft_vocab_size", "target_hidden_size", "num_aux",
+                  "q_lora_rank", *MLA_SIZES)
+
+
+def check_sizes(values: dict, where="draft config", key_of=lambda key: key) -> None:
+    """Refuse a size no layer can be built with, before a tensor is made: every size a positive integer, the
+    heads dividing as attention needs, the draft vocabulary inside the target's. ``key_of``: field -> the key
+    as the config file writes it (a speculators config nests the geometry in transformer_layer_config)."""
+    for key in REQUIRED_SIZES + OPTIONAL_SIZES:
+        value = values.get(key)
+        if value is None and key in OPTIONAL_SIZES:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad_input(where, key_of(key), "a positive integer", repr(value))
+    heads, kv, hidden = values["num_attention_heads"], values.get("num_key_value_heads"), values["hidden_size"]
+    if kv is not None and heads % kv:
+        raise bad_input(where, key_of("num_key_value_heads"), f"a divisor of num_attention_heads={heads} (each "
+                        "key/value head serves a whole group of query heads)", kv)
+    if values.get("attention", "llama") != "mla" and values.get("head_dim") is None and hidden % heads:
+        raise bad_input(where, key_of("head_dim"), f"stated, or hidden_size={hidden} divisible by "
+                        f"num_attention_heads={heads} (head_dim defaults to their quotient)", "neither")
+    draft_vocab = values.get("draft_vocab_size")
+    if draft_vocab is not None and draft_vocab > values["vocab_size"]:
+        raise bad_input(where, key_of("draft_vocab_size"), f"at most vocab_size={values['vocab_size']} (the draft "
+                        "vocabulary is a subset of the target's)", draft_vocab)
+    eps = values.get("rms_norm_eps")
+    if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 1):
+        raise bad_input(where, key_of("rms_norm_eps"), "a small non-negative number (RMSNorm's epsilon)", repr(eps))
 
 
 @dataclass
@@ -106,6 +137,7 @@ class DraftConfig:
     def __post_init__(self):
         if self.attention not in ATTENTION_KINDS:
             raise bad_input("draft config", "attention", f"one of {', '.join(ATTENTION_KINDS)}", repr(self.attention))
+        check_sizes(self.__dict__)
         if self.attention == "mla":
             missing = [k for k in MLA_SIZES if not isinstance(getattr(self, k), int)]
             if missing:
@@ -126,9 +158,6 @@ class DraftConfig:
         if self.aux_layer_ids is not None:
             self.aux_layer_ids = tuple(int(i) for i in self.aux_layer_ids)
         self.num_aux = self.num_aux or (len(self.aux_layer_ids) if self.aux_layer_ids else 3)
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise bad_input("draft config", "num_key_value_heads",
-                            f"a divisor of num_attention_heads={self.num_attention_heads}", self.num_key_value_heads)
         DraftRope(self.head_dim, self.rope_theta, self.rope_scaling, self.max_position_embeddings)  # refuses an unknown type
 
     @property

@@ -231,6 +231,36 @@ BAD_CASES = {
                         r"key 'norm_before_residual': expected true, false or absent, found 'yes'"),
     "geometry missing": (lambda c: c["transformer_layer_config"].pop("vocab_size"), None,
                          r"key 'transformer_layer_config.vocab_size': expected an integer, found None"),
+    # sizes no layer can be built with: refused naming the key, before torch tries a negative dimension
+    "negative heads": (lambda c: c["transformer_layer_config"].update(num_attention_heads=-4), None,
+                       r"config.json: key 'transformer_layer_config.num_attention_heads': expected a positive "
+                       r"integer, found -4"),
+    "zero intermediate size": (lambda c: c["transformer_layer_config"].update(intermediate_size=0), None,
+                               r"key 'transformer_layer_config.intermediate_size': expected a positive integer, found 0"),
+    "fractional head_dim": (lambda c: c["transformer_layer_config"].update(head_dim=4.5), None,
+                            r"key 'transformer_layer_config.head_dim': expected a positive integer, found 4.5"),
+    "kv heads not a divisor": (lambda c: c["transformer_layer_config"].update(num_key_value_heads=3), None,
+                               r"key 'transformer_layer_config.num_key_value_heads': expected a divisor of "
+                               r"num_attention_heads=4 .* found 3"),
+    "heads not dividing hidden": (lambda c: [c["transformer_layer_config"].pop("head_dim"),
+                                             c["transformer_layer_config"].update(num_attention_heads=3,
+                                                                                  num_key_value_heads=1)], None,
+                                  r"key 'transformer_layer_config.head_dim': expected stated, or hidden_size=16 "
+                                  r"divisible by num_attention_heads=3 .* found neither"),
+    "negative draft vocab": (lambda c: c.update(draft_vocab_size=-20), None,
+                             r"key 'draft_vocab_size': expected a positive integer, found -20"),
+    "draft vocab above the target's": (lambda c: c.update(draft_vocab_size=60), None,
+                                       r"key 'draft_vocab_size': expected at most vocab_size=50 .* found 60"),
+    "negative target hidden": (lambda c: c.update(target_hidden_size=-24), None,
+                               r"key 'target_hidden_size': expected a positive integer, found -24"),
+    "zero layers": (lambda c: c["transformer_layer_config"].update(num_hidden_layers=0), None,
+                    r"key 'transformer_layer_config.num_hidden_layers': expected a positive integer, found 0"),
+    "negative context": (lambda c: c["transformer_layer_config"].update(max_position_embeddings=-1), None,
+                         r"key 'transformer_layer_config.max_position_embeddings': expected a positive integer"),
+    "negative eps": (lambda c: c["transformer_layer_config"].update(rms_norm_eps=-1e-6), None,
+                     r"key 'transformer_layer_config.rms_norm_eps': expected a small non-negative number"),
+    "heads a bool": (lambda c: c["transformer_layer_config"].update(num_key_value_heads=True), None,
+                     r"key 'transformer_layer_config.num_key_value_heads': expected a positive integer, found True"),
 }
 
 
@@ -241,6 +271,38 @@ def test_bad_input_names_file_key_expected_and_found(saved, case):
     edit(src, cfg=cfg, weights=weights)
     with pytest.raises(Eagle3LabError, match=message):
         load_draft(src)
+
+
+def test_bad_sizes_in_a_flat_config_name_the_key_as_written(tmp_path):
+    """An SGLang-format config writes the geometry at the top level: the key is named there."""
+    save_draft(make_draft(ids=(1, 3, 5)), tmp_path / "d", "sglang", include_embedding=True)
+    edit(tmp_path / "d", cfg=lambda c: c.update(num_attention_heads=-4))
+    with pytest.raises(Eagle3LabError, match=r"config.json: key 'num_attention_heads': expected a positive integer, "
+                                             r"found -4"):
+        load_draft(tmp_path / "d")
+
+
+@pytest.mark.parametrize("field, value", [("num_attention_heads", -4), ("hidden_size", 0), ("num_aux", -1),
+                                          ("q_lora_rank", 0), ("draft_vocab_size", 51)])
+def test_a_draft_config_in_memory_refuses_bad_sizes_naming_the_field(field, value):
+    sizes = dict(hidden_size=16, intermediate_size=32, num_attention_heads=4, vocab_size=50)
+    with pytest.raises(Eagle3LabError, match=rf"draft config: key '{field}': expected "):
+        DraftConfig(**{**sizes, field: value})
+
+
+def test_one_fp16_tensor_among_fp32_ones_is_named_and_cast(saved):
+    """A checkpoint written in parts: one tensor half precision. Loaded, cast to the load dtype, and said."""
+    draft, src = saved
+    edit(src, weights=lambda sd: sd.update({"layers.0.mlp.down_proj.weight": sd["layers.0.mlp.down_proj.weight"].half()}))
+    for dtype, loaded_as in (("auto", torch.float32), (None, torch.float32), (torch.bfloat16, torch.bfloat16)):
+        loaded = load_draft(src, dtype=dtype)
+        mixed = [w for w in loaded.load_report.warnings if "another dtype" in w]
+        assert len(mixed) == 1 and "layers.0.mlp.down_proj.weight (float16)" in mixed[0], loaded.load_report.warnings
+        assert f"cast to {str(loaded_as).removeprefix('torch.')}" in mixed[0] and "float32" in mixed[0]
+        assert {p.dtype for p in loaded.parameters()} == {loaded_as}
+    # all one dtype (all fp16, as a converted checkpoint is): no word
+    edit(src, weights=lambda sd: sd.update({k: v.half() for k, v in sd.items() if v.is_floating_point()}))
+    assert not [w for w in load_draft(src, dtype=None).load_report.warnings if "another dtype" in w]
 
 
 def test_broken_vocab_map_can_still_be_loaded_on_purpose(saved):
