@@ -1,0 +1,71 @@
+"""``eagle3lab serve-check --engine vllm --target T --draft D``: the real vLLM's counters beside our prediction."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+# exit codes (docs/cli/serve-check.md)
+AGREES, DISAGREES, BAD_INPUT, ENGINE_MISSING, ENGINE_FAILED = 0, 1, 2, 3, 4
+
+
+def add_arguments(parser):
+    parser.add_argument("--engine", choices=("vllm",), default="vllm", help="the engine that serves (vllm)")
+    parser.add_argument("--target", default=None, help="target model folder (default: data/models/target)")
+    parser.add_argument("--draft", default=None, help="draft checkpoint folder (default: data/models/draft-healthy)")
+    parser.add_argument("--prompts", default=None,
+                        help="a .jsonl of prompts ('text' or 'ids' per line; the first 8 are served); default: the "
+                             "8 code prompts of data/prompts/prompts.jsonl")
+    parser.add_argument("--num-steps", type=int, default=4, help="vLLM's num_speculative_tokens (default 4)")
+    parser.add_argument("--max-new-tokens", type=int, default=64, help="greedy tokens per prompt (default 64)")
+    parser.add_argument("--engine-python", default=None, metavar="PY",
+                        help="the python where vLLM is installed (default: $EAGLE3LAB_VLLM_PYTHON, else .venv-vllm "
+                             "built by `make engines`)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/serve-check.md)")
+
+
+def run(args) -> int:
+    from eagle3lab import bundled
+    from eagle3lab.analysis.serve_check import EngineFailed, EngineMissing, default_prompts, serve_check
+    from eagle3lab.app.commands.bench import _resolve
+
+    try:
+        target = _resolve(args.target, bundled.TARGET, "--target")
+        draft = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")
+        prompts = default_prompts(args.prompts) if args.prompts else None
+        report = serve_check(target, draft, prompts=prompts, num_steps=args.num_steps,
+                             max_new_tokens=args.max_new_tokens, engine_python=args.engine_python,
+                             progress=not args.json)
+    except EngineMissing as err:
+        print(f"eagle3lab serve-check: {err}", file=sys.stderr)
+        return ENGINE_MISSING
+    except EngineFailed as err:
+        print(f"eagle3lab serve-check: {err}", file=sys.stderr)
+        return ENGINE_FAILED
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_report(report)
+    return AGREES if report["verdict"] == "AGREES" else DISAGREES
+
+
+def print_report(r: dict) -> None:
+    s, v, o, ti = r["settings"], r["vllm"], r["eagle3lab"], r["token_identity"]
+    print(f"vLLM {r['engine_version']} ({r['engine_platform']} build, {r['runner']}) served {r['draft']} for "
+          f"{r['target']}: {s['prompts']} prompts x {s['max_new_tokens']} greedy tokens, "
+          f"{s['num_speculative_tokens']} speculative tokens, {r['dtype']}")
+    print(f"layers     vLLM {r['layers']['vllm']} ({r['layers']['vllm_source']})   eagle3lab "
+          f"{[f'resid[{k}]' for k in r['layers']['eagle3lab']]} ({o['profile']}), norm_before_residual "
+          f"{r['norm_before_residual']}")
+    print(f"{'':10} {'drafts':>7} {'drafted':>8} {'accepted':>9} {'tau':>7}   accepted per position")
+    for name, c in (("vLLM", v), ("eagle3lab", o)):
+        print(f"{name:10} {c['num_drafts']:>7} {c['num_draft_tokens']:>8} {c['num_accepted_tokens']:>9} "
+              f"{c['tau']:>7.3f}   {c['accepted_per_pos']}")
+    print(f"tokens     vLLM with the draft identical to vLLM without speculation on {ti['vllm_spec_vs_vllm_plain']}"
+          f"/{ti['prompts']} prompts; eagle3lab's output on {ti['eagle3lab_vs_vllm_plain']}/{ti['prompts']}")
+    line = f"verdict    {r['verdict']}"
+    if r["verdict"] != "AGREES":
+        line += f": differs in {', '.join(r['differs']) or 'nothing named'}"
+        if r["explained_by"]:
+            line += f" (a re-run with vLLM's {r['explained_by']} reproduces vLLM's counts exactly)"
+    print(line)
