@@ -69,3 +69,28 @@ def test_bench_without_bundled_models_says_what_to_do(tmp_path, capsys):
         _resolve(None, tmp_path / "models" / "target", "--target")
     rc = cli_main(["bench", "--target", str(tmp_path / "nope"), "--draft", str(tmp_path / "nope")])
     assert rc == 2 and "nope" in capsys.readouterr().err
+
+
+def test_bench_profile_follows_the_engine_build(tmp_path, capsys):
+    """--profile vllm --engine-version V --engine-platform P: the ids the build's model runner reads feed fc."""
+    from eagle3lab.models.checkpoint import save_draft
+
+    target, draft = tiny_pair()
+    target.model.save_pretrained(tmp_path / "target")
+    # ids under eagle_config in SGLang numbering ([0, 1, 2] for resid[1, 2, 3]); the tiny target has N = 4
+    save_draft(draft.rewired(aux_resid=[1, 2, 3]), tmp_path / "draft", format="sglang")
+    nested = json.loads((tmp_path / "draft" / "config.json").read_text())["eagle_config"]
+    ids = nested["eagle_aux_hidden_state_layer_ids"]
+    ps = tmp_path / "prompts.jsonl"
+    ps.write_text(json.dumps({"ids": prompts(1)[0]}) + "\n")
+    base = ["bench", "--target", str(tmp_path / "target"), "--draft", str(tmp_path / "draft"), "--prompts", str(ps),
+            "--num-steps", "1", "--max-new-tokens", "8", "--repeats", "1", "--device", "cpu", "--json",
+            "--profile", "vllm", "--engine-version", "0.32.0"]
+    assert cli_main(base + ["--engine-platform", "cpu"]) == 0
+    cpu = json.loads(capsys.readouterr().out)
+    assert cpu["aux_resid"] == sorted(ids) and cpu["engine_build"]["model_runner"] == "V1"
+    assert [n["code"] for n in cpu["engine_build"]["aux_notes"]] == ["VLLM_AUX_IDS_NESTED_READ"]
+    assert ids == [0, 1, 2] and cpu["engine_build"]["engine_platform"] == "cpu"   # resid[0, 1, 2], not [1, 2, 3]
+    # (a CUDA build of 0.32.0 runs V2, which ignores these ids: tests/engines/test_vllm_runner.py, test_inspect_*)
+    assert cli_main(base[:-4] + ["--engine-platform", "cpu"]) == 2   # a build needs --profile
+    assert "--profile" in capsys.readouterr().err

