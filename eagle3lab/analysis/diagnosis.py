@@ -114,9 +114,11 @@ def score_wirings(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
 SYMPTOMS = pd.DataFrame([
     ("tau about 1 (accept length 1.0x) from a draft whose training accuracy was good",
      "fc fed other target states than in training: the id convention (SGLang reads id k as resid[k+1], "
-     "notebook 02), ids outside eagle_config (SGLang) or inside it (vLLM) silently replaced by defaults; or "
+     "notebook 02), ids outside eagle_config (SGLang) or inside it (vLLM's V2 model runner) silently replaced by "
+     "defaults, or read by vLLM's V1 runner (always on its CPU build) as vLLM ids, one point below; or "
      "an EAGLE-3 draft launched with --speculative-algorithm EAGLE, fc skipped when the widths match (sglang#21272)",
-     "WIRING, SGL_EAGLE3_DRAFT_WITH_EAGLE, SGL_AUX_IDS_TOP_LEVEL_IGNORED, VLLM_AUX_IDS_NESTED_IGNORED",
+     "WIRING, SGL_EAGLE3_DRAFT_WITH_EAGLE, SGL_AUX_IDS_TOP_LEVEL_IGNORED, VLLM_AUX_IDS_NESTED_IGNORED, "
+     "VLLM_AUX_IDS_NESTED_READ",
      "eagle3lab doctor; eagle3lab inspect DRAFT --target T; notebooks 02, 03, 06"),
     ("tau low but above 1: the first position is accepted, later ones rarely",
      "the first decoder layer runs another residual or recurrence rule than in training: norm_before_residual "
@@ -132,8 +134,10 @@ SYMPTOMS = pd.DataFrame([
      "fc width is not num_aux x the target's hidden size (a draft for another target, a wrong num_aux; vLLM's "
      "llama_eagle3.py builds fc for 3 unless num_aux_hidden_states says otherwise, vllm#54526), an id SGLang "
      "never reaches (N-1; Qwen3-MoE fails at start-up with an IndexError) or crashes on (loop index 0, where the "
-     "residual is still None, a TypeError at the first forward: id -1 in llama.py up to 0.5.21, id -1 or, under "
-     "PR #25454's rule, id 0 in deepseek_v2.py up to 0.5.13; later releases feed the embedding output there), "
+     "residual is still None, a TypeError at the first forward: id -1 in llama.py up to 0.5.21, id -1 in "
+     "deepseek_v2.py up to 0.5.12 (from 0.5.13, PR #25454, a list starting with -1 is used as is and a state goes "
+     "missing; only a first id 0 reaches the TypeError in 0.5.13); later releases feed the embedding output "
+     "there), "
      "or a draft family the engine build has no model for (MLA before SGLang 0.5.12 / vLLM 0.18.0; Qwen3 q/k "
      "norms, which SGLang drops silently)",
      "FC_WIDTH, TARGET_HIDDEN_SIZE, CHECKPOINT_ERROR, ENGINE_CANNOT_RUN_DRAFT",
