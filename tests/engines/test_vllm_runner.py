@@ -183,3 +183,41 @@ def test_flags_platform_is_vllm_only():
 
     with pytest.raises(Eagle3LabError, match="engine_platform"):
         resolve_flags("sglang", "python -m sglang.launch_server --model-path t", engine_platform="cpu")
+
+
+# ----------------------------------------------------------------------------- eagle3lab ids --engine-platform --key
+
+def _ids(capsys, *argv):
+    from eagle3lab.app.cli import main
+
+    rc = main(["ids", *map(str, argv), "--json"])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_cli_ids_key_and_platform(capsys):
+    base = ["vllm", "1", "5", "8", "--num-layers", 12, "--arch", LLAMA, "--key", "nested", "--engine-version", "0.32.0"]
+    rc, cpu = _ids(capsys, *base, "--engine-platform", "cpu")
+    assert rc == 0 and cpu["resid"] == [1, 5, 8] and cpu["runner"] == "V1" and cpu["engine_platform"] == "cpu"
+    assert [n["code"] for n in cpu["notes"]] == ["VLLM_AUX_IDS_NESTED_READ"]
+    rc, gpu = _ids(capsys, *base, "--engine-platform", "cuda")
+    assert rc == 0 and gpu["resid"] == [2, 6, 9] and gpu["runner"] == "V2" and gpu["defaulted"]
+    rc, top = _ids(capsys, *base[:-4], "--key", "top", "--engine-version", "0.32.0")   # both runners read it
+    assert top["resid"] == [1, 5, 8] and top["notes"][0]["code"] == "VLLM_MODEL_RUNNER"
+    assert top["unconfirmed"] and "assumed" in top["notes"][0]["text"]   # no platform: a CUDA build assumed
+    rc, plain = _ids(capsys, "vllm", "1", "5", "8", "--num-layers", 12)   # no key: as vLLM reads them, as before
+    assert plain["resid"] == [1, 5, 8] and plain["notes"] == [] and plain["runner"] is None
+
+
+@pytest.mark.parametrize("argv, flag", [(["sglang", "1", "--num-layers", "12", "--engine-platform", "cpu"],
+                                         "--engine-platform"),
+                                        (["sglang", "1", "--num-layers", "12", "--key", "nested"], "--key"),
+                                        (["vllm", "1", "--num-layers", "12", "--engine-platform", "rocm"],
+                                         "--engine-platform")])
+def test_cli_ids_refuses_platform_and_key_outside_vllm(capsys, argv, flag):
+    from eagle3lab.app.cli import main
+
+    try:
+        rc = main(["ids", *argv])
+    except SystemExit as exit_:   # argparse: an unknown choice
+        rc = exit_.code
+    assert rc == 2 and flag in capsys.readouterr().err
