@@ -22,6 +22,9 @@ Every engine captures while walking the layers, so the states reach fc in ascend
 whatever the order of the id list, and a repeated id is captured once. ``resolve_aux_layers``
 returns what the engine really captures (fewer points when an id is never reached) plus notes, each
 saying whether it was read in the engine's source (``confirmed``); ``to_engine_ids`` is the inverse.
+Which config key vLLM reads the ids from (and what it logs on falling back) follows its model runner,
+V1 or V2, which the build and the platform decide (``eagle3lab.engines.vllm_runner``; ``key=`` and
+``engine_platform=`` here).
 Pure Python: no torch import, so ``eagle3lab ids`` starts fast.
 """
 
