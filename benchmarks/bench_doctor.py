@@ -1,20 +1,24 @@
-"""How long does `eagle3lab doctor` take on the bundled models, and where does the time go?
+"""How long does `eagle3lab doctor` take, and how many draft evaluations does its search cost against the
+target's layer count N?
 
-    python benchmarks/bench_doctor.py [--threads 2] [--prompts 8] [--tokens 48] [--engine-version V]
+    python benchmarks/bench_doctor.py [--threads 1] [--tracks bundled,smollm2,deep61] [--engine-version V]
                                       [--out build/bench_doctor.json]
 
-Runs doctor on the bundled case draft with the seed's launch flags (SGLang, 1 step, 16 draft tokens)
-and on the healthy draft, side by side in one run: wall time, draft evaluations of the wiring search,
-the ladder's taus and the critical findings. Nothing here is asserted; tests/app/test_doctor_cli.py
-checks the same runs' findings (the case with SGLang 0.5.21). The ladder measures the trained wiring
-itself whatever the build; the build (--engine-version, default the newest code read) decides only
-which ids the WIRING fix names: SGLang's llama.py feeds the embedding output (id -1) from 0.5.22, so
-for 0.5.21 the fix is the nearest points it can capture, resid[1] in the embedding's place.
+- bundled: the case draft with the seed's launch flags (SGLang, 1 step, 16 draft tokens), the case with vLLM
+  0.32.0 (CPU build), and the healthy draft, on the bundled 12-layer target;
+- smollm2: the healthy SmolLM2 draft on the 30-layer SmolLM2-135M-Instruct target (data/external);
+- deep61: the wiring search alone on a synthetic 61-layer bank (the bundled target's states interpolated
+  between its layers, a Kimi-K2-deep stack), the bundled case draft scored on it.
+
+Each row: wall seconds, CPU seconds of this process (steadier than wall time on a shared machine), the
+load average while it ran, the prompts the answer rests on (doctor's sequential rule), the search's draft
+evaluations and the bound 4 x N x slots. Nothing here is asserted; the tests check the findings.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -26,46 +30,97 @@ from eagle3lab.atomic import write_json
 from eagle3lab.engines.flags import SEED_COMMAND
 
 SEED_FLAGS = SEED_COMMAND.replace("moonshotai/Kimi-K2-Instruct", "TARGET").replace("./kimi-k2-eagle3", "DRAFT")
+SMOLLM2 = Path("data/external/smollm2-135m-instruct")
+
+
+def _timed(fn):
+    t0, c0, load0 = time.perf_counter(), time.process_time(), os.getloadavg()[0]
+    out = fn()
+    return out, time.perf_counter() - t0, time.process_time() - c0, (load0 + os.getloadavg()[0]) / 2
+
+
+def _doctor_row(draft, target, **kw) -> dict:
+    report, wall, cpu, load = _timed(lambda: run_doctor(draft, target=target, progress=False, **kw))
+    wiring = report.finding("WIRING")
+    slots = report.model.config.num_aux
+    n = report.bank.num_layers
+    return {"N": n, "slots": slots, "evaluations": report.search.evaluations, "bound": 4 * n * slots,
+            "seconds": wall, "cpu_seconds": cpu, "load": load, "prompts": report.prompts_used,
+            "critical": [f.code for f in report.critical], "wiring_fix": wiring.fix if wiring else None,
+            "tau_served": report.ladder[0].tau.value, "tau_fixed": report.ladder[-1].tau.value}
+
+
+def _deep_bank(layers: int = 61, prompts: int = 8):
+    """The bundled target's states over ``prompts`` prompts, stretched to ``layers`` layers by linear
+    interpolation between neighbouring real layers (the final post-norm state and the labels kept)."""
+    from dataclasses import replace
+
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.state_bank import FINAL_NORMED, capture_bank
+    from eagle3lab.models.target import load_target
+
+    target = load_target(bundled.TARGET, device="cpu")
+    seqs, lens = greedy_dataset(target, bundled.load_prompts(n=prompts), max_new_tokens=48, progress=False)
+    bank = capture_bank(target, seqs, lens)
+    n = bank.num_layers
+    states = {FINAL_NORMED: bank.states[FINAL_NORMED]}
+    for k in range(layers + 1):
+        x = k * n / layers
+        lo = min(int(x), n - 1)
+        w = x - lo
+        states[k] = (1 - w) * bank.states[lo] + w * bank.states[lo + 1]
+    return replace(bank, states=states, num_layers=layers, source=f"synthetic {layers}-layer bank", _labels={})
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--prompts", type=int, default=8)
-    p.add_argument("--tokens", type=int, default=48)
+    p.add_argument("--tracks", default="bundled,smollm2,deep61")
     p.add_argument("--engine-version", default=None, help="the SGLang build (default: the newest code read)")
     p.add_argument("--out", default="build/bench_doctor.json")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    prompts = bundled.load_prompts(n=args.prompts)
-    runs = {"case, seed flags": dict(draft=bundled.DRAFT_CASE, engine_args=SEED_FLAGS),
-            "healthy": dict(draft=bundled.DRAFT_HEALTHY, engine_args=None)}
-    out = {}
-    for name, kw in runs.items():
-        t0 = time.perf_counter()
-        report = run_doctor(kw["draft"], target=bundled.TARGET, engine="sglang", engine_version=args.engine_version,
-                            engine_args=kw["engine_args"], prompts=prompts, max_new_tokens=args.tokens, progress=False)
-        out[name] = {"seconds": time.perf_counter() - t0, "search_evaluations": report.search.evaluations,
-                     "critical": [f.code for f in report.critical],
-                     "wiring_fix": report.finding("WIRING").fix if report.finding("WIRING") else None,
-                     "ladder": report.ladder_table().reset_index()[["rung", "num_steps", "tau", "tau_low",
-                                                                   "tau_high"]].to_dict("records")}
-    print(f"{args.prompts} prompts x {args.tokens} tokens, {torch.get_num_threads()} threads, CPU")
-    for name, r in out.items():
-        print(f"\n{name}: {r['seconds']:.1f} s, {r['search_evaluations']} search evaluations, "
-              f"critical {r['critical'] or 'none'}")
-        if r["wiring_fix"]:
-            print(f"  wiring fix ({args.engine_version or 'newest code read'}): {r['wiring_fix']}")
-        for rung in r["ladder"]:
-            print(f"  {rung['rung']:<20} chain {rung['num_steps']:>2}  tau {rung['tau']:.2f} "
-                  f"[{rung['tau_low']:.2f}, {rung['tau_high']:.2f}]")
-    ratio = out["case, seed flags"]["seconds"] / out["healthy"]["seconds"]
-    print(f"\nthe case takes {ratio:.1f}x the healthy draft's time (its ladder has more rungs to measure)")
+    tracks = args.tracks.split(",")
+    rows = {}
+    if "bundled" in tracks:
+        rows["case, seed flags (sglang)"] = _doctor_row(bundled.DRAFT_CASE, bundled.TARGET, engine="sglang",
+                                                         engine_version=args.engine_version, engine_args=SEED_FLAGS)
+        rows["case (vllm 0.32.0 cpu)"] = _doctor_row(bundled.DRAFT_CASE, bundled.TARGET, engine="vllm",
+                                                      engine_version="0.32.0", engine_platform="cpu")
+        rows["healthy (sglang)"] = _doctor_row(bundled.DRAFT_HEALTHY, bundled.TARGET, engine="sglang")
+    if "smollm2" in tracks:
+        if SMOLLM2.exists():
+            rows["smollm2 healthy (sglang)"] = _doctor_row("data/models/smollm2-draft-healthy", str(SMOLLM2),
+                                                            engine="sglang")
+        else:
+            print(f"smollm2: {SMOLLM2} missing (make data), skipped")
+    if "deep61" in tracks:
+        from eagle3lab.analysis.wiring_search import search_wiring
+        from eagle3lab.models.checkpoint import load_draft
+
+        bank = _deep_bank()
+        draft = load_draft(bundled.DRAFT_CASE, target=bundled.TARGET, device="cpu", check_vocab=False)
+        found, wall, cpu, load = _timed(lambda: search_wiring(bank, draft, num_steps=3, progress=False))
+        rows["deep61 search (case draft)"] = {"N": 61, "slots": 3, "evaluations": found.evaluations, "bound": 4 * 61 * 3,
+                                              "seconds": wall, "cpu_seconds": cpu, "load": load,
+                                              "prompts": len(bank.lengths), "critical": None, "wiring_fix": None,
+                                              "tau_served": None, "tau_fixed": found.best["tau"].value}
+    print(f"{torch.get_num_threads()} torch threads, CPU ({os.cpu_count()} cores); wall seconds ride on the load")
+    print(f"{'run':<28} {'N':>3} {'slots':>5} {'evals':>6} {'4xNxslots':>9} {'wall s':>7} {'cpu s':>6} "
+          f"{'load':>5} {'prompts':>7}")
+    for name, r in rows.items():
+        print(f"{name:<28} {r['N']:>3} {r['slots']:>5} {r['evaluations']:>6} {r['bound']:>9} {r['seconds']:>7.1f} "
+              f"{r['cpu_seconds']:>6.1f} {r['load']:>5.1f} {r['prompts']:>7}")
+    for name, r in rows.items():
+        if r["critical"] is not None:
+            print(f"\n{name}: critical {r['critical'] or 'none'}; tau as served {r['tau_served']:.2f}, "
+                  f"fixed {r['tau_fixed']:.2f}")
+            if r["wiring_fix"]:
+                print(f"  wiring fix: {r['wiring_fix']}")
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, {"threads": torch.get_num_threads(), "prompts": args.prompts, "tokens": args.tokens,
-                      "engine_version": args.engine_version, "runs": out})
+    write_json(path, {"threads": torch.get_num_threads(), "engine_version": args.engine_version, "runs": rows})
     return 0
 
 

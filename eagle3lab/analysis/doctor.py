@@ -49,7 +49,7 @@ from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ra
 from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.engines.versions import parse_engine_version
-from eagle3lab.errors import bad_input
+from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models.state_bank import FINAL_NORMED, StateBank
 
 _FLAG_SEVERITY = {"error": "critical", "warning": "warning", "info": "info"}
@@ -78,12 +78,13 @@ class Rung:
 
 
 def _measure(bank: StateBank, draft, rung: Rung) -> Rung:
+    from eagle3lab.analysis.wiring_search import EVAL_BATCH
     from eagle3lab.decoding.evaluate import evaluate_on_bank
 
     view = draft.rewired(**rung.variant)
     ctx = vocab_map(view, rung.d2t) if rung.d2t is not None else contextlib.nullcontext()
     with ctx:
-        rung.score = evaluate_on_bank(bank, view, rung.wiring, rung.num_steps)
+        rung.score = evaluate_on_bank(bank, view, rung.wiring, rung.num_steps, batch_size=EVAL_BATCH)
     return rung
 
 
@@ -134,6 +135,13 @@ class DoctorReport:
     bank: StateBank | None = field(default=None, repr=False)
     target_config: dict = field(default_factory=dict, repr=False)
     target_source: object = field(default=None, repr=False)   # what load_draft reads the embedding from
+    choice: FixChoice | None = None   # the wiring and rule handed to the user, chosen from the search's set
+    engine_platform: str | None = None
+
+    @property
+    def prompts_used(self) -> int:
+        """Prompts the findings rest on (the sequential rule may have added some to the first ones)."""
+        return len(self.bank.lengths) if self.bank is not None else 0
 
     def remaining_after_write(self) -> list[DoctorFinding]:
         """Critical findings a written checkpoint cannot fix: the launch command's, a rule the engine
@@ -179,7 +187,12 @@ class DoctorReport:
                 "engine_version": self.engine_version, "device": self.device,
                 "critical": len(self.critical), "findings": [f.to_dict() for f in self.findings],
                 "ladder": self.ladder_table().reset_index().to_dict("records"),
-                "search": self.search.summary(), "notes": self.notes}
+                "search": self.search.summary(), "notes": self.notes, "prompts_used": self.prompts_used,
+                "fix_choice": None if self.choice is None else {
+                    "wiring": [str(p) for p in self.choice.wiring], "variant": self.choice.variant,
+                    "servable": self.choice.servable, "within_noise": self.choice.members,
+                    "statement": self.choice.statement, "settled": self.choice.settled,
+                    "separations": self.choice.separations}}
 
     def summary(self) -> str:
         first, last = self.ladder[0].tau, self.ladder[-1].tau
@@ -226,6 +239,15 @@ def _id_notes(engine: str, ids, num_layers: int, arch: str | None, engine_versio
     res = resolve_aux_layers(PROFILES[engine].id_engine, list(ids), num_layers, arch=arch, engine_version=engine_version)
     notes = [n.text for n in res.notes if n.kind in ("note", "version")]
     return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _written_wiring(draft, num_layers: int, arch, found) -> list[tuple]:
+    """What the checkpoint states it is fed: its ids as its own format's trainer reads them (the convention
+    it was written in), else every engine's reading."""
+    try:
+        return [tuple(draft.bound(num_target_layers=num_layers, target_arch=arch).aux_resid)]
+    except (ValueError, Eagle3LabError):
+        return [tuple(w) for w in found.served["aux"]]
 
 
 def _evidence_note(found, choice: FixChoice, cap: int) -> str:
@@ -369,7 +391,7 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
         found = search_wiring(bank, draft, num_steps=num_steps, arch=arch, progress=progress)
         # the fix, chosen from the set within noise (servable first), settled on as many prompts as it needs
         served_key = None if served_wiring is None else key_of(served_wiring, served_variant)
-        choice, scores = settle(evidence, served_view, found, build, [tuple(w) for w in found.served["aux"]],
+        choice, scores = settle(evidence, served_view, found, build, _written_wiring(draft, n, arch, found),
                                 settings_of(draft), served_key, num_steps=num_steps, max_prompts=cap,
                                 step=prompt_step)
     bank = evidence.bank
@@ -570,7 +592,8 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     return DoctorReport(draft=str(draft_path), target=target_name, engine=engine, engine_version=engine_version,
                         device=str(draft.fc.weight.device), findings=findings, ladder=ladder, search=found,
                         vocab=vocab, flags=flags, notes=notes, written_fix=written_fix, model=draft, bank=bank,
-                        target_config=target_config, target_source=target_dir if dump is not None else tgt)
+                        target_config=target_config, target_source=target_dir if dump is not None else tgt,
+                        choice=choice, engine_platform=engine_platform)
 
 
 def _server_finding(server_log: str, served: Rung) -> DoctorFinding:

@@ -4,8 +4,11 @@ The wiring search answers with a set: every hypothesis within noise of the best 
 fix is chosen from that set, never ranked inside it by noise:
 
 1. only members the engine build can capture exactly (``servable_wiring``) can be written as they are;
-2. among those, the one that changes least of what the checkpoint states (the points some engine reads
-   for the written ids, the switches its config states), then the lowest cross-entropy.
+2. among the members whose tau is within noise of the best's, the one that keeps most of what the
+   checkpoint states (the points it shares with some engine's reading of the written ids, then the
+   switches as its config states them), then the lowest cross-entropy. Inside the noise the data cannot
+   decide (the bundled case's slot 1 takes resid[2..5] alike on 48 prompts): what was written decides,
+   so the answer does not move with the prompt draw.
 
 Only when no member is servable does doctor fall back to the nearest servable wiring to the best, with
 its measured cost. The choice is *settled* when the evidence separates it from the served reading (a
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eagle3lab.analysis.wiring_search import _diffs, close_to, settings_text, wiring_text
+from eagle3lab.analysis.wiring_search import EVAL_BATCH, _diffs, settings_text, wiring_text
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import nearest_servable
 from eagle3lab.engines.profiles import PROFILES
@@ -96,24 +99,29 @@ class FixChoice:
         return key_of(self.wiring, self.variant)
 
 
-def _change(key, readings, stated: dict) -> int:
-    """How much of what the checkpoint states a hypothesis changes: points outside the nearest reading of
-    the written ids, switches other than stated."""
+def _kept(key, readings, stated: dict) -> tuple[int, int]:
+    """How much of what the checkpoint states a hypothesis keeps: the points it shares with the nearest
+    engine reading of the written ids, and the switches it sets as stated."""
     wiring, variant = key[0], dict(key[1])
-    moved = min((len(set(wiring) - set(r)) for r in readings), default=0)
-    return moved + sum(variant.get(k) != v for k, v in stated.items() if k in variant)
+    shared = max((len(set(wiring) & set(r)) for r in readings), default=0)
+    return shared, sum(variant.get(k) == v for k, v in stated.items() if k in variant)
 
 
 def _members(scores: dict, keys, level: float):
-    """(best key by cross-entropy, the keys within noise of it) among ``keys``."""
+    """(best key by cross-entropy, the keys whose tau is not below the best's beyond noise) among ``keys``:
+    tau is what serving gets, and cross-entropy separates states that serve alike (resid[7] and resid[8]
+    of the bundled case differ by 0.005 nats and not in tau)."""
     keys = [k for k in dict.fromkeys(keys) if k in scores]
     best = min(keys, key=lambda k: scores[k].ce)
-    return best, [k for k in keys if close_to(scores[k], scores[best], level)]
+    return best, [k for k in keys if k == best or _diffs(scores[k], scores[best], level)[1].high >= 0.0]
 
 
 def choose(scores: dict, keys, build: Build, readings, stated: dict, *, level: float = 0.95,
            measure=None) -> FixChoice:
-    """The fix from the hypotheses ``keys`` scored in ``scores`` (key -> ``BankScore``, one bank).
+    """The fix from the hypotheses ``keys`` scored in ``scores`` (key -> ``BankScore``, one bank): of those
+    whose tau is within noise of the best's, the servable one that keeps most of what the checkpoint states
+    (``readings``: each engine's reading of the written ids; ``stated``: its switches), then the lowest
+    cross-entropy.
 
     ``measure(wiring, variant)`` scores a hypothesis not yet scored (the nearest servable wiring)."""
     best, members = _members(scores, keys, level)
@@ -121,9 +129,11 @@ def choose(scores: dict, keys, build: Build, readings, stated: dict, *, level: f
     servable = [k for k in members if build.servable(k[0])[0] == k[0]]
     n_prompts = len(scores[best].ce_n)
     if servable:
-        key = min(servable, key=lambda k: (_change(k, readings, stated), scores[k].ce))
-        said = (f"{len(wirings)} wiring(s) within noise of the best; this one is servable by {build.label}"
-                + ("" if key == best else " and changes least of what the checkpoint states"))
+        key = min(servable, key=lambda k: (tuple(-x for x in _kept(k, readings, stated)), scores[k].ce))
+        said = (f"{len(wirings)} wiring(s) within noise of the best in tau; this one is servable by {build.label}"
+                + " and keeps most of what the checkpoint states"
+                + ("" if key == best else f" (the best by cross-entropy: {wiring_text(best[0])} with "
+                   f"{settings_text(dict(best[1]))})"))
         return FixChoice(key[0], dict(key[1]), True, len(wirings), best, said, prompts=n_prompts)
     variant = dict(best[1])
     # the final post-norm state is no capture point: its nearest is resid[N] (the state before the final
@@ -163,16 +173,15 @@ def _swap_twin(key) -> tuple | None:
     return None
 
 
-def rivals(choice: FixChoice, members, served_key) -> list:
-    """The hypotheses the choice must be told apart from: the served reading, the search's best when the
-    choice is not it, and the choice with resid[0] and the final post-norm state swapped."""
+def rivals(choice: FixChoice, members, served_key, build: Build) -> list:
+    """The hypotheses the choice must be told apart from: the served reading (is a fix needed?), the choice
+    with resid[0] and the final post-norm state swapped, and the members it was preferred to for being
+    servable (at most two besides)."""
     out = [served_key] if served_key is not None and served_key != choice.key else []
-    if choice.search_best != choice.key:
-        out.append(choice.search_best)
     twin = _swap_twin(choice.key)
     if twin is not None:
         out.append(twin)
-    out += [k for k in members if k != choice.key and FINAL_NORMED in k[0]][:2]
+    out += [k for k in members if k != choice.key and build.servable(k[0])[0] != k[0]][:2]
     return list(dict.fromkeys(out))
 
 
@@ -205,16 +214,24 @@ def settle(evidence, view, found, build: Build, readings, stated: dict, served_k
         def measure(wiring, variant):
             k = key_of(wiring, variant)
             if k not in memo:
-                memo[k] = evaluate_on_bank(bank, view.rewired(**dict(variant)), tuple(wiring), num_steps)
+                memo[k] = evaluate_on_bank(bank, view.rewired(**dict(variant)), tuple(wiring), num_steps,
+                                           batch_size=EVAL_BATCH)
             return memo[k]
         return measure
 
     scores = dict(found.extra["scores"])
     measure = scorer(evidence.bank, scores)
-    members = [key_of(r.aux, r.variant) for r in found.best_set.itertuples()]
+    members = _members(scores, list(scores), level)[1]
+    # the servable wirings that keep most of the written points, also with the switches as stated (the
+    # search may have scored them only with others)
+    wirings = sorted({k[0] for k in members if build.servable(k[0])[0] == k[0]},
+                     key=lambda w: -_kept(key_of(w, stated), readings, stated)[0])[:3]
+    for w in wirings:
+        measure(w, {k: stated.get(k, v) for k, v in dict(members[0][1]).items()})
+    members = _members(scores, list(scores), level)[1]
     choice = choose(scores, members, build, readings, stated, level=level, measure=measure)
     while True:
-        rival_keys = rivals(choice, members, served_key)
+        rival_keys = rivals(choice, members, served_key, build)
         for k in rival_keys:
             measure(k[0], dict(k[1]))
         choice.settled, choice.separations = separations(scores, choice, rival_keys, level)
@@ -222,7 +239,7 @@ def settle(evidence, view, found, build: Build, readings, stated: dict, served_k
         if choice.settled or evidence.num_prompts >= max_prompts or not evidence.can_grow():
             return choice, scores
         runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
-                            key=lambda k: (_change(k, readings, stated), scores[k].ce))[:2]
+                            key=lambda k: (tuple(-x for x in _kept(k, readings, stated)), scores[k].ce))[:2]
         candidates = list(dict.fromkeys([choice.key, *rival_keys, *runners_up]))
         bank = evidence.more(min(step, max_prompts - evidence.num_prompts))
         scores = {}

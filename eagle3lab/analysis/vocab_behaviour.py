@@ -77,7 +77,7 @@ def vocab_from_behaviour(bank: StateBank, draft, wiring, *, sequences=None, min_
 
 
 @torch.inference_mode()
-def _first_pass(bank: StateBank, draft, wiring, rows, batch_size: int = 8) -> dict[int, list[int]]:
+def _first_pass(bank: StateBank, draft, wiring, rows, batch_size: int = 2) -> dict[int, list[int]]:
     """Sequence -> the draft's first-pass top-1 slot at every row (teacher-forced, ``wiring`` from ``bank``)."""
     from eagle3lab.decoding.evaluate import draft_passes
 
@@ -182,7 +182,7 @@ def crossfit_vocab(bank: StateBank, draft, state: dict, before) -> Interval:
     for read, scored in (folds, folds[::-1]):
         found = vocab_from_behaviour(bank, view, wiring, sequences=read)
         with vocab_map(view, found.suggested_d2t(draft.d2t)):
-            score = evaluate_on_bank(bank, view, wiring, before.num_steps)
+            score = evaluate_on_bank(bank, view, wiring, before.num_steps, batch_size=2)
         n_b, d_b = score.tau_sums
         for b in scored:
             num[b], den[b] = n_b[b], d_b[b]

@@ -97,7 +97,8 @@ def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> di
     # read back as the engine build doctor was told of reads the written ids (save_draft writes them for the
     # newest code read: a build that reads them otherwise measures, and is reported, as it runs them)
     views = served_views(reloaded, bank.num_layers, reloaded.target_arch,
-                         engine_versions={report.engine: report.engine_version})
+                         engine_versions={report.engine: report.engine_version},
+                         engine_platforms={report.engine: report.engine_platform})
     if report.engine not in views:
         raise bad_input(out_dir, "aux ids", f"ids {report.engine} can read", "none", "Report this as a doctor bug.")
     served = views[report.engine]

@@ -20,6 +20,9 @@ def add_arguments(parser):
                              "dumped with")
     parser.add_argument("--engine", default="sglang", choices=("sglang", "vllm"), help="the serving engine (default sglang)")
     parser.add_argument("--engine-version", default=None, help="the engine build (0.5.4, YYYY-MM-DD, pre-#N/post-#N)")
+    parser.add_argument("--engine-platform", default=None, choices=("cpu", "cuda"),
+                        help="the build's platform: vLLM's CPU build runs the V1 model runner, which decides which "
+                             "id key it reads (default: a CUDA build)")
     parser.add_argument("--engine-args", default=None, metavar='"<launch command>"',
                         help="the server's launch command, resolved as the engine would")
     parser.add_argument("--server-log", default=None, metavar="FILE",
@@ -29,7 +32,13 @@ def add_arguments(parser):
                         help="write the corrected checkpoint for --engine to OUT and re-measure it")
     parser.add_argument("--overwrite", action="store_true", help="with --write-fixed: replace OUT")
     parser.add_argument("--prompts", default=None, help="a .jsonl of prompts (default: the bundled held-out prompts)")
-    parser.add_argument("--num-prompts", type=int, default=8, help="prompts decoded by the target (default 8)")
+    parser.add_argument("--num-prompts", type=int, default=8,
+                        help="prompts the evidence starts with (default 8)")
+    parser.add_argument("--max-prompts", type=int, default=24,
+                        help="the cap: prompts are added while the fix is not told apart from its rivals (default 24)")
+    parser.add_argument("--prompt-step", type=int, default=8, help="prompts added at a time (default 8)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="draw the prompts in a random order with this seed (default: the file's order)")
     parser.add_argument("--max-new-tokens", type=int, default=48, help="greedy tokens per prompt (default 48)")
     parser.add_argument("--num-steps", type=int, default=3,
                         help="chain length scored when no launch command says (default 3)")
@@ -72,8 +81,10 @@ def run(args) -> int:
         server_log = path.read_text(errors="replace")
     report = run_doctor(args.draft, target=args.target_head if args.dump else args.target, dump=args.dump,
                         dump_layer_ids=layer_ids,
-                        engine=args.engine, engine_version=args.engine_version, engine_args=args.engine_args,
-                        server_log=server_log, prompts=load_prompts(args.prompts, n=args.num_prompts),
+                        engine=args.engine, engine_version=args.engine_version,
+                        engine_platform=args.engine_platform, engine_args=args.engine_args,
+                        server_log=server_log, prompts=load_prompts(args.prompts), num_prompts=args.num_prompts,
+                        max_prompts=args.max_prompts, prompt_step=args.prompt_step, seed=args.seed,
                         max_new_tokens=args.max_new_tokens, num_steps=args.num_steps, device=args.device,
                         progress=not args.json)
     remaining = report.critical
@@ -122,7 +133,8 @@ def _record(report, args) -> None:
     """The run as a session: the command, the models by fingerprint, every measured tau and gain."""
     from eagle3lab.app.session import Session
 
-    keep = ("engine", "engine_version", "num_prompts", "max_new_tokens", "num_steps", "device", "prompts")
+    keep = ("engine", "engine_version", "engine_platform", "num_prompts", "max_prompts", "prompt_step", "seed",
+            "max_new_tokens", "num_steps", "device", "prompts")
     s = Session("doctor", command={"kind": "doctor", "argv": list(args.argv)},
                 parameters={k: getattr(args, k) for k in keep})
     s.model("draft", args.draft)
