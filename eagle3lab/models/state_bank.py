@@ -208,10 +208,10 @@ def _check_last_state(dump, bank: StateBank) -> None:
                             f"RMS 1 at every token, max |RMS - 1| = {worst:.1e})",
                             "The engine wrote the state after the final norm for its last id; dump resid[N] itself "
                             "(the sum of the last layer's output and its residual).")
-    if dump.continuation != "greedy":
+    if dump.continuation != "greedy" or dump.prompt_lens is None:   # where the greedy part starts, as dumped
         return
     hits = total = 0
-    for b, (p, length) in enumerate(zip(bank.prompt_lens, bank.lengths)):
+    for b, (p, length) in enumerate(zip(dump.prompt_lens, bank.lengths)):
         pred, nxt = bank.top1[b, p - 1:length - 1], bank.input_ids[b, p:length]
         hits, total = hits + int((pred == nxt).sum()), total + int(nxt.numel())
     if total and hits / total < GREEDY_AGREEMENT_MIN:
