@@ -28,7 +28,9 @@ def test_every_command_has_a_module_and_a_json_doc():
     from eagle3lab.bundled import ROOT
 
     for name in COMMANDS:
-        assert (ROOT / "eagle3lab" / "app" / "commands" / f"{name}.py").exists(), f"eagle3lab/app/commands/{name}.py missing"
+        module = name.replace("-", "_")   # as cli._load imports it
+        assert (ROOT / "eagle3lab" / "app" / "commands" / f"{module}.py").exists(), \
+            f"eagle3lab/app/commands/{module}.py missing"
         assert (ROOT / "docs" / "cli" / f"{name}.md").exists(), f"docs/cli/{name}.md missing (document --json)"
 
 

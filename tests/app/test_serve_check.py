@@ -1,0 +1,34 @@
+"""``eagle3lab serve-check`` without vLLM: it says how to install it and exits 3 (docs/cli/serve-check.md).
+
+The command's real runs (vLLM serving, our emulation beside it) are tests/oracles/test_vllm_serve.py and
+test_vllm_doctor.py, which use the same analysis module (eagle3lab.analysis.serve_check).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from eagle3lab.app.cli import main
+from eagle3lab.app.commands.serve_check import ENGINE_MISSING
+
+
+def test_without_vllm_it_says_how_to_install_it(capsys, tmp_path):
+    missing = tmp_path / "no-venv" / "bin" / "python"
+    assert main(["serve-check", "--engine", "vllm", "--engine-python", str(missing)]) == ENGINE_MISSING == 3
+    err = capsys.readouterr().err
+    assert "vLLM is not installed" in err and str(missing) in err
+    assert "make engines" in err and "scripts/vllm-env.sh" in err and "--engine-python" in err
+
+
+def test_a_python_without_vllm_is_named(capsys, bundled_models):
+    """A python that exists but cannot import vLLM (this test's own): the serve script answers so, and the
+    command exits 3 naming that python, before any emulation runs."""
+    code = main(["serve-check", "--engine", "vllm", "--engine-python", sys.executable, "--max-new-tokens", "2"])
+    err = capsys.readouterr().err
+    assert code == ENGINE_MISSING, err
+    assert "vLLM does not import in" in err and "ModuleNotFoundError" in err and "make engines" in err
+
+
+def test_bad_num_steps_is_bad_input(capsys, tmp_path):
+    assert main(["serve-check", "--num-steps", "0", "--engine-python", sys.executable]) == 2
+    assert "--num-steps" in capsys.readouterr().err
