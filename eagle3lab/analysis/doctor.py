@@ -49,7 +49,7 @@ from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ra
 from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.engines.versions import parse_engine_version
-from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.errors import bad_input
 from eagle3lab.models.state_bank import FINAL_NORMED, StateBank
 
 _FLAG_SEVERITY = {"error": "critical", "warning": "warning", "info": "info"}
@@ -241,13 +241,14 @@ def _id_notes(engine: str, ids, num_layers: int, arch: str | None, engine_versio
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def _written_wiring(draft, num_layers: int, arch, found) -> list[tuple]:
-    """What the checkpoint states it is fed: its ids as its own format's trainer reads them (the convention
-    it was written in), else every engine's reading."""
-    try:
-        return [tuple(draft.bound(num_target_layers=num_layers, target_arch=arch).aux_resid)]
-    except (ValueError, Eagle3LabError):
-        return [tuple(w) for w in found.served["aux"]]
+def _stated_switches(draft) -> dict:
+    """The switches as the checkpoint states them: its config's keys where written, else as its own
+    format's trainer runs them."""
+    from eagle3lab.analysis.wiring_search import settings_of
+
+    stated = settings_of(draft)
+    return {k: (v if getattr(draft.config, k, None) is None else bool(getattr(draft.config, k)))
+            for k, v in stated.items()}
 
 
 def _evidence_note(found, choice: FixChoice, cap: int) -> str:
@@ -391,8 +392,7 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
         found = search_wiring(bank, draft, num_steps=num_steps, arch=arch, progress=progress)
         # the fix, chosen from the set within noise (servable first), settled on as many prompts as it needs
         served_key = None if served_wiring is None else key_of(served_wiring, served_variant)
-        choice, scores = settle(evidence, served_view, found, build, _written_wiring(draft, n, arch, found),
-                                settings_of(draft), served_key, num_steps=num_steps, max_prompts=cap,
+        choice, scores = settle(evidence, served_view, found, build, _stated_switches(draft), served_key, num_steps=num_steps, max_prompts=cap,
                                 step=prompt_step)
     bank = evidence.bank
     if first and first.suspects:

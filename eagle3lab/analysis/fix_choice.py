@@ -4,11 +4,11 @@ The wiring search answers with a set: every hypothesis within noise of the best 
 fix is chosen from that set, never ranked inside it by noise:
 
 1. only members the engine build can capture exactly (``servable_wiring``) can be written as they are;
-2. among the members whose tau is within noise of the best's, the one that keeps most of what the
-   checkpoint states (the points it shares with some engine's reading of the written ids, then the
-   switches as its config states them), then the lowest cross-entropy. Inside the noise the data cannot
-   decide (the bundled case's slot 1 takes resid[2..5] alike on 48 prompts): what was written decides,
-   so the answer does not move with the prompt draw.
+2. among the members whose tau is within noise of the best's, the one that sets most switches as the
+   checkpoint states them (a switch tau cannot decide is left as written), then the lowest cross-entropy
+   (the training objective: its paired intervals are far narrower than tau's; on the bundled case it
+   prefers resid[8] to the trained resid[7] in slot 2 by 0.005 nats, separated on 16 prompts or more,
+   while tau does not tell them apart).
 
 Only when no member is servable does doctor fall back to the nearest servable wiring to the best, with
 its measured cost. The choice is *settled* when the evidence separates it from the served reading (a
@@ -99,12 +99,10 @@ class FixChoice:
         return key_of(self.wiring, self.variant)
 
 
-def _kept(key, readings, stated: dict) -> tuple[int, int]:
-    """How much of what the checkpoint states a hypothesis keeps: the points it shares with the nearest
-    engine reading of the written ids, and the switches it sets as stated."""
-    wiring, variant = key[0], dict(key[1])
-    shared = max((len(set(wiring) & set(r)) for r in readings), default=0)
-    return shared, sum(variant.get(k) == v for k, v in stated.items() if k in variant)
+def _kept(key, stated: dict) -> int:
+    """The switches a hypothesis sets as the checkpoint states them."""
+    variant = dict(key[1])
+    return sum(variant.get(k) == v for k, v in stated.items() if k in variant)
 
 
 def _members(scores: dict, keys, level: float):
@@ -116,12 +114,10 @@ def _members(scores: dict, keys, level: float):
     return best, [k for k in keys if k == best or _diffs(scores[k], scores[best], level)[1].high >= 0.0]
 
 
-def choose(scores: dict, keys, build: Build, readings, stated: dict, *, level: float = 0.95,
-           measure=None) -> FixChoice:
+def choose(scores: dict, keys, build: Build, stated: dict, *, level: float = 0.95, measure=None) -> FixChoice:
     """The fix from the hypotheses ``keys`` scored in ``scores`` (key -> ``BankScore``, one bank): of those
-    whose tau is within noise of the best's, the servable one that keeps most of what the checkpoint states
-    (``readings``: each engine's reading of the written ids; ``stated``: its switches), then the lowest
-    cross-entropy.
+    whose tau is within noise of the best's, the servable one that sets most switches as the checkpoint
+    states them (``stated``), then the lowest cross-entropy.
 
     ``measure(wiring, variant)`` scores a hypothesis not yet scored (the nearest servable wiring)."""
     best, members = _members(scores, keys, level)
@@ -129,9 +125,9 @@ def choose(scores: dict, keys, build: Build, readings, stated: dict, *, level: f
     servable = [k for k in members if build.servable(k[0])[0] == k[0]]
     n_prompts = len(scores[best].ce_n)
     if servable:
-        key = min(servable, key=lambda k: (tuple(-x for x in _kept(k, readings, stated)), scores[k].ce))
+        key = min(servable, key=lambda k: (-_kept(k, stated), scores[k].ce))
         said = (f"{len(wirings)} wiring(s) within noise of the best in tau; this one is servable by {build.label}"
-                + " and keeps most of what the checkpoint states"
+                + ", with the lowest cross-entropy of those"
                 + ("" if key == best else f" (the best by cross-entropy: {wiring_text(best[0])} with "
                    f"{settings_text(dict(best[1]))})"))
         return FixChoice(key[0], dict(key[1]), True, len(wirings), best, said, prompts=n_prompts)
@@ -202,7 +198,7 @@ def separations(scores: dict, choice: FixChoice, rival_keys, level: float) -> tu
     return settled, said
 
 
-def settle(evidence, view, found, build: Build, readings, stated: dict, served_key, *, num_steps: int,
+def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num_steps: int,
            max_prompts: int, step: int = 8, level: float = 0.95) -> tuple[FixChoice, dict]:
     """Choose the fix on the search's bank, then add ``step`` prompts at a time (``evidence.more``) while a
     rival is not told apart from it (``rivals``), up to ``max_prompts``; on each larger bank only the
@@ -222,14 +218,14 @@ def settle(evidence, view, found, build: Build, readings, stated: dict, served_k
     scores = dict(found.extra["scores"])
     measure = scorer(evidence.bank, scores)
     members = _members(scores, list(scores), level)[1]
-    # the servable wirings that keep most of the written points, also with the switches as stated (the
-    # search may have scored them only with others)
-    wirings = sorted({k[0] for k in members if build.servable(k[0])[0] == k[0]},
-                     key=lambda w: -_kept(key_of(w, stated), readings, stated)[0])[:3]
+    # the best servable wirings, also with the switches as stated (the search may have scored them only
+    # with others)
+    wirings = list(dict.fromkeys(k[0] for k in sorted(members, key=lambda k: scores[k].ce)
+                                 if build.servable(k[0])[0] == k[0]))[:3]
     for w in wirings:
         measure(w, {k: stated.get(k, v) for k, v in dict(members[0][1]).items()})
     members = _members(scores, list(scores), level)[1]
-    choice = choose(scores, members, build, readings, stated, level=level, measure=measure)
+    choice = choose(scores, members, build, stated, level=level, measure=measure)
     while True:
         rival_keys = rivals(choice, members, served_key, build)
         for k in rival_keys:
@@ -239,7 +235,7 @@ def settle(evidence, view, found, build: Build, readings, stated: dict, served_k
         if choice.settled or evidence.num_prompts >= max_prompts or not evidence.can_grow():
             return choice, scores
         runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
-                            key=lambda k: (tuple(-x for x in _kept(k, readings, stated)), scores[k].ce))[:2]
+                            key=lambda k: (-_kept(k, stated), scores[k].ce))[:3]
         candidates = list(dict.fromkeys([choice.key, *rival_keys, *runners_up]))
         bank = evidence.more(min(step, max_prompts - evidence.num_prompts))
         scores = {}
@@ -247,4 +243,4 @@ def settle(evidence, view, found, build: Build, readings, stated: dict, served_k
         for k in candidates:
             measure(k[0], dict(k[1]))
         members = _members(scores, candidates, level)[1]
-        choice = choose(scores, candidates, build, readings, stated, level=level, measure=measure)
+        choice = choose(scores, candidates, build, stated, level=level, measure=measure)
