@@ -38,14 +38,14 @@ def test_the_fix_is_the_servable_member_of_the_set():
               key_of((0, 3, 7), VARIANT): _score(_noisy(4.0, 0.05, seed=2), 3.0),
               key_of((3, 7, 11), VARIANT): _score(_noisy(5.0, 0.05, seed=3), 1.0)}
     build = Build("vllm", "0.32.0", "cpu", 12, "LlamaForCausalLM")
-    choice = choose(scores, list(scores), build, [(3, 7, 11)], VARIANT)
+    choice = choose(scores, list(scores), build, VARIANT)
     assert choice.wiring == (0, 3, 7) and choice.servable and choice.cost is None
     assert "servable by vllm 0.32.0 cpu build" in choice.statement
     # none servable: the nearest servable wiring, with its measured cost, never "none"
     only = {key_of(fitted, VARIANT): scores[key_of(fitted, VARIANT)]}
     # resid[N] (before the final norm) and resid[0] are both tried in its place, each measured
     near = {True: _score(_noisy(4.1, 0.05, seed=5), 2.0), False: _score(_noisy(4.2, 0.05, seed=4), 1.0)}
-    choice = choose(only, list(only), build, [(3, 7, 11)], VARIANT, measure=lambda w, v: near[0 in w])
+    choice = choose(only, list(only), build, VARIANT, measure=lambda w, v: near[0 in w])
     assert choice.wiring == (0, 3, 7) and choice.cost is not None and choice.cost.value == pytest.approx(-1.0)
     assert "nearest it can: [resid[0] (embedding), resid[3], resid[7]]" in choice.statement
 
