@@ -199,11 +199,7 @@ def serve_check(target_path, draft_path, *, prompts=None, num_steps: int = 4, ma
                         "the same)", dtype)
     vllm_python(engine_python)        # missing vLLM is said before any model loads
     target = load_target(str(target_path), device="cpu")
-    folder = Path(getattr(target, "path", None) or target_path)
-    if not (folder / "config.json").exists():   # a short name (smollm2-135m-instruct): vLLM needs the folder
-        from eagle3lab.bundled import REAL_TARGETS
-
-        folder = REAL_TARGETS.get(str(target_path), folder)
+    folder = Path(target.path or target_path)   # a short name (smollm2-135m-instruct) -> its folder, for vLLM
     draft = load_draft(str(draft_path), target=target, device="cpu")
     ids = prompt_token_ids(target, prompts if prompts is not None else default_prompts())
     answer = run_vllm([job("baseline", folder, None, ids, num_steps, max_new_tokens, dtype),

@@ -9,6 +9,8 @@ doctor's predicted fixed tau within its interval and beat the shipped draft beyo
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers.paths import vllm_python
 
@@ -34,9 +36,10 @@ def prompt_ids(target):
 @pytest.fixture(scope="module")
 def doctor(prompt_ids, tmp_path_factory):
     """doctor on draft-case for vLLM 0.32.0's CPU build, and the checkpoint it writes (or why it cannot)."""
+    from helpers.tiny_models import one_thread
+
     from eagle3lab.analysis.doctor import run_doctor
     from eagle3lab.analysis.write_fixed import write_fixed
-    from helpers.tiny_models import one_thread
 
     vllm_python()   # nothing to compare with without the engine: skip (locally) before the costly part
     with one_thread():
@@ -60,6 +63,10 @@ def served(prompt_ids, doctor):
         jobs.append(sc.job("fixed", bundled.TARGET, out, prompt_ids, K, MAX_NEW))
     answer = sc.run_vllm(jobs, vllm_python())
     assert (answer["version"], answer["platform"]) == (VERSION, PLATFORM)
+    report = doctor[0]
+    record = {"vllm": answer, "doctor": {"as_served": str(report.ladder[0].tau), "written": written and {
+        k: str(v) for k, v in written.items() if k in ("served_wiring", "tau", "predicted", "difference")}}}
+    (out.parent / "record.json").write_text(json.dumps(record))   # the numbers, beside the written checkpoint
     return {j["name"]: j for j in answer["jobs"]}
 
 

@@ -26,6 +26,7 @@ def add_arguments(parser):
 
 def run(args) -> int:
     from eagle3lab import bundled
+    from eagle3lab.analysis.benchmark import finite_json
     from eagle3lab.analysis.serve_check import EngineFailed, EngineMissing, default_prompts, serve_check
     from eagle3lab.app.commands.bench import _resolve
 
@@ -43,7 +44,7 @@ def run(args) -> int:
         print(f"eagle3lab serve-check: {err}", file=sys.stderr)
         return ENGINE_FAILED
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(finite_json(report), indent=2))
     else:
         print_report(report)
     return AGREES if report["verdict"] == "AGREES" else DISAGREES
