@@ -28,10 +28,19 @@ Three formats, as verified in the engines' sources (the inverse is
   ``..._num_accepted_tokens`` and ``..._num_accepted_tokens_per_pos`` (extra label ``position``,
   0-based), exposed with the ``_total`` suffix. ``num_drafts`` and the per-position counter came with
   PR #16665. Cumulative since the server started, summed over label sets except ``position``.
+- **vLLM offline counters (JSON)**: the same four counters as the offline API gives them
+  (``LLM(..., disable_log_stats=False).get_metrics()``, ``vllm/v1/metrics/reader.py``: ``Counter``
+  with ``value``, ``Vector`` with ``values`` for the per-position counter), either that list as
+  ``dataclasses.asdict`` writes it or a mapping name -> value / list (what
+  ``eagle3lab/engines/oracle/vllm_serve.py`` writes per job, counted over its ``generate`` only).
+  The offline API logs no SpecDecoding line unless a stats interval (``VLLM_LOG_STATS_INTERVAL``,
+  10 s) passes inside a step or ``llm.llm_engine.do_log_stats()`` is called: a short run's log holds
+  none, and its counters are the evidence.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import asdict, dataclass
@@ -48,7 +57,8 @@ EXPECTED_FORMATS = (
     "SGLang 'Decode batch ... accept len: X' log lines, vLLM 'SpecDecoding metrics: Mean acceptance "
     "length: ..., Per-position acceptance rate: ...' log lines, or vLLM Prometheus counters "
     "(vllm:spec_decode_num_drafts_total, vllm:spec_decode_num_accepted_tokens_total, "
-    "vllm:spec_decode_num_accepted_tokens_per_pos_total)"
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total), or vLLM's offline counters as JSON "
+    "(llm.get_metrics() or vllm_serve.py's 'counters')"
 )
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -63,6 +73,12 @@ _VLLM_PRE_V1_LOG = "Speculative metrics: Draft acceptance rate"   # V0, and V1 b
 _PROM_SAMPLE = re.compile(r"^(vllm:spec_decode_\w+?)_total(?:\{([^}]*)\})?\s+(\S+)(?:\s+\S+)?$")
 _PROM_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 _PROM_COUNTERS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
+_VLLM_LOG_LINE = re.compile(r"\b(?:INFO|WARNING|DEBUG|ERROR)\b \d\d-\d\d [\d:]+ \[[\w./-]+\.py:\d+\]")   # vLLM's logger
+_PROM_VLLM = re.compile(r"^vllm:\w+")
+_NO_SPEC_LOG = ("vLLM logs a SpecDecoding metrics line only when stats are on (LLM(disable_log_stats=False); "
+                "the offline API turns them off) and a stats interval (VLLM_LOG_STATS_INTERVAL, 10 s) passes "
+                "inside a step, so a short run prints none. Give its counters instead: the text of GET /metrics, "
+                "llm.get_metrics() as JSON, or call llm.llm_engine.do_log_stats() after generate() for a line.")
 
 
 @dataclass(frozen=True)
@@ -174,12 +190,82 @@ def _vllm_prometheus(samples: list[tuple[str, dict, float]], source: str) -> Ser
                           len(label_sets), round(drafts), note, source)
 
 
+def _counter_sets(obj, found: list, where: str = "$") -> None:
+    """Every spec-decode counter set in a JSON value: a name -> value mapping, or get_metrics()' list."""
+    names = {f"vllm:spec_decode_{c}" for c in _PROM_COUNTERS}
+    if isinstance(obj, dict):
+        if names & set(obj):
+            found.append((where, {k.removeprefix("vllm:spec_decode_"): v for k, v in obj.items() if k in names}))
+            return
+        for key, value in obj.items():
+            _counter_sets(value, found, f"{where}.{key}")
+    elif isinstance(obj, list):
+        metrics = [m for m in obj if isinstance(m, dict) and m.get("name") in names]
+        if metrics:
+            totals: dict = {}
+            for m in metrics:   # summed over label sets, as the Prometheus reader does
+                name = m["name"].removeprefix("vllm:spec_decode_")
+                value = m.get("values", m.get("value"))
+                if isinstance(value, list):
+                    prev = totals.get(name, [])
+                    width = max(len(prev), len(value))
+                    totals[name] = [(prev[i] if i < len(prev) else 0) + (value[i] if i < len(value) else 0)
+                                    for i in range(width)]
+                else:
+                    totals[name] = totals.get(name, 0) + value
+            found.append((where, totals))
+            return
+        for i, value in enumerate(obj):
+            _counter_sets(value, found, f"{where}[{i}]")
+
+
+def _vllm_counters(obj, source: str) -> ServerEvidence:
+    found: list = []
+    _counter_sets(obj, found)
+    if not found:
+        raise bad_input(source, None, "vLLM's spec-decode counters (vllm:spec_decode_num_drafts, "
+                        "vllm:spec_decode_num_accepted_tokens, ..._per_pos) in the JSON", "none",
+                        "The run served without speculative decoding, or its stats were off "
+                        "(LLM(..., disable_log_stats=False) keeps them).")
+    if len(found) > 1:
+        raise bad_input(source, None, "one set of spec-decode counters", f"{len(found)} (at "
+                        f"{', '.join(w for w, _ in found[:4])})", "Give the counters of one run (one job).")
+    where, totals = found[0]
+    missing = [c for c in ("num_drafts", "num_accepted_tokens") if c not in totals]
+    if missing:
+        raise bad_input(source, f"vllm:spec_decode_{missing[0]}", "the drafts and accepted-tokens counters",
+                        f"only {sorted(f'vllm:spec_decode_{c}' for c in totals)} at {where}")
+    drafts = float(totals["num_drafts"])
+    if drafts <= 0:
+        raise bad_input(source, "vllm:spec_decode_num_drafts", "a positive count", totals["num_drafts"],
+                        "The run verified no drafts (no request reached a decode step with the draft).")
+    per_pos = totals.get("num_accepted_tokens_per_pos")
+    survival = [float(a) / drafts for a in per_pos] if per_pos else None
+    note = (f"vLLM's offline counters (JSON, at {where}): tau = 1 + accepted / drafts exactly, survival per "
+            "position from the per-position counter.")
+    return ServerEvidence("vllm", "vllm counters", 1 + float(totals["num_accepted_tokens"]) / drafts, survival,
+                          1, round(drafts), note, source)
+
+
+def _as_json(text: str):
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        return None
+
+
 def parse_server_evidence(text: str, source: str = "<pasted>") -> ServerEvidence:
     """Find the server's acceptance numbers in ``text`` (a log or a /metrics scrape mixed with anything).
 
     Raises ``Eagle3LabError`` naming ``source`` when no format is found, when two are mixed, or when
     the lines come from an engine version whose numbers do not determine tau.
     """
+    as_json = _as_json(text)
+    if as_json is not None:
+        return _vllm_counters(as_json, source)
     lines = [_ANSI.sub("", ln).strip() for ln in text.splitlines()]
     sglang: list[float] = []
     vllm: list[tuple[float, int, int, list[float]]] = []
@@ -221,6 +307,16 @@ def parse_server_evidence(text: str, source: str = "<pasted>") -> ServerEvidence
                         "These print accepted and drafted tokens but no count of drafts, so tau cannot be "
                         "recovered; upgrade vLLM, or measure with this workbook's decoding loop.")
     nonempty = [ln for ln in lines if ln]
+    vllm_log = [ln for ln in nonempty if _VLLM_LOG_LINE.search(ln)]
+    if vllm_log:
+        raise bad_input(source, None, "a vLLM 'SpecDecoding metrics' line", f"a vLLM log of {len(vllm_log)} "
+                        f"line(s) with no spec-decode record (the first: {_first_line(vllm_log)})", _NO_SPEC_LOG)
+    prom = [ln for ln in nonempty if _PROM_VLLM.match(ln)]
+    if prom:
+        raise bad_input(source, None, "vllm:spec_decode_*_total counters in the /metrics text",
+                        f"{len(prom)} other vllm: sample(s) and no spec-decode counter (the first: {_first_line(prom)})",
+                        "That server runs without speculative decoding (the counters exist only with a "
+                        "speculative_config).")
     found = (f"none in {len(nonempty)} non-empty line(s); the first is {_first_line(nonempty)}"
              if nonempty else "an empty text")
     raise bad_input(source, None, EXPECTED_FORMATS, found,

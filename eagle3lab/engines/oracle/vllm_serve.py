@@ -18,7 +18,10 @@ spec-decode counters from ``llm.get_metrics()`` counted over that ``generate`` o
 the process's, so they are differences of two snapshots), the aux layers the target's model holds
 (``aux_hidden_state_layers``, the ids vLLM feeds the draft) and where they came from (the log line
 "Using auxiliary layers from speculative config" or the model's default), the model runner's class,
-and vLLM's log records. A job that fails carries ``error`` (type, message) and the others still run.
+and vLLM's log records. With ``"evidence": true`` the warm-up's stats are logged (and reset) before the
+``generate``, the Prometheus text of the registry is kept as ``prometheus`` after it, and then its
+stats are logged (a ``SpecDecoding metrics`` line covering that ``generate`` only; marker lines on
+stderr separate the three parts of the log). A job that fails carries ``error`` (type, message) and the others still run.
 The answer names the vLLM version and platform; if vLLM cannot be imported it is
 ``{"engine": "vllm", "version": null, "error": ...}``. JSON only, in and out.
 
@@ -125,9 +128,17 @@ def serve_job(job: dict) -> dict:
         warm = [int(t) for t in job.get("warmup_prompt") or [1, 2, 3, 4, 5, 6, 7, 8]]
         llm.generate([TokensPrompt(prompt_token_ids=warm)], SamplingParams(temperature=0.0, max_tokens=8),
                      use_tqdm=False)
+        if job.get("evidence"):   # the warm-up's drafts go into a SpecDecoding line of their own
+            llm.llm_engine.do_log_stats()
+            print("[vllm_serve] warm-up logged", file=sys.stderr, flush=True)
         before = counters(llm)
         results = llm.generate(prompts, params, use_tqdm=False)
         out["counters"] = counted_between(before, counters(llm))
+        if job.get("evidence"):   # what a real run exposes: /metrics text (cumulative), then a stats line
+            import prometheus_client
+            out["prometheus"] = prometheus_client.generate_latest().decode()
+            print("[vllm_serve] generate done", file=sys.stderr, flush=True)
+            llm.llm_engine.do_log_stats()
         out["outputs"] = [list(r.outputs[0].token_ids) for r in results]
     except Exception as err:
         out["error"] = {"type": type(err).__name__, "message": str(err)}
