@@ -40,6 +40,7 @@ def run(args) -> int:
         print(json.dumps({"index": str(index.resolve()), "notebooks": [r.__dict__ for r in results]}, indent=2))
     else:
         for r in results:
-            print(f"{'ok    ' if r.ok else 'FAILED'} {r.name:<34} {r.seconds:6.0f} s  {r.error or ''}")
+            where = f"in cell {r.cell}: " if r.cell is not None else ""
+            print(f"{'ok    ' if r.ok else 'FAILED'} {r.name:<34} {r.seconds:6.0f} s  {where}{r.error or ''}")
         print(f"\nReport: {index.resolve()}")
     return 0 if all(r.ok for r in results) and results else 1
