@@ -78,10 +78,12 @@ def job(name: str, target, draft, prompt_ids: list[list[int]], num_steps: int = 
             "num_speculative_tokens": int(num_steps), "dtype": dtype, "ignore_eos": True}
 
 
-def vllm_counters(served: dict) -> dict:
-    """vLLM's counters of one served job, under our names (per position padded to the job's K)."""
+def vllm_counters(served: dict, num_steps: int | None = None) -> dict:
+    """vLLM's counters of one served job, under our names (per position padded with zeros to ``num_steps``)."""
     c = served["counters"]
-    return {k: (list(c[v]) if k == "accepted_per_pos" else int(c[v])) for k, v in COUNTER_KEYS.items()}
+    out = {k: (list(c[v]) if k == "accepted_per_pos" else int(c[v])) for k, v in COUNTER_KEYS.items()}
+    out["accepted_per_pos"] += [0] * ((num_steps or 0) - len(out["accepted_per_pos"]))
+    return out
 
 
 def emulate(target, draft, prompt_ids, *, num_steps: int = 4, max_new_tokens: int = 64, engine_version=None,
@@ -132,13 +134,13 @@ def compare(served: dict, baseline: dict, ours: dict, *, num_steps: int, whatif=
         bad = served if served.get("error") else baseline
         raise EngineFailed(f"vLLM could not serve {bad['name']} ({bad['draft'] or bad['target']}): "
                              f"{bad['error']['type']}: {bad['error']['message']}")
-    real = vllm_counters(served)
+    real = vllm_counters(served, num_steps)
     n = len(baseline["outputs"])
     identical = sum(a == b for a, b in zip(served["outputs"], baseline["outputs"]))
     ours_identical = sum(a == b for a, b in zip(ours["tokens"], baseline["outputs"]))
     vllm_layers = served.get("aux_layers")
-    per_pos = [{"position": k + 1, "vllm": real["accepted_per_pos"][k] if k < len(real["accepted_per_pos"]) else 0,
-                "eagle3lab": ours["accepted_per_pos"][k]} for k in range(num_steps)]
+    per_pos = [{"position": k + 1, "vllm": real["accepted_per_pos"][k], "eagle3lab": ours["accepted_per_pos"][k]}
+               for k in range(num_steps)]
     differs: list[str] = []
     agrees = _same_counts(real, ours)
     explained_by = None

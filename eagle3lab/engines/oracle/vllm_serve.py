@@ -65,11 +65,11 @@ def counters(llm) -> dict:
     for metric in llm.get_metrics():
         if metric.name not in COUNTERS:
             continue
-        if metric.name == COUNTERS[3]:
-            values = list(metric.values)
-            prev = out[metric.name]
-            out[metric.name] = [a + b for a, b in zip(prev + [0] * (len(values) - len(prev)),
-                                                       values + [0] * (len(prev) - len(values)))]
+        if metric.name == COUNTERS[3]:   # a Vector: one counter per draft position
+            total = out[metric.name]
+            total += [0] * (len(metric.values) - len(total))
+            for i, value in enumerate(metric.values):
+                total[i] += int(value)
         else:
             out[metric.name] += int(metric.value)
     return out
@@ -152,7 +152,7 @@ def serve_job(job: dict) -> dict:
 def main() -> int:
     for name, value in ENV.items():
         os.environ.setdefault(name, value)
-    request = json.loads(sys.stdin.read() if len(sys.argv) < 2 else open(sys.argv[1]).read())
+    request = json.loads(sys.stdin.read())
     try:
         import vllm
         from vllm.platforms import current_platform
