@@ -84,7 +84,7 @@ def test_doctor_from_vllms_dump_answers_as_from_the_live_target(bundled_models, 
     from eagle3lab.analysis.doctor import run_doctor
 
     target = live[0]
-    common = dict(engine="vllm", engine_version="0.32.0", progress=False)
+    common = dict(engine="vllm", engine_version="0.32.0", engine_platform="cpu", progress=False)
     from_dump = run_doctor(bundled.DRAFT_CASE, target=str(bundled.TARGET), dump=vllm_dump, **common).to_dict()
     from_live = run_doctor(bundled.DRAFT_CASE, target=target, prompts=bundled.load_prompts(n=8),
                            max_new_tokens=MAX_NEW_TOKENS, **common).to_dict()
