@@ -1,8 +1,12 @@
-"""doctor's answer on the bundled case does not move with the prompt draw, nor with the engine.
+"""doctor's answer on the bundled case over prompt draws and engines: what the evidence supports.
 
-Five draws (seeds) of the bundled prompts, for SGLang 0.5.23 and vLLM 0.32.0 (CPU build): the same servable
-wiring and rule each time, a fix the engine build can apply, and the embedding output told apart from the
-final post-norm state. The states of the prompt pool are captured once and shared by every run: a prompt's
+Five draws (seeds) of the bundled prompts, for SGLang 0.5.23 and vLLM 0.32.0 (CPU build). Each time: a fix the
+engine build can apply, the embedding output resid[0] in slot 0 told apart from the final post-norm state,
+norm_before_residual on, the fixed draft beyond noise above the draft as served; across draws and engines
+the same rule and the same slot-0 point. The exact points of slots 1 and 2 are NOT asserted equal: this
+draft takes resid[2..5] alike in slot 1 and resid[7..9] in slot 2 (cross-entropy within 0.001 nats on 24
+prompts, tau within noise), so doctor names the wiring of one draw from a set; every draw's wiring is
+held to be within noise, in tau, of every other draw's on the pool (one bank for all). The states of the prompt pool are captured once and shared by every run: a prompt's
 greedy continuation and states do not depend on the other prompts in a bank (evidence.take_rows), so a draw
 is a choice of rows. Cost here: one capture of 32 prompts, then 10 doctor runs (about 30-60 s of CPU each).
 """
@@ -52,9 +56,19 @@ def test_the_case_answer_holds_over_draws_and_engines(pool):
             answers[engine, seed] = (tuple(data["wiring"]), report.ladder[-1].variant["norm_before_residual"])
             # the fixed draft beats the draft as served beyond noise
             assert report.ladder[-1].tau.low > report.ladder[0].tau.high, report.ladder_table()
-            # resid[0] and the final post-norm state are different tensors: the evidence says which the
-            # weights fit (an interval that separates them) or that it did not tell them apart
-            assert any("final post-norm" in s for s in data["separations"]), data["separations"]
-    assert len(set(answers.values())) == 1, answers
-    wiring, nbr = next(iter(answers.values()))
-    assert 0 in wiring and nbr, answers          # the embedding output in the wiring, norm_before_residual on
+            # resid[0] and the final post-norm state are different tensors: an interval separates them
+            swapped = [x for x in data["separations"] if x.startswith("[final post-norm")]
+            assert swapped and "not told apart" not in swapped[0], data["separations"]
+    print({k: v for k, v in answers.items()})
+    assert {(w[0], nbr) for w, nbr in answers.values()} == {(0, True)}, answers
+    # the wirings named on different draws serve alike: within noise of each other in tau on the whole pool
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+    from eagle3lab.engines.acceptance import bootstrap_ratio_difference
+    from eagle3lab.models.checkpoint import load_draft
+
+    draft = load_draft(bundled.DRAFT_CASE, target=target, device="cpu", check_vocab=False)
+    view = draft.rewired(norm_before_residual=True, recycle_postnorm=False)
+    taus = {w: evaluate_on_bank(bank, view, w, 3, batch_size=2).tau_sums for w in {w for w, _ in answers.values()}}
+    for a in taus:
+        for b in taus:
+            assert bootstrap_ratio_difference(*taus[a], *taus[b]).sign() == 0, (a, b)
