@@ -34,7 +34,13 @@ import operator
 import re
 from dataclasses import asdict, dataclass
 
-from eagle3lab.engines.versions import Change, parse_engine_version, place, place_in_order
+from eagle3lab.engines.versions import (
+    Change,
+    change_rows,
+    parse_engine_version,
+    place,
+    row_value,
+)
 from eagle3lab.engines.vllm_runner import IDS_NESTED, check_platform, vllm_runner
 from eagle3lab.errors import Eagle3LabError, bad_input
 
@@ -77,7 +83,6 @@ CHANGES = {
                            "lists +1; boundary 0 (resid[0]) and boundary N (after the last layer) captured", 32334,
                            last_without="0.5.16", first_with="0.5.17"),
 }
-_PR25454 = CHANGES["sglang#25454"]
 _PR46973 = CHANGES["vllm#46973"]
 
 # Which model file holds a target's capture loop in SGLang (sgl-project/sglang, python/sglang/srt/models).
@@ -105,30 +110,105 @@ _SGLANG_FILE = {  # architecture (lower case) -> (file with the capture loop, ho
     "gptossforcausallm": ("gpt_oss.py", ""),
 }
 
-# SGLang config id -1 under the +1 rule is loop index 0, tested before layer 0 runs, where the residual is
-# still None (PP first rank). What each file's capture does there, the versions read, and the change (CHANGES)
-# after which it captures resid[0] (every file read adds 1 to each id with no check and no sort, and ModelRunner
-# passes eagle_config's ids unchanged):
-_INDEX0 = {  # file -> (captures resid[0] at loop index 0 before the change?, versions read, change key or None)
-    # `aux_hidden_states.append(hidden_states + residual)`, unguarded -> TypeError, up to 0.5.21
-    "llama.py": (False, "00239548f1cd and bf7a0e237e8d (2025 main), the release wheels 0.5.4-0.5.21, and 0.5.22-0.5.23 "
-                        "(layer boundary; 0.5.23 run on CPU)", "sglang-llama-boundary"),
-    # unguarded, in both branches of PR #14280's EP change -> TypeError, up to 0.5.13
-    "deepseek_v2.py": (False, "up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; the "
-                              "release wheels 0.5.12 (before PR #25454) and 0.5.13 (since it); 0.5.14-0.5.23 "
-                              "capture the prepared residual", "sglang-deepseek-capture"),
-    # releases 0.5.13-0.5.20 (wheels): `aux_hidden_states.append(hidden_states + residual)`; 0.5.12 runs deepseek_v2.py's
-    "glm4_moe_lite.py": (False, "release wheels 0.5.13-0.5.20 (0.5.12 runs deepseek_v2.py's loop) and 0.5.21-0.5.23 "
-                                "(layer boundary)", "sglang-glm4-lite-boundary"),
-    "gpt_oss.py": (False, "release wheels 0.5.4-0.5.16, and 0.5.17-0.5.23 (boundary 0 guarded, then the layer "
-                          "boundary)", "sglang#32334"),
-    # `hidden_states + residual if residual is not None else hidden_states` -> resid[0]; the layer boundary from 0.5.22
-    "qwen2.py": (True, "the hook came with PR #9216 (Aug 2025, modelled on Qwen3's PR #7745); its capture line "
-                       "was read in the fork copy Fridge003/sglang@40cef40f2757, qwen3.py at 28aa91cd0565, the "
-                       "release wheels 0.5.4-0.5.23 (0.5.23 run on CPU)", None),
-    "qwen2_moe.py": (True, "0115497da8f2 (qwen2_moe.py), e3d8e9aec2c7 (qwen3_moe.py), the release wheels 0.5.12-0.5.23 "
-                           "(0.5.23 run on CPU)", None),
+# SGLang: what each model file does with an id list, one row per (file, the change from which it holds), in the
+# order the changes landed; ``sglang_rule`` finds a build's row (eagle3lab.engines.versions.change_rows). Every file
+# read adds the offset with no check and no sort, and ModelRunner passes eagle_config's ids unchanged. Loop index 0
+# is tested before layer 0 runs, where the residual is still None (PP first rank): a file captures resid[0] there
+# ("bare": it appends the bare hidden states; "prepared": the residual its layer prepares, the embedding output) or
+# computes `hidden_states + residual` and raises TypeError ('Tensor' + 'NoneType') at the first forward.
+SGLANG_NEWEST_READ = "0.5.23"   # the newest SGLang release whose model files were read (and run on CPU, the oracle)
+PLUS_ONE, FIRST_ID, LARGEST_N = "+1", "+1 if the first id is 1", "+1 unless the largest id is N"
+
+
+def _newest(text: str) -> str:
+    """A row's text with the newest release read ({newest}) filled in when it is said, so one constant moves them all."""
+    return text.format(newest=SGLANG_NEWEST_READ)
+
+
+@dataclass(frozen=True)
+class IdRow:
+    """What ``engine``'s ``file`` does with an id list, from the change ``since`` on (None: the oldest build read)
+    to the next row of the same file: the ``offset`` added to every id (PLUS_ONE, FIRST_ID, LARGEST_N), what loop
+    index 0 captures (``index0``: "bare", "prepared" or "TypeError"), whether loop index N (after the last layer) is
+    captured (``final``), what a loop index past the layers does (``past_end``: "missing", or "IndexError" at
+    start-up), and the ``rule`` (its text)."""
+
+    engine: str
+    file: str
+    since: str | None
+    offset: str
+    index0: str
+    final: bool
+    past_end: str
+    rule: str
+
+
+def _rows(file, *rows, past_end="missing"):
+    return tuple(IdRow("sglang", file, since, offset, index0, final, past_end, rule)
+                 for since, offset, index0, final, rule in rows)
+
+
+_PR25454 = CHANGES["sglang#25454"]
+_RULE_PLUS_ONE = ("SGLang (python/sglang/srt/models/llama.py, qwen3.py, qwen3_moe.py, deepseek_v2.py before PR "
+                  "#25454, and qwen2.py's hook from PR #9216: set_eagle3_layers_to_capture adds 1 in every version "
+                  "read): config id k is stored as loop index k+1 and captured before layer k+1 runs, so id k = "
+                  "resid[k+1] (the output of layer k).")
+_RULE_DEEPSEEK_OLD = ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
+                      f"#25454 merged {_PR25454.merged}): config id k = resid[k+1], as in llama.py.")
+_RULE_DEEPSEEK_NEW = ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, since PR #25454 "
+                      f"merged {_PR25454.merged}; read in releases 0.5.13 and {{newest}}): +1 only when the FIRST "
+                      "id is 1 (id k = resid[k+1]); otherwise ids are loop indices used as-is (id k = resid[k]).")
+_RULE_GLM4 = ("SGLang Glm4MoeLiteForCausalLM (python/sglang/srt/models/glm4_moe_lite.py): the same "
+              "set_eagle3_layers_to_capture as deepseek_v2.py in the releases read (0.5.12: a subclass, "
+              "+1 always; 0.5.13 and {newest}: PR #25454's first-id rule, copied), so "
+              "builds are placed by PR #25454. deepseek_v2.py's rule: ")
+_RULE_GPT_OSS = ("SGLang GptOssForCausalLM (python/sglang/srt/models/gpt_oss.py, since PR #32334, release "
+                 "0.5.17; read up to {newest}): ids whose largest is N are boundary indices as written (id k = "
+                 "resid[k], N = the last layer's output, captured at the final norm); any other list gets the "
+                 "+1 (id k = resid[k+1], so id N-1 = resid[N]).")
+SGLANG_ROWS = (
+    # `aux_hidden_states.append(hidden_states + residual)`, unguarded, up to 0.5.21; the layer boundary from 0.5.22
+    *_rows("llama.py", (None, PLUS_ONE, "TypeError", False, _RULE_PLUS_ONE),
+           ("sglang-llama-boundary", PLUS_ONE, "prepared", False, _RULE_PLUS_ONE)),
+    # unguarded, in both branches of PR #14280's EP change, up to 0.5.13; the prepared residual from 0.5.14
+    *_rows("deepseek_v2.py", (None, PLUS_ONE, "TypeError", False, _RULE_DEEPSEEK_OLD),
+           ("sglang#25454", FIRST_ID, "TypeError", False, _RULE_DEEPSEEK_NEW),
+           ("sglang-deepseek-capture", FIRST_ID, "prepared", False, _RULE_DEEPSEEK_NEW)),
+    # 0.5.12 runs deepseek_v2.py's loop; 0.5.13-0.5.20 `aux_hidden_states.append(hidden_states + residual)`
+    *_rows("glm4_moe_lite.py", (None, PLUS_ONE, "TypeError", False, _RULE_GLM4 + _RULE_DEEPSEEK_OLD),
+           ("sglang#25454", FIRST_ID, "TypeError", False, _RULE_GLM4 + _RULE_DEEPSEEK_NEW),
+           ("sglang-glm4-lite-boundary", FIRST_ID, "prepared", False, _RULE_GLM4 + _RULE_DEEPSEEK_NEW)),
+    *_rows("gpt_oss.py", (None, PLUS_ONE, "TypeError", False,
+                          _RULE_PLUS_ONE + " (gpt_oss.py up to release 0.5.16, before PR #32334.)"),
+           ("sglang#32334", LARGEST_N, "prepared", True, _RULE_GPT_OSS)),
+    # `hidden_states + residual if residual is not None else hidden_states`; the layer boundary from 0.5.22
+    *_rows("qwen2.py", (None, PLUS_ONE, "bare", False, _RULE_PLUS_ONE)),
+    # Qwen2MoeModel.set_eagle3_layers_to_capture marks self.layers[k+1]: an id past the layers is an IndexError
+    *_rows("qwen2_moe.py", (None, PLUS_ONE, "bare", False, _RULE_PLUS_ONE), past_end="IndexError"),
+    # a target whose file was not read: the +1 rule of every file read (notes say it is not confirmed)
+    *_rows(None, (None, PLUS_ONE, "unknown", False, _RULE_PLUS_ONE)),
+)
+# Changes every file's rows are placed after (a build before PR #25454, 0.5.13, lacks each file's later change).
+_SGLANG_LANDED_AFTER = {"llama.py": ("sglang#25454",), "gpt_oss.py": ("sglang#25454",)}
+
+# The versions of each file read (said in the notes about loop index 0).
+_SGLANG_READ = {
+    "llama.py": ("00239548f1cd and bf7a0e237e8d (2025 main), the release wheels 0.5.4-0.5.21, and 0.5.22-"
+                 "{newest} (layer boundary; {newest} run on CPU)"),
+    "deepseek_v2.py": ("up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; the "
+                       "release wheels 0.5.12 (before PR #25454) and 0.5.13 (since it); 0.5.14-"
+                       "{newest} capture the prepared residual"),
+    "glm4_moe_lite.py": ("release wheels 0.5.13-0.5.20 (0.5.12 runs deepseek_v2.py's loop) and 0.5.21-{newest} "
+                         "(layer boundary)"),
+    "gpt_oss.py": ("release wheels 0.5.4-0.5.16, and 0.5.17-{newest} (boundary 0 guarded, then the layer "
+                   "boundary)"),
+    "qwen2.py": ("the hook came with PR #9216 (Aug 2025, modelled on Qwen3's PR #7745); its capture line "
+                 "was read in the fork copy Fridge003/sglang@40cef40f2757, qwen3.py at 28aa91cd0565, the "
+                 "release wheels 0.5.4-{newest} ({newest} run on CPU)"),
+    "qwen2_moe.py": ("0115497da8f2 (qwen2_moe.py), e3d8e9aec2c7 (qwen3_moe.py), the release wheels 0.5.12-"
+                     "{newest} ({newest} run on CPU)"),
 }
+
 _INDEX0_READ = ("llama.py (up to 0.5.21), deepseek_v2.py (up to 0.5.13), glm4_moe_lite.py (0.5.13-0.5.20) and "
                 "gpt_oss.py (up to 0.5.16) raise TypeError there, later releases of each capture resid[0]; qwen2.py "
                 "(Qwen2, Qwen3) and qwen2_moe.py (Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
@@ -139,24 +219,7 @@ _PASS_ARCH = ("pass the target architecture (--arch in `eagle3lab ids`, --target
               "arch= in Python)")
 _PASS_VERSION = "pass --engine-version, or engine_version= in Python, to choose"
 
-_RULES = {
-    "sglang": ("SGLang (python/sglang/srt/models/llama.py, qwen3.py, qwen3_moe.py, deepseek_v2.py before PR "
-               "#25454, and qwen2.py's hook from PR #9216: set_eagle3_layers_to_capture adds 1 in every version "
-               "read): config id k is stored as loop index k+1 and captured before layer k+1 runs, so id k = "
-               "resid[k+1] (the output of layer k)."),
-    "sglang-deepseek-old": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
-                            f"#25454 merged {_PR25454.merged}): config id k = resid[k+1], as in llama.py."),
-    "sglang-deepseek-new": ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, since PR #25454 "
-                            f"merged {_PR25454.merged}; read in releases 0.5.13 and 0.5.23): +1 only when the FIRST "
-                            "id is 1 (id k = resid[k+1]); otherwise ids are loop indices used as-is (id k = resid[k])."),
-    "sglang-glm4-lite": ("SGLang Glm4MoeLiteForCausalLM (python/sglang/srt/models/glm4_moe_lite.py): the same "
-                         "set_eagle3_layers_to_capture as deepseek_v2.py in the releases read (0.5.12: a subclass, "
-                         "+1 always; 0.5.13 and 0.5.23: PR #25454's first-id rule, copied), so "
-                         "builds are placed by PR #25454."),
-    "sglang-gpt-oss": ("SGLang GptOssForCausalLM (python/sglang/srt/models/gpt_oss.py, since PR #32334, release "
-                       "0.5.17; read up to 0.5.23): ids whose largest is N are boundary indices as written (id k = "
-                       "resid[k], N = the last layer's output, captured at the final norm); any other list gets the "
-                       "+1 (id k = resid[k+1], so id N-1 = resid[N])."),
+_RULES = {  # the rules that are not release rows (SGLang's are in SGLANG_ROWS)
     "sglang-default": ("SGLang (set_eagle3_layers_to_capture with layer_ids None, every version read): loop "
                        "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
                        "only from config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids."),
@@ -291,7 +354,8 @@ def is_deepseek_family(arch: str | None) -> bool:
 def sglang_first_id_rule(arch: str | None) -> bool:
     """SGLang reads this target's ids with PR #25454's first-id rule (deepseek_v2.py, and glm4_moe_lite.py,
     which carries the same code since it became a file of its own in 0.5.13)."""
-    return sglang_model_file(arch) in ("deepseek_v2.py", "glm4_moe_lite.py")
+    file = sglang_model_file(arch)
+    return any(r.offset == FIRST_ID for r in SGLANG_ROWS if r.file == file)
 
 
 
@@ -363,25 +427,6 @@ class _Notes:
         if where.warning:
             self.add_once(where.warning, "version", CHANGES[key])
         return where.after
-
-    def after_all(self, *keys: str) -> bool:
-        """Does this build have ``CHANGES[keys[-1]]``, the changes having landed in this order (so a build
-        before an earlier one, e.g. ``pre-#25454``, lacks the later ones)? Unplaceable: the newest code, with a
-        note about that change."""
-        changes = [CHANGES[k] for k in keys]
-        where = place(changes[-1], self.engine_version)
-        if where.state != "uncertain":
-            return where.after
-        if place_in_order(changes, self.engine_version)[0] < len(changes):
-            return False   # before an earlier change, so before this one
-        self.add_once(where.warning, "version", changes[-1])
-        return True
-
-    def index0_captures(self, file: str) -> bool:
-        """Does this build's SGLang ``file`` capture resid[0] at loop index 0 (else: TypeError there)?
-        PR #25454 (0.5.13) landed before each file's change (0.5.14 and later), which places PR marks."""
-        captures, _, change = _INDEX0[file]
-        return captures or self.after_all("sglang#25454", change)
 
     @property
     def breaks(self) -> bool:
@@ -487,20 +532,42 @@ def _vllm_points(engine, written, n, arch, notes, runner=None):
     return rule, points
 
 
+class _FileRule:
+    """One SGLang model file's rows as a build reads them: ``get(field)`` is the newest possible row's value, with a
+    version note when the build cannot be placed by a change at which that field changes."""
+
+    def __init__(self, file: str | None, notes):
+        self.rows = tuple(r for r in SGLANG_ROWS if r.file == file)
+        self.notes = notes
+        self.span = change_rows(self.rows, CHANGES, notes.engine_version, landed_after=_SGLANG_LANDED_AFTER.get(file, ()))
+
+    def get(self, field: str):
+        return row_value(self.rows, CHANGES, self.span, field, self.notes.engine_version,
+                         lambda text, change: self.notes.add_once(text, "version", change))
+
+    def change_to(self, field: str, value) -> Change | None:
+        """The change from which ``field`` first has ``value`` (None: every row has it from the start)."""
+        row = next(r for r in self.rows if getattr(r, field) == value)
+        return CHANGES[row.since] if row.since else None
+
+    def captures_index0(self) -> bool:
+        return self.get("index0") != "TypeError"
+
+
 def _sglang_points(engine, written, n, arch, notes):
-    """SGLang, and SpecForge (which captures through SGLang's hook): id k = resid[k+1], with exceptions."""
-    family = sglang_first_id_rule(arch)
+    """SGLang, and SpecForge (which captures through SGLang's hook): the row of the target's model file for this
+    build (``SGLANG_ROWS``) applied to the ids, with a note for everything that breaks or is assumed."""
     file = sglang_model_file(arch)
     if written is None:
         if engine == "specforge":
             ids = [1, n // 2 - 1, n - 4]
             notes.add(f"Default ids used: SpecForge writes [1, N//2-1, N-4] = {ids} (SGLang convention) when "
-                      "none are given.", "defaulted")
+                      "none are given.", "defaulted", code="SPECFORGE_AUX_IDS_DEFAULTED")
             return _RULES["specforge-default"], [i + 1 for i in ids]
         notes.add("Default ids used silently: SGLang reads ids only from config.json -> eagle_config -> "
                   "eagle_aux_hidden_state_layer_ids; a missing eagle_config (or a top-level key in speculators "
                   f"style) is swallowed and loop indices [2, N//2, N-3] = {list(default_resid(n))} are used, "
-                  "with no log line.", "defaulted")
+                  "with no log line.", "defaulted", code="SGLANG_AUX_IDS_DEFAULTED")
         return _RULES["sglang-default"], [2, n // 2, n - 3]
     ids = [_as_int(engine, x) for x in written]
     for i in ids:
@@ -509,83 +576,82 @@ def _sglang_points(engine, written, n, arch, notes):
                             "SGLang adds 1 and tests `i in layers_to_capture` while walking the layers: this id is "
                             "never reached and the state is silently missing. -1 is the only negative id with a "
                             "meaning (the embedding output, resid[0]).")
-    plus_one = True
-    final_captured = False   # boundary N (after the last layer) reached: gpt_oss.py since PR #32334
-    rule = _RULES["sglang"]
+    rule = _FileRule(file, notes)
+    offset = rule.get("offset") if file is not None else PLUS_ONE
+    text = _newest(rule.get("rule"))
+    family = sglang_first_id_rule(arch)
     if family:
-        after = notes.after("sglang#25454")
-        plus_one = not after or ids[0] == 1
-        rule = _RULES["sglang-deepseek-new" if after else "sglang-deepseek-old"]
-        if file == "glm4_moe_lite.py":
-            rule = _RULES["sglang-glm4-lite"] + " deepseek_v2.py's rule: " + rule
+        change = rule.change_to("offset", FIRST_ID)
         old, new = [i + 1 for i in ids], ([i + 1 for i in ids] if ids[0] == 1 else list(ids))
         if old != new:
-            notes.add(f"Version-dependent (SGLang PR #25454, merged {_PR25454.merged}, {file}): the "
+            notes.add(f"Version-dependent (SGLang PR #{change.pr}, merged {change.merged}, {file}): the "
                       f"first id is {ids[0]}, not 1, so builds before it capture loop indices {old} and builds since "
-                      f"capture {new}. Shown: {'since' if after else 'before'} PR #25454"
-                      + (f" ({_PASS_VERSION})." if notes.engine_version is None else "."))
+                      f"capture {new}. Shown: {'since' if offset == FIRST_ID else 'before'} PR #{change.pr}"
+                      + (f" ({_PASS_VERSION})." if notes.engine_version is None else "."),
+                      code="SGLANG_AUX_IDS_VERSION_DEPENDENT")
     elif arch is None:
         if ids[0] != 1:
             notes.add("If the target is DeepSeek-family (DeepseekV2/V3, Kimi-K2) or Glm4MoeLiteForCausalLM and SGLang "
                       "includes PR #25454 "
                       f"(merged {_PR25454.merged}), these ids are used as-is: loop indices {ids}. To decide, "
-                      f"{_PASS_ARCH}.", confirmed=False)
-    elif file == "gpt_oss.py":
-        if notes.after_all("sglang#25454", "sglang#32334"):
-            rule = _RULES["sglang-gpt-oss"]
-            plus_one, final_captured = n is None or max(ids) != n, True
-            if n is None:
-                notes.add("gpt_oss.py uses the ids as written when the largest is N, else adds 1: num_layers not "
-                          "given, the +1 is shown.")
-        else:
-            rule = _RULES["sglang"] + " (gpt_oss.py up to release 0.5.16, before PR #32334.)"
+                      f"{_PASS_ARCH}.", confirmed=False, code="SGLANG_AUX_IDS_ARCH_NEEDED")
+    elif offset == LARGEST_N and n is None:
+        notes.add("gpt_oss.py uses the ids as written when the largest is N, else adds 1: num_layers not "
+                  "given, the +1 is shown.", code="SGLANG_AUX_IDS_NUM_LAYERS_NEEDED")
     elif file is None:
         notes.add(f"Not confirmed for {arch}: its SGLang model file was not read here. Shown: the +1 rule of every "
                   "file read (llama.py, qwen2.py, qwen2_moe.py; deepseek_v2.py before PR #25454); check "
                   f"set_eagle3_layers_to_capture in the file that serves {arch} (GPT-OSS, for one, reads its ids "
-                  "as boundary indices since PR #32334).", confirmed=False)
+                  "as boundary indices since PR #32334).", confirmed=False, code="SGLANG_FILE_NOT_READ")
     if engine == "specforge":
-        rule = _RULES["specforge"] + " SGLang rule for this target: " + rule
+        text = _RULES["specforge"] + " SGLang rule for this target: " + text
+    plus_one = (offset == PLUS_ONE or offset == FIRST_ID and ids[0] == 1
+                or offset == LARGEST_N and (n is None or max(ids) != n))
     points = [i + 1 for i in ids] if plus_one else list(ids)
     if plus_one and -1 in ids:
-        text, kind = _index0_note(arch, notes)
-        notes.add(text, kind, confirmed=sglang_model_file(arch) is not None)
-    as_is = "since PR #25454" if family else "by gpt_oss.py, whose largest id is N"
+        text_0, kind = _index0_note(arch, rule)
+        notes.add(text_0, kind, confirmed=file is not None, code=_INDEX0_CODES[kind, file is not None])
     if not plus_one and -1 in points:
+        as_is = f"since PR #{rule.change_to('offset', FIRST_ID).pr}" if family else "by gpt_oss.py, whose largest id is N"
         notes.add(f"Loop index -1 is never reached (ids used as-is {as_is}: the capture loop tests "
                   "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is not captured, so fc gets "
-                  "fewer states than it reads" + (" (read in SGLang 0.5.23: deepseek_v2.py packs them in "
+                  "fewer states than it reads" + (f" (read in SGLang {SGLANG_NEWEST_READ}: deepseek_v2.py packs them in "
                                                   "layers/aux_hidden_states.py, whose finalize raises RuntimeError "
                                                   "'captured i of n aux hidden states' at the first forward; older "
                                                   "releases not read for this)" if family else "") + ".",
-                  "breaks")
+                  "breaks", code="SGLANG_ID_MINUS1_UNREACHED")
         points = [p for p in points if p >= 0]
-    if not plus_one and 0 in points and not notes.index0_captures(file):
-        change = CHANGES[_INDEX0[file][2]]
+    if not plus_one and 0 in points and not rule.captures_index0():
+        change = rule.change_to("index0", "prepared")
         notes.add(f"Loop index 0, where the residual is still None: {file} computes `hidden_states + "
                   f"residual` there and raises TypeError at the target's first forward (releases <= "
-                  f"{change.last_without}; from {change.first_with} it captures resid[0]; read {_INDEX0[file][1]}"
-                  ").", "breaks")
-    if file == "qwen2_moe.py" and n is not None and any(p >= n for p in points):
+                  f"{change.last_without}; from {change.first_with} it captures resid[0]; read {_newest(_SGLANG_READ[file])}"
+                  ").", "breaks", code="SGLANG_INDEX0_TYPEERROR")
+    if n is not None and any(p >= n for p in points) and rule.get("past_end") == "IndexError":
         missing = sorted({p for p in points if p >= n})
         notes.add(f"Loop indices {missing} (written ids {[p - 1 for p in missing]}) do not exist: qwen2_moe.py's "
                   "Qwen2MoeModel.set_eagle3_layers_to_capture marks self.layers[k+1] for each id k, so SGLang raises "
-                  "IndexError while it sets up the target (start-up fails; release wheels 0.5.12-0.5.23 read, 0.5.23 "
-                  "run).", "breaks")
+                  f"IndexError while it sets up the target (start-up fails; release wheels 0.5.12-{SGLANG_NEWEST_READ} read, {SGLANG_NEWEST_READ} "
+                  "run).", "breaks", code="SGLANG_PAST_END_INDEXERROR")
         points = [p for p in points if p < n]
-    if n is not None and n in points and not final_captured:
+    if n is not None and n in points and not rule.get("final"):
         notes.add(f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures before "
                   f"each layer, for loop indices 0..N-1 only, so resid[{n}] (final layer output) is silently missing "
                   "and the fc input is narrower than the draft expects (vLLM fixed the analogous case in PR #46973; "
-                  "SGLang fixed GPT-OSS only, PR #32334).", "breaks")
+                  "SGLang fixed GPT-OSS only, PR #32334).", "breaks", code="SGLANG_FINAL_UNREACHED")
         points = [p for p in points if p != n]
     if engine == "specforge" and n is not None and (n - 1) in ids:
         notes.add(f"SpecForge's old HF backend took hidden_states[{n}] for id {n - 1}: HF applies the final norm to "
-                  "that entry, so training saw norm(resid[N]), not resid[N].")
-    return rule, points
+                  "that entry, so training saw norm(resid[N]), not resid[N].", code="SPECFORGE_HF_FINAL_NORM")
+    return text, points
 
 
-def _index0_note(arch, notes):
+# The codes of the notes on SGLang id -1 under the +1 rule, by (kind, whether the target's file was read).
+_INDEX0_CODES = {("note", True): "SGLANG_ID_MINUS1_RESID0", ("breaks", True): "SGLANG_ID_MINUS1_TYPEERROR",
+                 ("note", False): "SGLANG_ID_MINUS1_UNCONFIRMED"}
+
+
+def _index0_note(arch, rule):
     """(text, kind) for SGLang id -1 under the +1 rule: loop index 0, before layer 0, residual None.
     Read files say what their capture does there in this build (resid[0], or TypeError); others say it is unknown."""
     head = "Id -1 is loop index 0, tested before layer 0 runs, where the residual is still None: "
@@ -596,14 +662,15 @@ def _index0_note(arch, notes):
         return head + f"{which}. Read: {_INDEX0_READ}.", "note"
     via = _SGLANG_FILE[arch.strip().lower()][1]
     where = f"SGLang's {file}" + (f" ({via})" if via else "")
-    guarded, read, key = _INDEX0[file]
-    read = f" (read: {read})"
-    if notes.index0_captures(file):
-        how = ("appends the bare hidden states there" if guarded else
-               f"captures the residual the layer prepares there (from release {CHANGES[key].first_with} on)")
+    read = f" (read: {_newest(_SGLANG_READ[file])})"
+    index0 = rule.get("index0")
+    if index0 != "TypeError":
+        how = ("appends the bare hidden states there" if index0 == "bare" else
+               f"captures the residual the layer prepares there (from release {rule.change_to('index0', index0).first_with} on)")
         return head + f"{where} {how}, i.e. resid[0] (the embedding output), so -1 works for this target{read}.", "note"
+    change = rule.change_to("index0", "prepared")
     return (head + f"{where} computes `hidden_states + residual` there and raises TypeError ('Tensor' + 'NoneType') "
-            f"at the target's first forward (releases <= {CHANGES[key].last_without}; from {CHANGES[key].first_with} "
+            f"at the target's first forward (releases <= {change.last_without}; from {change.first_with} "
             f"it captures resid[0]): -1 cannot feed resid[0] in this build{read}."), "breaks"
 
 
@@ -740,7 +807,7 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
         res = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=engine_version,
                                  engine_platform=engine_platform)
         # SGLang id -1 is offered only where the target's file was read to capture resid[0] there
-        unsure = [t for t in res.unconfirmed if t.startswith("Id -1")]
+        unsure = [n.text for n in res.notes if n.code == "SGLANG_ID_MINUS1_UNCONFIRMED"]
         if list(res.resid) == target and not res.fatal and not unsure:
             return list(res.resid) if ids is None else ids
         why = list(res.fatal[:1]) or unsure[:1]

@@ -199,3 +199,29 @@ def release_row(rows, engine_version, *, newest: str, read=(), engine: str = "",
         return candidates[0], candidates[0].since, note
     used = str(release) if release <= Version(newest) else newest
     return older[-1], used, note
+
+
+def change_rows(rows, changes, engine_version, *, landed_after=(), where: str = "engine_version") -> tuple[int, int]:
+    """The one generic lookup of change-ranged rows: ``rows`` hold in the order their changes landed, each from its
+    ``since`` (a key of ``changes``; the first row's is None: every build read before the next). Returns ``(sure,
+    era)``: the build is in one of ``rows[sure..era]`` (equal when it is placed; ``era``, the newest, is what an
+    unplaced build behaves as). Dates, PR marks and releases all place it (``place_in_order``); ``landed_after`` are
+    keys of changes that landed before every row's, so that a mark for one (``pre-#N``) places the rows too. Which
+    warning an unplaced build gets depends on what is read from the rows (``row_value``)."""
+    chain = [changes[k] for k in landed_after] + [changes[r.since] for r in rows[1:]]
+    era, sure = place_in_order(chain, engine_version, where)
+    skip = len(landed_after)
+    return max(0, sure - skip), max(0, era - skip)
+
+
+def row_value(rows, changes, span: tuple[int, int], field: str, engine_version, warn) -> object:
+    """``field`` of the newest row in ``span`` (from ``change_rows``); ``warn(text, change)`` is called once for each
+    change inside the span at which that field's value changes (the build cannot be placed by it, and it matters)."""
+    sure, era = span
+    for before, row in zip(rows[sure:era], rows[sure + 1:era + 1]):
+        if getattr(before, field) != getattr(row, field):
+            change = changes[row.since]
+            warning = place(change, engine_version).warning
+            if warning:
+                warn(warning, change)
+    return getattr(rows[era], field)

@@ -162,8 +162,9 @@ def test_seed_story_training_vs_serving_wiring():
 def test_sglang_id_minus_one_per_model_file(engine, arch, file, captures):
     res = resolve_aux_layers(engine, [-1, 2, 30], 61, arch=arch, engine_version="pre-#25454")
     assert res.resid == (0, 3, 31)
-    [note] = [n for n in res.notes if n.text.startswith("Id -1")]
+    [note] = [n for n in res.notes if n.code.startswith("SGLANG_ID_MINUS1_")]
     assert file in note.text and note.kind == ("note" if captures else "breaks")
+    assert note.code == ("SGLANG_ID_MINUS1_RESID0" if captures else "SGLANG_ID_MINUS1_TYPEERROR")
     assert note.confirmed and res.to_dict()["confirmed"] and not res.unconfirmed  # read in the file
     assert "read: " in note.text and "release wheels" in note.text  # the versions read
     assert bool(res.fatal) is not captures
@@ -192,7 +193,7 @@ def test_sglang_loop_index_0_captures_the_embedding_from_a_release_per_file(engi
     for version, crashes in [(last_crash, True), (first_capture, False), ("0.5.23", False), (None, False)]:
         res = resolve_aux_layers(engine, ids, 61, arch=arch, engine_version=version)
         assert 0 in res.resid and bool(res.fatal) is crashes, version
-        [note] = [n for n in res.notes if n.text.startswith("Id -1")]
+        [note] = [n for n in res.notes if n.code.startswith("SGLANG_ID_MINUS1_")]
         assert file in note.text and ("TypeError" in note.text) is crashes and note.confirmed, version
         assert f"<= {last_crash}" in note.text if crashes else f"from release {first_capture}" in note.text
     # a PR mark before #25454 (0.5.13) lacks each of these later changes; a date after it cannot be placed
@@ -267,7 +268,7 @@ def test_sglang_id_minus_one_anywhere_in_the_list():
                                   "KimiLinearForCausalLM"])
 def test_sglang_id_minus_one_unread_file_is_not_confirmed(arch):
     res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=arch)
-    [note] = [n for n in res.notes if n.text.startswith("Id -1")]
+    [note] = [n for n in res.notes if n.code.startswith("SGLANG_ID_MINUS1_")]
     assert note.kind == "note" and not note.confirmed and not res.fatal
     assert note.text in res.unconfirmed and res.to_dict()["confirmed"] is False
     assert ("--arch" in note.text and "arch=" in note.text) if arch is None else (f"not confirmed for {arch}" in note.text)
@@ -522,10 +523,10 @@ def test_cli_ids_minus_one_exit_code_follows_the_model_file(capsys):
         assert main(argv) == rc, arch
         out = json.loads(capsys.readouterr().out)
         assert out["resid"] == [0, 3, 31] and out["breaks"] is bool(rc) and out["confirmed"] is confirmed
-        assert any(n["text"].startswith("Id -1") for n in out["notes"])
+        assert any(n["code"].startswith("SGLANG_ID_MINUS1_") and n["text"].startswith("Id -1") for n in out["notes"])
         assert bool(out["unconfirmed"]) is not confirmed and all(n.keys() == {"kind", "code", "text"} for n in out["notes"])
     assert main(["ids", "sglang", "-1", "2", "30", "--num-layers", "61"]) == 0
-    assert "(note, not confirmed): Id -1" in capsys.readouterr().out
+    assert "(note, SGLANG_ID_MINUS1_UNCONFIRMED, not confirmed): Id -1" in capsys.readouterr().out
 
 
 def test_cli_ids_bad_version_names_the_flag(capsys):

@@ -107,6 +107,8 @@ def _texts():
         yield str(path.relative_to(ROOT)), "\n".join("".join(c["source"]) for c in cells)
     for key, rule in layer_ids._RULES.items():
         yield f"layer_ids._RULES[{key!r}]", rule
+    for row in layer_ids.SGLANG_ROWS:
+        yield f"layer_ids.SGLANG_ROWS[{row.file}, {row.since}]", row.rule
 
 
 MERGED = re.compile(r"#(\d+)\W{0,3}(?:\([^)]*?)?merged\s+(\d{4}-\d{2}-\d{2})")

@@ -1,0 +1,97 @@
+"""Adding an engine release's id rule is one row: a fictional SGLang 0.5.24 whose llama.py also captures loop index N
+(after the last layer, as gpt_oss.py does since PR #32334) is added to ``SGLANG_ROWS`` with its ``Change``, the
+newest release read moves to it, and ``eagle3lab ids``, ``eagle3lab inspect`` and doctor's serving decision
+(``nearest_servable``, which ``analysis.fix_choice`` asks) follow it. Nothing else is edited."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from eagle3lab.app.cli import main
+from eagle3lab.engines import layer_ids
+from eagle3lab.engines.layer_ids import CHANGES, SGLANG_ROWS, nearest_servable, resolve_aux_layers
+from eagle3lab.engines.versions import Change
+
+LLAMA, N = "LlamaForCausalLM", 12
+IDS = [2, 6, N - 1]              # SGLang ids: loop indices 3, 7 and N (+1 rule)
+FICTIONAL = "sglang-fictional-llama-final"
+
+
+@pytest.fixture
+def release_0_5_24(monkeypatch):
+    """SGLang 0.5.24 (fictional): llama.py captures loop index N. One Change, one row, the newest release read."""
+    newest = [r for r in SGLANG_ROWS if r.file == "llama.py"][-1]
+    row = replace(newest, since=FICTIONAL, final=True, rule=newest.rule + " From 0.5.24 loop index N is captured "
+                  "after the last layer (read up to {newest}).")
+    monkeypatch.setitem(CHANGES, FICTIONAL, Change("sglang", "llama.py captures loop index N (fictional)",
+                                                   last_without="0.5.23", first_with="0.5.24"))
+    monkeypatch.setattr(layer_ids, "SGLANG_ROWS", SGLANG_ROWS + (row,))
+    monkeypatch.setattr(layer_ids, "SGLANG_NEWEST_READ", "0.5.24")
+
+
+def test_the_row_decides_the_resolution(release_0_5_24):
+    old = resolve_aux_layers("sglang", IDS, N, arch=LLAMA, engine_version="0.5.23")
+    assert old.resid == (3, 7) and [n.code for n in old.notes if n.kind == "breaks"] == ["SGLANG_FINAL_UNREACHED"]
+    new = resolve_aux_layers("sglang", IDS, N, arch=LLAMA, engine_version="0.5.24")
+    assert new.resid == (3, 7, N) and not new.fatal and not new.notes
+    assert "From 0.5.24 loop index N is captured" in new.rule and "read up to 0.5.24" in new.rule
+    # a build the row's change cannot place behaves as the newest row, and says so (a version note naming it)
+    dated = resolve_aux_layers("sglang", IDS, N, arch=LLAMA, engine_version="2026-09-01")
+    assert dated.resid == (3, 7, N) and [n.change for n in dated.notes if n.kind == "version"] == [CHANGES[FICTIONAL]]
+    # the rows of other files, and this file's older releases, are untouched
+    assert resolve_aux_layers("sglang", IDS, N, arch="Qwen3ForCausalLM", engine_version="0.5.24").resid == (3, 7)
+    assert resolve_aux_layers("sglang", [-1, 2, 6], N, arch=LLAMA, engine_version="0.5.21").fatal
+
+
+def test_without_the_row_nothing_changed():
+    res = resolve_aux_layers("sglang", IDS, N, arch=LLAMA, engine_version="0.5.24")
+    assert res.resid == (3, 7) and res.fatal and layer_ids.SGLANG_NEWEST_READ == "0.5.23"
+
+
+def test_ids_follows_the_row(release_0_5_24, capsys):
+    args = ["ids", "sglang", *map(str, IDS), "--num-layers", str(N), "--arch", LLAMA, "--json"]
+    assert main([*args, "--engine-version", "0.5.23"]) == 1
+    assert json.loads(capsys.readouterr().out)["resid"] == [3, 7]
+    assert main([*args, "--engine-version", "0.5.24"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["resid"] == [3, 7, N] and not out["breaks"] and "read up to 0.5.24" in out["rule"]
+
+
+@pytest.fixture
+def draft_config(tmp_path):
+    """A draft config.json whose SGLang ids (eagle_config) reach loop index N, and its Llama target's config."""
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "config.json").write_text(json.dumps({
+        "architectures": [LLAMA], "model_type": "llama", "hidden_size": 192, "intermediate_size": 512,
+        "num_attention_heads": 6, "num_key_value_heads": 2, "num_hidden_layers": N, "vocab_size": 4096}))
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 192,
+        "intermediate_size": 512, "num_attention_heads": 6, "num_key_value_heads": 2, "head_dim": 32,
+        "num_hidden_layers": 1, "vocab_size": 4096, "draft_vocab_size": 2048, "max_position_embeddings": 2048,
+        "eagle_config": {"use_aux_hidden_state": True, "eagle_aux_hidden_state_layer_ids": IDS}}))
+    return draft, target
+
+
+def test_inspect_follows_the_row(release_0_5_24, draft_config, capsys):
+    draft, target = draft_config
+
+    def sglang_row(version):
+        main(["inspect", str(draft), "--target", str(target), "--engine", "sglang", "--engine-version", version,
+              "--json"])
+        return json.loads(capsys.readouterr().out)["aux_ids"]["by_engine"]["sglang"]
+
+    old, new = sglang_row("0.5.23"), sglang_row("0.5.24")
+    assert old["resid"] == [3, 7] and old["fatal"]
+    assert new["resid"] == [3, 7, N] and not new["fatal"] and "read up to 0.5.24" in new["rule"]
+
+
+def test_the_serving_decision_follows_the_row(release_0_5_24):
+    """doctor's fix must be servable by the build: resid[N] is, from the fictional release on."""
+    wanted = (3, 7, N)
+    assert nearest_servable("sglang", wanted, N, arch=LLAMA, engine_version="0.5.24") == (wanted, IDS)
+    nearest, ids = nearest_servable("sglang", wanted, N, arch=LLAMA, engine_version="0.5.23")
+    assert nearest == (3, 7, N - 1) and ids == [2, 6, N - 2]
