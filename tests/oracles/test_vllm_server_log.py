@@ -2,8 +2,9 @@
 
 One vLLM process per module (``eagle3lab/engines/oracle/vllm_serve.py`` with ``"evidence": true``) serves
 draft-healthy as shipped and a copy whose config states other ids ([0, 1, 2]); doctor judges draft-healthy
-as vLLM 0.32.0's CPU build serves it. The first run's own SpecDecoding line, its counters and its /metrics
-text agree with doctor's as-served prediction (SERVER_AGREES); the second run's do not (SERVER_MISMATCH).
+as vLLM 0.32.0's CPU build serves it. The first run's own SpecDecoding line and its counters agree with
+doctor's as-served prediction (SERVER_AGREES; its /metrics text, cumulative, pools the warm-up in too); the
+second run's do not (SERVER_MISMATCH).
 """
 
 from __future__ import annotations
@@ -55,11 +56,11 @@ def served(tmp_path_factory):
     return target, jobs, run.stderr
 
 
-def _spec_lines(job) -> str:
-    """The run's SpecDecoding line as vLLM logged it (the last one: the warm-up's came first)."""
-    lines = [r["message"] for r in job["logs"] if r["message"].startswith("SpecDecoding metrics")]
-    assert len(lines) == 2, lines
-    return lines[-1]
+def _spec_lines(printed: str) -> dict[str, str]:
+    """Each job's run line as vLLM printed it: warm-up and run per job, in job order."""
+    lines = [ln for ln in printed.splitlines() if "SpecDecoding metrics" in ln]
+    assert len(lines) == 4, lines
+    return {"healthy": lines[1], "other-ids": lines[3], "healthy with warm-up": "\n".join(lines[:2])}
 
 
 @pytest.mark.timeout(2400)
@@ -67,9 +68,9 @@ def test_doctor_agrees_with_the_real_run_and_not_with_other_ids(bundled_models, 
     from eagle3lab.analysis.doctor import _server_finding, run_doctor
     from eagle3lab.analysis.server_evidence import parse_server_evidence
 
-    target, jobs, _ = served
+    target, jobs, printed = served
     healthy, other = jobs["healthy"], jobs["other-ids"]
-    line = _spec_lines(healthy)
+    line = _spec_lines(printed)["healthy"]
     c = healthy["counters"]
     ev = parse_server_evidence(line)
     assert ev.drafts == c["vllm:spec_decode_num_drafts"]
@@ -80,11 +81,13 @@ def test_doctor_agrees_with_the_real_run_and_not_with_other_ids(bundled_models, 
     codes = [f.code for f in report.findings]
     assert "SERVER_AGREES" in codes and "SERVER_MISMATCH" not in codes, codes
     served_rung = report.ladder[0]
-    # the same run's counters (JSON) and its /metrics text (cumulative: the warm-up too) agree as well
+    # the same run's counters (JSON) agree as well; its /metrics text is cumulative since the engine
+    # started (the warm-up too): the same numbers as the run's two printed lines pooled
     assert _server_finding(json.dumps(healthy["counters"]), served_rung).code == "SERVER_AGREES"
-    assert _server_finding(healthy["prometheus"], served_rung).code == "SERVER_AGREES"
+    prom, pooled = parse_server_evidence(healthy["prometheus"]), parse_server_evidence(_spec_lines(printed)["healthy with warm-up"])
+    assert prom.drafts == pooled.drafts and prom.tau == pytest.approx(pooled.tau)
     # served with ids [0, 1, 2]: what doctor predicts for the checkpoint as stated is not what ran
-    for evidence in (_spec_lines(other), json.dumps(other["counters"]), other["prometheus"]):
+    for evidence in (_spec_lines(printed)["other-ids"], json.dumps(other["counters"])):
         finding = _server_finding(evidence, served_rung)
         assert finding.code == "SERVER_MISMATCH", finding.evidence
         assert finding.data["observed"] < finding.data["low"] - finding.data["tolerance"]
