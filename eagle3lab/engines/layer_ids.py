@@ -6,7 +6,7 @@ different engines, and SGLang changed its meaning for DeepSeek-family targets in
 
     engine (file)                                id k means          default (ids absent)
     vLLM / speculators (EagleModelMixin)         resid[k]            resid[2, N//2, N-3]
-    vLLM deepseek_v2.py (0.18.0-0.33.0)          resid[k]; id 0 TypeError, id N only since PR #46973 (0.25.0)
+    vLLM deepseek_v2.py (0.18.0 on)              resid[k]; id 0 TypeError, id N only since PR #46973 (0.25.0)
     SGLang (models/llama.py, qwen2.py, ...)      resid[k+1]          resid[2, N//2, N-3]
     SGLang deepseek_v2.py after PR #25454        resid[k+1] if the first id is 1, else resid[k]
       (and glm4_moe_lite.py, same code)
@@ -41,7 +41,7 @@ from eagle3lab.engines.versions import (
     place,
     row_value,
 )
-from eagle3lab.engines.vllm_runner import IDS_NESTED, check_platform, vllm_runner
+from eagle3lab.engines.vllm_runner import IDS_NESTED, VLLM_NEWEST_READ, check_platform, vllm_runner
 from eagle3lab.errors import Eagle3LabError, bad_input
 
 ID_CONVENTIONS = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
@@ -54,7 +54,7 @@ CHANGES = {
     # (nothing read reverts it). v0.5.12.post1 cherry-picked fixes onto the 0.5.12 branch: not placed.
     "sglang#25454": Change("sglang", "DeepSeek-family aux ids (deepseek_v2.py): +1 only if the first id is 1",
                            25454, "2026-05-18", last_without="0.5.12", first_with="0.5.13"),
-    # vLLM: read in the release wheels 0.17.0-0.33.0 (every release), vllm/model_executor/models/deepseek_v2.py,
+    # vLLM: read in the release wheels 0.17.0 to VLLM_NEWEST_READ (every release), vllm/model_executor/models/deepseek_v2.py,
     # config/speculative.py and model_executor/models/registry.py.
     "vllm-deepseek-eagle3": Change("vllm", "EAGLE-3 on DeepSeek-family targets (deepseek_v2.py SupportsEagle3; "
                                    "config/speculative.py aux_hidden_states_supported gains deepseek_v2/v3, kimi_k2/"
@@ -66,7 +66,7 @@ CHANGES = {
     "vllm#50170": Change("vllm", "a warning when the aux layers fall back to the default ids", 50170,
                          landed=False),  # open as of 2026-07-28
     # SGLang's capture at loop index 0 (before layer 0, where the residual is still None), read per model file in the
-    # release wheels 0.5.4-0.5.23 (sglang/srt/models/*.py) and run on CPU in 0.5.23 (tests/oracles/
+    # release wheels 0.5.4 to SGLANG_NEWEST_READ (sglang/srt/models/*.py) and run on CPU in that one (tests/oracles/
     # test_layer_ids_sglang.py): `aux_hidden_states.append(hidden_states + residual)` raises TypeError there until
     # the file captures the residual its layer prepares (which before layer 0 is the embedding output, resid[0]).
     "sglang-llama-boundary": Change("sglang", "llama.py captures in the layer boundary (capture_output="
@@ -78,7 +78,7 @@ CHANGES = {
     "sglang-glm4-lite-boundary": Change("sglang", "glm4_moe_lite.py captures in the layer boundary: loop index 0 = "
                                         "resid[0]", last_without="0.5.20", first_with="0.5.21"),
     # gpt_oss.py set_eagle3_layers_to_capture and GptOssModel.forward, wheels 0.5.16 (+1, `hidden_states + residual`)
-    # and 0.5.17-0.5.23 (boundaries 0..N); PR number from SGLang's own comment trail (profiles.py, llama_eagle3.py).
+    # and 0.5.17 on (boundaries 0..N); PR number from SGLang's own comment trail (profiles.py, llama_eagle3.py).
     "sglang#32334": Change("sglang", "gpt_oss.py: ids whose largest is N are boundary indices as written, other "
                            "lists +1; boundary 0 (resid[0]) and boundary N (after the last layer) captured", 32334,
                            last_without="0.5.16", first_with="0.5.17"),
@@ -100,7 +100,7 @@ _SGLANG_FILE = {  # architecture (lower case) -> (file with the capture loop, ho
     "deepseekv32forcausallm": ("deepseek_v2.py", ""),
     "kimik25forconditionalgeneration": ("deepseek_v2.py", "kimi_k25.py wraps DeepseekV3ForCausalLM"),
     # sglang wheels: 0.5.12 Glm4MoeLiteForCausalLM subclasses DeepseekV2ForCausalLM (deepseek_v2.py's rule and loop);
-    # 0.5.13 and 0.5.23 glm4_moe_lite.py has its own class with PR #25454's first-id rule copied verbatim
+    # 0.5.13 and SGLANG_NEWEST_READ glm4_moe_lite.py has its own class with PR #25454's first-id rule copied verbatim
     "glm4moeliteforcausallm": ("glm4_moe_lite.py", "up to 0.5.12 a subclass of deepseek_v2.py's classes; since "
                                                    "0.5.13 a file of its own with PR #25454's first-id rule"),
     "qwen2forcausallm": ("qwen2.py", ""),
@@ -227,12 +227,12 @@ _RULES = {  # the rules that are not release rows (SGLang's are in SGLANG_ROWS)
              "set_aux_hidden_state_layers, since PR #36063; older model files captured layer inputs, the same "
              "points for k < N): id k = resid[k]; 0 = embedding output, N = last layer output before the final norm."),
     "vllm-deepseek": ("vLLM DeepSeek-family (model_executor/models/deepseek_v2.py DeepseekV2Model.forward, its own "
-                      "loop, not EagleModelMixin; every release read, 0.18.0-0.33.0): appends `hidden_states + "
+                      f"loop, not EagleModelMixin; every release read, 0.18.0-{VLLM_NEWEST_READ}): appends `hidden_states + "
                       "residual` before layer k runs, so id k = resid[k] for k < N, and id N after the last layer "
                       "since PR #46973 (release 0.25.0); id 0 meets residual None there (TypeError)."),
     "vllm-deepseek-v32": ("vLLM DeepseekV32ForCausalLM since release 0.29.0 (registry.py -> vllm/models/deepseek_v32; "
                           "CUDA: nvidia/model.py, ROCm: amd/model.py, other platforms: deepseek_v2.py; read up to "
-                          "0.33.0): captures before layer k runs, so id k = resid[k] for k < N; id N is never "
+                          f"{VLLM_NEWEST_READ}): captures before layer k runs, so id k = resid[k] for k < N; id N is never "
                           "captured; id 0 depends on the platform."),
     "vllm-default": ("vLLM (get_eagle3_aux_hidden_state_layers when the draft config has no ids vLLM reads): "
                      "(2, N//2, N-3) = resid[2], resid[N//2], resid[N-3]."),
@@ -417,15 +417,15 @@ class _Notes:
             code: str = "") -> None:
         self.items.append(AuxNote(kind, text, change, confirmed, code))
 
-    def add_once(self, text: str, kind: str = "note", change: Change | None = None) -> None:
+    def add_once(self, text: str, kind: str = "note", change: Change | None = None, code: str = "") -> None:
         if all(n.text != text for n in self.items):
-            self.add(text, kind, change)
+            self.add(text, kind, change, code=code)
 
     def after(self, key: str) -> bool:
         """Does this build have ``CHANGES[key]``? An unplaceable build is the newest code, with a note."""
         where = place(CHANGES[key], self.engine_version)
         if where.warning:
-            self.add_once(where.warning, "version", CHANGES[key])
+            self.add_once(where.warning, "version", CHANGES[key], code="ENGINE_VERSION_UNPLACED")
         return where.after
 
     @property
@@ -436,7 +436,7 @@ class _Notes:
 def _eagle_points(written, n, notes):
     if written is not None:
         notes.add(f"SafeAILab/EAGLE ignores layer ids: {list(written)} has no effect; it always captures "
-                  f"resid[2], resid[N//2], resid[N-3] = {list(default_resid(n))}.", "defaulted")
+                  f"resid[2], resid[N//2], resid[N-3] = {list(default_resid(n))}.", "defaulted", code="EAGLE_IDS_IGNORED")
     return _RULES["eagle"], [2, n // 2, n - 3]
 
 
@@ -473,7 +473,7 @@ def _vllm_points(engine, written, n, arch, notes, runner=None):
     if deepseek and not notes.after("vllm-deepseek-eagle3"):
         notes.add(f"vLLM before 0.18.0 serves no EAGLE-3 draft on {arch}: config/speculative.py raises ValueError "
                   "('eagle3 is only supported for [...] models'; DeepSeek model types join the list in 0.18.0) and "
-                  "deepseek_v2.py has no capture hook.", "breaks")
+                  "deepseek_v2.py has no capture hook.", "breaks", code="VLLM_DEEPSEEK_NO_EAGLE3")
     if written is None:
         warns = notes.after("vllm#50170")
         if runner is None:
@@ -487,7 +487,7 @@ def _vllm_points(engine, written, n, arch, notes, runner=None):
         notes.add("Default ids used: the draft config has no ids vLLM reads, so vLLM falls back to (2, N//2, N-3) = "
                   f"{list(default_resid(n))}"
                   + (" and warns once (PR #50170)." if warns else
-                     f"; {log}, and no release read (0.17.0-0.33.0) warns (PR #50170 adds a warning; open as of "
+                     f"; {log}, and no release read (0.17.0-{VLLM_NEWEST_READ}) warns (PR #50170 adds a warning; open as of "
                      "2026-07-28).")
                   + " If the draft was trained on other states, acceptance collapses while output stays correct.",
                   "defaulted", code="VLLM_AUX_IDS_DEFAULTED")
@@ -506,29 +506,31 @@ def _vllm_points(engine, written, n, arch, notes, runner=None):
             notes.add(f"Id 0 (resid[0], the embedding output) crashes vLLM on {arch}: deepseek_v2.py's "
                       "DeepseekV2Model.forward appends `hidden_states + residual` before layer 0, where the residual "
                       "is still None, and raises TypeError ('Tensor' + 'NoneType') at the target's first forward "
-                      "(every release read, 0.18.0-0.33.0; read, not run). Use resid[1] instead.", "breaks")
+                      f"(every release read, 0.18.0-{VLLM_NEWEST_READ}; read, not run). Use resid[1] instead.", "breaks",
+                      code="VLLM_DEEPSEEK_ID0_TYPEERROR")
         if n is not None and n in points and not notes.after("vllm#46973"):
             notes.add(f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR #46973 "
                       f"(merged {_PR46973.merged}; releases 0.18.0-0.24.0 capture ids up to {n - 1}): one state "
-                      "fewer comes back than configured.", "breaks")
+                      "fewer comes back than configured.", "breaks", code="VLLM_DEEPSEEK_FINAL_UNREACHED")
             points = [p for p in points if p != n]
     elif deepseek == "deepseek_v32":
         rule = _RULES["vllm-deepseek-v32"] + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators"
                                               else "")
         if 0 in points:
             notes.add("Id 0 on DeepseekV32ForCausalLM (vLLM 0.29.0 on, vllm/models/deepseek_v32, releases read up to "
-                      "0.33.0) depends on the platform: CUDA's nvidia/model.py appends the bare hidden states when the "
+                      f"{VLLM_NEWEST_READ}) depends on the platform: CUDA's nvidia/model.py appends the bare hidden states when the "
                       "residual is None (resid[0]); ROCm's amd/model.py (and deepseek_v2.py on other platforms) "
-                      "computes `hidden_states + residual` and raises TypeError at the first forward.")
+                      "computes `hidden_states + residual` and raises TypeError at the first forward.",
+                      code="VLLM_DEEPSEEK_V32_ID0_PLATFORM")
         if n is not None and n in points:
             notes.add(f"id {n} (final layer output) is never captured by vLLM's vllm/models/deepseek_v32 (0.29.0-"
-                      "0.33.0 read): it captures before each layer only; one state fewer comes back than configured.",
-                      "breaks")
+                      f"{VLLM_NEWEST_READ} read): it captures before each layer only; one state fewer comes back than configured.",
+                      "breaks", code="VLLM_DEEPSEEK_V32_FINAL_UNREACHED")
             points = [p for p in points if p != n]
     elif arch is None and 0 in points:
         notes.add("If the target is DeepSeek-family (DeepseekV2/V3/V32, Kimi-K2/K2.5), id 0 crashes vLLM: "
-                  "deepseek_v2.py adds a None residual at layer 0 (TypeError, releases 0.18.0-0.33.0). Other model "
-                  f"files (EagleModelMixin) capture resid[0]. To decide, {_PASS_ARCH}.")
+                  f"deepseek_v2.py adds a None residual at layer 0 (TypeError, releases 0.18.0-{VLLM_NEWEST_READ}). Other model "
+                  f"files (EagleModelMixin) capture resid[0]. To decide, {_PASS_ARCH}.", code="VLLM_ID0_ARCH_NEEDED")
     return rule, points
 
 
@@ -543,7 +545,7 @@ class _FileRule:
 
     def get(self, field: str):
         return row_value(self.rows, CHANGES, self.span, field, self.notes.engine_version,
-                         lambda text, change: self.notes.add_once(text, "version", change))
+                         lambda text, change: self.notes.add_once(text, "version", change, code="ENGINE_VERSION_UNPLACED"))
 
     def change_to(self, field: str, value) -> Change | None:
         """The change from which ``field`` first has ``value`` (None: every row has it from the start)."""
@@ -728,21 +730,23 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
 
     if n is not None and any(p > n for p in points):  # beyond the last layer: no capture loop reaches it
         notes.add(f"Ids selecting resid{[p for p in points if p > n]} are out of range for N = {n} (valid resid "
-                  f"points 0..{n}): the engine never reaches them and those states are silently missing.", "breaks")
+                  f"points 0..{n}): the engine never reaches them and those states are silently missing.", "breaks",
+                  code="AUX_IDS_OUT_OF_RANGE")
         points = [p for p in points if p <= n]
     dups = sorted({p for p in points if points.count(p) > 1})
     if dups:
         notes.add(f"resid{dups} requested more than once: the engine captures each layer once (`idx in layers`), "
-                  "so fewer states come back than ids were written.", "note" if defaulted else "breaks")
+                  "so fewer states come back than ids were written.", "note" if defaulted else "breaks",
+                  code="AUX_IDS_REPEATED")
     ordered = tuple(sorted(set(points)))
     if list(dict.fromkeys(points)) != list(ordered):
         notes.add(f"Ids are not in ascending layer order: the engine appends states while walking the layers, so "
-                  f"fc receives {list(ordered)} in ascending order, not in the written order.")
+                  f"fc receives {list(ordered)} in ascending order, not in the written order.", code="AUX_IDS_REORDERED")
     if len(ordered) != wanted and not notes.breaks:
         notes.add(f"{len(ordered)} states come back where {wanted} were asked for: the fc input width no longer "
-                  "matches num_aux * hidden_size.")
+                  "matches num_aux * hidden_size.", code="AUX_IDS_WIDTH_CHANGED")
     if n is None:
-        notes.add("num_layers not given: range and final-layer checks skipped.")
+        notes.add("num_layers not given: range and final-layer checks skipped.", code="AUX_IDS_NUM_LAYERS_NEEDED")
     return AuxResolution(engine=engine, ids_as_written=written, resid=ordered, rule=rule, notes=tuple(notes.items),
                          defaulted=defaulted, num_layers=n, arch=arch, engine_version=notes.engine_version,
                          engine_platform=platform, runner=runner.runner if runner else None)
