@@ -268,7 +268,43 @@ class AuxNote:
     text: str
     change: Change | None = None  # kind "version": the change the build cannot be placed by
     confirmed: bool = True
-    code: str = ""                # a stable code callers match (never the text); "" where none is given yet
+    code: str = ""                # a key of NOTE_CODES: callers match it, never the text
+
+
+# The stable codes of the notes (callers and notebooks match these, never the text; docs/cli/ids.md lists them).
+NOTE_CODES = {
+    "ENGINE_VERSION_UNPLACED": "the build cannot be placed relative to a change: the newest behaviour is shown",
+    "AUX_IDS_OUT_OF_RANGE": "ids past the last layer: never reached, those states are missing",
+    "AUX_IDS_REPEATED": "a point asked for more than once is captured once",
+    "AUX_IDS_REORDERED": "ids not ascending: fc gets the states in ascending layer order",
+    "AUX_IDS_WIDTH_CHANGED": "fewer states come back than asked for: fc's input width no longer matches",
+    "AUX_IDS_NUM_LAYERS_NEEDED": "num_layers not given: range and final-layer checks skipped",
+    "EAGLE_IDS_IGNORED": "SafeAILab/EAGLE ignores written ids",
+    "SGLANG_AUX_IDS_DEFAULTED": "no ids where SGLang reads them: its default, silently",
+    "SPECFORGE_AUX_IDS_DEFAULTED": "no ids: SpecForge's default ids",
+    "SGLANG_AUX_IDS_VERSION_DEPENDENT": "what the ids capture depends on the build (PR #25454's first-id rule)",
+    "SGLANG_AUX_IDS_ARCH_NEEDED": "the target architecture decides what the ids capture (not given)",
+    "SGLANG_AUX_IDS_NUM_LAYERS_NEEDED": "gpt_oss.py's rule needs N (not given)",
+    "SGLANG_FILE_NOT_READ": "the target's SGLang model file was not read: the +1 rule assumed",
+    "SGLANG_ID_MINUS1_RESID0": "id -1 (loop index 0) captures resid[0] in this file and build",
+    "SGLANG_ID_MINUS1_TYPEERROR": "id -1 (loop index 0) raises TypeError in this file and build",
+    "SGLANG_ID_MINUS1_UNCONFIRMED": "what id -1 does depends on a model file not read (or no arch given)",
+    "SGLANG_ID_MINUS1_UNREACHED": "ids used as written: loop index -1 is never reached, a state is missing",
+    "SGLANG_INDEX0_TYPEERROR": "loop index 0 as written raises TypeError in this file and build",
+    "SGLANG_PAST_END_INDEXERROR": "qwen2_moe.py: an id past the layers raises IndexError at start-up",
+    "SGLANG_FINAL_UNREACHED": "loop index N is never reached: resid[N] is missing",
+    "SPECFORGE_HF_FINAL_NORM": "SpecForge's old HF backend trained on norm(resid[N]) for id N-1",
+    "VLLM_AUX_IDS_DEFAULTED": "no ids where vLLM reads them: its default (2, N//2, N-3)",
+    "VLLM_AUX_IDS_NESTED_IGNORED": "ids at a key this build's model runner does not read: its default",
+    "VLLM_AUX_IDS_NESTED_READ": "nested (SGLang-numbered) ids read as vLLM ids: one point lower",
+    "VLLM_MODEL_RUNNER": "which model runner this build runs and where it reads ids",
+    "VLLM_DEEPSEEK_NO_EAGLE3": "vLLM before 0.18.0 serves no EAGLE-3 draft on a DeepSeek-family target",
+    "VLLM_DEEPSEEK_ID0_TYPEERROR": "deepseek_v2.py: id 0 raises TypeError",
+    "VLLM_DEEPSEEK_FINAL_UNREACHED": "deepseek_v2.py before PR #46973: id N is never captured",
+    "VLLM_DEEPSEEK_V32_ID0_PLATFORM": "deepseek_v32: what id 0 does depends on the platform",
+    "VLLM_DEEPSEEK_V32_FINAL_UNREACHED": "deepseek_v32: id N is never captured",
+    "VLLM_ID0_ARCH_NEEDED": "id 0 crashes vLLM if the target is DeepSeek-family (arch not given)",
+}
 
 
 @dataclass(frozen=True)
@@ -291,6 +327,11 @@ class AuxResolution:
     def warnings(self) -> tuple[str, ...]:
         """Every note as text, in the order found."""
         return tuple(n.text for n in self.notes)
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """Every note's code (NOTE_CODES), in the order found: what callers match instead of the text."""
+        return tuple(n.code for n in self.notes)
 
     @property
     def fatal(self) -> tuple[str, ...]:

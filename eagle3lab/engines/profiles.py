@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from eagle3lab.engines.layer_ids import resolve_aux_layers
-from eagle3lab.engines.vllm_runner import IDS_NESTED, IDS_TOP, check_platform, vllm_runner
+from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, resolve_aux_layers
+from eagle3lab.engines.vllm_runner import IDS_NESTED, IDS_TOP, VLLM_NEWEST_READ, check_platform, vllm_runner
 from eagle3lab.errors import bad_input
 
 # The four switchable flags of the draft, in the order they act on the data.
@@ -127,7 +127,7 @@ _VLLM_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_pa
                    "default, linear, dynamic, yarn, longrope, llama3; a legacy 'type: mrope' is rewritten to default + "
                    "mrope_section (transformers_utils/config.py) and built as MRotaryEmbedding; the draft's positions "
                    "are the target's, and for draft tokens all three mrope rows carry the 1-D position "
-                   "(llm_base_proposer.py, 0.33.0). yarn honours mscale/mscale_all_dim (as transformers) from 0.30.0; "
+                   f"(llm_base_proposer.py, {VLLM_NEWEST_READ}). yarn honours mscale/mscale_all_dim (as transformers) from 0.30.0; "
                    "0.10.1.1-0.29.0 ignore them (cos/sin scaled by 0.1 ln(factor) + 1). dynamic: from 0.22.0 theta is "
                    "rescaled for max_trained_positions, which defaults to max_position_embeddings (so plain RoPE); "
                    "0.10.1.1-0.21.0 rescale it once for max_position_embeddings * factor. longrope: from 0.12.0 long "
@@ -140,7 +140,7 @@ _SGLANG_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_
                      "yarn honours mscale/mscale_all_dim since 0.5.16 (PR #22711); earlier builds scale cos/sin by "
                      "0.1 ln(factor) + 1. dynamic: theta rescaled once for max_position_embeddings * factor; longrope: "
                      "long factors for a whole batch when any position > original_max_position_embeddings. Read in "
-                     "the sglang wheels 0.4.6-0.5.23.")
+                     f"the sglang wheels 0.4.6-{SGLANG_NEWEST_READ}.")
 _SGLANG_ROPE_SINCE = {"mrope": "since 0.5.2", "proportional": "since 0.5.11"}
 
 PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
@@ -187,7 +187,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
         notes=(_VLLM_ROPE_NOTE,
                "vLLM concatenates captured states in ascending layer order, whatever the order of the ids.",
-               # eagle3lab.engines.vllm_runner: the rows, read in the vLLM wheels 0.17.0-0.33.0
+               # eagle3lab.engines.vllm_runner: the rows, read in the vLLM wheels 0.17.0-VLLM_NEWEST_READ
                "Aux ids are read from the top-level eagle_aux_hidden_state_layer_ids. Without it, the V2 model "
                "runner (eagle3_utils.py) ignores eagle_config.eagle_aux_hidden_state_layer_ids (since 0.27.0 it "
                "reads eagle_config.layer_ids instead) and uses the default (2, N//2, N-3); the V1 runner "
@@ -197,7 +197,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
                "build runs V2 by default for every target from 0.29.0 (for some targets from 0.22.0), V1 where a "
                "launch feature V2 lacks is used. Shown: the runner of the build given (no platform: a CUDA build).",
                "On fallback to the default ids the V2 runner logs INFO 'Using Eagle3 auxiliary layers from model: "
-               "(...)'; the V1 runner logs nothing; no release read (up to 0.33.0) warns (PR #50170, open)."),
+               f"(...)'; the V1 runner logs nothing; no release read (up to {VLLM_NEWEST_READ}) warns (PR #50170, open)."),
     ),
     EngineProfile(
         name="vllm-legacy", engine="vLLM", versions="before PR #38111",
@@ -326,8 +326,8 @@ class DraftFamilies:
 
 
 # How the engines that serve MLA drafts build their RoPE: not llama_eagle3.py's get_rope but DeepSeek's attention
-# (SGLang kimi_k25_eagle3.py -> deepseek_v2.py DeepseekV2AttentionMLA, 0.5.12-0.5.23; vLLM deepseek_eagle3.py ->
-# deepseek_v2.py DeepseekV2MLAAttention, 0.18.0 and 0.33.0), which renames every rope type but default
+# (SGLang kimi_k25_eagle3.py -> deepseek_v2.py DeepseekV2AttentionMLA, 0.5.12-SGLANG_NEWEST_READ; vLLM deepseek_eagle3.py ->
+# deepseek_v2.py DeepseekV2MLAAttention, 0.18.0 and VLLM_NEWEST_READ), which renames every rope type but default
 # "deepseek_yarn" (DeepseekScalingRotaryEmbedding): YaRN frequencies from factor and original_max_position_embeddings,
 # cos/sin times yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim). So a linear, llama3 or
 # dynamic MLA draft runs YaRN (llama3's low/high_freq_factor are not read), and mscale is honoured in every version.
@@ -348,13 +348,13 @@ _MLA_ROPE_VLLM = ("deepseek_v2.py's get_rope reads rope_parameters['factor'] and
 
 _NO_MLA_SPECULATORS = ("speculators has no MLA first layer (eagle3/model_definitions.py registers llama and qwen3 "
                        "only, v0.4.0-0.9.0), and vLLM's update_eagle3 raises for any other layer model_type")
-_SGLANG_NO_QWEN3 = ("SGLang has no q/k-norm draft (0.5.12-0.5.23): llama_eagle3.py builds Llama attention and its "
+_SGLANG_NO_QWEN3 = (f"SGLang has no q/k-norm draft (0.5.12-{SGLANG_NEWEST_READ}): llama_eagle3.py builds Llama attention and its "
                     "load_weights skips names it has no parameter for, so q_norm/k_norm would be dropped silently; "
                     "SGLang does not read speculators configs")
 _SPECFORGE_LLAMA_ONLY = ("llama3_eagle.py (LlamaForCausalLMEagle3) is SpecForge's only EAGLE-3 draft at a6b6b023 / "
                          "0.2.0; the MLA draft of PR #640 was closed unmerged")
 
-# Read in the engines' own releases: vLLM wheels 0.17.0-0.33.0, SGLang wheels 0.5.8-0.5.23, speculators tags
+# Read in the engines' own releases: vLLM wheels 0.17.0-VLLM_NEWEST_READ, SGLang wheels 0.5.8-SGLANG_NEWEST_READ, speculators tags
 # v0.3.0-v0.7.0 and 0.9.0, SpecForge a6b6b023 (= 0.2.0's llama3_eagle.py), SafeAILab/EAGLE cnets.py.
 FAMILIES: dict[str, DraftFamilies] = {
     "speculators": DraftFamilies(
@@ -374,8 +374,8 @@ FAMILIES: dict[str, DraftFamilies] = {
         num_aux_rule=("fc width from num_aux_hidden_states or the eagle_config ids since 0.22.0 (llama_eagle3.py, "
                       "deepseek_eagle3.py), also the top-level ids in qwen3_eagle3.py (0.24.0+); llama_eagle3.py "
                       "never reads the top-level ids a speculators config holds, so it builds fc for 3 and a 4-aux "
-                      "speculators Llama draft fails to load (vllm#54526; fix PR #54598 open, read up to 0.33.0)"),
-        mla_rope_rule=("deepseek_v2.py DeepseekV2MLAAttention (0.33.0) renames any rope type but default "
+                      f"speculators Llama draft fails to load (vllm#54526; fix PR #54598 open, read up to {VLLM_NEWEST_READ})"),
+        mla_rope_rule=(f"deepseek_v2.py DeepseekV2MLAAttention ({VLLM_NEWEST_READ}) renames any rope type but default "
                        "'deepseek_yarn'; " + _MLA_ROPE_VLLM)),
     "vllm-legacy": DraftFamilies(
         attention={"llama": "all versions", "mla": "deepseek_eagle3.py from 0.18.0 (PR #36361): 0.18.x only in "
@@ -389,12 +389,12 @@ FAMILIES: dict[str, DraftFamilies] = {
                                                    "fc_norm and norm_output in it since 0.5.13"},
         attention_other={"qwen3": _SGLANG_NO_QWEN3},
         attention_requires={"mla": {"q_lora_rank": "kimi_k25_eagle3.py raises ValueError('Eagle3 MLA layer requires "
-                                                   "q_lora_rank in the draft config'), 0.5.12-0.5.23"}},
+                                                   f"q_lora_rank in the draft config'), 0.5.12-{SGLANG_NEWEST_READ}"}},
         num_aux_keys={"llama": (NUM_AUX_KEY, IDS_NESTED), "mla": (IDS_NESTED, IDS_TOP)},
         num_aux_rule=("any count since 0.5.12: llama_eagle3.py reads num_aux_hidden_states, else the eagle_config "
                       "ids; kimi_k25_eagle3.py the eagle_config ids, else the top-level ones; 3 before"),
         mla_rope_missing={"factor": 1.0, "original_max_position_embeddings": "max_position_embeddings"},
-        mla_rope_rule=("kimi_k25_eagle3.py -> deepseek_v2.py (0.5.12-0.5.23): any rope_scaling but default is "
+        mla_rope_rule=(f"kimi_k25_eagle3.py -> deepseek_v2.py (0.5.12-{SGLANG_NEWEST_READ}): any rope_scaling but default is "
                        "deepseek_yarn; factor missing = 1.0, original_max_position_embeddings missing = "
                        "max_position_embeddings (factory.py _get_rope_param, with a warning)")),
     "sglang-legacy": DraftFamilies(
@@ -411,8 +411,8 @@ FAMILIES: dict[str, DraftFamilies] = {
 
 # eagle_config switches of NVIDIA ModelOpt's EAGLE export (modelopt/torch/speculative/config.py EagleConfig,
 # plugins/megatron_eagle.py), carried by MLA drafts (TorchSpec kimi_k25_eagle3_mla.json): key -> (the value every
-# serving engine acts as if written, what it means). No engine reads them: grep of SGLang 0.5.23 and vLLM 0.33.0
-# finds no reference; SGLang kimi_k25_eagle3.py (0.5.12-0.5.23), vLLM deepseek_eagle3.py (0.18.0-0.33.0) and
+# serving engine acts as if written, what it means). No engine reads them: grep of SGLang SGLANG_NEWEST_READ and vLLM VLLM_NEWEST_READ
+# finds no reference; SGLang kimi_k25_eagle3.py (0.5.12-SGLANG_NEWEST_READ), vLLM deepseek_eagle3.py (0.18.0-VLLM_NEWEST_READ) and
 # TorchSpec deepseek_eagle.py (6f21829) always norm the embedding and the output.
 MODELOPT_SWITCHES = {
     "use_input_layernorm_in_first_layer": (True, "input_layernorm on the embedding in the first layer"),
@@ -442,20 +442,20 @@ def modelopt_switch_notes(eagle_config: dict) -> list[tuple[str, object, str]]:
 # draft code does not model: key -> (the value that code acts as if written, the rule). Kept for round trips, not
 # modelled (eagle3lab computes as the draft code does).
 MLA_CONFIG_KEYS = {
-    # SGLang configs/kimi_linear.py (0.5.12-0.5.23) holds it; its kimi_linear.py and kimi_k3.py (0.5.23) build
-    # every MLA layer with skip_rope=True, vLLM 0.18.0 kimi_linear.py asserts use_nope; vLLM 0.33.0's k3_dspark.py
-    # refuses it for DSpark drafts. No EAGLE-3 MLA draft reads it: SGLang kimi_k25_eagle3.py (0.5.12-0.5.23), vLLM
-    # deepseek_eagle3.py (0.18.0, 0.33.0) and TorchSpec deepseek_eagle.py (7adce248) rotate the rope dims anyway.
+    # SGLang configs/kimi_linear.py (0.5.12-SGLANG_NEWEST_READ) holds it; its kimi_linear.py and kimi_k3.py (SGLANG_NEWEST_READ) build
+    # every MLA layer with skip_rope=True, vLLM 0.18.0 kimi_linear.py asserts use_nope; vLLM VLLM_NEWEST_READ's k3_dspark.py
+    # refuses it for DSpark drafts. No EAGLE-3 MLA draft reads it: SGLang kimi_k25_eagle3.py (0.5.12-SGLANG_NEWEST_READ), vLLM
+    # deepseek_eagle3.py (0.18.0, VLLM_NEWEST_READ) and TorchSpec deepseek_eagle.py (7adce248) rotate the rope dims anyway.
     "mla_use_nope": (False, "Kimi-Linear / Kimi-K3 MLA without rotary embedding (NoPE: the qk_rope_head_dim part of q "
                             "and k is never rotated; SGLang kimi_linear.py / kimi_k3.py skip_rope, vLLM 0.18 "
                             "kimi_linear.py); not modelled, and no EAGLE-3 MLA draft code reads it (SGLang "
-                            "kimi_k25_eagle3.py 0.5.12-0.5.23, vLLM deepseek_eagle3.py 0.18.0-0.33.0, TorchSpec "
+                            f"kimi_k25_eagle3.py 0.5.12-{SGLANG_NEWEST_READ}, vLLM deepseek_eagle3.py 0.18.0-{VLLM_NEWEST_READ}, TorchSpec "
                             "deepseek_eagle.py): RoPE is applied"),
     # SGLang deepseek_v2.py DeepseekV2AttentionMLA: is_neox_style = not getattr(config, "rope_interleave", True)
-    # (0.5.12, 0.5.23); vLLM deepseek_v2.py DeepseekV2MLAAttention passes is_neox_style=False (0.18.0, 0.33.0).
+    # (0.5.12, SGLANG_NEWEST_READ); vLLM deepseek_v2.py DeepseekV2MLAAttention passes is_neox_style=False (0.18.0, VLLM_NEWEST_READ).
     "rope_interleave": (True, "DeepSeek's RoPE pairs: true (the default) rotates (2j, 2j + 1), false the halves "
-                              "(i, i + d/2). SGLang deepseek_v2.py reads it (0.5.12-0.5.23); vLLM deepseek_v2.py "
-                              "(0.18.0-0.33.0), TorchSpec and eagle3lab always rotate interleaved pairs; not "
+                              f"(i, i + d/2). SGLang deepseek_v2.py reads it (0.5.12-{SGLANG_NEWEST_READ}); vLLM deepseek_v2.py "
+                              f"(0.18.0-{VLLM_NEWEST_READ}), TorchSpec and eagle3lab always rotate interleaved pairs; not "
                               "modelled"),
 }
 

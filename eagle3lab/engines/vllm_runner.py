@@ -5,7 +5,7 @@ Both runners capture the same points for the ids they get (the model's ``set_aux
 they log when they fall back to the default (2, N//2, N-3). Which runner a build runs depends on the
 release, the platform (a CUDA build or vLLM's CPU build), the target and the launch's features.
 
-Everything here is rows, read in the vLLM release wheels 0.17.0-0.33.0 (every minor release;
+Everything here is rows, read in the vLLM release wheels 0.17.0 to ``VLLM_NEWEST_READ`` (every minor release;
 ``vllm/config/vllm.py`` ``VllmConfig.use_v2_model_runner``, ``_is_default_v2_model_runner_model``,
 ``_get_v2_model_runner_unsupported_features``, ``vllm/envs.py``, ``v1/worker/gpu_worker.py``,
 ``v1/worker/cpu_worker.py``, ``v1/worker/gpu_model_runner.py`` ``_get_eagle3_aux_layers_from_config``

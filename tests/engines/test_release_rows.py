@@ -12,6 +12,7 @@ from eagle3lab.app.cli import main
 from eagle3lab.engines import layer_ids
 from eagle3lab.engines.layer_ids import CHANGES, SGLANG_ROWS, nearest_servable, resolve_aux_layers
 from eagle3lab.engines.versions import Change
+from eagle3lab.errors import Eagle3LabError
 
 LLAMA, N = "LlamaForCausalLM", 12
 IDS = [2, 6, N - 1]              # SGLang ids: loop indices 3, 7 and N (+1 rule)
@@ -95,3 +96,27 @@ def test_the_serving_decision_follows_the_row(release_0_5_24):
     assert nearest_servable("sglang", wanted, N, arch=LLAMA, engine_version="0.5.24") == (wanted, IDS)
     nearest, ids = nearest_servable("sglang", wanted, N, arch=LLAMA, engine_version="0.5.23")
     assert nearest == (3, 7, N - 1) and ids == [2, 6, N - 2]
+
+
+def test_every_note_has_a_listed_code():
+    """Callers match codes, never text: every note the translator writes carries a code of NOTE_CODES, and the
+    codes are documented."""
+    from eagle3lab import bundled
+
+    seen = set()
+    for engine in ("sglang", "specforge", "vllm", "speculators", "eagle"):
+        for arch in (None, LLAMA, "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Glm4MoeLiteForCausalLM",
+                     "Qwen3MoeForCausalLM", "GptOssForCausalLM", "FooForCausalLM"):
+            for ids in (None, [-1, 2, 6], [0, 2, 6], [2, 6, N], [6, 2, 6], [2, 6, N + 3], [1, 6, N - 1]):
+                for version in (None, "0.5.12", "0.5.21", "0.5.23", "2026-09-01", "0.17.0", "0.24.0", "0.33.0"):
+                    for n in (N, None):
+                        try:
+                            res = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=version)
+                        except Eagle3LabError:   # bad input for this engine: no notes to check
+                            continue
+                        for note in res.notes:
+                            assert note.code in layer_ids.NOTE_CODES, (engine, arch, ids, version, note.text)
+                            seen.add(note.code)
+    doc = (bundled.ROOT / "docs" / "cli" / "ids.md").read_text()
+    assert all(f"`{code}`" in doc for code in layer_ids.NOTE_CODES)
+    assert len(seen) >= 25   # the grid reaches nearly every code

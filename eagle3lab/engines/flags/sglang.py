@@ -14,8 +14,8 @@ eras are ``sglang_overlap.py``. The order:
     draft tokens := steps + 1; the context-length checks (target, then the draft's).
 
 Each finding's ``engine_logs`` / ``engine_error`` say what SGLang logs or raises while resolving;
-``tests/oracles/test_sglang_flags_parity.py`` checks them, and the settings, against SGLang 0.5.23's own
-resolver (``eagle3lab/engines/oracle/``).
+``tests/oracles/test_sglang_flags_parity.py`` checks them, and the settings, against SGLang's own resolver in
+the newest release read, ``SGLANG_NEWEST_READ`` (``eagle3lab/engines/oracle/``).
 """
 
 from __future__ import annotations
@@ -101,10 +101,10 @@ MTP_ARCHS = ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV4ForCa
              "HYV3ForCausalLM")
 MTP_ARCHS_0520 = ("HYV4ForCausalLM", "Qwen4ExpForConditionalGeneration")  # CHANGES["mtp-archs-0520"]
 # ... of which these two get the draft path but no "DeepSeek MTP does not require ..." line (every build
-# that lists them: 0.5.10 .. 0.5.23 read).
+# that lists them: 0.5.10 .. SGLANG_NEWEST_READ read).
 MTP_SILENT = ("MistralLarge3ForCausalLM", "PixtralForConditionalGeneration")
 
-# The lines SGLang logs while resolving (arg_groups/speculative_hook.py, configs/model_config.py; 0.5.23 run).
+# The lines SGLang logs while resolving (arg_groups/speculative_hook.py, configs/model_config.py; SGLANG_NEWEST_READ run).
 MRR_LOG = ("Max running requests is reset to 48 for speculative decoding. You can override this by explicitly "
            "setting --max-running-requests.")
 MTP_LOG = "DeepSeek MTP does not require setting speculative_draft_model_path."

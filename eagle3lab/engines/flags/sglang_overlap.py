@@ -73,7 +73,7 @@ OVERLAP_ERAS = ("before spec V2", "spec V2 opt-in", "spec V2 by default", "spec 
 OPT_IN = "SGLANG_ENABLE_SPEC_V2=1"
 BETA_FLAG = "builds before PR #12113, late Oct 2025, read --enable-beta-spec instead"
 
-# What SGLang logs about it, as read (and, for 0.5.23, run) in arg_groups/speculative_hook.py; era 4 only.
+# What SGLang logs about it, as read (and, for SGLANG_NEWEST_READ, run) in arg_groups/speculative_hook.py; era 4 only.
 NON_OVERLAP_LOG = "Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding."
 CPU_LOG = "Overlap schedule is not implemented for speculative decoding on CPU."
 ENV_REMOVED_LOG = ("SGLANG_ENABLE_SPEC_V2 has been removed: speculative decoding always runs the V2 worker. Use "

@@ -1,6 +1,6 @@
 """An import shim for modules an engine imports at load time but whose code the rule under test never runs.
 
-SGLang 0.5.23 imports ``torchvision`` unconditionally on the way to ``ServerArgs.resolve_once``
+SGLang (the release the oracle runs, ``layer_ids.SGLANG_NEWEST_READ``) imports ``torchvision`` unconditionally on the way to ``ServerArgs.resolve_once``
 (``sglang.srt.configs`` -> ``nano_nemotron_vl`` -> ``multimodal/internvl_utils.py``: image transforms
 for InternVL). PyPI's torchvision does not load beside the CPU torch the engine environment pins, and
 image transforms have nothing to do with flag resolution. So, for the names in ``ABSENT`` only:
@@ -18,7 +18,7 @@ path before SGLang, in the engine's interpreter.
 
 ``install(..., narrow={name: modules})`` serves a further absent module to import statements written in
 exactly those modules, nowhere else, for engine code that imports it at construction where a whole-package
-shim would switch optional paths on. The one use: SGLang 0.5.23's ``RotaryEmbedding.__init__``
+shim would switch optional paths on. The one use: that SGLang's ``RotaryEmbedding.__init__``
 (``sglang.srt.layers.rotary_embedding.base``), on a platform that is none of CUDA, HIP, XPU, NPU, MUSA, MPS,
 an out-of-tree plugin or SGLang's CPU engine (``SGLANG_USE_CPU_ENGINE=1``, which needs sgl-kernel's CPU
 build), binds ``from vllm._custom_ops import rotary_embedding`` as its fallback kernel while the model is
