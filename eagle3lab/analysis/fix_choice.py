@@ -262,7 +262,8 @@ def _refine(scores: dict, measure, choice: FixChoice, first_members, build: Buil
     set (the candidates rescored so far were chosen on fewer prompts): every servable move that lowers the
     cross-entropy, until none does (at most two cycles); then the choice again among all that was scored."""
     key = choice.key
-    points = [sorted({m[0][i] for m in first_members}, key=str) for i in range(len(key[0]))]
+    same = [m for m in first_members if len(m[0]) == len(key[0])]    # not the no-aux hypothesis
+    points = [sorted({m[0][i] for m in same}, key=str) for i in range(len(key[0]))]
     for _ in range(2):
         moved = False
         for i, options in enumerate(points):
