@@ -131,7 +131,7 @@ class IdRow:
     to the next row of the same file: the ``offset`` added to every id (PLUS_ONE, FIRST_ID, LARGEST_N), what loop
     index 0 captures (``index0``: "bare", "prepared" or "TypeError"), whether loop index N (after the last layer) is
     captured (``final``), what a loop index past the layers does (``past_end``: "missing", or "IndexError" at
-    start-up), and the ``rule`` (its text)."""
+    start-up), and the ``rule`` (its text, or for vLLM a key of _RULES)."""
 
     engine: str
     file: str
@@ -141,6 +141,7 @@ class IdRow:
     final: bool
     past_end: str
     rule: str
+    eagle3: bool = True   # the engine serves an EAGLE-3 draft on a target served by this file at all
 
 
 def _rows(file, *rows, past_end="missing"):
@@ -251,6 +252,36 @@ _RULES = {  # the rules that are not release rows (SGLang's are in SGLANG_ROWS)
     "transformerlens": ("TransformerLens: blocks.k.hook_resid_pre = resid[k]; blocks.k.hook_resid_post = "
                         "resid[k+1]; an integer k is read as blocks.k.hook_resid_pre."),
 }
+
+
+# vLLM: the DeepSeek-family capture loops (every other file is EagleModelMixin's, id k = resid[k]), in the same
+# shape: which file serves an architecture from which change (FileRow), and what each file does (IdRow; offset
+# "as written", index0 "TypeError" or "platform": CUDA's nvidia/model.py captures resid[0], ROCm's amd/model.py and
+# other platforms raise TypeError).
+AS_WRITTEN = "as written"
+
+
+@dataclass(frozen=True)
+class FileRow:
+    """``engine`` serves ``arch`` (lower case) with ``file`` from the change ``since`` on (None: the oldest build read)."""
+
+    engine: str
+    arch: str
+    since: str | None
+    file: str
+
+
+VLLM_FILE_ROWS = (FileRow("vllm", "deepseekv32forcausallm", None, "deepseek_v2.py"),
+                  FileRow("vllm", "deepseekv32forcausallm", "vllm-deepseek-v32", "deepseek_v32"))
+VLLM_ROWS = (
+    IdRow("vllm", "deepseek_v2.py", None, AS_WRITTEN, "TypeError", False, "missing", "vllm-deepseek", eagle3=False),
+    IdRow("vllm", "deepseek_v2.py", "vllm-deepseek-eagle3", AS_WRITTEN, "TypeError", False, "missing",
+          "vllm-deepseek"),
+    IdRow("vllm", "deepseek_v2.py", "vllm#46973", AS_WRITTEN, "TypeError", True, "missing", "vllm-deepseek"),
+    IdRow("vllm", "deepseek_v32", None, AS_WRITTEN, "platform", False, "missing", "vllm-deepseek-v32", eagle3=False),
+    IdRow("vllm", "deepseek_v32", "vllm-deepseek-eagle3", AS_WRITTEN, "platform", False, "missing",
+          "vllm-deepseek-v32"),
+)
 
 
 @dataclass(frozen=True)
@@ -502,16 +533,16 @@ def _vllm_deepseek_file(arch, notes) -> str | None:
     (DeepseekV32ForCausalLM since release 0.29.0) or None (not DeepSeek-family)."""
     if not is_deepseek_family(arch):
         return None
-    if arch.strip().lower() == "deepseekv32forcausallm" and notes.after("vllm-deepseek-v32"):
-        return "deepseek_v32"
-    return "deepseek_v2.py"
+    rows = [r for r in VLLM_FILE_ROWS if r.arch == arch.strip().lower()]
+    return _FileRule(None, notes, rows).get("file") if rows else "deepseek_v2.py"
 
 
 def _vllm_points(engine, written, n, arch, notes, runner=None):
     """vLLM and speculators (served by vLLM): id k = resid[k], with DeepSeek-family exceptions. ``runner``: the
     ``vllm_runner`` choice whose fallback log the default note names (None: both runners' are named)."""
     deepseek = _vllm_deepseek_file(arch, notes)
-    if deepseek and not notes.after("vllm-deepseek-eagle3"):
+    rows = _FileRule(None, notes, [r for r in VLLM_ROWS if r.file == deepseek]) if deepseek else None
+    if rows and not rows.get("eagle3"):
         notes.add(f"vLLM before 0.18.0 serves no EAGLE-3 draft on {arch}: config/speculative.py raises ValueError "
                   "('eagle3 is only supported for [...] models'; DeepSeek model types join the list in 0.18.0) and "
                   "deepseek_v2.py has no capture hook.", "breaks", code="VLLM_DEEPSEEK_NO_EAGLE3")
@@ -540,30 +571,29 @@ def _vllm_points(engine, written, n, arch, notes, runner=None):
                             "vLLM tests `idx in layers` while walking the layers, so a negative id is never matched "
                             "and that state is silently missing. Use 0 for the embedding output (resid[0]).")
     rule = _RULES[engine]
-    if deepseek == "deepseek_v2.py":
-        rule = _RULES["vllm-deepseek"] + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators"
-                                          else "")
+    if rows:
+        rule = _RULES[rows.get("rule")] + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators"
+                                           else "")
+    if rows and rows.get("index0") == "TypeError":
         if 0 in points:
             notes.add(f"Id 0 (resid[0], the embedding output) crashes vLLM on {arch}: deepseek_v2.py's "
                       "DeepseekV2Model.forward appends `hidden_states + residual` before layer 0, where the residual "
                       "is still None, and raises TypeError ('Tensor' + 'NoneType') at the target's first forward "
                       f"(every release read, 0.18.0-{VLLM_NEWEST_READ}; read, not run). Use resid[1] instead.", "breaks",
                       code="VLLM_DEEPSEEK_ID0_TYPEERROR")
-        if n is not None and n in points and not notes.after("vllm#46973"):
+        if n is not None and n in points and not rows.get("final"):
             notes.add(f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR #46973 "
                       f"(merged {_PR46973.merged}; releases 0.18.0-0.24.0 capture ids up to {n - 1}): one state "
                       "fewer comes back than configured.", "breaks", code="VLLM_DEEPSEEK_FINAL_UNREACHED")
             points = [p for p in points if p != n]
-    elif deepseek == "deepseek_v32":
-        rule = _RULES["vllm-deepseek-v32"] + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators"
-                                              else "")
+    elif rows:   # deepseek_v32: id 0 depends on the platform
         if 0 in points:
             notes.add("Id 0 on DeepseekV32ForCausalLM (vLLM 0.29.0 on, vllm/models/deepseek_v32, releases read up to "
                       f"{VLLM_NEWEST_READ}) depends on the platform: CUDA's nvidia/model.py appends the bare hidden states when the "
                       "residual is None (resid[0]); ROCm's amd/model.py (and deepseek_v2.py on other platforms) "
                       "computes `hidden_states + residual` and raises TypeError at the first forward.",
                       code="VLLM_DEEPSEEK_V32_ID0_PLATFORM")
-        if n is not None and n in points:
+        if n is not None and n in points and not rows.get("final"):
             notes.add(f"id {n} (final layer output) is never captured by vLLM's vllm/models/deepseek_v32 (0.29.0-"
                       f"{VLLM_NEWEST_READ} read): it captures before each layer only; one state fewer comes back than configured.",
                       "breaks", code="VLLM_DEEPSEEK_V32_FINAL_UNREACHED")
@@ -576,13 +606,14 @@ def _vllm_points(engine, written, n, arch, notes, runner=None):
 
 
 class _FileRule:
-    """One SGLang model file's rows as a build reads them: ``get(field)`` is the newest possible row's value, with a
+    """One model file's rows as a build reads them: ``get(field)`` is the newest possible row's value, with a
     version note when the build cannot be placed by a change at which that field changes."""
 
-    def __init__(self, file: str | None, notes):
-        self.rows = tuple(r for r in SGLANG_ROWS if r.file == file)
+    def __init__(self, file: str | None, notes, rows=None, landed_after=()):
+        self.rows = tuple(r for r in SGLANG_ROWS if r.file == file) if rows is None else tuple(rows)
         self.notes = notes
-        self.span = change_rows(self.rows, CHANGES, notes.engine_version, landed_after=_SGLANG_LANDED_AFTER.get(file, ()))
+        self.span = change_rows(self.rows, CHANGES, notes.engine_version,
+                                landed_after=_SGLANG_LANDED_AFTER.get(file, ()) if rows is None else landed_after)
 
     def get(self, field: str):
         return row_value(self.rows, CHANGES, self.span, field, self.notes.engine_version,

@@ -120,3 +120,14 @@ def test_every_note_has_a_listed_code():
     doc = (bundled.ROOT / "docs" / "cli" / "ids.md").read_text()
     assert all(f"`{code}`" in doc for code in layer_ids.NOTE_CODES)
     assert len(seen) >= 25   # the grid reaches nearly every code
+
+
+def test_vllm_deepseek_rows_place_a_build_by_their_order():
+    """vLLM's deepseek_v2.py rows (VLLM_ROWS) hold in the order their changes landed: a build with PR #46973 (0.25.0)
+    has 0.18.0's EAGLE-3 support, so no version note doubts it; a build before #46973 cannot be placed by 0.18.0's
+    change (no PR, no date) and says so, and misses id N."""
+    after = resolve_aux_layers("vllm", [2, 30, 61], 61, arch="DeepseekV3ForCausalLM", engine_version="post-#46973")
+    assert after.resid == (2, 30, 61) and "ENGINE_VERSION_UNPLACED" not in after.codes
+    before = resolve_aux_layers("vllm", [2, 30, 61], 61, arch="DeepseekV3ForCausalLM", engine_version="pre-#46973")
+    assert before.resid == (2, 30) and "VLLM_DEEPSEEK_FINAL_UNREACHED" in before.codes
+    assert [n.change for n in before.notes if n.kind == "version"] == [CHANGES["vllm-deepseek-eagle3"]]
