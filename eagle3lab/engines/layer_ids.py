@@ -25,6 +25,13 @@ saying whether it was read in the engine's source (``confirmed``); ``to_engine_i
 Which config key vLLM reads the ids from (and what it logs on falling back) follows its model runner,
 V1 or V2, which the build and the platform decide (``eagle3lab.engines.vllm_runner``; ``key=`` and
 ``engine_platform=`` here).
+What each engine's model file does with an id list in each release range is a row: ``SGLANG_ROWS`` (one per
+SGLang model file and the change from which it holds: offset, what loop index 0 captures, whether loop index N
+is, what an id past the layers does, the rule) and ``VLLM_FILE_ROWS`` / ``VLLM_ROWS`` (vLLM's DeepSeek-family
+loops), all found by one lookup (``eagle3lab.engines.versions.change_rows``: dates, PR marks and releases place a
+build). Adding a release's rule is one ``Change`` in ``CHANGES`` and one row (``tests/engines/test_release_rows.py``
+shows it); ``SGLANG_NEWEST_READ`` / ``VLLM_NEWEST_READ`` are formatted into every sentence that names the newest
+release read. Each note carries a stable code (``NOTE_CODES``): callers match the code, never the text.
 Pure Python: no torch import, so ``eagle3lab ids`` starts fast.
 """
 
