@@ -3,14 +3,20 @@ code, measured, and the written fix must measure what doctor predicted.
 
 The drafts are committed (tests/fixtures/tiny8, trained once by make_fixtures.py on the committed 8-layer
 target): a finding's severity is a statistical verdict, and a draft trained inside the run moved it with the
-CPU (a false critical TARGET_DISTRIBUTION_PRENORM on another machine). test_fixture_verdicts.py shows these
-verdicts hold with 1 and 2 threads and with the drafts' weights perturbed by 1e-6."""
+CPU (a false critical TARGET_DISTRIBUTION_PRENORM on another machine). A test below shows these
+verdicts hold with the drafts' weights perturbed by 1e-6 (test_wiring_search: with two threads too)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from helpers.fixture_drafts import draft_dir, heldout_prompts, recipe, varied_target
+from helpers.fixture_drafts import (
+    draft_dir,
+    heldout_prompts,
+    perturbed_copy,
+    recipe,
+    varied_target,
+)
 
 from eagle3lab.analysis.config_checks import config_findings
 from eagle3lab.analysis.doctor import _id_notes, _server_finding, run_doctor, servable_wiring
@@ -25,6 +31,10 @@ pytestmark = pytest.mark.usefixtures("single_thread")
 # translated, so SGLang captures what it was trained on
 TRAINED = tuple(recipe()["drafts"]["case"]["wiring"])
 assert TRAINED == (1, 4, 6) and recipe()["drafts"]["case"]["ids"] == (2, 5, 6)
+
+
+SERVER_LOG = ("[TP0] Decode batch, #running-req: 1, #token: 90, token usage: 0.00, accept len: 3.50, "
+              "gen throughput (token/s): 50.0")
 
 
 def launch(algorithm="EAGLE3", steps=1, draft_tokens=6):
@@ -55,8 +65,7 @@ def doctor(tiny8, path, prompts, **kw):
 
 @pytest.fixture(scope="module")
 def seed(tiny8, case_dir, prompts):
-    log = "[TP0] Decode batch, #running-req: 1, #token: 90, token usage: 0.00, accept len: 3.50, gen throughput (token/s): 50.0"
-    return doctor(tiny8, case_dir, prompts, engine="sglang", engine_args=launch(), server_log=log)
+    return doctor(tiny8, case_dir, prompts, engine="sglang", engine_args=launch(), server_log=SERVER_LOG)
 
 
 def test_the_seed_case_in_miniature(seed):
@@ -82,6 +91,27 @@ def test_the_seed_case_in_miniature(seed):
     assert codes["SERVER_MISMATCH"].data["observed"] == pytest.approx(3.5)
     assert seed.critical == [f for f in seed.findings if f.severity == "critical"]
     assert [f.code for f in seed.remaining_after_write()] == ["FIRST_LAYER_RULE"]   # SGLang ignores it
+
+
+def findings_verdict(report) -> dict:
+    """What doctor concludes: each finding's code and severity, the ladder's rungs, what writing cannot fix."""
+    return {"findings": sorted((f.code, f.severity) for f in report.findings),
+            "ladder": [r.name for r in report.ladder],
+            "remaining after write": [f.code for f in report.remaining_after_write()]}
+
+
+def test_the_findings_hold_with_perturbed_weights(tiny8, seed, prompts, tmp_path):
+    """Another CPU's float rounding, put in the committed drafts' weights: each times (1 + 1e-6 z). The same
+    findings, each with the same severity (on another machine the seed miniature once gained a false critical
+    finding); the healthy draft, perturbed too, raises no critical finding. (The thread count's share, the
+    target's continuations decoded on two threads, is test_wiring_search's: two doctor runs on two threads
+    spin-wait for minutes on a loaded 2-core box.)"""
+    moved = doctor(tiny8, perturbed_copy("case", tmp_path / "case", rel=1e-6, seed=1), prompts, engine="sglang",
+                   engine_args=launch(), server_log=SERVER_LOG)
+    assert findings_verdict(moved) == findings_verdict(seed), (moved.table(), seed.table())
+    healthy = doctor(tiny8, perturbed_copy("healthy", tmp_path / "healthy", rel=1e-6, seed=1), prompts,
+                     engine="sglang", engine_args=launch(steps=3, draft_tokens=4))
+    assert healthy.critical == [], healthy.table()
 
 
 def test_written_fix_measures_what_doctor_predicted(seed, tmp_path):

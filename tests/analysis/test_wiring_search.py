@@ -2,7 +2,7 @@
 ids: it must find what they were trained on (or say why it cannot), from weights and measurements alone.
 
 The drafts whose answers are asserted are committed (tests/fixtures/tiny8, make_fixtures.py): the same bytes
-on every machine, so a verdict cannot move with the CPU (tests/analysis/test_fixture_verdicts.py shows it does
+on every machine, so a verdict cannot move with the CPU (a test below shows it does
 not move with the thread count or a 1e-6 perturbation either). A draft trained inside the run, on a wiring
 drawn here, is held only to what the search's own interval supports."""
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers.fixture_drafts import heldout_prompts, load_fixture_draft, recipe
+from helpers.fixture_drafts import heldout_prompts, load_fixture_draft, perturbed_copy, recipe, torch_threads
 from helpers.fixture_drafts import tiny8 as committed_tiny8
 from helpers.tiny_models import tiny_spec_target, trained_tiny_draft
 
-from eagle3lab.analysis.wiring_search import NO_AUX, search_wiring
+from eagle3lab.analysis.wiring_search import NO_AUX, close_to, search_wiring
 from eagle3lab.decoding.evaluate import evaluate_offline, evaluate_on_bank, greedy_dataset
 from eagle3lab.engines.acceptance import bootstrap_ratio_difference
 from eagle3lab.models.state_bank import FINAL_NORMED, capture_bank
@@ -34,21 +34,68 @@ def target():
     return committed_tiny8()[0]
 
 
-@pytest.fixture(scope="module")
-def bank(target):
+def captured(target):
     seqs, lens = greedy_dataset(target, heldout_prompts(40), max_new_tokens=28)
     return capture_bank(target, seqs, lens)
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_search_finds_the_trained_wiring_and_rule(case, target, bank):
+@pytest.fixture(scope="module")
+def bank(target):
+    return captured(target)
+
+
+@pytest.fixture(scope="module")
+def searched(target, bank, tmp_path_factory):
+    """(case, condition) -> the search on that case's committed draft, once per module. Conditions: as committed;
+    "two threads": the target's greedy continuations and states decoded and captured again on two torch threads
+    (the draft scored on one: two threads spin-wait on a loaded 2-core box, and the draft's share of float noise
+    is the perturbation's); "perturbed": the draft's weights times (1 + 1e-6 z), z drawn with seed 1."""
+    done, banks = {}, {}
+
+    def search(case, condition="as committed"):
+        if (case, condition) not in done:
+            path = CASES[case]
+            if condition == "perturbed":
+                path = perturbed_copy(CASES[case], tmp_path_factory.mktemp("perturbed") / "draft", rel=1e-6, seed=1)
+            if condition == "two threads" and condition not in banks:
+                with torch_threads(2):
+                    banks[condition] = captured(target)
+            draft = load_fixture_draft(path, target)
+            done[case, condition] = search_wiring(banks.get(condition, bank), draft, num_steps=3, progress=False)
+        return done[case, condition]
+
+    return search
+
+
+def trained_within_noise(found, bank, draft, case) -> bool:
+    """Is the trained wiring and rule within noise of the search's best, by the search's own rule (close_to)?
+    Read from the search's table, or scored here when the bounded search did not visit it (since 468ea99 the
+    descent stops at 4 x N x slots evaluations, and on embedding-last it leaves resid[0] in the last slot
+    unscored while resid[1] there is within noise of it)."""
     spec = recipe()["drafts"][CASES[case]]
     wiring, nbr = tuple(spec["wiring"]), spec["nbr"]
-    draft = load_fixture_draft(CASES[case], target)
-    found = search_wiring(bank, draft, num_steps=3, progress=False)
+    if (wiring, nbr) in {(tuple(r.aux), bool(r.norm_before_residual)) for r in found.best_set.itertuples()}:
+        return True
+    best = evaluate_on_bank(bank, draft.rewired(**found.best["variant"]), tuple(found.best["wiring"]), num_steps=3)
+    return any(close_to(evaluate_on_bank(bank, draft.rewired(**v), wiring, num_steps=3), best, found.level)
+               for v in draft.variants() if bool(v["norm_before_residual"]) == nbr)
+
+
+def verdict(found, case, bank, draft) -> dict:
+    """What the tests below conclude from a search: the verdicts that must not move with the machine."""
+    return {"trained wiring and rule within noise": trained_within_noise(found, bank, draft, case),
+            "identifiable": found.identifiable,
+            "best beats vLLM's reading": bool(found.best["tau"].low > found.served.loc["vllm", "tau_high"])}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_search_finds_the_trained_wiring_and_rule(case, bank, searched):
+    spec = recipe()["drafts"][CASES[case]]
+    wiring = tuple(spec["wiring"])
+    found = searched(case)
     best_set = found.best_set
-    held = [(tuple(r.aux), bool(r.norm_before_residual)) for r in best_set.itertuples()]
-    assert (wiring, nbr) in held, (found.summary(), best_set[["wiring", "settings", "ce", "tau"]])
+    assert trained_within_noise(found, bank, load_fixture_draft(CASES[case]), case), (
+        found.summary(), best_set[["wiring", "settings", "ce", "tau"]])
     n_wirings = len(set(best_set["aux"]))
     if found.identifiable:
         assert n_wirings <= 5, found.summary()
@@ -75,6 +122,18 @@ def test_search_finds_the_trained_wiring_and_rule(case, target, bank):
     assert len(bars.patches) == 1 + found.served.groupby(["aux", "settings"]).ngroups
     assert "cpu" in fig._suptitle.get_text() and str(found.evaluations) in fig._suptitle.get_text()
     plt.close(fig)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_verdicts_hold_with_two_threads_and_perturbed_weights(case, searched, bank):
+    """Another CPU's float kernels, put in two ways: the thread count (another split of every sum, the target's
+    continuations decoded again) and the committed weights times (1 + 1e-6 z). Every verdict stays."""
+    draft = load_fixture_draft(CASES[case])
+    expected = verdict(searched(case), case, bank, draft)
+    assert expected["trained wiring and rule within noise"] and expected["best beats vLLM's reading"], expected
+    for condition in ("two threads", "perturbed"):
+        found = searched(case, condition)
+        assert verdict(found, case, bank, draft) == expected, (condition, found.summary())
 
 
 def test_an_untrained_draft_is_not_identifiable(target, bank):

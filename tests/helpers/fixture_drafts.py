@@ -3,6 +3,7 @@ the inputs of every test that asserts a statistical verdict, the same bytes on e
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
@@ -72,24 +73,44 @@ def heldout_prompts(n: int, length: int = 12, stride: int = 40) -> list[list[int
     return [heldout[i:i + length].tolist() for i in range(0, n * stride, stride)]
 
 
-def load_fixture_draft(name: str, target=None):
-    """Committed draft ``name`` as ``load_draft`` reads it for ``target`` (default: the committed target)."""
+def load_fixture_draft(name: str | Path, target=None):
+    """Committed draft ``name`` (or a draft folder) as ``load_draft`` reads it for ``target`` (default: the
+    committed target)."""
     from eagle3lab.models.checkpoint import load_draft
 
     target = target if target is not None else _target()
-    return load_draft(draft_dir(name), target=target).bound(num_target_layers=target.num_layers)
+    path = name if isinstance(name, Path) else draft_dir(name)
+    return load_draft(path, target=target).bound(num_target_layers=target.num_layers)
 
 
-def perturbed(draft, rel: float = 1e-6, seed: int = 0):
-    """A copy of ``draft`` whose float weights are each multiplied by (1 + rel * z), z standard normal: what
-    another CPU's rounding in one matmul does to a result, put in the weights."""
-    out = copy.deepcopy(draft)
+def perturbed_copy(name: str, out: str | Path, rel: float = 1e-6, seed: int = 0) -> Path:
+    """Committed draft ``name`` copied to ``out`` with every float weight multiplied by (1 + rel * z), z standard
+    normal: what another CPU's rounding does to a result, put in the weights. Returns ``out``."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    out = Path(out)
+    shutil.copytree(draft_dir(name), out)
     g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in out.parameters():
-            if p.is_floating_point():
-                p.mul_(1 + rel * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    tensors = load_file(str(out / "model.safetensors"))
+    for key in sorted(tensors):
+        if tensors[key].is_floating_point():
+            z = torch.randn(tensors[key].shape, generator=g, dtype=torch.float64)
+            tensors[key] = (tensors[key].double() * (1 + rel * z)).to(tensors[key].dtype)
+    save_file(tensors, str(out / "model.safetensors"))
     return out
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """Run the block on ``n`` torch threads (another thread count splits the float sums differently)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def manifest() -> dict:
