@@ -202,9 +202,8 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
            max_prompts: int, step: int = 8, level: float = 0.95) -> tuple[FixChoice, dict]:
     """Choose the fix on the search's bank, then add ``step`` prompts at a time (``evidence.more``) while a
     rival is not told apart from it (``rivals``), up to ``max_prompts``; on each larger bank only the
-    candidates are rescored (the choice, its rivals, the next servable members), and on the last one the
-    choice is refined by a descent over the points the first set held (``_refine``). Returns the choice
-    and the scores on the final bank (``evidence.bank``)."""
+    candidates are rescored (the choice, its rivals, the next servable members). Returns the choice and
+    the scores on the final bank (``evidence.bank``)."""
     from eagle3lab.decoding.evaluate import evaluate_on_bank
 
     def scorer(bank, memo):
@@ -227,7 +226,6 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         measure(w, {k: stated.get(k, v) for k, v in dict(members[0][1]).items()})
     members = _members(scores, list(scores), level)[1]
     choice = choose(scores, members, build, stated, level=level, measure=measure)
-    first_members, first_prompts = list(members), evidence.num_prompts
     while True:
         rival_keys = rivals(choice, members, served_key, build)
         for k in rival_keys:
@@ -235,15 +233,7 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         choice.settled, choice.separations = separations(scores, choice, rival_keys, level)
         choice.prompts = evidence.num_prompts
         if choice.settled or evidence.num_prompts >= max_prompts or not evidence.can_grow():
-            if evidence.num_prompts == first_prompts:
-                return choice, scores
-            refined = _refine(scores, measure, choice, first_members, build, stated, level)
-            if refined.key == choice.key:
-                return choice, scores
-            # once more for its own rivals, on this bank
-            choice, first_prompts = refined, evidence.num_prompts
-            members = _members(scores, list(scores), level)[1]
-            continue
+            return choice, scores
         runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
                             key=lambda k: (-_kept(k, stated), scores[k].ce))[:3]
         candidates = list(dict.fromkeys([choice.key, *rival_keys, *runners_up]))
@@ -255,24 +245,3 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         members = _members(scores, candidates, level)[1]
         choice = choose(scores, candidates, build, stated, level=level, measure=measure)
 
-
-def _refine(scores: dict, measure, choice: FixChoice, first_members, build: Build, stated: dict,
-            level: float) -> FixChoice:
-    """On the grown bank, a coordinate descent from the choice over the points each slot took in the first
-    set (the candidates rescored so far were chosen on fewer prompts): every servable move that lowers the
-    cross-entropy, until none does (at most two cycles); then the choice again among all that was scored."""
-    key = choice.key
-    same = [m for m in first_members if len(m[0]) == len(key[0])]    # not the no-aux hypothesis
-    points = [sorted({m[0][i] for m in same}, key=str) for i in range(len(key[0]))]
-    for _ in range(2):
-        moved = False
-        for i, options in enumerate(points):
-            for p in options:
-                wiring = key[0][:i] + (p,) + key[0][i + 1:]
-                if build.servable(wiring)[0] != wiring:
-                    continue
-                if measure(wiring, dict(key[1])).ce < scores[key].ce:
-                    key, moved = key_of(wiring, dict(key[1])), True
-        if not moved:
-            break
-    return choose(scores, list(scores), build, stated, level=level, measure=measure)
