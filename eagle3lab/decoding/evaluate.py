@@ -150,8 +150,7 @@ def evaluate_offline(target, draft, sequences, num_steps: int = 5, *, prompt_len
     ``sequences``: token-id lists (prompt + continuation). ``prompt_lens`` (default: 1 each) marks
     where the continuation starts; anchors inside the prompt are skipped.
     """
-    from eagle3lab.models.capture import ResidCapture, build_fc_input
-    from eagle3lab.models.state_bank import check_prompt_lens
+    from eagle3lab.models.capture import ResidCapture, build_fc_input, check_prompt_lens
 
     tgt = as_target(target)
     d = draft_for(draft, tgt, profile)

@@ -315,3 +315,12 @@ def fc_input_difference(a: FcInput, b: FcInput, attention_mask=None, names=("a",
                      "relative distance": float((y - x).norm() / x.norm()),
                      "norm ratio": float(y.norm() / x.norm())})
     return pd.DataFrame(rows).set_index("slot")
+
+
+def check_prompt_lens(prompt_lens, lengths) -> list[int]:
+    """Where each sequence's continuation starts (default 1 each), checked against the sequence lengths."""
+    prompt_lens = [1] * len(lengths) if prompt_lens is None else [int(p) for p in prompt_lens]
+    if len(prompt_lens) != len(lengths) or any(not 1 <= p <= n for p, n in zip(prompt_lens, lengths)):
+        raise bad_input("prompt_lens", None, "one length per sequence, 1 <= prompt_len <= len(sequence)",
+                        prompt_lens[:8])
+    return prompt_lens

@@ -77,7 +77,7 @@ def dump_hidden_states(target, prompts, out_dir, points=None, *, prompt_lens=Non
     (out / MANIFEST).unlink(missing_ok=True)  # a folder without manifest is an unfinished dump
     seqs = _as_token_lists(target, prompts, max_length)
     if prompt_lens is not None:
-        from eagle3lab.models.state_bank import check_prompt_lens
+        from eagle3lab.models.capture import check_prompt_lens
         prompt_lens = check_prompt_lens(prompt_lens, [len(s) for s in seqs])
     pad = 0
     samples = []

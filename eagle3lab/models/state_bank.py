@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from eagle3lab.errors import bad_input
+from eagle3lab.models.capture import check_prompt_lens  # noqa: F401  (one home in capture; re-exported)
 
 FINAL_NORMED = "final_normed"   # the point after the target's final norm (not a resid index)
 
@@ -130,15 +131,6 @@ class StateBank:
             logits = self.head.logits(self.states[FINAL_NORMED], draft_ids).float()
             self._labels = {"ids": draft_ids, "probs": logits.softmax(-1)}
         return self._labels["probs"]
-
-
-def check_prompt_lens(prompt_lens, lengths) -> list[int]:
-    """Where each sequence's continuation starts (default 1 each), checked against the sequence lengths."""
-    prompt_lens = [1] * len(lengths) if prompt_lens is None else [int(p) for p in prompt_lens]
-    if len(prompt_lens) != len(lengths) or any(not 1 <= p <= n for p, n in zip(prompt_lens, lengths)):
-        raise bad_input("prompt_lens", None, "one length per sequence, 1 <= prompt_len <= len(sequence)",
-                        prompt_lens[:8])
-    return prompt_lens
 
 
 @torch.no_grad()
