@@ -66,6 +66,7 @@ _HOMES = {
     "eagle3lab.analysis.config_checks": ("config_findings",),
     "eagle3lab.analysis.tensor_diff": ("tensor_diff", "save_trace", "load_trace"),
     "eagle3lab.analysis.server_evidence": ("parse_server_evidence", "compare_with_prediction"),
+    "eagle3lab.analysis.serve_check": ("vllm_installed",),
     "eagle3lab.analysis.plots": ("plot_acceptance", "plot_break_even", "plot_here_and_served",
                                  "plot_speedup_vs_c", "plot_tokens_per_round", "plot_slot_scan", "plot_rms_halves",
                                  "plot_residual_balance", "plot_survival_by_rule", "plot_residual_scale",

@@ -54,6 +54,15 @@ def vllm_python(engine_python=None) -> Path:
     return path
 
 
+def vllm_installed(engine_python=None) -> bool:
+    """Whether vLLM's environment is where ``serve_check`` looks (``vllm_python``)."""
+    try:
+        vllm_python(engine_python)
+    except EngineMissing:
+        return False
+    return True
+
+
 def run_vllm(jobs: list[dict], engine_python=None, timeout: float = 1800) -> dict:
     """Serve ``jobs`` (``vllm_serve.py``'s job objects) in one vLLM process; its JSON answer."""
     python = vllm_python(engine_python)

@@ -93,3 +93,15 @@ def test_step4_sglang_feeds_the_trained_wiring_only_from_0_5_22_and_vllm_serves_
 
 def test_step5_the_fix_restores_acceptance(nb):
     assert nb["tau_fixed"] > nb["tau_launched"] + 0.8 and nb["tau_fixed"] > 2.5
+
+
+def test_step5b_the_real_vllm_serves_the_fix_as_emulated(nb):
+    """Under CI the vLLM environment exists (make engines): the fixed checkpoint, served by the real vLLM,
+    gives exactly the counters eagle3lab's emulation predicts for that build, and the summary says so."""
+    from helpers.paths import vllm_python
+
+    vllm_python()    # skips without .venv-vllm locally, fails under CI=true
+    assert nb["real_vllm_verdict"] == "AGREES", nb["real_vllm_verdict"]
+    assert nb["real_vllm_tau"] > nb["tau_launched"] + 0.8
+    summary = notebook_summary("06_case_file.ipynb")
+    assert f"tau {nb['real_vllm_tau']:.2f}, its counters equal to eagle3lab's emulation" in summary
