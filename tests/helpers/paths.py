@@ -17,15 +17,19 @@ REAL_CONFIGS = FIXTURES / "real-configs"
 ENGINES_PYTHON = Path(os.environ.get("EAGLE3LAB_ENGINES_PYTHON", TESTS.parent / ".venv-engines" / "bin" / "python"))
 
 
+def _required_python(python: Path, what: str, script: str, tests: str) -> Path:
+    """``python`` if it exists; else a skip on a developer's machine, a failure in CI (CI=true)."""
+    if not python.exists():
+        msg = f"{what} missing: {python} does not exist; build it with `make engines` ({script})"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(msg + f" (CI=true: the {tests} tests must run)")
+        pytest.skip(msg)
+    return python
+
+
 def engines_python() -> Path:
     """The engine environment's python; a skip on a developer's machine without it, a failure in CI."""
-    if not ENGINES_PYTHON.exists():
-        msg = (f"engine environment missing: {ENGINES_PYTHON} does not exist; build it with `make engines` "
-               "(scripts/engines-env.sh)")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg + " (CI=true: the oracle tests must run)")
-        pytest.skip(msg)
-    return ENGINES_PYTHON
+    return _required_python(ENGINES_PYTHON, "engine environment", "scripts/engines-env.sh", "oracle")
 
 
 # vLLM's CPU build (the real engine) lives in a third environment, built by `make engines` (scripts/vllm-env.sh
@@ -35,10 +39,4 @@ VLLM_PYTHON = Path(os.environ.get("EAGLE3LAB_VLLM_PYTHON", TESTS.parent / ".venv
 
 def vllm_python() -> Path:
     """vLLM's environment's python; a skip on a developer's machine without it, a failure in CI."""
-    if not VLLM_PYTHON.exists():
-        msg = (f"vLLM environment missing: {VLLM_PYTHON} does not exist; build it with `make engines` "
-               "(scripts/vllm-env.sh)")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(msg + " (CI=true: the real-engine tests must run)")
-        pytest.skip(msg)
-    return VLLM_PYTHON
+    return _required_python(VLLM_PYTHON, "vLLM environment", "scripts/vllm-env.sh", "real-engine")
