@@ -377,6 +377,11 @@ class AuxResolution:
         return tuple(n.text for n in self.notes if n.kind == "breaks")
 
     @property
+    def fatal_codes(self) -> tuple[str, ...]:
+        """The codes (NOTE_CODES) of the notes that break the engine, in the order found."""
+        return tuple(n.code for n in self.notes if n.kind == "breaks")
+
+    @property
     def unconfirmed(self) -> tuple[str, ...]:
         """The notes whose subject was not read in the engine's source for this target, as text."""
         return tuple(n.text for n in self.notes if not n.confirmed)
@@ -850,6 +855,13 @@ def _vllm_key(runner, written, key, notes):
     return written
 
 
+def plus_one_ids(resid) -> list[int]:
+    """The ids SGLang's documented convention gives for these points (id k captures resid[k + 1], so the
+    embedding output is id -1): what a team writes by hand, whether or not a given build captures them
+    (``resolve_aux_layers`` says what it does with them)."""
+    return [_as_int("resid", k) - 1 for k in resid]
+
+
 def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
                   engine_version: str | None = None, *, engine_platform: str | None = None) -> list:
     """The ids to WRITE so that ``engine`` captures exactly these ``resid`` points, in this order.
@@ -881,7 +893,7 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
     elif engine in ("vllm", "speculators"):
         candidates = [list(target)]
     else:
-        candidates = [[k - 1 for k in target], list(target)]
+        candidates = [plus_one_ids(target), list(target)]
         if target[0] == 1 and len(target) > 1:
             # Since SGLang #25454 (DeepSeek-family) a first id of 1 switches +1 on; the capture loop sorts anyway.
             candidates.append(target[1:] + target[:1])

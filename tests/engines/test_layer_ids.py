@@ -557,3 +557,15 @@ def test_nearest_servable_moves_only_what_the_engine_cannot_capture():
     assert nearest_servable("eagle", (0, 3, 7), 12) == ((2, 6, 9), [2, 6, 9])   # EAGLE's fixed choice is near
     with pytest.raises(Eagle3LabError, match="no wiring within 8 moves"):
         nearest_servable("eagle", (0, 3, 7), 61)                                 # ... and here it is not
+
+
+def test_plus_one_ids_and_fatal_codes_are_what_callers_match():
+    from eagle3lab.engines.layer_ids import NOTE_CODES, plus_one_ids
+    assert plus_one_ids((0, 3, 31)) == [-1, 2, 30]          # the real team's fix for resid[0, 3, 31]
+    # DeepSeek-family on an old build: id -1 is loop index 0, where the residual is None -> a TypeError
+    crash = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch="DeepseekV3ForCausalLM", engine_version="0.5.12")
+    assert crash.fatal_codes and all(c in NOTE_CODES for c in crash.fatal_codes)
+    assert len(crash.fatal_codes) == len(crash.fatal)
+    assert any(c.endswith("TYPEERROR") for c in crash.fatal_codes)
+    healthy = resolve_aux_layers("sglang", [1, 5, 8], 12, arch="LlamaForCausalLM")
+    assert healthy.fatal_codes == () and not healthy.fatal
