@@ -41,8 +41,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check eagle3lab tests benchmarks
 
 # ruff + the whole pytest suite (unit tests, every notebook executed, the engine parity tests).
+# Two workers (pytest-xdist), whole files per worker: notebooks, engines and vLLM run in single-threaded
+# subprocesses, so two at once use both cores; TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 test: lint engines
-	$(BIN)/python -m pytest; rc=$$?; \
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure, not a pass" >&2; fi; \
 	exit $$rc
 

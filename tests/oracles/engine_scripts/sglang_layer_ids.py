@@ -201,6 +201,14 @@ def run_case(case) -> dict:
     return out
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def main() -> int:
     job = json.load(open(sys.argv[1]))
     real_stdout = sys.stdout
@@ -216,7 +224,8 @@ def main() -> int:
         answer["version"] = version("sglang")
         from sglang.test.layer_ut_utils import init_single_process_dist
 
-        init_single_process_dist(master_port=int(job.get("master_port", 29651)))
+        # a free port unless the job names one: two suites (or pytest-xdist workers) may run this at once
+        init_single_process_dist(master_port=int(job.get("master_port") or _free_port()))
         answer["cases"] = [run_case(c) for c in job["cases"]]
     except Exception as err:
         answer["error"] = f"{type(err).__name__}: {err}"
