@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import prompts, tiny_pair
+from helpers.tiny_models import prompts, tiny_pair
 
 from eagle3lab.app.cli import main as cli_main
 from eagle3lab.errors import Eagle3LabError

@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from conftest import REAL_CONFIGS
+from helpers.paths import REAL_CONFIGS
 
 from eagle3lab import bundled
 from eagle3lab.app.cli import main

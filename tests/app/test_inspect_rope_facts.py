@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import REAL_CONFIGS
+from helpers.paths import REAL_CONFIGS
 
 from eagle3lab import bundled
 from eagle3lab.app.cli import main

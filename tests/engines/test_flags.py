@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from conftest import REAL_CONFIGS
+from helpers.paths import REAL_CONFIGS
 
 from eagle3lab import bundled
 from eagle3lab.engines.flags import (

@@ -11,7 +11,7 @@ import sys
 import types
 
 import pytest
-from conftest import REAL_CONFIGS, engines_python
+from helpers.paths import REAL_CONFIGS, engines_python
 
 from eagle3lab.app.cli import main
 from eagle3lab.engines.oracle import absent_modules

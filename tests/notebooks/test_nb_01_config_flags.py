@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from conftest import executed_notebook
+from helpers.notebooks import executed_notebook
 
 
 @pytest.mark.notebook

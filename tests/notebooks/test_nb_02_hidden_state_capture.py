@@ -8,7 +8,7 @@ The capture itself (three paths bit-identical, HF's normed last state) is assert
 from __future__ import annotations
 
 import pytest
-from conftest import notebook_claims, notebook_summary
+from helpers.notebooks import notebook_claims, notebook_summary
 
 from eagle3lab.engines.layer_ids import resolve_aux_layers
 

@@ -9,7 +9,7 @@ retrained, so claims are relations with margins.
 from __future__ import annotations
 
 import pytest
-from conftest import notebook_claims, notebook_summary
+from helpers.notebooks import notebook_claims, notebook_summary
 
 from eagle3lab import bundled
 from eagle3lab.engines.layer_ids import to_engine_ids

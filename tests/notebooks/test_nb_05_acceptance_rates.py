@@ -8,7 +8,7 @@ number it states.
 from __future__ import annotations
 
 import pytest
-from conftest import SPEED_WORDS, notebook_claims, notebook_summary
+from helpers.notebooks import SPEED_WORDS, notebook_claims, notebook_summary
 
 import eagle3lab
 from eagle3lab import bundled

@@ -7,7 +7,7 @@ asserted here (they belong to benchmarks), only acceptance and what each engine 
 from __future__ import annotations
 
 import pytest
-from conftest import SPEED_WORDS, notebook_claims, notebook_summary
+from helpers.notebooks import SPEED_WORDS, notebook_claims, notebook_summary
 
 import eagle3lab
 from eagle3lab import bundled

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import notebook_claims, notebook_summary
+from helpers.notebooks import notebook_claims, notebook_summary
 
 NOTEBOOK = "07_chat_template.ipynb"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import executed_notebook
+from helpers.notebooks import executed_notebook
 
 from eagle3lab.app.workbook import error_outputs, find_claims, find_summary, notebook_paths
 
