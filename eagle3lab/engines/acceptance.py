@@ -162,6 +162,15 @@ def _weights(units: int, resamples: int, seed: int):
     return rng.multinomial(units, [1.0 / units] * units, size=resamples).astype(float)   # [R, units]
 
 
+def _in_canonical_order(*arrays):
+    """The units sorted by their values: the same prompts listed in another order (another draw that ends
+    on the same pool) then get the same resamples, so an interval depends on the prompts, not their order."""
+    import numpy as np
+
+    order = np.lexsort(arrays[::-1])
+    return [a[order] for a in arrays]
+
+
 def bootstrap_ratio(num: Sequence[float], den: Sequence[float], *, level: float = 0.95, resamples: int = 2000,
                     seed: int = 0) -> Interval:
     """``sum(num) / sum(den)`` with a bootstrap interval over the units (one entry per prompt)."""
@@ -171,6 +180,7 @@ def bootstrap_ratio(num: Sequence[float], den: Sequence[float], *, level: float 
     if num.shape != den.shape or num.ndim != 1 or len(num) == 0 or den.sum() <= 0:
         raise ValueError(f"bootstrap_ratio needs equal-length, non-empty per-unit sums with a positive total "
                          f"denominator; found {num.shape} and {den.shape} (denominator total {den.sum()})")
+    num, den = _in_canonical_order(num, den)
     w = _weights(len(num), resamples, seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         boot = (w @ num) / (w @ den)
@@ -187,7 +197,7 @@ def bootstrap_ratio_difference(num_a, den_a, num_b, den_b, *, level: float = 0.9
     arrays = [np.asarray(x, float) for x in (num_a, den_a, num_b, den_b)]
     if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1 or len(arrays[0]) == 0:
         raise ValueError("bootstrap_ratio_difference needs four equal-length per-unit arrays (the same units)")
-    na, da, nb, db = arrays
+    na, da, nb, db = _in_canonical_order(*arrays)
     w = _weights(len(na), resamples, seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         boot = (w @ na) / (w @ da) - (w @ nb) / (w @ db)

@@ -130,3 +130,21 @@ def test_tau_interval_and_paired_difference_by_hand():
     assert tau_difference(a, b).sign() == -1
     noisy = tau_difference([[3, 0], [0, 0]], [[0, 0], [2, 0]])     # one prompt up, one down: within noise
     assert noisy.sign() == 0
+
+
+def test_bootstrap_intervals_do_not_depend_on_the_order_of_the_prompts():
+    # two draws that end on the same prompts list them in other orders: the interval must be the same
+    import numpy as np
+
+    from eagle3lab.engines.acceptance import bootstrap_ratio, bootstrap_ratio_difference
+
+    rng = np.random.default_rng(3)
+    num_a, den_a = rng.integers(0, 40, 24).astype(float), rng.integers(10, 20, 24).astype(float)
+    num_b, den_b = num_a + rng.normal(0, 3, 24), den_a
+    perm = rng.permutation(24)
+    one = bootstrap_ratio_difference(num_a, den_a, num_b, den_b)
+    other = bootstrap_ratio_difference(num_a[perm], den_a[perm], num_b[perm], den_b[perm])
+    assert (one.value, one.low, one.high) == pytest.approx((other.value, other.low, other.high), abs=1e-12)
+    assert one.low < one.value < one.high
+    r1, r2 = bootstrap_ratio(num_a, den_a), bootstrap_ratio(num_a[perm], den_a[perm])
+    assert (r1.low, r1.high) == pytest.approx((r2.low, r2.high), abs=1e-12) and r1.low < r1.value < r1.high
