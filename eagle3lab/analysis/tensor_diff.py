@@ -6,7 +6,7 @@ compared at every hook name both have, in forward order, and the first point tha
 tolerance is named: the step where two engines stop doing the same arithmetic.
 
     diff = tensor_diff(draft.under("sglang"), draft.under("vllm"), input_ids=ids, aux_hidden_states=aux)
-    diff.first_divergence          # 'layers.0.residual': SGLang ignores norm_before_residual
+    diff.first_divergence          # 'layers.0.hook_residual': SGLang ignores norm_before_residual
     diff = tensor_diff(load_trace("sglang-dump.safetensors"), draft, input_ids=ids, aux_hidden_states=aux)
 
 Per point: ``max_abs`` = max |a - b|; ``max_rel`` = max |a - b| / (|b| + tiny), tiny the smallest
@@ -14,19 +14,22 @@ normal float32 (so exact zeros in b do not divide by zero); ``diverges`` = some 
 ``|a - b| > atol * scale + rtol * |b|`` (``torch.allclose``'s test), where ``scale`` is the RMS of b
 at that point (``atol_unit="rms"``, the default) or 1 (``atol_unit="abs"``, exactly allclose).
 Rounding error grows with a tensor's scale, not with one element's: on the bundled case draft
-fp32 against fp64 differs by up to 1.5e-4 at fc_out (RMS 27) but 4e-6 at the norms (RMS 1), so a fixed atol
+fp32 against fp64 differs by up to 1.5e-4 at hook_fc_out (RMS 27) but 4e-6 at the norms (RMS 1), so a fixed atol
 either flags fc_out or misses a real change at the norms. NaN at the same place on both sides
 counts as equal; NaN on one side only diverges (max_abs inf). A shape mismatch diverges and is
 noted; its differences are NaN.
 
 The defaults suit float32 against float32. For a low-precision side pass its preset,
 ``tensor_diff(a, b, **TOLERANCES["bfloat16"], ...)``: measured on the bundled drafts, a bf16 run
-of the same weights needs about atol 0.02 (x RMS) with rtol 0.016 at its worst point (mlp_out).
+of the same weights needs about atol 0.02 (x RMS) with rtol 0.016 at its worst point (hook_mlp_out).
+
+A trace's names are read as ``models.hooks`` reads names: a first-layer name that is not a full path
+(``hook_residual``) is matched to the draft's ``layers.0.hook_residual``, and eagle3lab 0.1's names
+(``fc_out``, ``layers.0.residual``) to their new ones, with one DeprecationWarning.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import math
 from collections.abc import Mapping
@@ -38,7 +41,7 @@ import torch
 
 from eagle3lab.atomic import atomic_file
 from eagle3lab.errors import bad_input
-from eagle3lab.models.hooks import ActivationCache
+from eagle3lab.models.hooks import ActivationCache, canonical, legacy_rename, resolve, warn_renamed
 
 # atol is in units of each point's RMS of b (atol_unit="rms"); rtol as in torch.allclose.
 # float32: about 5x the fp32-vs-fp64 gap measured on the bundled case draft (at most 2.2e-6 x RMS at rtol 1e-5).
@@ -127,7 +130,7 @@ def tensor_diff(a, b, *, atol: float = TOLERANCES["float32"]["atol"], rtol: floa
     """Compare ``a`` and ``b`` (each a draft, run here on ``inputs``, or a mapping name -> tensor) at every
     hook name both have, in forward order (a draft's hook order; for two mappings, ``a``'s order).
 
-    ``names``: hook names, bare first-layer aliases (``"residual"``) or ``*`` patterns to compare (all when
+    ``names``: hook names, first-layer names (``"hook_residual"``) or ``*`` patterns to compare (all when
     None). ``labels``: what to call the two sides (default: the draft's profile, the trace's file).
     ``inputs``: the draft's forward arguments (``input_ids``, ``aux_hidden_states``, ...), the same for both.
     """
@@ -142,8 +145,8 @@ def tensor_diff(a, b, *, atol: float = TOLERANCES["float32"]["atol"], rtol: floa
                         "inputs for a forward", "Inputs are run through a draft; two recorded traces need none.")
     caches = [_record(x, inputs) if isinstance(x, torch.nn.Module) else dict(x) for x in (a, b)]
     caches = _aliased(caches, [getattr(x, "hook_names", None) for x in (a, b)])
-    _check_names(names, caches)
-    picked = [_select(c, names) for c in caches]
+    wanted = set(resolve(list(dict.fromkeys([*caches[0], *caches[1]])), names, where="tensor_diff names"))
+    picked = [[n for n in c if n in wanted] for c in caches]
     order = next((list(x.hook_names) for x in (a, b) if isinstance(x, torch.nn.Module) and hasattr(x, "hook_names")),
                  list(caches[0]))
     order += [n for n in caches[0] if n not in order]
@@ -192,40 +195,24 @@ def _record(draft, inputs: dict) -> dict:
 
 
 def _aliased(caches: list[dict], hook_names: list) -> list[dict]:
-    """A trace's bare first-layer names (``residual``) renamed ``layers.0.residual`` where the other
-    side (a draft's hook names, or the other trace) has that name and not the bare one."""
-    out = []
+    """A trace's names renamed to the other side's (a draft's hook names, or the other trace) where the
+    other side has the name it stands for (``models.hooks.canonical``) and not the name itself: a first-layer
+    name that is not a full path (``hook_residual``), or an eagle3lab 0.1 name (``fc_out``; one warning)."""
+    out, legacy = [], {}
     for i, cache in enumerate(caches):
         other = set(hook_names[1 - i] or ()) | set(caches[1 - i])
         renamed = {}
         for name, t in cache.items():
-            alias = f"layers.0.{name}"
-            renamed[alias if name not in other and alias in other and alias not in cache else name] = t
+            new = None if name in other else canonical(name, other, warn=False)
+            if new is None or new in cache:
+                new = name
+            elif legacy_rename(name) is not None:
+                legacy[name] = new
+            renamed[new] = t
         out.append(renamed)
+    if legacy:
+        warn_renamed(legacy)
     return out
-
-
-def _matches(name: str, want: str) -> bool:
-    return name in (want, f"layers.0.{want}") or fnmatch.fnmatchcase(name, want)
-
-
-def _select(cache: dict, names) -> list[str]:
-    if names is None:
-        return list(cache)
-    names = [names] if isinstance(names, str) else list(names)
-    return [n for n in cache if any(_matches(n, w) for w in names)]
-
-
-def _check_names(names, caches: list[dict]) -> None:
-    if names is None:
-        return
-    names = [names] if isinstance(names, str) else list(names)
-    known = list(dict.fromkeys([*caches[0], *caches[1]]))
-    missing = [w for w in names if not any(_matches(n, w) for n in known)]
-    if missing:
-        raise bad_input("tensor_diff", "names", f"hook names or patterns among {', '.join(known)}",
-                        ", ".join(map(repr, missing)),
-                        "Bare first-layer names (e.g. 'residual') mean 'layers.0.<name>'; '*' patterns are allowed.")
 
 
 def _compare(name: str, ta: torch.Tensor, tb: torch.Tensor, atol: float, rtol: float, atol_unit: str) -> dict:
@@ -269,7 +256,7 @@ def save_trace(path, cache: Mapping[str, torch.Tensor], metadata: dict[str, str]
     bad = [k for k, v in cache.items() if not isinstance(v, torch.Tensor)]
     if bad:
         raise bad_input(path, bad[0], "a tensor per hook name", type(cache[bad[0]]).__name__)
-    # clone: hook points can hand out one tensor under two names (residual is hid_normed when
+    # clone: hook points can hand out one tensor under two names (hook_residual is hook_hid_normed when
     # norm_before_residual), and safetensors refuses tensors that share memory
     tensors = {k: v.detach().to("cpu").clone(memory_format=torch.contiguous_format) for k, v in cache.items()}
     meta = {**(metadata or {}), "format": TRACE_FORMAT, "order": json.dumps(list(tensors))}

@@ -1,13 +1,19 @@
-"""The EAGLE-3 draft head in plain PyTorch: every convention explicit, every step named.
+"""The EAGLE-3 draft head in plain PyTorch: every convention explicit, every step a named hook point.
 
-    embed(token) ─────────────────────────────────┐
-    aux = [resid[a] ; resid[b] ; resid[c]] ─ (input_norm | fc_norm per chunk) ─ fc ─ h
-    layer 0:  emb_normed = input_layernorm(embed)   hid_normed = hidden_norm(h)
-              residual   = hid_normed if norm_before_residual else h
-              h = residual + o_proj(attn([emb_normed ; hid_normed]))      # q/k/v read 2H
-              (attn: Llama, Qwen3 with q/k norms, or MLA; eagle3lab.models.draft_attention)
-              h = h + mlp(post_attention_layernorm(h))
-    layers 1..: ordinary pre-norm decoder layers of width H
+    emb      = embed_tokens(token)                                               hook_embed
+    fc_in    = [resid[a] ; resid[b] ; resid[c]]   (num_aux target states)        hook_fc_in
+               normed whole (input_norm) or per chunk (fc_norm) when the draft has it   hook_fc_normed
+    h        = fc(fc_in), or at later draft steps the recycled state            hook_fc_out | hook_recycled_in
+    layer 0, the dual-norm step (FirstDecoderLayer):
+      emb_normed = input_layernorm(emb)                                         layers.0.hook_emb_normed
+      hid_normed = hidden_norm(h)                                               layers.0.hook_hid_normed
+      resid      = hid_normed if norm_before_residual else h                    layers.0.hook_residual
+      attn_in    = [emb_normed ; hid_normed]   (2H wide: q/k/v read both)       layers.0.hook_attn_in
+    layers 1..: resid = h, attn_in = input_layernorm(h)   (plain pre-norm layers of width H)
+    every layer, then:
+      resid = resid + o_proj(attn(attn_in))        hook_attn_out, hook_resid_mid
+      resid = resid + mlp(post_attention_layernorm(resid))     hook_mlp_in, hook_mlp_out, hook_resid_out
+      (attn: Llama, Qwen3 with q/k norms, or MLA, eagle3lab.models.draft_attention; self_attn.hook_q/k/v)
     logits = lm_head(norm(h)) over the draft vocabulary;  target id = i + d2t[i]
              (lm_head(h) where the profile says so: SpecForge with norm_output false)
     recycled state (fed back instead of fc(aux) at the next draft step) = h, or norm(h)
@@ -17,30 +23,10 @@ Which flags apply is decided once by an engine profile (``eagle3lab.engines.prof
 ``self.settings``; the math below only reads those booleans. Module attribute names equal
 speculators checkpoint key names, so loading is a name table (``eagle3lab.models.checkpoint``).
 
-Hook points (stable names; ``draft.hook_names`` lists those of a given draft):
-
-    embed                 token embeddings                         [B, T, H]
-    fc_in                 concatenated aux states (aux path only)  [B, T, num_aux*H_target]
-    fc_normed             after input_norm / fc_norm (when used)   [B, T, num_aux*H_target]
-    fc_out                fc output = h entering layer 0           [B, T, H]
-    recycled_in           recycled state (recycle path only)       [B, T, H]
-    layers.0.emb_normed   input_layernorm(embed)                   [B, T, H]
-    layers.0.hid_normed   hidden_norm(h)                           [B, T, H]
-    layers.{i}.residual   what the attention output is added to    [B, T, H]
-    layers.{i}.attn_in    q/k/v input ([emb_normed ; hid_normed] in layer 0, 2H wide)
-    layers.{i}.q/k/v      after RoPE, this forward's positions     [B, heads, T, head_dim]
-                          (MLA: q/k nope+rope wide, v v_head_dim wide)
-    layers.{i}.attn_out   o_proj output                            [B, T, H]
-    layers.{i}.resid_mid  residual + attn_out                      [B, T, H]
-    layers.{i}.mlp_in     post_attention_layernorm(resid_mid)      [B, T, H]
-    layers.{i}.mlp_out    mlp output                               [B, T, H]
-    layers.{i}.resid_out  resid_mid + mlp_out                      [B, T, H]
-    prenorm_out           last layer's output, before the final norm
-    normed_out            norm(prenorm_out)
-    logits                lm_head(normed_out)                      [B, T, draft_vocab]
-    hidden_out            the state recycled into the next step    [B, T, H]
-
-A bare first-layer name (``"residual"``) means ``"layers.0.residual"``.
+Hook points follow TransformerLens: attributes ``hook_<what>``, named by module path
+(``layers.0.self_attn.hook_q``); ``draft.hook_names`` lists those of a given draft, and docs/hooks.md
+tables every name with its shape and meaning. A name that is not a full path means the first
+layer's (``"hook_residual"`` is ``"layers.0.hook_residual"``).
 """
 
 from __future__ import annotations
@@ -231,35 +217,59 @@ class MLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Layer 0 reads ``[input_layernorm(embed) ; hidden_norm(h)]``; later layers are plain Llama layers.
+    """A pre-norm Llama decoder layer (layers 1..); layer 0 is ``FirstDecoderLayer``.
 
-    Hook points are registered in forward order, so their names come out in that order.
+    Hook points are made in forward order, so their names come out in that order.
     """
 
     def __init__(self, cfg: DraftConfig, index: int):
         super().__init__()
-        self.first = index == 0
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        if self.first:
-            self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-            self.emb_normed, self.hid_normed = HookPoint(), HookPoint()
-        self.residual, self.attn_in = HookPoint(), HookPoint()
-        self.self_attn = make_attention(cfg, 2 * cfg.hidden_size if self.first else cfg.hidden_size, index)
-        self.attn_out, self.resid_mid = HookPoint(), HookPoint()
+        attn_width = self.make_input_step(cfg)
+        self.hook_residual, self.hook_attn_in = HookPoint(), HookPoint()
+        self.self_attn = make_attention(cfg, attn_width, index)
+        self.hook_attn_out, self.hook_resid_mid = HookPoint(), HookPoint()
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.mlp_in = HookPoint()
+        self.hook_mlp_in = HookPoint()
         self.mlp = MLP(cfg)
-        self.mlp_out, self.resid_out = HookPoint(), HookPoint()
+        self.hook_mlp_out, self.hook_resid_out = HookPoint(), HookPoint()
+
+    def make_input_step(self, cfg: DraftConfig) -> int:
+        """The norms that make attention's input (attribute names = checkpoint keys); q/k/v's input width."""
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        return cfg.hidden_size
+
+    def input_step(self, h, emb, s: DraftSettings):
+        """(resid: what the attention output is added to, attn_in: what q/k/v read)."""
+        return h, self.input_layernorm(h)
 
     def forward(self, h, emb, s: DraftSettings, cos, sin, mask, cache):
-        if self.first:   # the dual-norm first layer; the residual rule is the profile's
-            emb_normed, hid_normed = self.emb_normed(self.input_layernorm(emb)), self.hid_normed(self.hidden_norm(h))
-            residual = self.residual(hid_normed if s.norm_before_residual else h)
-            attn_in = self.attn_in(torch.cat([emb_normed, hid_normed], dim=-1))
-        else:
-            residual, attn_in = self.residual(h), self.attn_in(self.input_layernorm(h))
-        h = self.resid_mid(residual + self.attn_out(self.self_attn(attn_in, s, cos, sin, mask, cache)))
-        return self.resid_out(h + self.mlp_out(self.mlp(self.mlp_in(self.post_attention_layernorm(h)))))
+        resid, attn_in = self.input_step(h, emb, s)
+        resid, attn_in = self.hook_residual(resid), self.hook_attn_in(attn_in)
+        # self attention
+        attn_out = self.hook_attn_out(self.self_attn(attn_in, s, cos, sin, mask, cache))
+        resid = self.hook_resid_mid(resid + attn_out)
+        # fully connected
+        mlp_in = self.hook_mlp_in(self.post_attention_layernorm(resid))
+        mlp_out = self.hook_mlp_out(self.mlp(mlp_in))
+        return self.hook_resid_out(resid + mlp_out)
+
+
+class FirstDecoderLayer(DecoderLayer):
+    """Layer 0, EAGLE-3's dual-norm step: the token's embedding and the fed state ``h`` are normed
+    apart and read side by side (q/k/v are 2H wide); the residual is the raw ``h``, or ``hidden_norm(h)``
+    when the profile's ``norm_before_residual`` says so (speculators' ``LlamaDecoderEagle3FirstLayer``)."""
+
+    def make_input_step(self, cfg: DraftConfig) -> int:
+        super().make_input_step(cfg)
+        self.hidden_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.hook_emb_normed, self.hook_hid_normed = HookPoint(), HookPoint()
+        return 2 * cfg.hidden_size
+
+    def input_step(self, h, emb, s: DraftSettings):
+        emb_normed = self.hook_emb_normed(self.input_layernorm(emb))
+        hid_normed = self.hook_hid_normed(self.hidden_norm(h))
+        resid = hid_normed if s.norm_before_residual else h
+        return resid, torch.cat([emb_normed, hid_normed], dim=-1)
 
 
 # ---------------------------------------------------------------------------- the draft
@@ -272,23 +282,24 @@ class Eagle3Draft(nn.Module):
         cfg = self.config = config
         H, fc_width = cfg.hidden_size, cfg.fc_width
         self.embed_tokens = nn.Embedding(cfg.vocab_size, H)
-        self.embed, self.fc_in = HookPoint(), HookPoint()
+        self.hook_embed, self.hook_fc_in = HookPoint(), HookPoint()
         if cfg.norm_before_fc:   # one RMSNorm over the whole fc input (gpt-oss drafts)
             self.input_norm = RMSNorm(fc_width, cfg.rms_norm_eps)
         if cfg.fc_norm:          # one RMSNorm per aux chunk (EAGLE 3.1)
             self.fc_norm = nn.ModuleList(RMSNorm(cfg.target_hidden_size, cfg.rms_norm_eps) for _ in range(cfg.num_aux))
         if cfg.norm_before_fc or cfg.fc_norm:
-            self.fc_normed = HookPoint()
+            self.hook_fc_normed = HookPoint()
         self.fc = nn.Linear(fc_width, H, bias=False)
-        self.fc_out, self.recycled_in = HookPoint(), HookPoint()
-        self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_hidden_layers))
-        self.prenorm_out = HookPoint()
+        self.hook_fc_out, self.hook_recycled_in = HookPoint(), HookPoint()
+        self.layers = nn.ModuleList([FirstDecoderLayer(cfg, 0)] +
+                                    [DecoderLayer(cfg, i) for i in range(1, cfg.num_hidden_layers)])
+        self.hook_prenorm_out = HookPoint()
         self.norm = RMSNorm(H, cfg.rms_norm_eps)
-        self.normed_out = HookPoint()
+        self.hook_normed_out = HookPoint()
         self.lm_head = nn.Linear(H, cfg.draft_vocab_size, bias=False)
-        self.logits, self.hidden_out = HookPoint(), HookPoint()
-        # one source of names, set once: "layers.0.residual", "layers.0.q" (self_attn left out), ...
-        self.hook_points = setup_hooks(self, drop=("self_attn",))
+        self.hook_logits, self.hook_hidden_out = HookPoint(), HookPoint()
+        # one source of names, set once from the module paths: "hook_fc_out", "layers.0.self_attn.hook_q", ...
+        self.hook_points = setup_hooks(self)
         if cfg.draft_vocab_size != cfg.vocab_size:
             self.register_buffer("d2t", torch.zeros(cfg.draft_vocab_size, dtype=torch.long))
             self.register_buffer("t2d", torch.zeros(cfg.vocab_size, dtype=torch.bool))
@@ -402,7 +413,7 @@ class Eagle3Draft(nn.Module):
     def forward(self, input_ids, aux_hidden_states=None, *, recycled_hidden=None, position_ids=None,
                 attention_mask=None, cache: DraftCache | None = None, logits_to_keep: int = 0) -> DraftOutput:
         """``logits_to_keep`` n > 0: logits for the last n rows only (decoding reads one; the LM head
-        over every row of a long extend is the costliest waste), and so the ``logits`` hook sees
+        over every row of a long extend is the costliest waste), and so ``hook_logits`` sees
         ``[B, n, V]``; ``hidden`` keeps every row."""
         s, cfg = self.settings, self.config
         B, T = input_ids.shape
@@ -414,34 +425,40 @@ class Eagle3Draft(nn.Module):
             raise bad_input("draft", "embed_tokens.weight", "an embedding (this checkpoint has none)", "missing",
                             "Load it with load_draft(..., target=) so the target's embedding is used.")
         emb_weight = self.target_embedding if s.use_target_embedding else self.embed_tokens.weight
-        emb = self.embed(F.embedding(input_ids, emb_weight))
+        emb = self.hook_embed(F.embedding(input_ids, emb_weight))
 
         if (aux_hidden_states is None) == (recycled_hidden is None):
             raise bad_input("draft forward", "aux_hidden_states / recycled_hidden", "exactly one of them",
                             "both" if aux_hidden_states is not None else "neither")
         if aux_hidden_states is not None:   # target features go through fc
             self._check_width("aux_hidden_states", aux_hidden_states, cfg.fc_width, B, T)
-            fc_in = self.fc_in(aux_hidden_states)
-            if s.norm_before_fc:
-                fc_in = self.fc_normed(self.input_norm(fc_in))
-            elif s.fc_norm:
-                chunks = fc_in.split(cfg.target_hidden_size, dim=-1)
-                fc_in = self.fc_normed(torch.cat([norm(c) for norm, c in zip(self.fc_norm, chunks)], dim=-1))
-            h = self.fc_out(self.fc(fc_in))
+            h = self.hook_fc_out(self.fc(self._fc_input(aux_hidden_states, s)))
         else:                               # the draft's own previous state skips fc
             self._check_width("recycled_hidden", recycled_hidden, cfg.hidden_size, B, T)
-            h = self.recycled_in(recycled_hidden)
+            h = self.hook_recycled_in(recycled_hidden)
 
         cos, sin = self._rope(past, T, position_ids, h.dtype, input_ids.device)   # [B|1, 1, T, head_dim]
         mask = self._mask(attention_mask, T, past, input_ids.device)
 
         for layer in self.layers:
             h = layer(h, emb, s, cos, sin, mask, cache)
-        h = self.prenorm_out(h)
-        normed = self.normed_out(self.norm(h) if s.final_norm else h)
-        logits = self.logits(self.lm_head(normed[:, -logits_to_keep:] if logits_to_keep else normed))
-        hidden = self.hidden_out(normed if s.recycle_postnorm else h)
+        prenorm = self.hook_prenorm_out(h)
+        normed = self.hook_normed_out(self.norm(prenorm) if s.final_norm else prenorm)
+        kept = normed[:, -logits_to_keep:] if logits_to_keep else normed
+        logits = self.hook_logits(self.lm_head(kept))
+        hidden = self.hook_hidden_out(normed if s.recycle_postnorm else prenorm)
         return DraftOutput(logits=logits, hidden=hidden, cache=cache)
+
+    def _fc_input(self, aux, s: DraftSettings):
+        """fc's input: the aux states side by side, normed as a whole (norm_before_fc) or per target
+        state (fc_norm) when the draft has that norm and the profile applies it."""
+        fc_in = self.hook_fc_in(aux)
+        if s.norm_before_fc:
+            return self.hook_fc_normed(self.input_norm(fc_in))
+        if s.fc_norm:
+            chunks = fc_in.split(self.config.target_hidden_size, dim=-1)
+            return self.hook_fc_normed(torch.cat([norm(c) for norm, c in zip(self.fc_norm, chunks)], dim=-1))
+        return fc_in
 
     def _rope(self, past: int, T: int, position_ids, dtype, device):
         """cos, sin [B|1, 1, T, head_dim]. Consecutive positions (every chain step) are rows of a table

@@ -13,7 +13,8 @@
 
 Each reads the layer's input (2H wide in layer 0). Module attribute names are checkpoint key
 names (``layers.0.self_attn.q_norm.weight``, ``layers.0.self_attn.kv_a_proj_with_mqa.weight``...).
-Hook points ``q`` / ``k`` / ``v``: this forward's rows, after RoPE, per head ``[B, heads, T, d]``.
+Hook points ``self_attn.hook_q`` / ``hook_k`` / ``hook_v``: this forward's rows, after RoPE, per head
+``[B, heads, T, d]`` (docs/hooks.md).
 """
 
 from __future__ import annotations
@@ -43,17 +44,18 @@ class Attention(nn.Module):
         if cfg.attention == "qwen3":
             self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
             self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
-        self.q, self.k, self.v = HookPoint(), HookPoint(), HookPoint()   # after RoPE (layers.{i}.q/k/v)
+        self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()   # after RoPE, per head
 
     def forward(self, x, s, cos, sin, mask, cache):
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(B, T, self.n_kv, self.head_dim)
-        v = self.v_proj(x).view(B, T, self.n_kv, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.n_kv, self.head_dim)
         if s.qk_norm:   # over each head's vector, before RoPE (Qwen3)
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k = q.transpose(1, 2), k.transpose(1, 2)
-        q, k, v = self.q(apply_rope(q, cos, sin)), self.k(apply_rope(k, cos, sin)), self.v(v)
+        q = self.hook_q(apply_rope(q.transpose(1, 2), cos, sin))   # [B, heads, T, head_dim]
+        k = self.hook_k(apply_rope(k.transpose(1, 2), cos, sin))
+        v = self.hook_v(v.transpose(1, 2))
         if cache is not None:
             k, v = cache.update(self.layer, k, v)
         # grouped-query attention: each kv head serves n_heads / n_kv query heads (SDPA expands them)
@@ -102,19 +104,26 @@ class MLAAttention(nn.Module):
         self.kv_b_proj = nn.Linear(self.latent_dim, self.n_heads * (self.nope_dim + self.v_dim), bias=False)
         self.o_proj = nn.Linear(self.n_heads * self.v_dim, cfg.hidden_size, bias=False)
         self.scale = mla_softmax_scale(cfg)
-        self.q, self.k, self.v = HookPoint(), HookPoint(), HookPoint()
+        self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()   # after RoPE, per head
+
+    def project_q(self, x):
+        """q for every head, [B, T, heads * (nope + rope)]: through q's LoRA (down, norm, up) when it has one."""
+        if not self.q_lora:
+            return self.q_proj(x)
+        return self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
 
     def forward(self, x, s, cos, sin, mask, cache):
         B, T, _ = x.shape
-        q = self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x))) if self.q_lora else self.q_proj(x)
-        q_nope, q_rot = q.view(B, T, self.n_heads, -1).transpose(1, 2).split([self.nope_dim, self.rope_dim], dim=-1)
+        q = self.project_q(x).view(B, T, self.n_heads, -1).transpose(1, 2)        # [B, heads, T, nope + rope]
+        q_nope, q_rot = q.split([self.nope_dim, self.rope_dim], dim=-1)
         latent, k_rot = self.kv_a_proj_with_mqa(x).split([self.latent_dim, self.rope_dim], dim=-1)
         kv = self.kv_b_proj(self.kv_a_layernorm(latent)).view(B, T, self.n_heads, -1).transpose(1, 2)
         k_nope, v = kv.split([self.nope_dim, self.v_dim], dim=-1)
-        k_rot = rotate_interleaved(k_rot[:, None], cos, sin)          # [B, 1, T, rope]: one key for all heads
-        q = self.q(torch.cat([q_nope, rotate_interleaved(q_rot, cos, sin)], dim=-1))
-        k = self.k(torch.cat([k_nope, k_rot.expand(-1, self.n_heads, -1, -1)], dim=-1))
-        v = self.v(v)
+        q_rot = rotate_interleaved(q_rot, cos, sin)
+        k_rot = rotate_interleaved(k_rot[:, None], cos, sin)                     # [B, 1, T, rope]: one key for all heads
+        q = self.hook_q(torch.cat([q_nope, q_rot], dim=-1))
+        k = self.hook_k(torch.cat([k_nope, k_rot.expand(-1, self.n_heads, -1, -1)], dim=-1))
+        v = self.hook_v(v)
         if cache is not None:   # per-head keys/values: kv_b_proj acts row by row, so this equals a latent cache
             k, v = cache.update(self.layer, k, v)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)

@@ -83,7 +83,7 @@ def test_the_seed_case_in_miniature(seed):
     # SGLang cannot apply the residual rule: said, and the fix names another way
     rule = codes["FIRST_LAYER_RULE"]
     assert "norm_before_residual" in rule.data["cannot_apply"] and "ignores norm_before_residual" in rule.fix
-    assert rule.data["first_divergence"] == "layers.0.residual"     # the tensor diff: where the arithmetic departs
+    assert rule.data["first_divergence"] == "layers.0.hook_residual"     # the tensor diff: where the arithmetic departs
     wiring = codes["WIRING"].data["wiring"]      # the search's best: one of the set that holds the trained one
     assert tuple(wiring) in set(seed.search.best_set["aux"])
     assert codes["WIRING"].data["ids"] == [k - 1 for k in wiring]       # SGLang's ids for those points

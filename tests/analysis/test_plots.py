@@ -92,10 +92,10 @@ def test_slot_scan_heatmap_marks_trained_and_served_points_beside_the_reordering
 
 
 def test_rms_halves_one_panel_per_draft_raw_outlined_normed_filled_counts_of_the_table():
-    hooks = {"embed": "embedding half, raw", "fc_out": "fc half, raw (h)",
-             "layers.0.emb_normed": "input_layernorm(embed)", "layers.0.hid_normed": "hidden_norm(h)"}
-    base = {"embed": [0.01, 0.02, 0.02, 0.03, 0.05], "fc_out": [5.0, 8.0, 9.0, 12.0, 30.0],
-            "layers.0.emb_normed": [0.9, 1.0, 1.0, 1.1, 1.2], "layers.0.hid_normed": [0.8, 0.95, 1.0, 1.0, 1.3]}
+    hooks = {"hook_embed": "embedding half, raw", "hook_fc_out": "fc half, raw (h)",
+             "layers.0.hook_emb_normed": "input_layernorm(embed)", "layers.0.hook_hid_normed": "hidden_norm(h)"}
+    base = {"hook_embed": [0.01, 0.02, 0.02, 0.03, 0.05], "hook_fc_out": [5.0, 8.0, 9.0, 12.0, 30.0],
+            "layers.0.hook_emb_normed": [0.9, 1.0, 1.0, 1.1, 1.2], "layers.0.hook_hid_normed": [0.8, 0.95, 1.0, 1.0, 1.3]}
     per_token = pd.DataFrame({(name, hook): np.array(v) * scale for name, scale in (("case", 1.0), ("healthy", 2.0))
                               for hook, v in base.items()})
     fig = plot_rms_halves(per_token, labels=hooks, bins=20)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import matplotlib
 
@@ -21,7 +22,8 @@ from eagle3lab.errors import Eagle3LabError  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
-FIRST_LAYER_BEFORE_RESIDUAL = ["embed", "fc_in", "fc_out", "layers.0.emb_normed", "layers.0.hid_normed"]
+FIRST_LAYER_BEFORE_RESIDUAL = ["hook_embed", "hook_fc_in", "hook_fc_out", "layers.0.hook_emb_normed",
+                               "layers.0.hook_hid_normed"]
 
 
 @pytest.fixture(scope="module")
@@ -77,26 +79,26 @@ def test_sglang_and_vllm_part_at_the_first_layer_residual_on_the_case_draft(bund
 
     diff = tensor_diff(case.under("sglang"), case.under("vllm"), input_ids=ids, aux_hidden_states=aux)
 
-    assert diff.first_divergence == "layers.0.residual"
+    assert diff.first_divergence == "layers.0.hook_residual"
     names = list(diff.table["name"])
-    before = diff.table.iloc[:names.index("layers.0.residual")]
+    before = diff.table.iloc[:names.index("layers.0.hook_residual")]
     assert list(before["name"]) == FIRST_LAYER_BEFORE_RESIDUAL
     assert (before["max_abs"] == 0).all() and not before["diverges"].any()   # identical, not merely close
-    row = diff.table.set_index("name").loc["layers.0.residual"]
+    row = diff.table.set_index("name").loc["layers.0.hook_residual"]
     assert row["max_rel"] > 1 and row["max_abs"] > 1e3 * diff.atol * row["rms_b"]   # no tolerance hides it
-    assert "layers.0.residual" in diff.summary() and "identical" in diff.summary()
+    assert "layers.0.hook_residual" in diff.summary() and "identical" in diff.summary()
     assert "sglang" in diff.label_a and "vllm" in diff.label_b
     # the cause, read off the hook points: SGLang's residual is the raw fc output, vLLM's the normed one
     with torch.no_grad():
-        _, sg = case.under("sglang").run_with_cache(ids, aux, names=["fc_out", "residual"])
-        _, vl = case.under("vllm").run_with_cache(ids, aux, names=["hid_normed", "residual"])
-    assert torch.equal(sg["residual"], sg["fc_out"]) and torch.equal(vl["residual"], vl["hid_normed"])
+        _, sg = case.under("sglang").run_with_cache(ids, aux, names=["hook_fc_out", "hook_residual"])
+        _, vl = case.under("vllm").run_with_cache(ids, aux, names=["hook_hid_normed", "hook_residual"])
+    assert torch.equal(sg["hook_residual"], sg["hook_fc_out"]) and torch.equal(vl["hook_residual"], vl["hook_hid_normed"])
 
 
 def test_the_same_residual_switch_on_a_tiny_draft_is_found_there_too(draft, inputs):
     assert draft.settings.norm_before_residual is False
     diff = tensor_diff(draft, draft.rewired(norm_before_residual=True), **inputs)
-    assert diff.first_divergence == "layers.0.residual"
+    assert diff.first_divergence == "layers.0.hook_residual"
     assert "rewired {'norm_before_residual': True}" in diff.label_b
     assert diff.table.iloc[:5]["max_abs"].eq(0).all()
 
@@ -113,7 +115,7 @@ def test_a_draft_against_its_own_saved_trace_has_no_divergence(draft, inputs, tr
     assert "agree at all" in diff.summary() and "own.safetensors" in diff.label_b
 
 
-@pytest.mark.parametrize("point", ["fc_out", "layers.0.k", "layers.0.mlp_out", "logits"])
+@pytest.mark.parametrize("point", ["hook_fc_out", "layers.0.self_attn.hook_k", "layers.0.hook_mlp_out", "hook_logits"])
 def test_a_perturbed_point_is_named_first(draft, inputs, trace, point):
     bent = dict(trace)
     bent[point] = trace[point].clone()
@@ -127,14 +129,14 @@ def test_a_perturbed_point_is_named_first(draft, inputs, trace, point):
 
 def test_a_shape_mismatch_diverges_with_a_note(draft, inputs, trace):
     cut = dict(trace)
-    cut["layers.0.mlp_in"] = trace["layers.0.mlp_in"][:, :-1]
+    cut["layers.0.hook_mlp_in"] = trace["layers.0.hook_mlp_in"][:, :-1]
     diff = tensor_diff(draft, cut, **inputs)
-    assert diff.first_divergence == "layers.0.mlp_in"
-    row = diff.table.set_index("name").loc["layers.0.mlp_in"]
+    assert diff.first_divergence == "layers.0.hook_mlp_in"
+    row = diff.table.set_index("name").loc["layers.0.hook_mlp_in"]
     assert row["diverges"] and "shape mismatch" in row["note"] and row["max_abs"] != row["max_abs"]   # NaN
     assert row["shape_a"] == (2, 7, draft.config.hidden_size) and row["shape_b"] == (2, 6, draft.config.hidden_size)
     assert "shape mismatch" in diff.summary()
-    point = next(p for p in diff.to_dict()["points"] if p["name"] == "layers.0.mlp_in")
+    point = next(p for p in diff.to_dict()["points"] if p["name"] == "layers.0.hook_mlp_in")
     assert point["max_abs"] is None and point["shape_b"] == [2, 6, draft.config.hidden_size]
     json.dumps(diff.to_dict(), allow_nan=False)
 
@@ -148,7 +150,7 @@ def test_noise_below_tolerance_is_not_flagged_and_above_it_is(draft, inputs, tra
     quiet = tensor_diff(draft, noisy(1e-7), **inputs)
     assert quiet.first_divergence is None and (quiet.table["max_abs"] > 0).all()   # different, but within atol
     loud = tensor_diff(draft, noisy(1e-3), **inputs)
-    assert loud.first_divergence == "embed" and loud.table["diverges"].all()
+    assert loud.first_divergence == "hook_embed" and loud.table["diverges"].all()
     assert tensor_diff(draft, noisy(1e-3), atol=1e-1, **inputs).first_divergence is None   # loosened
     # atol_unit="abs" is torch.allclose's test exactly
     exact = tensor_diff(draft, noisy(1e-7), atol=0.0, rtol=0.0, atol_unit="abs", **inputs)
@@ -187,25 +189,42 @@ def test_nan_on_one_side_diverges_and_on_both_does_not():
 # ------------------------------------------------------------------ names, order, one-sided points
 
 def test_only_shared_points_are_compared_and_the_rest_listed(draft, inputs, trace):
-    partial = {n: t for n, t in trace.items() if n != "layers.0.q"}
+    partial = {n: t for n, t in trace.items() if n != "layers.0.self_attn.hook_q"}
     partial["engine.extra"] = torch.zeros(1)
     diff = tensor_diff(draft, partial, **inputs)
-    assert diff.only_in_a == ("layers.0.q",) and diff.only_in_b == ("engine.extra",)
-    assert "layers.0.q" not in set(diff.table["name"]) and diff.first_divergence is None
+    assert diff.only_in_a == ("layers.0.self_attn.hook_q",) and diff.only_in_b == ("engine.extra",)
+    assert "layers.0.self_attn.hook_q" not in set(diff.table["name"]) and diff.first_divergence is None
     assert "only by" in diff.summary()
 
 
 def test_bare_first_layer_names_in_a_trace_match_the_draft(draft, inputs, trace):
     bare = {n.removeprefix("layers.0."): t for n, t in trace.items()}
-    bare["residual"] = bare["residual"] + 1.0
+    assert "hook_residual" in bare and "self_attn.hook_q" in bare
+    bare["hook_residual"] = bare["hook_residual"] + 1.0
     diff = tensor_diff(bare, draft, **inputs)
-    assert diff.first_divergence == "layers.0.residual"
+    assert diff.first_divergence == "layers.0.hook_residual"
     assert list(diff.table["name"]) == fired(draft, inputs)   # the draft's order, though it is side b
 
 
+def test_a_trace_with_eagle3lab_0_1_names_is_read_with_one_warning(draft, inputs, trace):
+    old = {re.sub(r"(self_attn\.)?hook_", "", n): t for n, t in trace.items()}   # fc_out, layers.0.q, ...
+    assert "fc_out" in old and "layers.0.q" in old and "layers.0.residual" in old
+    old["layers.0.resid_mid"] = old["layers.0.resid_mid"] + 1.0
+    with pytest.warns(DeprecationWarning, match=r"'fc_out' -> 'hook_fc_out'.*'layers.0.q' -> "
+                                                r"'layers.0.self_attn.hook_q'") as caught:
+        diff = tensor_diff(draft, old, **inputs)
+    assert len([w for w in caught if w.category is DeprecationWarning]) == 1
+    assert diff.first_divergence == "layers.0.hook_resid_mid" and diff.only_in_b == ()
+    assert list(diff.table["name"]) == fired(draft, inputs)
+    with pytest.warns(DeprecationWarning, match="'residual' -> 'layers.0.hook_residual'"):
+        picked = tensor_diff(draft, trace, names=["residual"], **inputs)
+    assert list(picked.table["name"]) == ["layers.0.hook_residual"]
+
+
 def test_names_select_points_and_unknown_names_are_refused(draft, inputs, trace):
-    diff = tensor_diff(draft, trace, names=["fc_out", "residual", "layers.0.mlp_*"], **inputs)
-    assert list(diff.table["name"]) == ["fc_out", "layers.0.residual", "layers.0.mlp_in", "layers.0.mlp_out"]
+    diff = tensor_diff(draft, trace, names=["hook_fc_out", "hook_residual", "layers.0.hook_mlp_*"], **inputs)
+    assert list(diff.table["name"]) == ["hook_fc_out", "layers.0.hook_residual", "layers.0.hook_mlp_in",
+                                        "layers.0.hook_mlp_out"]
     with pytest.raises(Eagle3LabError, match="no_such_point"):
         tensor_diff(draft, trace, names=["no_such_point"], **inputs)
 
@@ -227,7 +246,7 @@ def test_load_trace_names_the_file_when_missing_or_not_safetensors(tmp_path):
     with pytest.raises(Eagle3LabError, match="nope.safetensors.*no such file"):
         load_trace(tmp_path / "nope.safetensors")
     pickled = tmp_path / "dump.pt"
-    torch.save({"fc_out": torch.ones(2)}, pickled)
+    torch.save({"hook_fc_out": torch.ones(2)}, pickled)
     with pytest.raises(Eagle3LabError, match="dump.pt.*not read"):
         load_trace(pickled)
 
@@ -249,12 +268,12 @@ def test_save_trace_is_atomic(tmp_path, trace, monkeypatch):
 
 
 def test_save_trace_keeps_tensors_that_share_memory(draft, inputs, tmp_path):
-    flagged = draft.rewired(norm_before_residual=True)   # residual is the hid_normed tensor itself
+    flagged = draft.rewired(norm_before_residual=True)   # hook_residual is the hook_hid_normed tensor itself
     with torch.no_grad():
         _, cache = flagged.run_with_cache(**inputs)
-    assert cache["residual"].data_ptr() == cache["hid_normed"].data_ptr()
+    assert cache["hook_residual"].data_ptr() == cache["hook_hid_normed"].data_ptr()
     back = load_trace(save_trace(tmp_path / "shared.safetensors", cache))
-    assert torch.equal(back["layers.0.residual"], cache["layers.0.hid_normed"]) and list(back) == list(cache)
+    assert torch.equal(back["layers.0.hook_residual"], cache["layers.0.hook_hid_normed"]) and list(back) == list(cache)
 
 
 # ------------------------------------------------------------------ summary, to_dict, plot
@@ -262,20 +281,20 @@ def test_save_trace_keeps_tensors_that_share_memory(draft, inputs, tmp_path):
 def test_to_dict_is_plain_json_and_summary_names_both_sides(draft, inputs):
     diff = tensor_diff(draft, draft.rewired(norm_before_residual=True), **inputs)
     d = json.loads(json.dumps(diff.to_dict(), allow_nan=False))
-    assert d["first_divergence"] == "layers.0.residual" and len(d["points"]) == len(diff.table)
+    assert d["first_divergence"] == "layers.0.hook_residual" and len(d["points"]) == len(diff.table)
     assert d["summary"] == diff.summary() and diff.label_a in d["summary"] and diff.label_b in d["summary"]
 
 
 def test_plot_marks_the_first_divergence_and_names_both_sides(draft, inputs, trace):
     cut = dict(trace)
-    cut["layers.0.v"] = trace["layers.0.v"][:1]
+    cut["layers.0.self_attn.hook_v"] = trace["layers.0.self_attn.hook_v"][:1]
     diff = tensor_diff(draft.rewired(norm_before_residual=True), cut, **inputs)
     fig = plot_tensor_diff(diff)
     ax = fig.axes[0]
-    assert diff.label_a in ax.get_title() and diff.label_b in ax.get_title() and "layers.0.residual" in ax.get_title()
+    assert diff.label_a in ax.get_title() and diff.label_b in ax.get_title() and "layers.0.hook_residual" in ax.get_title()
     assert ax.get_yscale() == "log"
     marks = [ln for ln in ax.lines if ln.get_label().startswith("first divergence")]
-    assert len(marks) == 1 and marks[0].get_xdata()[0] == list(diff.table["name"]).index("layers.0.residual")
+    assert len(marks) == 1 and marks[0].get_xdata()[0] == list(diff.table["name"]).index("layers.0.hook_residual")
     assert [t.get_text() for t in ax.get_xticklabels()] == list(diff.table["name"])
     assert plot_tensor_diff(diff, title="mine").axes[0].get_title() == "mine"
 

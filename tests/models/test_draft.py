@@ -178,10 +178,10 @@ def test_hand_computed_tiny_case():
         aux = torch.tensor([[[2.0, 2.0, 5.0, 5.0, 5.0, 5.0]]])
         out, cache = draft.run_with_cache(torch.tensor([[0]]), aux)
         # e = [1,-1] has rms 1 -> emb_normed [1,-1]; h = [2,2] has rms 2 -> hid_normed [1,1]
-        torch.testing.assert_close(cache["emb_normed"], torch.tensor([[[1.0, -1.0]]]))
-        torch.testing.assert_close(cache["hid_normed"], torch.tensor([[[1.0, 1.0]]]))
+        torch.testing.assert_close(cache["hook_emb_normed"], torch.tensor([[[1.0, -1.0]]]))
+        torch.testing.assert_close(cache["hook_hid_normed"], torch.tensor([[[1.0, 1.0]]]))
         # residual = raw h [2,2], or hid_normed [1,1] with norm_before_residual; attn_out = v = [1, 1]
-        torch.testing.assert_close(cache["attn_out"], torch.tensor([[[1.0, 1.0]]]))
+        torch.testing.assert_close(cache["hook_attn_out"], torch.tensor([[[1.0, 1.0]]]))
         r = residual + 1.0                                    # resid_mid = [r, r] -> normed [1, 1]
         g = 2.0                                               # gate = 1 + 1, up = 1
         mlp = g / (1 + math.exp(-g))                          # silu(2) * 1 = 1.761594...
@@ -254,25 +254,112 @@ def test_gradients_flow_through_cache_and_recycled_states():
 def test_run_with_cache_records_names_and_patching_replaces_activations():
     draft = make_draft()
     ids, aux = torch.randint(0, 50, (1, 4)), torch.randn(1, 4, 72)
-    out, cache = draft.run_with_cache(ids, aux, names=["fc_out", "residual", "layers.0.mlp_*"])
-    assert list(cache) == ["fc_out", "layers.0.residual", "layers.0.mlp_in", "layers.0.mlp_out"]
-    torch.testing.assert_close(cache["residual"], cache["fc_out"])       # raw residual by default
+    out, cache = draft.run_with_cache(ids, aux, names=["hook_fc_out", "hook_residual", "layers.0.hook_mlp_*"])
+    assert list(cache) == ["hook_fc_out", "layers.0.hook_residual", "layers.0.hook_mlp_in", "layers.0.hook_mlp_out"]
+    torch.testing.assert_close(cache["hook_residual"], cache["hook_fc_out"])       # raw residual by default
     _, everything = draft.run_with_cache(ids, aux)
-    assert set(everything) == set(draft.hook_names) - {"recycled_in", "fc_normed"}
-    torch.testing.assert_close(everything["logits"], out.logits)
+    assert set(everything) == set(draft.hook_names) - {"hook_recycled_in"}
+    torch.testing.assert_close(everything["hook_logits"], out.logits)
     # patch the residual with the normed hidden = norm_before_residual, computed by hand
-    patched = draft.run_with_patches(ids, aux, patches={"residual": everything["layers.0.hid_normed"]})
+    patched = draft.run_with_patches(ids, aux, patches={"hook_residual": everything["layers.0.hook_hid_normed"]})
     twin = make_draft(norm_before_residual=True)(ids, aux)
     torch.testing.assert_close(patched.logits, twin.logits)
     # a hook returning None only observes; all hooks are gone after the block
     seen = []
-    with draft.hooks({"layers.0.attn_in": lambda t, name: seen.append((name, t.shape))}):
+    with draft.hooks({"layers.0.hook_attn_in": lambda t, name: seen.append((name, t.shape))}):
         draft(ids, aux)
-    assert seen == [("layers.0.attn_in", torch.Size([1, 4, 32]))] and not any(p.fns for p in draft.hook_points.values())
-    with pytest.raises(Eagle3LabError, match="fc_normed needs"):
+    assert seen == [("layers.0.hook_attn_in", torch.Size([1, 4, 32]))]
+    assert not any(p.fns for p in draft.hook_points.values())
+    with pytest.raises(Eagle3LabError, match="hook_fc_normed needs"):
         draft.run_with_cache(ids, aux, names=["no_such_point"])
     with pytest.raises(Eagle3LabError, match=r"shape \(1, 4, 16\)"):
-        draft.run_with_patches(ids, aux, patches={"fc_out": torch.zeros(1, 4, 3)})
+        draft.run_with_patches(ids, aux, patches={"hook_fc_out": torch.zeros(1, 4, 3)})
+
+
+def test_hook_names_are_module_paths_and_never_a_module_s_name():
+    draft = make_draft(layers=2, fc_norm=True)
+    modules = dict(draft.named_modules())
+    assert draft.hook_names[:5] == ("hook_embed", "hook_fc_in", "hook_fc_normed", "hook_fc_out", "hook_recycled_in")
+    assert "layers.0.self_attn.hook_q" in draft.hook_names and "layers.1.hook_resid_out" in draft.hook_names
+    for name in draft.hook_names:
+        path, _, attr = name.rpartition(".")
+        assert attr.startswith("hook_") and name not in modules
+        assert getattr(modules[path], attr) is draft.hook_points[name]    # the name is where the point lives
+    # only layer 0 has the dual-norm step's points; q/k/v live in self_attn
+    assert [n for n in draft.hook_names if "normed" in n and n.startswith("layers.")] == \
+        ["layers.0.hook_emb_normed", "layers.0.hook_hid_normed"]
+    assert [n for n in draft.hook_names if n.endswith(("hook_q", "hook_k", "hook_v"))] == \
+        [f"layers.{i}.self_attn.hook_{x}" for i in (0, 1) for x in "qkv"]
+
+
+def test_a_hook_point_not_named_hook_something_is_refused():
+    from torch import nn
+
+    from eagle3lab.models.hooks import HookPoint, setup_hooks
+
+    class Bad(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.resid = HookPoint()
+
+    with pytest.raises(TypeError, match="Bad.resid.*must start with 'hook_' \\(hook_resid\\)"):
+        setup_hooks(Bad())
+
+
+def test_first_layer_names_that_are_not_full_paths_mean_layer_0():
+    draft = make_draft(layers=2)
+    ids, aux = torch.randint(0, 50, (1, 4)), torch.randn(1, 4, 72)
+    _, cache = draft.run_with_cache(ids, aux, names=["hook_q", "self_attn.hook_k", "hook_resid_out"])
+    assert list(cache) == ["layers.0.self_attn.hook_q", "layers.0.self_attn.hook_k", "layers.0.hook_resid_out"]
+    assert cache["hook_q"] is cache["layers.0.self_attn.hook_q"]
+    assert cache["self_attn.hook_k"].shape == (1, 2, 4, 8)               # [B, kv heads, T, head_dim]
+
+
+def test_eagle3lab_0_1_names_still_work_with_a_deprecation_warning_naming_the_new_name():
+    draft = make_draft(layers=2)
+    ids, aux = torch.randint(0, 50, (1, 4)), torch.randn(1, 4, 72)
+    _, new = draft.run_with_cache(ids, aux)
+    with pytest.warns(DeprecationWarning, match=r"'layers.0.residual' -> 'layers.0.hook_residual'"):
+        _, old = draft.run_with_cache(ids, aux, names=["fc_out", "layers.0.residual", "layers.1.q", "logits"])
+    assert list(old) == ["hook_fc_out", "layers.0.hook_residual", "layers.1.self_attn.hook_q", "hook_logits"]
+    with pytest.warns(DeprecationWarning, match=r"'fc_out' -> 'hook_fc_out'"):
+        assert torch.equal(old["fc_out"], new["hook_fc_out"])
+    with pytest.warns(DeprecationWarning, match=r"'q' -> 'layers.0.self_attn.hook_q'"):
+        assert torch.equal(new["q"], new["layers.0.self_attn.hook_q"])
+    seen = []
+    with pytest.warns(DeprecationWarning, match=r"'attn_in' -> 'layers.0.hook_attn_in'"), \
+            draft.hooks({"attn_in": lambda t, name: seen.append(name)}):
+        draft(ids, aux)
+    assert seen == ["layers.0.hook_attn_in"]                                # a hook is handed the new name
+    with pytest.warns(DeprecationWarning, match="'residual'"):
+        patched = draft.run_with_patches(ids, aux, patches={"residual": new["layers.0.hook_hid_normed"]})
+    torch.testing.assert_close(patched.logits, make_draft(layers=2, norm_before_residual=True)(ids, aux).logits)
+    # an old-style pattern is refused with the pattern to write instead
+    with pytest.raises(Eagle3LabError, match=r"try 'layers.0.hook_mlp_\*'"):
+        draft.run_with_cache(ids, aux, names=["layers.0.mlp_*"])
+    with pytest.raises(KeyError, match=r"'layers.1.v' was not recorded \(hook points are named hook_<what> now: "
+                                       r"'layers.1.self_attn.hook_v'\)"):
+        old["layers.1.v"]
+
+
+def test_the_hook_table_in_docs_lists_every_hook_name_of_every_family():
+    import fnmatch
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "hooks.md").read_text()
+    table = doc.split("## The draft's hook points")[1].split("\n## ")[0]
+    documented = re.findall(r"^\| `([^`]+)` \|", table, flags=re.M)
+    assert len(documented) == len(set(documented)) >= 20
+    mla = DraftConfig(hidden_size=16, target_hidden_size=24, intermediate_size=40, num_attention_heads=4,
+                      vocab_size=50, num_hidden_layers=3, aux_layer_ids=(1, 3, 5), attention="mla", kv_lora_rank=16,
+                      qk_nope_head_dim=6, qk_rope_head_dim=4, v_head_dim=5, q_lora_rank=12)
+    names = set(Eagle3Draft(mla).hook_names)
+    for flags in ({"fc_norm": True}, {"norm_before_fc": True}, {"attention": "qwen3"}):
+        names |= set(make_draft(layers=3, **flags).hook_names)
+    patterns = {d: d.replace("{i}", "[0-9]*") for d in documented}
+    assert not [n for n in names if not any(fnmatch.fnmatchcase(n, p) for p in patterns.values())]   # undocumented
+    assert not [d for d, p in patterns.items() if not any(fnmatch.fnmatchcase(n, p) for n in names)]  # no such hook
 
 
 def test_profiles_change_the_arithmetic_with_the_same_weights():

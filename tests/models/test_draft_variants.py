@@ -56,7 +56,7 @@ def test_fc_norm_norms_each_chunk_and_norm_before_fc_the_whole_input():
     assert (whole(ids, louder).logits - whole(ids, aux).logits).abs().max() > 1e-2
     # norm_output recycles the normed state where the engine says so; SpecForge 0.2.0 only norms lm_head's input
     out = per_chunk(ids, aux)
-    torch.testing.assert_close(out.hidden, per_chunk.run_with_cache(ids, aux, names=["normed_out"])[1]["normed_out"])
+    torch.testing.assert_close(out.hidden, per_chunk.run_with_cache(ids, aux, names=["hook_normed_out"])[1]["hook_normed_out"])
     specforge = trained("fc_norm").under("specforge")
     assert not specforge.settings.recycle_postnorm and per_chunk.settings.recycle_postnorm
 

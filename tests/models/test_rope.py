@@ -156,14 +156,14 @@ def test_the_draft_rotates_q_and_k_as_transformers_does(name):
     attn = draft.layers[0].self_attn
 
     def check(ids, aux, cache, positions):
-        _, acts = draft.run_with_cache(ids, aux, cache=cache, names=["attn_in", "q", "k"])
-        B, T, _ = acts["layers.0.attn_in"].shape
-        q = attn.q_proj(acts["layers.0.attn_in"]).view(B, T, 2, HEAD_DIM).transpose(1, 2)
-        k = attn.k_proj(acts["layers.0.attn_in"]).view(B, T, 1, HEAD_DIM).transpose(1, 2)
+        _, acts = draft.run_with_cache(ids, aux, cache=cache, names=["hook_attn_in", "hook_q", "hook_k"])
+        B, T, _ = acts["layers.0.hook_attn_in"].shape
+        q = attn.q_proj(acts["layers.0.hook_attn_in"]).view(B, T, 2, HEAD_DIM).transpose(1, 2)
+        k = attn.k_proj(acts["layers.0.hook_attn_in"]).view(B, T, 1, HEAD_DIM).transpose(1, 2)
         cos, sin = theirs(q, positions)
         ref_q, ref_k = apply_rotary_pos_emb(q, k, cos, sin)
-        torch.testing.assert_close(acts["layers.0.q"], ref_q, atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(acts["layers.0.k"], ref_k, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(acts["layers.0.self_attn.hook_q"], ref_q, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(acts["layers.0.self_attn.hook_k"], ref_k, atol=1e-5, rtol=1e-5)
 
     from eagle3lab.models.draft import DraftCache
     cache = DraftCache()

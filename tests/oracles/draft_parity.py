@@ -186,15 +186,15 @@ def our_steps(draft: Eagle3Draft, ids: torch.Tensor, aux: torch.Tensor, steps: i
     """Our per-step tensors under the draft's profile, named as the engine scripts name theirs:
     ``{step}/logits``, ``{step}/prenorm`` (last layer's output) and ``{step}/fed`` (the state entering
     layer 0: fc(aux) at step 0, the recycled state after it). ``positions``: step 0's, when not 0..T-1."""
-    seen: dict[str, list[torch.Tensor]] = {"prenorm_out": [], "fc_out": []}
+    seen: dict[str, list[torch.Tensor]] = {"hook_prenorm_out": [], "hook_fc_out": []}
     with draft.hooks({name: (lambda t, n: seen[n].append(t)) for name in seen}):
         outs = draft_passes(draft, ids, aux, steps) if positions is None else passes_at(draft, ids, aux, steps,
                                                                                            positions)
     res = {}
     for k, out in enumerate(outs):
         res[f"{k}/logits"] = out.logits
-        res[f"{k}/prenorm"] = seen["prenorm_out"][k]
-        res[f"{k}/fed"] = seen["fc_out"][0] if k == 0 else outs[k - 1].hidden
+        res[f"{k}/prenorm"] = seen["hook_prenorm_out"][k]
+        res[f"{k}/fed"] = seen["hook_fc_out"][0] if k == 0 else outs[k - 1].hidden
     return res
 
 
