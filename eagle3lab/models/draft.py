@@ -268,7 +268,7 @@ class FirstDecoderLayer(DecoderLayer):
     def input_step(self, h, emb, s: DraftSettings):
         emb_normed = self.hook_emb_normed(self.input_layernorm(emb))
         hid_normed = self.hook_hid_normed(self.hidden_norm(h))
-        resid = hid_normed if s.norm_before_residual else h
+        resid = hid_normed if s.norm_before_residual else h   # the residual rule: the profile's (SGLang ignores the flag)
         return resid, torch.cat([emb_normed, hid_normed], dim=-1)
 
 

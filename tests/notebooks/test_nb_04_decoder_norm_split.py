@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import notebook_claims
+from helpers.notebooks import notebook_claims
 
 from eagle3lab import bundled
 from eagle3lab.bundled import load_prompts
@@ -49,7 +49,7 @@ def probe(models):
         fc_in = cap.fc_input(wiring).tensor[:, :-1]
         for nbr in (False, True):
             dd = d.rewired(aux_resid=wiring, norm_before_residual=nbr)
-            out, cache = dd.run_with_cache(ids_in, fc_in, names=["embed", "fc_out", "layers.0.*"])
+            out, cache = dd.run_with_cache(ids_in, fc_in, names=["hook_embed", "hook_fc_out", "layers.0.*"])
             runs[name, nbr] = (dd, out, cache, fc_in)
 
     def agreement(dd, out):
@@ -72,8 +72,8 @@ def test_the_norms_bring_two_very_different_halves_to_one_scale(probe):
     rms = probe["rms"]
     for name in ("case", "healthy"):
         cache = probe["runs"][name, False][2]
-        raw_emb, raw_h = median(rms(cache["embed"])), median(rms(cache["fc_out"]))
-        emb_n, hid_n = median(rms(cache["layers.0.emb_normed"])), median(rms(cache["layers.0.hid_normed"]))
+        raw_emb, raw_h = median(rms(cache["hook_embed"])), median(rms(cache["hook_fc_out"]))
+        emb_n, hid_n = median(rms(cache["layers.0.hook_emb_normed"])), median(rms(cache["layers.0.hook_hid_normed"]))
         assert raw_h / raw_emb > 10, (name, raw_emb, raw_h)
         assert 0.5 < emb_n < 2 and 0.5 < hid_n < 2 and max(emb_n, hid_n) / min(emb_n, hid_n) < 1.5, (emb_n, hid_n)
 
@@ -81,19 +81,19 @@ def test_the_norms_bring_two_very_different_halves_to_one_scale(probe):
 def test_raw_and_normed_residual_point_the_same_way_but_differ_in_scale(probe):
     for name in ("case", "healthy"):
         cache = probe["runs"][name, False][2]
-        cos = F.cosine_similarity(cache["fc_out"], cache["layers.0.hid_normed"], dim=-1)[probe["valid"]]
+        cos = F.cosine_similarity(cache["hook_fc_out"], cache["layers.0.hook_hid_normed"], dim=-1)[probe["valid"]]
         assert median(cos) > 0.95
-        assert median(probe["rms"](cache["fc_out"])) / median(probe["rms"](cache["layers.0.hid_normed"])) > 3
+        assert median(probe["rms"](cache["hook_fc_out"])) / median(probe["rms"](cache["layers.0.hook_hid_normed"])) > 3
 
 
 def test_the_flag_only_changes_the_residual_tensor(probe):
     runs = probe["runs"]
     for name in ("case", "healthy"):
         (_, out_off, c_off, _), (_, out_on, c_on, _) = runs[name, False], runs[name, True]
-        for hook in ("embed", "fc_out", "layers.0.emb_normed", "layers.0.hid_normed", "layers.0.attn_in",
-                     "layers.0.attn_out"):
+        for hook in ("hook_embed", "hook_fc_out", "layers.0.hook_emb_normed", "layers.0.hook_hid_normed", "layers.0.hook_attn_in",
+                     "layers.0.hook_attn_out"):
             assert torch.equal(c_off[hook], c_on[hook]), hook
-        assert not torch.equal(c_off["layers.0.residual"], c_on["layers.0.residual"])
+        assert not torch.equal(c_off["layers.0.hook_residual"], c_on["layers.0.hook_residual"])
         assert not torch.equal(out_off.logits, out_on.logits)
 
 
@@ -102,9 +102,9 @@ def test_patching_the_residual_reproduces_the_other_rule_exactly(probe):
     off, out_off, c_off, fc_in = runs["case", False]
     on, out_on, _, _ = runs["case", True]
     hidden_norm = off.layers[0].hidden_norm
-    patched = off.run_with_patches(ids_in, fc_in, patches={"layers.0.residual": lambda h, name: hidden_norm(h)})
+    patched = off.run_with_patches(ids_in, fc_in, patches={"layers.0.hook_residual": lambda h, name: hidden_norm(h)})
     assert torch.equal(patched.logits, out_on.logits)
-    back = on.run_with_patches(ids_in, fc_in, patches={"layers.0.residual": c_off["fc_out"]})
+    back = on.run_with_patches(ids_in, fc_in, patches={"layers.0.hook_residual": c_off["hook_fc_out"]})
     assert torch.equal(back.logits, out_off.logits)
 
 
@@ -113,7 +113,7 @@ def test_each_draft_sized_its_attention_output_for_the_rule_it_was_trained_with(
 
     def log_balance(name, nbr):
         cache = probe["runs"][name, nbr][2]
-        return abs(math.log(median(rms(cache["layers.0.attn_out"]) / rms(cache["layers.0.residual"]))))
+        return abs(math.log(median(rms(cache["layers.0.hook_attn_out"]) / rms(cache["layers.0.hook_residual"]))))
 
     for name, trained in (("case", True), ("healthy", False)):
         assert log_balance(name, trained) + math.log(3) < log_balance(name, not trained), name
@@ -123,8 +123,8 @@ def test_scaling_the_normed_residual_towards_rms_h_costs_what_the_raw_residual_c
     runs, agreement = probe["runs"], probe["agreement"]
     on, out_on, _, fc_in = runs["case", True]
     off, out_off, c_off, _ = runs["case", False]
-    h_scale = median(probe["rms"](c_off["fc_out"]))
-    scaled = on.run_with_patches(probe["ids_in"], fc_in, patches={"layers.0.residual": lambda r, n: r * h_scale})
+    h_scale = median(probe["rms"](c_off["hook_fc_out"]))
+    scaled = on.run_with_patches(probe["ids_in"], fc_in, patches={"layers.0.hook_residual": lambda r, n: r * h_scale})
     trained, raw, at_scale = agreement(on, out_on), agreement(off, out_off), agreement(on, scaled)
     assert trained > at_scale + 0.15
     assert abs(at_scale - raw) < 0.1, (at_scale, raw)
