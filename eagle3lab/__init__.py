@@ -8,7 +8,8 @@ The package is in layers, each a folder that imports only the ones below it:
                 verify_width, acceptance (each engine's definition), oracle (an installed
                 engine's own resolver, run in its Python, for cross-checks)
     models/     torch: target (load, hook points), capture (resid[k]), hidden_dump, draft
-                (the EAGLE-3 head; draft_attention, rope, norms, draft_family), checkpoint
+                (the EAGLE-3 head; draft_attention, rope, norms), families (the draft families'
+                registry) and draft_family (a config's family, RoPE, aux count), checkpoint
                 (+ checkpoint_formats), vocab, device
     decoding/   running drafts: speculative (lossless chain / tree decoding), tree, evaluate
                 (teacher-forced offline acceptance)
@@ -36,7 +37,7 @@ _HOMES = {
                                 "SEED_DRAFT_CONFIG"),
     "eagle3lab.engines.layer_ids": ("resolve_aux_layers", "to_engine_ids", "nearest_servable", "compare_engines",
                                     "resid_name", "resid_label"),
-    "eagle3lab.engines.profiles": ("PROFILES", "get_profile", "resolve_settings", "ATTENTION_KINDS", "serving_problems"),
+    "eagle3lab.engines.profiles": ("PROFILES", "get_profile", "resolve_settings", "serving_problems"),
     "eagle3lab.engines.oracle.cross_check": ("cross_check", "CROSS_CHECK_ENGINES"),
     "eagle3lab.engines.acceptance": ("acceptance_stats", "expected_tau", "compare_definitions", "engine_log_lines",
                                      "bootstrap_ratio", "bootstrap_ratio_difference", "tau_interval"),
@@ -48,6 +49,7 @@ _HOMES = {
     "eagle3lab.models.hidden_dump": ("HiddenDump", "dump_hidden_states"),
     "eagle3lab.models.state_bank": ("StateBank", "capture_bank", "bank_from_dump", "TargetHead", "FINAL_NORMED"),
     "eagle3lab.models.draft": ("Eagle3Draft", "DraftConfig", "DraftCache"),
+    "eagle3lab.models.families": ("ATTENTION_KINDS", "DRAFT_FAMILIES", "DraftFamily", "detect_family"),
     "eagle3lab.models.checkpoint": ("load_draft", "save_draft", "inspect_checkpoint", "trained_resid"),
     # running drafts
     "eagle3lab.decoding.speculative": ("speculative_generate", "target_greedy", "hf_generate"),

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, resolve_aux_layers
-from eagle3lab.engines.vllm_runner import IDS_NESTED, IDS_TOP, VLLM_NEWEST_READ, check_platform, vllm_runner
+from eagle3lab.engines.versions import release_row
+from eagle3lab.engines.vllm_runner import (
+    IDS_NESTED,
+    IDS_TOP,
+    RELEASES_READ,
+    VLLM_NEWEST_READ,
+    check_platform,
+    vllm_runner,
+)
 from eagle3lab.errors import bad_input
 
 # The four switchable flags of the draft, in the order they act on the data.
@@ -26,10 +34,10 @@ FLAGS = ("norm_before_fc", "fc_norm", "norm_before_residual", "norm_output")
 # The aux count written outright (SGLang and vLLM read it before the ids' length; no trainer writes it).
 NUM_AUX_KEY = "num_aux_hidden_states"
 
-# The attention kinds of draft decoder layers (eagle3lab.models.draft_attention computes each).
-ATTENTION_KINDS = {"llama": "Llama (grouped-query) attention",
-                   "qwen3": "Qwen3 attention (an RMSNorm over each q and k head before RoPE)",
-                   "mla": "MLA (DeepSeek-V2/V3 multi-head latent attention)"}
+# Draft family names, as pure data: what each engine does with a family (FAMILIES, FAMILY_ROWS below) is keyed by
+# them. The families themselves (attention class and words, config detection, the switches whose weights they own,
+# their variants) are eagle3lab.models.families, registered under these names.
+LLAMA, QWEN3, MLA = "llama", "qwen3", "mla"
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,8 @@ class EngineProfile:
     # id_keys are then what the newest CUDA build reads, for display
     runner_rule: str | None = None
     notes: tuple[str, ...] = ()
+    # the release whose rows (ROWS) its honours and RoPE fields were read from (None: written out, one build)
+    release: str | None = None
 
     @property
     def label(self) -> str:
@@ -121,7 +131,6 @@ class EngineProfile:
 # profile applies are computed here with transformers' functions (eagle3lab.models.rope); what differs between
 # engines is data: keys an engine ignores (rope_ignores) and which length picks dynamic/longrope frequencies.
 _TRANSFORMERS_ROPE = frozenset({"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"})
-_SERVED_ROPE = frozenset({"default", "linear", "dynamic", "yarn", "longrope", "llama3", "mrope"})
 _YARN_MSCALE = ("mscale", "mscale_all_dim")
 _VLLM_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_parameters=config.rope_parameters): "
                    "default, linear, dynamic, yarn, longrope, llama3; a legacy 'type: mrope' is rewritten to default + "
@@ -132,7 +141,8 @@ _VLLM_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_pa
                    "rescaled for max_trained_positions, which defaults to max_position_embeddings (so plain RoPE); "
                    "0.10.1.1-0.21.0 rescale it once for max_position_embeddings * factor. longrope: from 0.12.0 long "
                    "factors iff max_model_len > original_max_position_embeddings, fixed at start; 0.10.1.1 per batch "
-                   "(any position > original). Read in the vllm wheels 0.10.1.1, 0.12-0.22, 0.26-0.30, 0.33.")
+                   "(any position > original). Read in the vllm wheels 0.10.1.1, 0.12-0.22, 0.26-0.30, "
+                   f"{VLLM_NEWEST_READ}.")
 _SGLANG_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_scaling=config.rope_scaling): default, "
                      "linear, dynamic, yarn, longrope, llama3 (proportional from 0.5.11); mrope since 0.5.2 "
                      "(llama_eagle3.py sets rope_type 'default' when mrope_section is present and feeds "
@@ -141,19 +151,198 @@ _SGLANG_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_
                      "0.1 ln(factor) + 1. dynamic: theta rescaled once for max_position_embeddings * factor; longrope: "
                      "long factors for a whole batch when any position > original_max_position_embeddings. Read in "
                      f"the sglang wheels 0.4.6-{SGLANG_NEWEST_READ}.")
-_SGLANG_ROPE_SINCE = {"mrope": "since 0.5.2", "proportional": "since 0.5.11"}
+
+# ---------------------------------------------------------------------------- release rows
+# What an engine does that changed with a release is a row: from release ``since`` on, to the next row of the same
+# engine, kind, name and reader. A profile's honours, RoPE and family dicts are the rows that hold at its
+# ``release`` (``rows_at``, by the one lookup eagle3lab.engines.versions.release_row), their prose generated from the
+# rows; adding a release's rule is one row (tests/engines/test_profile_rows.py). Rows are keyed by the profile's
+# id_engine ("speculators", "vllm", "sglang"); SpecForge and EAGLE are one build each, their dicts written out.
+ALL = "0"   # a row's since: every release read
+FLAG, ROPE, ROPE_IGNORES, ROPE_LENGTH, FAMILY = "flag", "rope", "rope_ignores", "rope_length", "family"
+SPECULATORS_READ = "0.9.0"   # the newest speculators tag read (its arithmetic is checked against it)
+# SGLang's -legacy profile: a build before EAGLE 3.1 (0.5.12) and proportional RoPE (0.5.11), with mrope (0.5.2)
+SGLANG_LEGACY_RELEASE = "0.5.10"
+# vLLM's -legacy profile: a build before PR #38111 (0.19.0), with deepseek_eagle3.py (0.18.0)
+VLLM_LEGACY_RELEASE = "0.18.0"
+_NEWEST = {"speculators": SPECULATORS_READ, "vllm": VLLM_NEWEST_READ, "sglang": SGLANG_NEWEST_READ}
+_TAG = {"speculators": "v"}   # how the engine's tags spell a release (speculators: v0.7.0)
+_RELEASES = {"vllm": RELEASES_READ}   # every release read, where known: "up to <the one before>" in the prose
+
+
+@dataclass(frozen=True)
+class Row:
+    """From release ``since`` (PEP 440; ALL: every release read) on, ``engine``'s ``reader`` (a file or code path;
+    "": the engine) does ``value`` with ``name``, by ``kind``: FLAG honours the flag (value True; a flag with several
+    readers is honoured where every reader has it), ROPE applies the rope type, ROPE_IGNORES drops the rope_scaling
+    keys in ``value`` (() = reads them all), ROPE_LENGTH picks dynamic/longrope frequencies by the rule ``value``
+    (eagle3lab.models.rope.LENGTH_RULES), FAMILY serves the draft family. ``source``: the PR(s) or note it came with;
+    ``before``: what a build before it does, in words ({since} is filled in)."""
+
+    engine: str
+    kind: str
+    name: str
+    since: str = ALL
+    value: object = True
+    reader: str = ""
+    source: str = ""
+    before: str = ""
+
+
+def _rows(engine: str, kind: str, since: str, *names: str, **fields) -> tuple[Row, ...]:
+    return tuple(Row(engine, kind, name, since, **fields) for name in names)
+
+
+_BASE_ROPE = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
+ROWS: tuple[Row, ...] = (
+    # speculators tags: norm_before_fc (one norm over the whole fc input, input_norm.weight) since v0.5.0 (PR #337,
+    # gpt-oss); norm_output (recycle the normed state) since v0.7.0 (PR #610); fc_norm (one norm per aux chunk,
+    # fc_norm.{i}.weight) since v0.7.0 (PR #670), refused together with norm_before_fc by the config validator; the
+    # training CLI defaults to --draft-arch llama --norm-before-fc --norm-output since v0.7.0 (PR #692):
+    # speculators' "EAGLE 3.1" is the one-norm variant, SGLang's the per-chunk one.
+    Row("speculators", FLAG, "norm_before_residual"),
+    Row("speculators", FLAG, "norm_before_fc", "0.5.0", source="PR #337"),
+    Row("speculators", FLAG, "fc_norm", "0.7.0", source="PR #670"),
+    Row("speculators", FLAG, "norm_output", "0.7.0", source="PR #610"),
+    Row("speculators", FAMILY, QWEN3, "0.4.0", reader="--draft-arch qwen3 (Qwen3DecoderEagle3FirstLayer over "
+                                                      "transformers' Qwen3DecoderLayer)", source="PR #291"),
+    # vLLM wheels: llama_eagle3.py applies input_norm since 0.18.0 (PR #36545) and also reads
+    # eagle_config.norm_before_fc since 0.22.0, qwen3_eagle3.py since 0.24.0; update_eagle3 (speculators/algos.py)
+    # passes a speculators config's key through since 0.19.0 (PR #38111). llama_eagle3.py and deepseek_eagle3.py apply
+    # fc_norm (fc_norm.{i}.weight, one per aux chunk, after input_norm when both are set) and norm_output since 0.22.0,
+    # qwen3_eagle3.py since 0.24.0; update_eagle3 passes a speculators config's fc_norm / norm_output through since
+    # 0.25.0 (PR #46488): before, the keys never reach the model, so fc_norm.* weights find no module (load fails)
+    # and norm_output recycles the pre-norm state.
+    Row("vllm", FLAG, "norm_before_residual"),
+    Row("vllm", FLAG, "norm_before_fc", "0.18.0", reader="llama_eagle3.py", source="PR #36545"),
+    Row("vllm", FLAG, "norm_before_fc", "0.19.0", reader="speculators configs", source="PR #38111"),
+    *(row for flag in ("fc_norm", "norm_output") for row in (
+        Row("vllm", FLAG, flag, "0.22.0", reader="model code"),
+        Row("vllm", FLAG, flag, "0.25.0", reader="speculators configs", source="PR #46488"))),
+    # vLLM wheels 0.10.1.1, 0.12-0.22, 0.26-0.30 and VLLM_NEWEST_READ (_VLLM_ROPE_NOTE)
+    *_rows("vllm", ROPE, ALL, *_BASE_ROPE),
+    Row("vllm", ROPE, "mrope", source="legacy 'type: mrope' read as default + mrope_section"),
+    Row("vllm", ROPE_IGNORES, "yarn", value=_YARN_MSCALE),
+    Row("vllm", ROPE_IGNORES, "yarn", "0.30.0", value=()),
+    Row("vllm", ROPE_LENGTH, "dynamic", value="max_positions_times_factor"),
+    Row("vllm", ROPE_LENGTH, "dynamic", "0.22.0", value="max_positions"),
+    Row("vllm", ROPE_LENGTH, "longrope", value="last_position"),   # 0.10.1.1: per batch, any position > original
+    Row("vllm", ROPE_LENGTH, "longrope", "0.12.0", value="max_positions"),
+    Row("vllm", FAMILY, QWEN3, "0.24.0", reader="qwen3_eagle3.py",
+        source="update_eagle3 maps layer model_type qwen3 to Eagle3Qwen3ForCausalLM",
+        before="update_eagle3 names every speculators draft Eagle3LlamaForCausalLM before {since}, and "
+               "llama_eagle3.py has no q_norm/k_norm parameter: loading fails"),
+    Row("vllm", FAMILY, MLA, "0.18.0", reader="deepseek_eagle3.py (Eagle3DeepseekV2ForCausalLM / "
+                                              "Eagle3DeepseekV3ForCausalLM)", source="PR #36361",
+        before="no deepseek_eagle3.py before {since}"),
+    # SGLang wheels: fc_norm (one RMSNorm per aux chunk; keys fc_norm.{i}.weight, legacy aux_norm_low/mid/high, flag
+    # fc_norm or legacy use_aux_norm) and norm_output (recycle the normed state): llama_eagle3.py since 0.5.12 (PRs
+    # #24663, #26506), kimi_k25_eagle3.py since 0.5.13. norm_before_fc: absent from every model file in 0.5.12-0.5.16;
+    # from 0.5.17 llama_eagle3.py reads eagle_config.norm_before_fc (else the top-level key) and applies input_norm
+    # before fc for every target (PR #32334, "Fix GPT-OSS EAGLE3 hidden states", opened 2026-07-24). With
+    # norm_before_fc also set it applies both, input_norm first. norm_before_residual: never read.
+    *(row for flag in ("fc_norm", "norm_output") for row in (
+        Row("sglang", FLAG, flag, "0.5.12", reader="llama_eagle3.py", source="PRs #24663, #26506"),
+        Row("sglang", FLAG, flag, "0.5.13", reader="kimi_k25_eagle3.py"))),
+    Row("sglang", FLAG, "norm_before_fc", "0.5.17", reader="llama_eagle3.py (every target)", source="PR #32334"),
+    # SGLang wheels 0.4.6-SGLANG_NEWEST_READ (_SGLANG_ROPE_NOTE)
+    *_rows("sglang", ROPE, ALL, *_BASE_ROPE),
+    Row("sglang", ROPE, "mrope", "0.5.2"),   # up to 0.5.1 get_rope has no 'mrope': the draft does not load
+    Row("sglang", ROPE, "proportional", "0.5.11"),
+    Row("sglang", ROPE_IGNORES, "yarn", value=_YARN_MSCALE),
+    Row("sglang", ROPE_IGNORES, "yarn", "0.5.16", value=(), source="PR #22711"),
+    Row("sglang", ROPE_LENGTH, "dynamic", value="max_positions_times_factor"),
+    Row("sglang", ROPE_LENGTH, "longrope", value="last_position"),
+    Row("sglang", FAMILY, MLA, "0.5.12", reader="kimi_k25_eagle3.py (Eagle3DeepseekV2ForCausalLM)",
+        before="no kimi_k25_eagle3.py before {since}"),
+)
+
+
+def rows_at(engine: str, kind: str, release: str, rows=None) -> dict[str, list[tuple[Row | None, Row | None]]]:
+    """name -> for each reader of it, (the row of ``engine`` and ``kind`` that holds at ``release``, None before its
+    first; the next row of that reader, None when none follows), in the rows' order."""
+    from packaging.version import Version
+
+    mine = [r for r in (ROWS if rows is None else rows) if r.engine == engine and r.kind == kind]
+    out: dict[str, list[tuple[Row | None, Row | None]]] = {}
+    for name, reader in dict.fromkeys((r.name, r.reader) for r in mine):
+        row, _, _ = release_row([r for r in mine if r.name == name], release, newest=_NEWEST.get(engine, release),
+                                engine=engine, reader=reader)
+        held = row if Version(row.since) <= Version(release) else None
+        later = [r for r in mine if (r.name, r.reader) == (name, reader) and Version(r.since) > Version(release)]
+        out.setdefault(name, []).append((held, min(later, key=lambda r: Version(r.since), default=None)))
+    return out
+
+
+def _since(row: Row, verb: str = "since") -> str:
+    """A row in words: "<reader> since <release> (<source>)"; ALL reads "all versions" (or the source alone)."""
+    if row.since == ALL:
+        return " ".join(p for p in (row.reader, row.source or ("all versions" if not row.reader else "")) if p)
+    when = f"{verb} {_TAG.get(row.engine, '')}{row.since}" + (f" ({row.source})" if row.source else "")
+    return f"{row.reader} {when}" if row.reader else when
+
+
+def _until(row: Row, later: Row) -> str:
+    """A row that a later one ends, in words: up to the release read before it, else before it."""
+    from packaging.version import Version
+
+    older = [r for r in _RELEASES.get(row.engine, ()) if Version(r) < Version(later.since)]
+    return (f"up to {max(older, key=Version)}" if older else f"before {later.since}"
+            + (f" ({later.source})" if later.source else ""))
+
+
+def honours_at(engine: str, release: str, rows=None) -> dict[str, str]:
+    """Flag -> since when / where ``engine``'s build ``release`` honours it (absent: ignored), from the FLAG rows."""
+    return {flag: "; ".join(_since(held) for held, _ in readers)
+            for flag, readers in rows_at(engine, FLAG, release, rows).items()
+            if all(held is not None and held.value for held, _ in readers)}
+
+
+def rope_at(engine: str, release: str, rows=None) -> dict:
+    """``engine``'s build ``release`` builds RoPE: the EngineProfile fields rope_types, rope_since, rope_ignores and
+    rope_length, from the ROPE, ROPE_IGNORES and ROPE_LENGTH rows."""
+    def held(kind):
+        return {name: readers[0] for name, readers in rows_at(engine, kind, release, rows).items()}
+
+    types = {name: row for name, (row, _) in held(ROPE).items() if row is not None and row.value}
+    since = {name: _since(row) for name, row in types.items() if row.since != ALL or row.source}
+    ignores = {}
+    for name, (row, later) in held(ROPE_IGNORES).items():
+        # the keys some build of this engine drops, named in the prose of every build
+        keys = "/".join(dict.fromkeys(k for r in (ROWS if rows is None else rows) if (r.engine, r.kind, r.name) ==
+                                      (engine, ROPE_IGNORES, name) for k in r.value))
+        if row is not None and row.value:
+            ignores[name] = tuple(row.value)
+            if later is not None:
+                since[name] = f"{keys} ignored {_until(row, later)}"
+        elif row is not None and row.since != ALL:
+            since[name] = f"{keys} honoured {_since(row, 'from')}"
+    length = {name: row.value for name, (row, _) in held(ROPE_LENGTH).items() if row is not None}
+    return {"rope_types": frozenset(types), "rope_since": since, "rope_ignores": ignores, "rope_length": length}
+
+
+def families_at(engine: str, release: str, rows=None) -> tuple[dict[str, str], dict[str, str]]:
+    """``(attention, attention_other)`` of DraftFamilies for ``engine``'s build ``release``, from the FAMILY rows:
+    family -> since when / where it is served (llama: all versions), family -> what a build before its row does."""
+    served, other = {LLAMA: "all versions"}, {}
+    for name, ((row, later), *_) in rows_at(engine, FAMILY, release, rows).items():
+        if row is not None and row.value:
+            served[name] = _since(row)
+        elif later is not None and later.before:
+            other[name] = later.before.format(since=later.since)
+    return served, other
+
+
+def release_fields(engine: str, release: str, rows=None) -> dict:
+    """The EngineProfile fields that are release rows, as ``engine``'s build ``release`` has them."""
+    return {"release": release, "honours": honours_at(engine, release, rows), **rope_at(engine, release, rows)}
+
 
 PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="speculators", engine="speculators", versions="0.1-0.9.0, Eagle3DraftModel; arithmetic checked against 0.9.0",
         id_engine="speculators", id_keys=(IDS_TOP,),
-        # read in the speculators tags: norm_before_fc (one norm over the whole fc input, input_norm.weight) since
-        # v0.5.0 (PR #337, gpt-oss); norm_output (recycle the normed state) since v0.7.0 (PR #610); fc_norm (one norm
-        # per aux chunk, fc_norm.{i}.weight) since v0.7.0 (PR #670), refused together with norm_before_fc by the
-        # config validator; the training CLI defaults to --draft-arch llama --norm-before-fc --norm-output since
-        # v0.7.0 (PR #692): speculators' "EAGLE 3.1" is the one-norm variant, SGLang's the per-chunk one.
-        honours={"norm_before_residual": "all versions", "norm_before_fc": "since v0.5.0 (PR #337)",
-                 "fc_norm": "since v0.7.0 (PR #670)", "norm_output": "since v0.7.0 (PR #610)"},
+        release=SPECULATORS_READ, honours=honours_at("speculators", SPECULATORS_READ),   # the speculators rows
         missing_rule={"norm_before_residual": "speculators config default False "
                                               "(its training CLI default is True)"},
         # eagle3/model_definitions.py (v0.3.0), models/base_components.py (c05b95b3): the layer config's own
@@ -165,25 +354,10 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="vllm", engine="vLLM", versions="0.30.0+; EAGLE 3.1 speculators configs since PR #46488 (0.25.0)",
         id_engine="vllm", id_keys=(IDS_TOP,), runner_rule="vllm",
-        # norm_before_fc, read in the vLLM wheels: llama_eagle3.py applies input_norm since 0.18.0 (PR #36545);
-        # update_eagle3 (speculators/algos.py) passes a speculators config's key through since 0.19.0 (PR #38111);
-        # llama_eagle3.py also reads eagle_config.norm_before_fc since 0.22.0; qwen3_eagle3.py since 0.24.0.
-        honours={"norm_before_residual": "all versions",
-                 "norm_before_fc": "llama_eagle3.py since PR #36545 (0.18.0); speculators configs since PR #38111 "
-                                   "(0.19.0)",
-                 # read in the vLLM wheels: llama_eagle3.py and deepseek_eagle3.py apply fc_norm (fc_norm.{i}.weight,
-                 # one per aux chunk, after input_norm when both are set) and norm_output since 0.22.0, qwen3_eagle3.py
-                 # since 0.24.0; update_eagle3 passes a speculators config's fc_norm / norm_output through since
-                 # 0.25.0 (PR #46488): before, the keys never reach the model, so fc_norm.* weights find no module
-                 # (load fails) and norm_output recycles the pre-norm state.
-                 "fc_norm": "model code since 0.22.0; speculators configs since PR #46488 (0.25.0)",
-                 "norm_output": "model code since 0.22.0; speculators configs since PR #46488 (0.25.0)"},
+        **release_fields("vllm", VLLM_NEWEST_READ),   # honours and RoPE: the vLLM rows
         missing_by_format={"speculators": {"norm_before_residual": True}},
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
-        rope_types=_SERVED_ROPE, rope_since={"yarn": "mscale/mscale_all_dim honoured from 0.30.0",
-                                             "mrope": "legacy 'type: mrope' read as default + mrope_section"},
-        rope_length={"dynamic": "max_positions", "longrope": "max_positions"},
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
         notes=(_VLLM_ROPE_NOTE,
                "vLLM concatenates captured states in ascending layer order, whatever the order of the ids.",
@@ -202,14 +376,10 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="vllm-legacy", engine="vLLM", versions="before PR #38111",
         id_engine="vllm", id_keys=(IDS_TOP,),
-        honours={"norm_before_residual": "all versions"},
+        **release_fields("vllm", VLLM_LEGACY_RELEASE),
         missing_by_format={"speculators": {"norm_before_residual": True}},
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
-        rope_types=_SERVED_ROPE, rope_ignores={"yarn": _YARN_MSCALE},
-        rope_since={"yarn": "mscale/mscale_all_dim ignored up to 0.29.0", "mrope": "legacy 'type: mrope' read as "
-                                                                                   "default + mrope_section"},
-        rope_length={"dynamic": "max_positions_times_factor", "longrope": "max_positions"},
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
         notes=("norm_before_fc: update_eagle3 drops a speculators config's key before PR #38111 (0.19.0). A "
                "top-level key in another config is honoured from PR #36545 (0.18.0); before it, never.",
@@ -220,18 +390,8 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="sglang", engine="SGLang", versions="0.5.17+ (EAGLE 3.1: PRs #24663, #26506; norm_before_fc: PR #32334)",
         id_engine="sglang", id_keys=(IDS_NESTED,),
-        # norm_before_fc, read in the sglang wheels: absent from every model file in 0.5.12-0.5.16; from 0.5.17
-        # llama_eagle3.py reads eagle_config.norm_before_fc (else the top-level key) and applies input_norm before
-        # fc for every target (PR #32334, "Fix GPT-OSS EAGLE3 hidden states", opened 2026-07-24).
-        # fc_norm (one RMSNorm per aux chunk; keys fc_norm.{i}.weight, legacy aux_norm_low/mid/high, flag fc_norm or
-        # legacy use_aux_norm) and norm_output (recycle the normed state): llama_eagle3.py since 0.5.12 (PRs #24663,
-        # #26506), kimi_k25_eagle3.py since 0.5.13. With norm_before_fc also set it applies both, input_norm first.
-        honours={"fc_norm": "llama_eagle3.py since 0.5.12 (PRs #24663, #26506), kimi_k25_eagle3.py since 0.5.13",
-                 "norm_output": "llama_eagle3.py since 0.5.12 (PRs #24663, #26506), kimi_k25_eagle3.py since 0.5.13",
-                 "norm_before_fc": "llama_eagle3.py, every target, since PR #32334 (0.5.17)"},
+        **release_fields("sglang", SGLANG_NEWEST_READ),   # honours and RoPE: the SGLang rows
         uses_target_embedding=True,
-        rope_types=_SERVED_ROPE | {"proportional"}, rope_since=_SGLANG_ROPE_SINCE,
-        rope_length={"dynamic": "max_positions_times_factor", "longrope": "last_position"},
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
         notes=(_SGLANG_ROPE_NOTE,
                "SGLang ignores norm_before_residual: the residual is always the raw fc output.",
@@ -242,11 +402,8 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     ),
     EngineProfile(
         name="sglang-legacy", engine="SGLang", versions="0.4-0.5 before EAGLE 3.1 support",
-        id_engine="sglang", id_keys=(IDS_NESTED,), honours={}, uses_target_embedding=True,
-        rope_types=_SERVED_ROPE, rope_since={**_SGLANG_ROPE_SINCE, "yarn": "mscale/mscale_all_dim ignored before "
-                                                                           "0.5.16 (PR #22711)"},
-        rope_ignores={"yarn": _YARN_MSCALE},
-        rope_length={"dynamic": "max_positions_times_factor", "longrope": "last_position"},
+        id_engine="sglang", id_keys=(IDS_NESTED,), uses_target_embedding=True,
+        **release_fields("sglang", SGLANG_LEGACY_RELEASE),
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
         notes=("Ignores every norm flag: raw residual, no fc norms, recycles the pre-norm state.",
                _SGLANG_ROPE_NOTE),
@@ -314,7 +471,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
 class DraftFamilies:
     """The draft families one engine serves (or trains), read in its code, with since when."""
 
-    attention: dict[str, str] = field(default_factory=lambda: {"llama": "all versions"})  # kind -> since / where
+    attention: dict[str, str] = field(default_factory=lambda: {LLAMA: "all versions"})  # family -> since / where
     attention_other: dict[str, str] = field(default_factory=dict)   # kind it cannot run -> what happens, where read
     attention_requires: dict[str, dict[str, str]] = field(default_factory=dict)  # kind -> {config field: why}
     num_aux_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> keys fc's width is read from
@@ -336,10 +493,11 @@ DEEPSEEK_YARN_DEFAULTS = {"beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscal
 DEEPSEEK_YARN_NEEDS = ("factor", "original_max_position_embeddings")
 # keys that change this arithmetic in some engines only: refused, not modelled
 _MLA_ROPE_UNMODELLED = {
-    "apply_yarn_scaling": "false drops the softmax mscale in SGLang and vLLM 0.18 (vLLM 0.33 ignores it)",
-    "attention_factor": "1.0 makes vLLM 0.33 build 'deepseek_llama_scaling' (no softmax mscale); SGLang ignores it",
-    "extrapolation_factor": "SGLang and vLLM 0.18 scale the YaRN ramp by it; vLLM 0.33 ignores it",
-    "attn_factor": "SGLang and vLLM 0.18 multiply cos/sin by it; vLLM 0.33 ignores it",
+    "apply_yarn_scaling": f"false drops the softmax mscale in SGLang and vLLM 0.18 (vLLM {VLLM_NEWEST_READ} ignores it)",
+    "attention_factor": f"1.0 makes vLLM {VLLM_NEWEST_READ} build 'deepseek_llama_scaling' (no softmax mscale); SGLang "
+                        "ignores it",
+    "extrapolation_factor": f"SGLang and vLLM 0.18 scale the YaRN ramp by it; vLLM {VLLM_NEWEST_READ} ignores it",
+    "attn_factor": f"SGLang and vLLM 0.18 multiply cos/sin by it; vLLM {VLLM_NEWEST_READ} ignores it",
 }
 _MLA_ROPE_VLLM = ("deepseek_v2.py's get_rope reads rope_parameters['factor'] and ['original_max_position_embeddings'] "
                   "for deepseek_yarn (transformers 5's standardize_rope_params fills the latter with "
@@ -356,55 +514,50 @@ _SPECFORGE_LLAMA_ONLY = ("llama3_eagle.py (LlamaForCausalLMEagle3) is SpecForge'
 
 # Read in the engines' own releases: vLLM wheels 0.17.0-VLLM_NEWEST_READ, SGLang wheels 0.5.8-SGLANG_NEWEST_READ, speculators tags
 # v0.3.0-v0.7.0 and 0.9.0, SpecForge a6b6b023 (= 0.2.0's llama3_eagle.py), SafeAILab/EAGLE cnets.py.
+def _families(engine: str, release: str, other: dict[str, str] | None = None, **fields) -> DraftFamilies:
+    """The families ``engine``'s build ``release`` serves (its FAMILY rows) and ``other`` it cannot, with ``fields``."""
+    served, before = families_at(engine, release)
+    return DraftFamilies(attention=served, attention_other={**before, **(other or {})}, **fields)
+
+
 FAMILIES: dict[str, DraftFamilies] = {
-    "speculators": DraftFamilies(
-        attention={"llama": "all versions", "qwen3": "--draft-arch qwen3 (Qwen3DecoderEagle3FirstLayer over "
-                                                     "transformers' Qwen3DecoderLayer) since v0.4.0 (PR #291)"},
-        attention_other={"mla": _NO_MLA_SPECULATORS},
-        num_aux_keys={"llama": (IDS_TOP,), "qwen3": (IDS_TOP,)},
+    "speculators": _families(
+        "speculators", SPECULATORS_READ, {MLA: _NO_MLA_SPECULATORS},
+        num_aux_keys={LLAMA: (IDS_TOP,), QWEN3: (IDS_TOP,)},
         num_aux_rule="fc reads len(eagle_aux_hidden_state_layer_ids) states since v0.7.0 (PR #670); 3 before"),
-    "vllm": DraftFamilies(
-        attention={"llama": "all versions",
-                   "qwen3": "qwen3_eagle3.py since 0.24.0 (update_eagle3 maps layer model_type qwen3 to "
-                            "Eagle3Qwen3ForCausalLM)",
-                   "mla": "deepseek_eagle3.py (Eagle3DeepseekV2ForCausalLM / Eagle3DeepseekV3ForCausalLM) since "
-                          "0.18.0 (PR #36361)"},
-        num_aux_keys={"llama": (NUM_AUX_KEY, IDS_NESTED), "mla": (NUM_AUX_KEY, IDS_NESTED),
-                      "qwen3": ("num_aux_layers", NUM_AUX_KEY, IDS_TOP, IDS_NESTED)},
+    "vllm": _families(
+        "vllm", VLLM_NEWEST_READ,
+        num_aux_keys={LLAMA: (NUM_AUX_KEY, IDS_NESTED), MLA: (NUM_AUX_KEY, IDS_NESTED),
+                      QWEN3: ("num_aux_layers", NUM_AUX_KEY, IDS_TOP, IDS_NESTED)},
         num_aux_rule=("fc width from num_aux_hidden_states or the eagle_config ids since 0.22.0 (llama_eagle3.py, "
                       "deepseek_eagle3.py), also the top-level ids in qwen3_eagle3.py (0.24.0+); llama_eagle3.py "
                       "never reads the top-level ids a speculators config holds, so it builds fc for 3 and a 4-aux "
                       f"speculators Llama draft fails to load (vllm#54526; fix PR #54598 open, read up to {VLLM_NEWEST_READ})"),
         mla_rope_rule=(f"deepseek_v2.py DeepseekV2MLAAttention ({VLLM_NEWEST_READ}) renames any rope type but default "
                        "'deepseek_yarn'; " + _MLA_ROPE_VLLM)),
-    "vllm-legacy": DraftFamilies(
-        attention={"llama": "all versions", "mla": "deepseek_eagle3.py from 0.18.0 (PR #36361): 0.18.x only in "
-                                                   "this range"},
-        attention_other={"qwen3": "update_eagle3 names every speculators draft Eagle3LlamaForCausalLM before 0.24.0, "
-                                  "and llama_eagle3.py has no q_norm/k_norm parameter: loading fails"},
+    "vllm-legacy": _families(
+        "vllm", VLLM_LEGACY_RELEASE,
         num_aux_rule="fc = 3 x target_hidden_size before 0.22.0 (llama_eagle3.py, deepseek_eagle3.py)",
         mla_rope_rule="deepseek_eagle3.py (0.18.0) renames any rope_scaling 'deepseek_yarn'; " + _MLA_ROPE_VLLM),
-    "sglang": DraftFamilies(
-        attention={"llama": "all versions", "mla": "kimi_k25_eagle3.py (Eagle3DeepseekV2ForCausalLM) since 0.5.12; "
-                                                   "fc_norm and norm_output in it since 0.5.13"},
-        attention_other={"qwen3": _SGLANG_NO_QWEN3},
-        attention_requires={"mla": {"q_lora_rank": "kimi_k25_eagle3.py raises ValueError('Eagle3 MLA layer requires "
-                                                   f"q_lora_rank in the draft config'), 0.5.12-{SGLANG_NEWEST_READ}"}},
-        num_aux_keys={"llama": (NUM_AUX_KEY, IDS_NESTED), "mla": (IDS_NESTED, IDS_TOP)},
+    "sglang": _families(
+        "sglang", SGLANG_NEWEST_READ, {QWEN3: _SGLANG_NO_QWEN3},
+        attention_requires={MLA: {"q_lora_rank": "kimi_k25_eagle3.py raises ValueError('Eagle3 MLA layer requires "
+                                                 f"q_lora_rank in the draft config'), 0.5.12-{SGLANG_NEWEST_READ}"}},
+        num_aux_keys={LLAMA: (NUM_AUX_KEY, IDS_NESTED), MLA: (IDS_NESTED, IDS_TOP)},
         num_aux_rule=("any count since 0.5.12: llama_eagle3.py reads num_aux_hidden_states, else the eagle_config "
                       "ids; kimi_k25_eagle3.py the eagle_config ids, else the top-level ones; 3 before"),
         mla_rope_missing={"factor": 1.0, "original_max_position_embeddings": "max_position_embeddings"},
         mla_rope_rule=(f"kimi_k25_eagle3.py -> deepseek_v2.py (0.5.12-{SGLANG_NEWEST_READ}): any rope_scaling but default is "
                        "deepseek_yarn; factor missing = 1.0, original_max_position_embeddings missing = "
                        "max_position_embeddings (factory.py _get_rope_param, with a warning)")),
-    "sglang-legacy": DraftFamilies(
-        attention_other={"mla": "no kimi_k25_eagle3.py before 0.5.12", "qwen3": _SGLANG_NO_QWEN3},
+    "sglang-legacy": _families(
+        "sglang", SGLANG_LEGACY_RELEASE, {QWEN3: _SGLANG_NO_QWEN3},
         num_aux_rule="fc = 3 x target hidden size up to 0.5.11 (llama_eagle3.py)"),
     "specforge": DraftFamilies(
-        attention_other={"mla": _SPECFORGE_LLAMA_ONLY, "qwen3": _SPECFORGE_LLAMA_ONLY},
+        attention_other={MLA: _SPECFORGE_LLAMA_ONLY, QWEN3: _SPECFORGE_LLAMA_ONLY},
         num_aux_rule="fc = 3 x target_hidden_size and three fc_norm chunks (llama3_eagle.py, a6b6b023 / 0.2.0)"),
     "eagle": DraftFamilies(
-        attention_other={"mla": "cnets.py builds a Llama layer only", "qwen3": "cnets.py builds a Llama layer only"},
+        attention_other={MLA: "cnets.py builds a Llama layer only", QWEN3: "cnets.py builds a Llama layer only"},
         num_aux_rule="fc = 3 x hidden size, or 3 x target_hidden_size (cnets.py)"),
 }
 
@@ -465,13 +618,15 @@ def mla_config_notes(raw: dict) -> list[tuple[str, object, str]]:
     return unread_key_notes(raw, MLA_CONFIG_KEYS, ": a draft trained with {key}={value} runs other arithmetic here "
                                                   "and where it is served")
 
-def serving_problems(config, profile: str | EngineProfile) -> list[str]:
-    """Why ``profile`` cannot run this draft as written (empty when it can): an attention kind it lacks, a
-    field it needs, an aux count its fc cannot take."""
+def serving_problems(config, profile: str | EngineProfile, attention_words=None) -> list[str]:
+    """Why ``profile`` cannot run this draft as written (empty when it can): a draft family it lacks, a
+    field it needs, an aux count its fc cannot take. ``attention_words``: family name -> its attention in words
+    (eagle3lab.models.families.ATTENTION_KINDS, the families' registry above this layer); else the name is said."""
     profile = get_profile(profile)
-    fam, kind, out = profile.families, getattr(config, "attention", "llama"), []
+    fam, kind, out = profile.families, getattr(config, "attention", LLAMA), []
     if kind not in fam.attention:
-        out.append(f"{profile.label} cannot run a draft with {ATTENTION_KINDS[kind]}: "
+        words = (attention_words or {}).get(kind, f"{kind} attention")
+        out.append(f"{profile.label} cannot run a draft with {words}: "
                    f"{fam.attention_other.get(kind, 'it has no such draft model')}")
     for key, why in fam.attention_requires.get(kind, {}).items():
         if getattr(config, key, None) is None:
@@ -481,15 +636,15 @@ def serving_problems(config, profile: str | EngineProfile) -> list[str]:
     written = config.rope_scaling or {}
     rope_type = rope_type_of(written) if written.get("rope_type", written.get("type")) == "mrope" or \
         "mrope" in profile.rope_types else str(written.get("rope_type", written.get("type", "default")))
-    if kind != "mla" and rope_type not in profile.rope_types:
+    if kind != MLA and rope_type not in profile.rope_types:   # an MLA draft's RoPE: mla_rope below
         out.append(f"{profile.label} cannot build rope_type '{rope_type}'"
                    + (f": {profile.rope_other}" if profile.rope_other else ""))
-    elif kind != "mla" and profile.rope_fails.get(rope_type):
+    elif kind != MLA and profile.rope_fails.get(rope_type):
         absent = [k for k in profile.rope_fails[rope_type] if (config.rope_scaling or {}).get(k) is None]
         if absent:
             out.append(f"{profile.label} cannot build rope_type '{rope_type}' without rope_scaling."
                        f"{', rope_scaling.'.join(absent)} ({profile.rope_fails_how}: loading fails)")
-    if kind == "mla" and kind in fam.attention:
+    if kind == MLA and kind in fam.attention:
         for key in mla_rope(config, profile)[2]:
             out.append(f"{profile.label} needs rope_scaling.{key} for this MLA draft (KeyError, loading fails): "
                        f"{fam.mla_rope_rule}")
@@ -626,14 +781,14 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     if profile.norm_output_gates_final_norm:
         decisions["final_norm"] = Decision(final_norm, f"{profile.engine}: norm_output {str(final_norm).lower()}, "
                                            f"lm_head reads the {'normed' if final_norm else 'un-normed'} state")
-    kind = getattr(config, "attention", "llama")
-    qk_norm = kind == "qwen3" and kind in profile.families.attention
-    if kind != "llama":
+    kind = getattr(config, "attention", LLAMA)
+    qk_norm = kind == QWEN3 and kind in profile.families.attention   # its q/k norms run where it is served
+    if kind != LLAMA:
         served = kind in profile.families.attention
         decisions["attention"] = Decision(kind if served else "cannot run", f"{profile.engine}: " + (
             profile.families.attention[kind] if served else
             "cannot run it (" + profile.families.attention_other.get(kind, "no such draft model") + "); shown with "
-            "the checkpoint's attention" + (" without the q/k norms" if kind == "qwen3" else "")))
+            "the checkpoint's attention" + (" without the q/k norms" if kind == QWEN3 else "")))
     use_target_embedding = profile.uses_target_embedding and has_target_embedding
     if profile.uses_target_embedding:
         decisions["embedding"] = Decision("target" if use_target_embedding else "draft",
@@ -643,7 +798,7 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     rope = config.rope_scaling
     rope_type = rope_type_of(rope)
     missing = [k for k in profile.rope_requires.get(rope_type, ()) if (rope or {}).get(k) is None]
-    if kind == "mla" and kind in profile.families.attention:   # DeepSeek's attention builds it, not get_rope
+    if kind == MLA and kind in profile.families.attention:   # DeepSeek's attention builds it, not get_rope
         rope, how, _ = mla_rope(config, profile)
         rope_type = rope_type_of(rope)
         if how:

@@ -37,6 +37,7 @@ from eagle3lab.engines.profiles import (
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+from eagle3lab.models.families import ATTENTION_KINDS, family_of
 from eagle3lab.models.target import TargetFacts, as_target, check_draft_fits
 from eagle3lab.models.vocab import check_vocab_map
 
@@ -415,7 +416,7 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
     if why:
         report.warnings.append(why)
     for name in dict.fromkeys((draft.profile.name, SERVE_PROFILE[fmt])):   # what can run it, as written
-        report.warnings += [p for p in serving_problems(cfg, name) if p not in report.warnings]
+        report.warnings += [p for p in serving_problems(cfg, name, ATTENTION_KINDS) if p not in report.warnings]
     draft.load_report = report
     return draft
 
@@ -429,7 +430,7 @@ def first_runnable(cfg: DraftConfig, fmt: str, reads_ids: bool = False) -> tuple
     passed = []
     for name in dict.fromkeys((FORMAT_PROFILE[fmt], SERVE_PROFILE[fmt], *PROFILES)):
         profile = get_profile(name)
-        problems = serving_problems(cfg, profile)
+        problems = serving_problems(cfg, profile, ATTENTION_KINDS)
         if not problems and reads_ids:
             problems = [why for why in profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)[1:] if why]
         if not problems:
@@ -518,7 +519,7 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     if fmt != "speculators" and cfg.num_hidden_layers > 1:
         raise bad_input(out, "num_hidden_layers", f"1 for the {fmt} format (midlayer.* holds one layer)",
                         cfg.num_hidden_layers, "Write multi-layer drafts in speculators format.")
-    if cfg.attention != "llama" and (fmt == "eagle" or (fmt == "speculators" and cfg.attention == "mla")):
+    if fmt not in family_of(cfg.attention).formats:
         raise bad_input(out, "attention", "a Llama layer for the EAGLE official format (cnets.py builds one), a Llama "
                         "or Qwen3 layer for speculators (vLLM's update_eagle3 raises for any other layer model_type)",
                         cfg.attention, "Write MLA drafts in sglang format (Eagle3DeepseekV2ForCausalLM), Qwen3 drafts "
@@ -568,7 +569,7 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     extra = {**cfg.extra, **({NUM_AUX_KEY: cfg.num_aux} if cfg.num_aux != 3 else {})}   # draft_to_config writes it
     new_cfg = DraftConfig(**{**cfg.to_dict(), "aux_layer_ids": ids, "aux_ids_key": written_at, "extra": extra, **flags})
     served = get_profile(SERVE_PROFILE[fmt])
-    warnings += serving_problems(new_cfg, served)
+    warnings += serving_problems(new_cfg, served, ATTENTION_KINDS)
     as_served = resolve_settings(new_cfg, served, fmt)
     for flag in ("norm_before_residual", "norm_before_fc", "fc_norm"):
         if getattr(as_served, flag) != flags[flag]:
@@ -712,7 +713,7 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
                       "key": cfg.aux_ids_key, "num_target_layers": n, "target_arch": facts.arch,
                       "by_engine": engines}
     # which engines can run this draft family at all (attention kind, needed fields, aux count)
-    out["serving"] = {name: {"engine": profile.label, "problems": serving_problems(cfg, profile)}
+    out["serving"] = {name: {"engine": profile.label, "problems": serving_problems(cfg, profile, ATTENTION_KINDS)}
                       for name, profile in PROFILES.items()}
     if n is None:
         out["not_checked"].append("resid points of default ids and range checks: the target's layer count is "

@@ -10,7 +10,7 @@ the other families differ only by prefixes (eagle3-facts.md section 8).
 - eagle (SafeAILab/EAGLE): calls itself ``LlamaForCausalLM`` with ``draft_vocab_size``; no ids (the
   capture points are hard-coded); keys ``midlayer.*``; often a pickled ``pytorch_model.bin``.
 
-The layer's attention kind (``models.draft_family``): Qwen3 drafts are speculators configs whose
+The layer's draft family (``models.families``, one detector): Qwen3 drafts are speculators configs whose
 layer ``model_type`` is ``qwen3`` (keys ``layers.0.self_attn.q_norm/k_norm.weight``); MLA drafts
 are flat configs named ``Eagle3DeepseekV2ForCausalLM`` (SGLang ``kimi_k25_eagle3.py``, vLLM
 ``deepseek_eagle3.py``, TorchSpec) with q/kv LoRA ranks and nope/rope/v head dims, keys
@@ -29,6 +29,7 @@ from eagle3lab.engines.profiles import (
     FLAGS,
     IDS_NESTED,
     IDS_TOP,
+    MLA,
     MLA_CONFIG_KEYS,
     NUM_AUX_KEY,
     mla_config_notes,
@@ -37,11 +38,11 @@ from eagle3lab.engines.profiles import (
 )
 from eagle3lab.errors import bad_input
 from eagle3lab.models.draft import MLA_SIZES, DraftConfig, check_sizes
-from eagle3lab.models.draft_family import describe_draft_config, is_mla_draft, written_aux_count
+from eagle3lab.models.draft_family import written_aux_count
+from eagle3lab.models.families import detect_family, family_of, layer_model_types
 
 FORMATS = ("speculators", "sglang", "eagle")
 SGLANG_ARCHS = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM")
-MLA_ARCH = "Eagle3DeepseekV2ForCausalLM"       # SGLang kimi_k25_eagle3.py, vLLM deepseek_eagle3.py, TorchSpec
 SPECULATORS_ARCHS = ("Eagle3Speculator", "Eagle3DraftModel")
 # Llama geometry keys read from (and written to) a flat config
 GEOMETRY = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim",
@@ -51,7 +52,8 @@ REQUIRED = ("hidden_size", "intermediate_size", "num_attention_heads", "vocab_si
 # keys kept verbatim for round trips
 PASSTHROUGH = ("bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype", "tie_word_embeddings")
 IGNORED_WEIGHTS = ("verifier_norm.weight", "verifier_lm_head.weight")
-# SGLang llama_eagle3.py's legacy names of the EAGLE 3.1 per-chunk norms (its legacy_name_map, 0.5.12-0.5.23)
+# SGLang llama_eagle3.py's legacy names of the EAGLE 3.1 per-chunk norms (its legacy_name_map, 0.5.12 to
+# SGLANG_NEWEST_READ)
 LEGACY_FC_NORM = {"aux_norm_low.": "fc_norm.0.", "aux_norm_mid.": "fc_norm.1.", "aux_norm_high.": "fc_norm.2."}
 
 
@@ -84,8 +86,9 @@ def classify_config(cfg: dict) -> tuple[str, str]:
         return ("mtp" if "mtp" in str(kind).lower() else "unknown"), f"speculators_model_type is {kind!r}, not 'eagle3'"
     if any(a in SGLANG_ARCHS for a in archs):
         return "sglang", f"architectures {archs}"
-    if is_mla_draft(cfg):   # a flat config like SpecForge's, with MLA attention
-        return "sglang", f"an MLA EAGLE-3 draft ({describe_draft_config(cfg)['reasons'][0]})"
+    family, reason = detect_family(cfg)
+    if family.is_flat_draft(cfg):   # a flat config like SpecForge's, with MLA attention
+        return "sglang", f"an {family.label} EAGLE-3 draft ({reason})"
     if any(re.search(r"(MTP|NextN)", a) for a in archs):
         return "mtp", f"architectures {archs} name a multi-token-prediction head"
     layers = cfg.get("num_hidden_layers", text.get("num_hidden_layers"))
@@ -114,7 +117,8 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
             prefix = "transformer_layer_config." if fmt == "speculators" else ""
             raise bad_input(where, prefix + key, "an integer", repr(geo_src.get(key)))
     geo = {k: geo_src[k] for k in GEOMETRY if geo_src.get(k) is not None}
-    attention = describe_draft_config(cfg)["family"]
+    family = detect_family(cfg)[0]
+    attention = family.name
     rope_params = geo_src.get("rope_parameters")  # transformers 5 writes theta and scaling together here
     if isinstance(rope_params, dict):
         geo.setdefault("rope_theta", rope_params.get("rope_theta", 10000.0))
@@ -125,13 +129,13 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
                       ("head_dim", "= hidden_size // num_attention_heads"),
                       ("max_position_embeddings", "default 2048"), ("hidden_act", "default silu"),
                       ("num_hidden_layers", "default 1")):
-        if key not in geo and not (key == "head_dim" and attention == "mla"):
+        if key not in geo and not (key == "head_dim" and attention == MLA):
             defaulted.append((key, None, rule))
-    if attention == "mla":
+    if attention == MLA:
         geo.update({k: geo_src.get(k) for k in ("q_lora_rank", *MLA_SIZES)})
         geo.pop("head_dim", None)   # an MLA layer's RoPE width is qk_rope_head_dim
-    model_type = geo_src.get("model_type", "llama")
-    if model_type not in ("llama", "qwen3") and attention != "mla":
+    model_type = geo_src.get("model_type")   # absent: the family's layer
+    if model_type not in {None, *layer_model_types()} and not family.keeps_model_type:
         defaulted.append(("model_type", model_type, "read as a Llama-style layer (no such draft layer is modelled)"))
 
     draft_vocab = cfg.get("draft_vocab_size")
@@ -165,9 +169,9 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
     extra = {k: cfg[k] for k in PASSTHROUGH if k in cfg}
     if num_aux is not None:
         extra[NUM_AUX_KEY] = num_aux
-    if model_type not in ("llama", "qwen3"):
+    if model_type not in {None, *layer_model_types()}:
         extra["model_type"] = model_type   # an MLA draft's (kimi_k2, deepseek_v3): vLLM picks MLA by it
-    if attention == "mla":   # kept as written, with what the engines do with them
+    if attention == MLA:   # kept as written, with what the engines do with them
         extra.update({k: geo_src[k] for k in MLA_CONFIG_KEYS if k in geo_src})
         defaulted += mla_config_notes(geo_src)
     switches = {k: v for k, v in nested.items() if k not in ("eagle_aux_hidden_state_layer_ids", "use_aux_hidden_state")}
@@ -197,17 +201,17 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
 
 def draft_to_config(cfg: DraftConfig, fmt: str, ids: list[int] | None, flags: dict[str, bool]) -> dict:
     """A ``DraftConfig`` -> the config.json dict of family ``fmt`` (ids already in its convention)."""
+    family = family_of(cfg.attention)
     geo = {"hidden_size": cfg.hidden_size, "intermediate_size": cfg.intermediate_size,
            "num_attention_heads": cfg.num_attention_heads, "num_key_value_heads": cfg.num_key_value_heads,
            "head_dim": cfg.head_dim, "num_hidden_layers": cfg.num_hidden_layers, "vocab_size": cfg.vocab_size,
            "rms_norm_eps": cfg.rms_norm_eps, "rope_theta": cfg.rope_theta, "rope_scaling": cfg.rope_scaling,
            "max_position_embeddings": cfg.max_position_embeddings, "hidden_act": cfg.hidden_act,
-           "model_type": cfg.extra.get("model_type", "qwen3" if cfg.attention == "qwen3" else "llama"),
+           "model_type": cfg.extra.get("model_type", family.model_type),   # vLLM builds MLA only for DeepSeek types
            "attention_bias": False, "mlp_bias": False}
-    if cfg.attention == "mla":   # SGLang and vLLM read these; head_dim is the rope width, not written
+    if cfg.attention == MLA:   # SGLang and vLLM read these; head_dim is the rope width, not written
         del geo["head_dim"]
         geo.update({k: getattr(cfg, k) for k in ("q_lora_rank", *MLA_SIZES)})
-        geo["model_type"] = cfg.extra.get("model_type", "deepseek_v3")   # vLLM builds MLA only for DeepSeek types
         geo.update({k: cfg.extra[k] for k in MLA_CONFIG_KEYS if k in cfg.extra})
     if cfg.num_aux != 3 or NUM_AUX_KEY in cfg.extra:
         # vLLM's llama_eagle3.py sizes fc from this key (or eagle_config's ids), never from the top-level ids
@@ -230,7 +234,8 @@ def draft_to_config(cfg: DraftConfig, fmt: str, ids: list[int] | None, flags: di
         if ids is not None:
             out[IDS_TOP] = list(ids)
         return out
-    arch = (MLA_ARCH if cfg.attention == "mla" else "LlamaForCausalLMEagle3") if fmt == "sglang" else "LlamaForCausalLM"
+    # sglang: the family's own draft architecture, the first it names (MLA: Eagle3DeepseekV2ForCausalLM)
+    arch = ((family.draft_archs or SGLANG_ARCHS)[0]) if fmt == "sglang" else "LlamaForCausalLM"
     out = {"architectures": [arch], **geo,
            "draft_vocab_size": cfg.draft_vocab_size, **passthrough}
     if cfg.target_hidden_size != cfg.hidden_size:

@@ -39,7 +39,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from eagle3lab.engines.profiles import (
-    ATTENTION_KINDS,
+    LLAMA,
+    MLA,
     Decision,
     DraftSettings,
     EngineProfile,
@@ -47,7 +48,7 @@ from eagle3lab.engines.profiles import (
     resolve_settings,
 )
 from eagle3lab.errors import bad_input
-from eagle3lab.models.draft_attention import make_attention
+from eagle3lab.models.families import family_of, make_attention, switch_owners
 from eagle3lab.models.hooks import HookPoint, installed, run_with_cache, run_with_patches, setup_hooks
 from eagle3lab.models.norms import RMSNorm
 from eagle3lab.models.rope import DraftRope
@@ -75,7 +76,7 @@ def check_sizes(values: dict, where="draft config", key_of=lambda key: key) -> N
     if kv is not None and heads % kv:
         raise bad_input(where, key_of("num_key_value_heads"), f"a divisor of num_attention_heads={heads} (each "
                         "key/value head serves a whole group of query heads)", kv)
-    if values.get("attention", "llama") != "mla" and values.get("head_dim") is None and hidden % heads:
+    if values.get("attention", LLAMA) != MLA and values.get("head_dim") is None and hidden % heads:
         raise bad_input(where, key_of("head_dim"), f"stated, or hidden_size={hidden} divisible by "
                         f"num_attention_heads={heads} (head_dim defaults to their quotient)", "neither")
     draft_vocab = values.get("draft_vocab_size")
@@ -112,7 +113,7 @@ class DraftConfig:
     norm_before_fc: bool | None = None
     fc_norm: bool | None = None
     norm_output: bool | None = None
-    attention: str = "llama"                      # llama, qwen3 (q/k norms) or mla (models.draft_attention)
+    attention: str = LLAMA                        # a draft family: llama, qwen3, mla (models.families)
     q_lora_rank: int | None = None                # mla: rank of q's LoRA (None: one q_proj)
     kv_lora_rank: int | None = None               # mla: width of the compressed k/v latent
     qk_nope_head_dim: int | None = None           # mla: per-head q/k width RoPE leaves alone
@@ -121,10 +122,9 @@ class DraftConfig:
     extra: dict = field(default_factory=dict)     # config keys kept for round trips (bos/eos ids...)
 
     def __post_init__(self):
-        if self.attention not in ATTENTION_KINDS:
-            raise bad_input("draft config", "attention", f"one of {', '.join(ATTENTION_KINDS)}", repr(self.attention))
+        family_of(self.attention)   # a registered family, else refused naming the key
         check_sizes(self.__dict__)
-        if self.attention == "mla":
+        if self.attention == MLA:
             missing = [k for k in MLA_SIZES if not isinstance(getattr(self, k), int)]
             if missing:
                 raise bad_input("draft config", missing[0], "an integer (an MLA draft needs all of "
@@ -346,7 +346,7 @@ class Eagle3Draft(nn.Module):
             raise bad_input("rewired", ", ".join(sorted(unknown | ({"decisions"} & set(flags)))),
                             f"aux_resid or a DraftSettings switch ({', '.join(f.name for f in fields(DraftSettings)[:-1])})",
                             "an unknown name")
-        owners = {"qk_norm": (self.config.attention == "qwen3", "a Qwen3 draft's q_norm/k_norm weights"),
+        owners = {**switch_owners(self.config.attention),   # the switches a family's own weights carry
                   "fc_norm": (bool(self.config.fc_norm), "the fc_norm.{i} weights (config fc_norm true)"),
                   "norm_before_fc": (bool(self.config.norm_before_fc), "the input_norm weight (config "
                                                                         "norm_before_fc true)")}
@@ -374,7 +374,7 @@ class Eagle3Draft(nn.Module):
             fc_rules.append({"norm_before_fc": True, "fc_norm": False})
         if self.config.fc_norm:
             fc_rules.append({"norm_before_fc": False, "fc_norm": True})
-        family = [{"qk_norm": True}, {"qk_norm": False}] if self.config.attention == "qwen3" else [{}]
+        family = family_of(self.config.attention).variants
         return [{**fc, **extra, "norm_before_residual": nbr, "recycle_postnorm": post}
                 for extra in family for fc in fc_rules for nbr in (False, True) for post in (False, True)]
 

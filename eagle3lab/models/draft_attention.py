@@ -23,8 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from eagle3lab.engines.profiles import ATTENTION_KINDS
-from eagle3lab.errors import bad_input
+from eagle3lab.engines.profiles import QWEN3
 from eagle3lab.models.hooks import HookPoint
 from eagle3lab.models.norms import RMSNorm
 from eagle3lab.models.rope import apply_rope, rope_parameters
@@ -41,7 +40,7 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
         self.v_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
         self.o_proj = nn.Linear(self.n_heads * self.head_dim, cfg.hidden_size, bias=False)
-        if cfg.attention == "qwen3":
+        if cfg.attention == QWEN3:   # the q/k norm weights its family owns (eagle3lab.models.families)
             self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
             self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()   # after RoPE, per head
@@ -128,10 +127,3 @@ class MLAAttention(nn.Module):
             k, v = cache.update(self.layer, k, v)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.v_dim))
-
-
-def make_attention(cfg, in_dim: int, layer: int) -> nn.Module:
-    """The attention module of kind ``cfg.attention`` (one of eagle3lab.engines.profiles.ATTENTION_KINDS)."""
-    if cfg.attention not in ATTENTION_KINDS:
-        raise bad_input("draft config", "attention", f"one of {', '.join(ATTENTION_KINDS)}", repr(cfg.attention))
-    return MLAAttention(cfg, in_dim, layer) if cfg.attention == "mla" else Attention(cfg, in_dim, layer)

@@ -280,7 +280,20 @@ def load_target(path_or_name, device="auto", dtype="auto", device_map=None, trus
 
 # ----------------------------------------------------------------------------- tiny random targets
 
-TINY_ARCHS = ("llama", "qwen2", "qwen3", "mistral", "deepseek_v3")
+# target model_type -> (its transformers config class, architecture, what it sets besides the common sizes, from the
+# hidden size); these are targets' model types, not draft families (eagle3lab.models.families)
+_TINY = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", lambda hidden: {}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", lambda hidden: {}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", lambda hidden: {"head_dim": hidden // 4}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", lambda hidden: {}),
+    # MLA attention, dense first layer then MoE layers, like DeepSeek-V3 / Kimi-K2
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", lambda hidden: dict(
+        num_key_value_heads=4, moe_intermediate_size=hidden // 2, n_routed_experts=4, num_experts_per_tok=2,
+        n_group=1, topk_group=1, first_k_dense_replace=1, q_lora_rank=hidden // 2, kv_lora_rank=hidden // 2,
+        qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16)),
+}
+TINY_ARCHS = tuple(_TINY)
 _TINY_CORPUS = (
     "The quick brown fox jumps over the lazy dog.",
     "Speculative decoding drafts a few tokens cheaply and the target model verifies them in one pass.",
@@ -305,27 +318,16 @@ def tiny_tokenizer(vocab_size: int = 300):
 
 
 def tiny_config(arch: str = "llama", num_layers: int = 4, hidden_size: int = 64, vocab_size: int = 300):
-    """A transformers config of each supported family, small enough for CPU tests in milliseconds."""
+    """A transformers config of a target model_type in TINY_ARCHS, small enough for CPU tests in milliseconds."""
     import transformers as tf
 
+    if arch not in _TINY:
+        raise bad_input("arch", None, f"one of {TINY_ARCHS}", repr(arch))
+    config_class, architecture, own = _TINY[arch]
     common = dict(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
                   num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=2,
                   max_position_embeddings=256, tie_word_embeddings=False)
-    if arch == "llama":
-        return tf.LlamaConfig(**common, architectures=["LlamaForCausalLM"])
-    if arch == "qwen2":
-        return tf.Qwen2Config(**common, architectures=["Qwen2ForCausalLM"])
-    if arch == "qwen3":
-        return tf.Qwen3Config(**common, head_dim=hidden_size // 4, architectures=["Qwen3ForCausalLM"])
-    if arch == "mistral":
-        return tf.MistralConfig(**common, architectures=["MistralForCausalLM"])
-    if arch == "deepseek_v3":  # MLA attention, dense first layer then MoE layers, like DeepSeek-V3 / Kimi-K2
-        common.update(num_key_value_heads=4)
-        return tf.DeepseekV3Config(**common, moe_intermediate_size=hidden_size // 2, n_routed_experts=4,
-                                   num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1,
-                                   q_lora_rank=hidden_size // 2, kv_lora_rank=hidden_size // 2, qk_rope_head_dim=8,
-                                   qk_nope_head_dim=8, v_head_dim=16, architectures=["DeepseekV3ForCausalLM"])
-    raise bad_input("arch", None, f"one of {TINY_ARCHS}", repr(arch))
+    return getattr(tf, config_class)(**{**common, **own(hidden_size)}, architectures=[architecture])
 
 
 def tiny_target(arch: str = "llama", num_layers: int = 4, hidden_size: int = 64, vocab_size: int = 300,

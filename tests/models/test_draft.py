@@ -454,19 +454,18 @@ def test_mla_geometry_stated_against_its_rule_is_refused():
 
 
 def test_attention_kinds_have_one_home_and_each_is_built():
-    from eagle3lab.engines.profiles import ATTENTION_KINDS
-    from eagle3lab.models import draft_attention
+    from eagle3lab.models import draft_attention, families
 
-    assert draft_attention.ATTENTION_KINDS is ATTENTION_KINDS   # the engine-knowledge layer's, with its descriptions
+    assert not hasattr(draft_attention, "ATTENTION_KINDS")   # the families' registry is the one home
     sizes = dict(q_lora_rank=None, kv_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4)
     built = {kind: type(Eagle3Draft(DraftConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
                                                 vocab_size=32, attention=kind, **(sizes if kind == "mla" else {})))
-                        .layers[0].self_attn).__name__ for kind in ATTENTION_KINDS}
+                        .layers[0].self_attn).__name__ for kind in families.ATTENTION_KINDS}
     assert built == {"llama": "Attention", "qwen3": "Attention", "mla": "MLAAttention"}
     cfg = DraftConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2, vocab_size=32)
     cfg.attention = "gqa"
     with pytest.raises(Eagle3LabError, match="key 'attention': expected one of llama, qwen3, mla, found 'gqa'"):
-        draft_attention.make_attention(cfg, 32, 0)
+        families.make_attention(cfg, 32, 0)
 
 
 def test_rope_table_rows_equal_the_angles_computed_per_call():
