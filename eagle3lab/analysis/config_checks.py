@@ -12,6 +12,7 @@ import torch
 
 from eagle3lab.analysis.findings import DoctorFinding
 from eagle3lab.engines.profiles import get_profile, serving_problems
+from eagle3lab.models.families import ATTENTION_KINDS
 
 
 def text_config(raw: dict) -> dict:
@@ -96,7 +97,7 @@ def engine_findings(draft, engine: str) -> list[DoctorFinding]:
     out = [DoctorFinding(
         "ENGINE_CANNOT_RUN_DRAFT", "critical", f"{served.engine} has no model for this draft as written", problem,
         "Serve it with an engine that builds this draft family (eagle3lab inspect lists them under 'runs in'), or "
-        "convert / retrain it for one this engine builds.", "config") for problem in serving_problems(draft.config, served)]
+        "convert / retrain it for one this engine builds.", "config") for problem in serving_problems(draft.config, served, ATTENTION_KINDS)]
     twin = draft.under(served)
     trained, run = draft.settings, twin.settings
     # compared by what they compute (frequencies, cos/sin scale, which length picks them), not by the dicts
