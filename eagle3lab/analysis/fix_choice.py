@@ -12,16 +12,20 @@ fix is chosen from that set, never ranked inside it by noise:
 
 Only when no member is servable does doctor fall back to the nearest servable wiring to the best, with
 its measured cost. The choice is *settled* when the evidence separates it from the served reading (a
-fix is needed, or not) and from every member it was preferred to for being servable (the embedding
+fix is needed, or not), from every member it was preferred to for being servable (the embedding
 output ``resid[0]`` and the final post-norm state are different tensors: the set names which one the
-weights fit, or says the prompts did not tell them apart). Until then doctor adds prompts, rescoring only
-these candidates, up to a stated cap (``settle``).
+weights fit, or says the prompts did not tell them apart) and from its one-slot neighbours in the set
+(on 8 prompts the bundled case's slot 1 is resid[3] on one draw and resid[6] on another, 0.06 apart in tau
+on 32). Until then doctor adds prompts, rescoring only these candidates, up to a stated cap (``settle``);
+intervals are a function of the prompts, not of their order (``acceptance._in_canonical_order``), so
+draws that reach the same prompts reach the same answer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from eagle3lab.analysis.evidence import take_rows
 from eagle3lab.analysis.wiring_search import EVAL_BATCH, _diffs, settings_text, wiring_text
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import nearest_servable
@@ -153,6 +157,13 @@ def choose(scores: dict, keys, build: Build, stated: dict, *, level: float = 0.9
     return FixChoice(tuple(near), variant, True, len(wirings), best, said, cost=cost, prompts=n_prompts)
 
 
+def _joined(first, added):
+    """One hypothesis' scores over two sets of prompts (a prompt's score does not depend on the others in
+    the bank: right padding, and the draft sees one sequence at a time), in bank order."""
+    return replace(first, ce_sum=first.ce_sum + added.ce_sum, ce_n=first.ce_n + added.ce_n,
+                   accept=first.accept + added.accept)
+
+
 def _separated(a, b, level: float) -> tuple[str, Interval] | None:
     """What tells scores ``a`` and ``b`` apart: ("tau", a - b) or ("cross-entropy", a - b), or None."""
     d_ce, d_tau = _diffs(a, b, level)
@@ -169,15 +180,29 @@ def _swap_twin(key) -> tuple | None:
     return None
 
 
-def rivals(choice: FixChoice, members, served_key, build: Build) -> list:
+def _slot_neighbours(key, members, scores: dict, per_slot: int = 2) -> list:
+    """The members with the same switches that differ from ``key`` in one slot only, the closest (lowest
+    cross-entropy) ``per_slot`` of each slot: the choice was preferred to them on a point estimate, so it
+    stands only once the evidence tells it apart from each (else that slot is not identified)."""
+    wiring, out = key[0], []
+    for slot in range(len(wiring)):
+        near = [k for k in members if k[1] == key[1] and len(k[0]) == len(wiring) and k[0][slot] != wiring[slot]
+                and all(a == b for i, (a, b) in enumerate(zip(k[0], wiring)) if i != slot)]
+        out += sorted(near, key=lambda k: scores[k].ce)[:per_slot]
+    return out
+
+
+def rivals(choice: FixChoice, members, served_key, build: Build, scores: dict) -> list:
     """The hypotheses the choice must be told apart from: the served reading (is a fix needed?), the choice
-    with resid[0] and the final post-norm state swapped, and the members it was preferred to for being
-    servable (at most two besides)."""
+    with resid[0] and the final post-norm state swapped, the members it was preferred to for being servable
+    (at most two), and its one-slot neighbours in the set (``_slot_neighbours``): until those are separated,
+    another prompt draw can name another point in that slot."""
     out = [served_key] if served_key is not None and served_key != choice.key else []
     twin = _swap_twin(choice.key)
     if twin is not None:
         out.append(twin)
     out += [k for k in members if k != choice.key and build.servable(k[0])[0] != k[0]][:2]
+    out += _slot_neighbours(choice.key, [k for k in members if k != choice.key and k in scores], scores)
     return list(dict.fromkeys(out))
 
 
@@ -206,12 +231,16 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
     the scores on the final bank (``evidence.bank``)."""
     from eagle3lab.decoding.evaluate import evaluate_on_bank
 
-    def scorer(bank, memo):
+    def scorer(bank, memo, before=None, added=None):
         def measure(wiring, variant):
             k = key_of(wiring, variant)
             if k not in memo:
-                memo[k] = evaluate_on_bank(bank, view.rewired(**dict(variant)), tuple(wiring), num_steps,
-                                           batch_size=EVAL_BATCH)
+                rewired = view.rewired(**dict(variant))
+                if before is not None and k in before:   # scored on the smaller bank: only the added prompts
+                    memo[k] = _joined(before[k], evaluate_on_bank(added, rewired, tuple(wiring), num_steps,
+                                                                  batch_size=EVAL_BATCH))
+                else:
+                    memo[k] = evaluate_on_bank(bank, rewired, tuple(wiring), num_steps, batch_size=EVAL_BATCH)
             return memo[k]
         return measure
 
@@ -227,21 +256,70 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
     members = _members(scores, list(scores), level)[1]
     choice = choose(scores, members, build, stated, level=level, measure=measure)
     while True:
-        rival_keys = rivals(choice, members, served_key, build)
+        rival_keys = rivals(choice, members, served_key, build, scores)
         for k in rival_keys:
             measure(k[0], dict(k[1]))
         choice.settled, choice.separations = separations(scores, choice, rival_keys, level)
         choice.prompts = evidence.num_prompts
         if choice.settled or evidence.num_prompts >= max_prompts or not evidence.can_grow():
+            if not choice.settled and choice.servable and choice.cost is None:
+                choice = _refine(choice, scores, measure, members, build, served_key, level)
             return choice, scores
         runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
                             key=lambda k: (-_kept(k, stated), scores[k].ce))[:3]
         candidates = list(dict.fromkeys([choice.key, *rival_keys, *runners_up]))
-        bank = evidence.more(min(step, max_prompts - evidence.num_prompts))
-        scores = {}
-        measure = scorer(bank, scores)
+        had = evidence.num_prompts
+        bank = evidence.more(min(step, max_prompts - had))
+        before, scores = scores, {}
+        measure = scorer(bank, scores, before, take_rows(bank, range(had, evidence.num_prompts)))
         for k in candidates:
             measure(k[0], dict(k[1]))
         members = _members(scores, candidates, level)[1]
         choice = choose(scores, candidates, build, stated, level=level, measure=measure)
+
+
+def _slot_range(members, slot: int, points: set) -> list:
+    """The resid points of ``slot`` among the members, widened by one on each side (in the bank)."""
+    ks = sorted({k[0][slot] for k in members if isinstance(k[0][slot], int)})
+    if not ks:
+        return []
+    return [p for p in range(ks[0] - 1, ks[-1] + 2) if p in points]
+
+
+def _refine(choice: FixChoice, scores: dict, measure, members, build: Build, served_key, level: float) -> FixChoice:
+    """The cap was reached with a slot not told apart. Which member was chosen then depends on which ones
+    the first draw's search happened to score; so on the final bank, one slot at a time, every servable
+    point of the set's range for that slot (the others held) is scored and the lowest cross-entropy kept,
+    until no slot moves: the same final bank then gives the same answer from any start. The choice is
+    still reported as not settled where its neighbours remain within noise."""
+    points = {p for k in scores for p in k[0] if isinstance(p, int)}
+    wiring, variant = list(choice.wiring), dict(choice.variant)
+    for _ in range(3):                                  # sweeps; each either moves a slot or ends
+        moved = False
+        for slot, here in enumerate(wiring):
+            if not isinstance(here, int):
+                continue
+            tried = []
+            for p in _slot_range(members, slot, points):
+                w = tuple(wiring[:slot] + [p] + wiring[slot + 1:])
+                if len(set(w)) == len(w) and build.servable(w)[0] == w:
+                    tried.append((measure(w, variant).ce, w))
+            if tried:
+                best = min(tried)[1]
+                moved |= best[slot] != here
+                wiring[slot] = best[slot]
+        if not moved:
+            break
+    key = key_of(tuple(wiring), variant)
+    if key == choice.key:
+        return choice
+    refined = FixChoice(key[0], variant, True, choice.members, choice.search_best,
+                        choice.statement + f"; on the final {choice.prompts} prompts each slot re-scanned over the "
+                        f"set's range: {wiring_text(key[0])} has the lowest cross-entropy", prompts=choice.prompts)
+    within = _members(scores, list(scores), level)[1]       # on the final bank, the scanned points included
+    rival_keys = rivals(refined, within, served_key, build, scores)
+    for k in rival_keys:
+        measure(k[0], dict(k[1]))
+    refined.settled, refined.separations = separations(scores, refined, rival_keys, level)
+    return refined
 

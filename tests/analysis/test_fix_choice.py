@@ -1,0 +1,87 @@
+"""The pieces of doctor's fix choice that make its answer a function of the evidence, not of the draw:
+scores grown prompt by prompt equal scores on the whole bank, the one-slot neighbours a choice must be told
+apart from, and the re-scan of an unsettled choice on the final bank (committed tiny8 fixtures)."""
+
+from __future__ import annotations
+
+import pytest
+from helpers.fixture_drafts import heldout_prompts, load_fixture_draft, tiny8
+
+from eagle3lab.analysis.evidence import take_rows
+from eagle3lab.analysis.fix_choice import Build, FixChoice, _joined, _refine, _slot_neighbours, key_of
+from eagle3lab.decoding.evaluate import evaluate_on_bank, greedy_dataset
+from eagle3lab.models.state_bank import capture_bank
+
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+
+@pytest.fixture(scope="module")
+def case():
+    target = tiny8()[0]
+    seqs, lens = greedy_dataset(target, heldout_prompts(12), max_new_tokens=24, progress=False)
+    draft = load_fixture_draft("case", target)
+    return target, capture_bank(target, seqs, lens), draft
+
+
+def test_scores_grown_by_parts_equal_the_scores_on_the_whole_bank(case):
+    _, bank, draft = case
+    view = draft.rewired()
+    wiring = (1, 4, 7)
+    whole = evaluate_on_bank(bank, view, wiring, 3, batch_size=4)
+    parts = _joined(evaluate_on_bank(take_rows(bank, range(5)), view, wiring, 3, batch_size=4),
+                    evaluate_on_bank(take_rows(bank, range(5, 12)), view, wiring, 3, batch_size=4))
+    assert parts.accept == whole.accept                     # every prompt's accepted counts, in bank order
+    assert parts.ce_n == whole.ce_n
+    assert parts.ce_sum == pytest.approx(whole.ce_sum, rel=1e-5)
+    assert sum(map(len, whole.accept)) > 12 and whole.ce > 0   # a real measurement, not an empty one
+
+
+class _Score:
+    def __init__(self, ce):
+        self.ce = ce
+
+
+def test_one_slot_neighbours_are_the_closest_two_of_each_slot_with_the_same_switches():
+    v, other = (("norm_before_residual", True),), (("norm_before_residual", False),)
+    me = ((0, 3, 7), v)
+    keys = {((0, 4, 7), v): 0.10, ((0, 5, 7), v): 0.11, ((0, 2, 7), v): 0.30,   # slot 1
+            ((0, 3, 8), v): 0.12,                                               # slot 2
+            ((1, 4, 7), v): 0.05,                                               # two slots differ: not one
+            ((0, 3, 7), other): 0.01}                                           # other switches: not one
+    scores = {k: _Score(ce) for k, ce in keys.items()}
+    got = _slot_neighbours(me, list(keys), scores)
+    assert got == [((0, 4, 7), v), ((0, 5, 7), v), ((0, 3, 8), v)]
+
+
+def test_an_unsettled_choice_is_rescanned_to_the_same_answer_from_any_start(case):
+    """Two draws' choices that differ only in the slots the evidence did not settle are moved, on the same
+    final bank, to the same wiring: the lowest cross-entropy of each slot's range, the others held."""
+    target, bank, draft = case
+    view = draft.rewired()
+    build = Build("vllm", "0.32.0", "cpu", target.num_layers, target.arch)
+    scores = {}
+
+    def measure(wiring, variant):
+        k = key_of(wiring, variant)
+        if k not in scores:
+            scores[k] = evaluate_on_bank(bank, view.rewired(**dict(variant)), tuple(wiring), 3, batch_size=4)
+        return scores[k]
+
+    variant = next(v for v in draft.variants() if v["norm_before_residual"])   # the rule the case was trained with
+    starts = [(1, 3, 6), (2, 5, 7)]
+    members = [key_of(w, variant) for w in [(1, 3, 6), (2, 5, 7), (1, 4, 7), (2, 4, 6)]]
+    for k in members:
+        measure(k[0], dict(k[1]))
+    answers = set()
+    for start in starts:
+        choice = FixChoice(start, dict(variant), True, len(members), members[0], "test", prompts=12, settled=False)
+        answers.add(_refine(choice, scores, measure, members, build, None, 0.95).wiring)
+    assert len(answers) == 1, answers
+    final = answers.pop()
+    # no point of any slot's scanned range, the others held, has a lower cross-entropy
+    for slot in range(3):
+        for p in range(1, 9):
+            w = final[:slot] + (p,) + final[slot + 1:]
+            k = key_of(w, variant)
+            if k in scores:
+                assert scores[k].ce >= scores[key_of(final, variant)].ce - 1e-12, (w, final)
