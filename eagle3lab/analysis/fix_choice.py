@@ -262,7 +262,7 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         choice.settled, choice.separations = separations(scores, choice, rival_keys, level)
         choice.prompts = evidence.num_prompts
         if choice.settled or evidence.num_prompts >= max_prompts or not evidence.can_grow():
-            if not choice.settled and choice.servable and choice.cost is None:
+            if choice.servable and choice.cost is None:
                 choice = _refine(choice, scores, measure, members, build, served_key, level)
             return choice, scores
         runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
@@ -278,20 +278,29 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         choice = choose(scores, candidates, build, stated, level=level, measure=measure)
 
 
-def _slot_range(members, slot: int, points: set) -> list:
-    """The resid points of ``slot`` among the members, widened by one on each side (in the bank)."""
-    ks = sorted({k[0][slot] for k in members if isinstance(k[0][slot], int)})
-    if not ks:
-        return []
-    return [p for p in range(ks[0] - 1, ks[-1] + 2) if p in points]
+def _slot_scan(measure, wiring: list, slot: int, variant: dict, lo: int, hi: int, build: Build, points: set):
+    """The lowest cross-entropy point of ``slot`` (the others held) over lo..hi, the range extended while
+    the lowest lies at its edge (a line search: from any start inside one valley, the same bottom)."""
+    def ce(p):
+        w = tuple(wiring[:slot] + [p] + wiring[slot + 1:])
+        ok = p in points and len(set(w)) == len(w) and build.servable(w)[0] == w
+        return measure(w, variant).ce if ok else float("inf")
+
+    tried = {p: ce(p) for p in range(lo, hi + 1)}
+    while True:
+        best = min(tried, key=lambda p: (tried[p], p))
+        edge = best - 1 if best == min(tried) else best + 1 if best == max(tried) else None
+        if edge is None or edge in tried or edge not in points or tried[best] == float("inf"):
+            return best
+        tried[edge] = ce(edge)
 
 
 def _refine(choice: FixChoice, scores: dict, measure, members, build: Build, served_key, level: float) -> FixChoice:
-    """The cap was reached with a slot not told apart. Which member was chosen then depends on which ones
-    the first draw's search happened to score; so on the final bank, one slot at a time, every servable
-    point of the set's range for that slot (the others held) is scored and the lowest cross-entropy kept,
-    until no slot moves: the same final bank then gives the same answer from any start. The choice is
-    still reported as not settled where its neighbours remain within noise."""
+    """Which member the sequential rule ends on depends on which ones the first draw's search happened to
+    score. So on the final bank, one slot at a time (the others held), the points from the lowest to the
+    highest any member uses there, one more on each side, are scored and the lowest cross-entropy kept,
+    the range extended while that lies at its edge, until no slot moves: the same final bank then gives the
+    same answer from any start in the valley. Then the choice is held against its neighbours again."""
     points = {p for k in scores for p in k[0] if isinstance(p, int)}
     wiring, variant = list(choice.wiring), dict(choice.variant)
     for _ in range(3):                                  # sweeps; each either moves a slot or ends
@@ -299,27 +308,27 @@ def _refine(choice: FixChoice, scores: dict, measure, members, build: Build, ser
         for slot, here in enumerate(wiring):
             if not isinstance(here, int):
                 continue
-            tried = []
-            for p in _slot_range(members, slot, points):
-                w = tuple(wiring[:slot] + [p] + wiring[slot + 1:])
-                if len(set(w)) == len(w) and build.servable(w)[0] == w:
-                    tried.append((measure(w, variant).ce, w))
-            if tried:
-                best = min(tried)[1]
-                moved |= best[slot] != here
-                wiring[slot] = best[slot]
+            used = [k[0][slot] for k in members if len(k[0]) == len(wiring) and isinstance(k[0][slot], int)]
+            p = _slot_scan(measure, wiring, slot, variant, min(used + [here]) - 1, max(used + [here]) + 1,
+                           build, points)
+            moved |= p != here
+            wiring[slot] = p
         if not moved:
             break
     key = key_of(tuple(wiring), variant)
-    if key == choice.key:
-        return choice
-    refined = FixChoice(key[0], variant, True, choice.members, choice.search_best,
-                        choice.statement + f"; on the final {choice.prompts} prompts each slot re-scanned over the "
-                        f"set's range: {wiring_text(key[0])} has the lowest cross-entropy", prompts=choice.prompts)
+    said = choice.statement + (f"; on the final {choice.prompts} prompts each slot re-scanned (the others held): "
+                               + ("no point has a lower cross-entropy" if key == choice.key else
+                                  f"{wiring_text(key[0])} has the lowest cross-entropy"))
+    refined = FixChoice(key[0], variant, True, choice.members, choice.search_best, said, prompts=choice.prompts)
     within = _members(scores, list(scores), level)[1]       # on the final bank, the scanned points included
     rival_keys = rivals(refined, within, served_key, build, scores)
+    for slot, p in enumerate(key[0]):                        # both one-slot steps, whether within noise or not
+        for q in (p - 1, p + 1) if isinstance(p, int) else ():
+            w = key[0][:slot] + (q,) + key[0][slot + 1:]
+            if q in points and len(set(w)) == len(w) and build.servable(w)[0] == w:
+                rival_keys.append(key_of(w, variant))
+    rival_keys = list(dict.fromkeys(rival_keys))
     for k in rival_keys:
         measure(k[0], dict(k[1]))
     refined.settled, refined.separations = separations(scores, refined, rival_keys, level)
     return refined
-
