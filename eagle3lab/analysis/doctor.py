@@ -15,6 +15,11 @@ the evidence, the fix in the engine's own syntax):
 
 ``write_fixed`` writes what a checkpoint can carry of the fixes and measures it.
 
+``run_doctor`` runs stages that hand each other typed values: the evidence (``Case``: states, configs) and the
+launch command (``Launch``) -> how the engine build reads the checkpoint (``Served``) -> the search
+(``Searched``) -> the fixes (``fixes.Fix``) -> one ladder measurement (``ladder``) -> findings -> the report,
+with the checkpoint ``write_fixed`` writes (``CheckpointPlan``).
+
 Measured findings form a ladder of single fixes on one bank of target states (teacher-forced, chain
 acceptance): as launched -> right algorithm -> the trained wiring -> the trained rule -> the map from
 behaviour (these at the served chain length) -> the chain the command asked for. Each rung's tau carries a
@@ -30,88 +35,63 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from eagle3lab.analysis.config_checks import config_findings, engine_findings, text_config
 from eagle3lab.analysis.evidence import Evidence, draw_prompts, from_pool_bank
 from eagle3lab.analysis.findings import SEVERITIES, DoctorFinding
-from eagle3lab.analysis.fix_choice import Build, FixChoice, key_of, servable_wiring, settle
+from eagle3lab.analysis.fix_choice import Build, FixChoice, key_of, settle
+from eagle3lab.analysis.fixes import (
+    ENGINE_FORMAT,
+    Fix,
+    RunState,
+    algorithm_fix,
+    chain_fix,
+    map_fix,
+    rule_fix,
+    unreadable_ids,
+    wiring_fix,
+)
+from eagle3lab.analysis.ladder import Ladder, Meter, Rung, measure_ladder
+from eagle3lab.analysis.switches import SWITCHES
 from eagle3lab.analysis.vocab_behaviour import (
     VocabCheck,
     absolute_ids,
-    crossfit_vocab,
     prenorm_labels_check,
     vocab_from_behaviour,
     vocab_map,
 )
-from eagle3lab.analysis.wiring_search import close_to, wiring_text
-from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
-from eagle3lab.engines.layer_ids import resolve_aux_layers
+from eagle3lab.analysis.wiring_search import WiringSearch, close_to, wiring_text
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.engines.versions import parse_engine_version
 from eagle3lab.errors import bad_input
-from eagle3lab.models.state_bank import FINAL_NORMED, StateBank
+from eagle3lab.models.state_bank import StateBank
 
 _FLAG_SEVERITY = {"error": "critical", "warning": "warning", "info": "info"}
 # flag findings whose effect doctor measures itself (the flag finding then carries the measured taus)
 _CHAIN_CAPS = {"SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"}
 _ALGORITHM = {"SGL_EAGLE3_DRAFT_WITH_EAGLE", "VLLM_EAGLE3_DRAFT_WITH_EAGLE"}
+# what write_fixed writes besides the ladder's fixes: d2t as offsets, the target's context
+_WRITTEN_BESIDE_THE_FIXES = {"VOCAB_ABSOLUTE_IDS", "DRAFT_CONTEXT_SHORT"}
+
+MAX_PROMPTS = 24    # the default cap of the sequential rule (fix_choice.settle)
+PROMPT_STEP = 8
 
 
-# ------------------------------------------------------------------ the ladder
+# ------------------------------------------------------------------ the report
 
 
 @dataclass
-class Rung:
-    """One state of the ladder: what runs (wiring, switch settings, chain length, map) and its score."""
+class CheckpointPlan:
+    """What ``write_fixed`` writes and what the written checkpoint should then measure, as the engine build
+    runs it (the launch command's fixes assumed)."""
 
-    name: str
-    wiring: tuple
-    variant: dict
-    num_steps: int
-    d2t: torch.Tensor | None = None
-    score: object = None       # decoding.evaluate.BankScore
-
-    @property
-    def tau(self) -> Interval:
-        return bootstrap_ratio(*self.score.tau_sums)
-
-
-def _measure(bank: StateBank, draft, rung: Rung) -> Rung:
-    from eagle3lab.analysis.wiring_search import EVAL_BATCH
-    from eagle3lab.decoding.evaluate import evaluate_on_bank
-
-    view = draft.rewired(**rung.variant)
-    ctx = vocab_map(view, rung.d2t) if rung.d2t is not None else contextlib.nullcontext()
-    with ctx:
-        rung.score = evaluate_on_bank(bank, view, rung.wiring, rung.num_steps, batch_size=EVAL_BATCH)
-    return rung
-
-
-def _gain(before: Rung, after: Rung) -> Interval:
-    return bootstrap_ratio_difference(*after.score.tau_sums, *before.score.tau_sums)
-
-
-def _rule_divergence(bank: StateBank, draft, wiring, served: dict, trained: dict):
-    """``analysis.tensor_diff`` of the draft run with the engine's switches vs the trained ones, on the same
-    fc input (one sequence of the bank): the hook point where the engine's arithmetic departs."""
-    from eagle3lab.analysis.tensor_diff import tensor_diff
-
-    n = bank.lengths[0]
-    dev, dtype = draft.fc.weight.device, draft.fc.weight.dtype
-    inputs = {"input_ids": bank.input_ids[:1, 1:n].to(dev)}
-    if wiring:
-        inputs["aux_hidden_states"] = bank.fc_input(wiring)[:1, :n - 1].to(dev, dtype)
-    else:
-        inputs["recycled_hidden"] = bank.states[FINAL_NORMED][:1, :n - 1].to(dev, dtype)
-    return tensor_diff(draft.rewired(**served), draft.rewired(**trained), labels=("as served", "as trained"), **inputs)
-
-
-# ------------------------------------------------------------------ the whole check
-
-ENGINE_FORMAT = {"sglang": "sglang", "vllm": "speculators"}   # the checkpoint family each engine loads
-_RULE_KEYS = ("norm_before_residual", "norm_before_fc", "fc_norm", "recycle_postnorm")
-_WRITABLE = {"WIRING", "FIRST_LAYER_RULE", "VOCAB_MAP", "VOCAB_ABSOLUTE_IDS", "DRAFT_CONTEXT_SHORT"}   # what write_fixed writes
+    predicted: Rung           # every fix the build runs once written, measured on the bank
+    stated_variant: dict      # the rule the config states: the trained one, even where the engine ignores it
+    config_keys: dict         # config keys findings ask for (the target's context)
+    build: Build
+    draft: object = field(repr=False)            # the loaded draft, whose weights are written
+    bank: StateBank = field(repr=False)          # the states the written checkpoint is measured on
+    target_source: object = field(repr=False)    # what load_draft reads the embedding from
 
 
 @dataclass
@@ -126,17 +106,33 @@ class DoctorReport:
     device: str
     findings: list[DoctorFinding]
     ladder: list[Rung]
-    search: object                 # analysis.wiring_search.WiringSearch
+    search: WiringSearch
     vocab: VocabCheck | None
     flags: object = None           # engines.flags.FlagsResult when a launch command was given
     notes: list[str] = field(default_factory=list)
-    written_fix: Rung | None = None   # what a checkpoint written by write_fixed should measure (engine's view)
-    model: object = field(default=None, repr=False)   # the loaded draft and the bank, for write_fixed
-    bank: StateBank | None = field(default=None, repr=False)
-    target_config: dict = field(default_factory=dict, repr=False)
-    target_source: object = field(default=None, repr=False)   # what load_draft reads the embedding from
+    fixes: list[Fix] = field(default_factory=list)   # the ladder's fixes, in its order
     choice: FixChoice | None = None   # the wiring and rule handed to the user, chosen from the search's set
     engine_platform: str | None = None
+    checkpoint: CheckpointPlan | None = field(default=None, repr=False)   # what write_fixed writes
+
+    @property
+    def written_fix(self) -> Rung | None:
+        """What a checkpoint written by write_fixed should measure (engine's view)."""
+        return None if self.checkpoint is None else self.checkpoint.predicted
+
+    @property
+    def model(self):
+        """The draft as loaded (its weights are what write_fixed writes)."""
+        return None if self.checkpoint is None else self.checkpoint.draft
+
+    @property
+    def bank(self) -> StateBank | None:
+        """The states every finding was measured on."""
+        return None if self.checkpoint is None else self.checkpoint.bank
+
+    @property
+    def target_source(self):
+        return None if self.checkpoint is None else self.checkpoint.target_source
 
     @property
     def prompts_used(self) -> int:
@@ -146,11 +142,8 @@ class DoctorReport:
     def remaining_after_write(self) -> list[DoctorFinding]:
         """Critical findings a written checkpoint cannot fix: the launch command's, a rule the engine
         ignores, a checkpoint made for another target."""
-        def fixed(f):
-            if f.code == "WIRING":
-                return f.data.get("servable") == f.data.get("wiring")
-            return f.code in _WRITABLE and not f.data.get("cannot_apply")
-        return [f for f in self.critical if not fixed(f)]
+        fixed = _WRITTEN_BESIDE_THE_FIXES | {f.code for f in self.fixes if f.fixed_by_checkpoint}
+        return [f for f in self.critical if f.code not in fixed]
 
     @property
     def critical(self) -> list[DoctorFinding]:
@@ -177,7 +170,7 @@ class DoctorReport:
         for r in self.ladder:
             tau = r.tau
             rows.append({"rung": r.name, "wiring": wiring_text(r.wiring),
-                "settings": ", ".join(k for k in _RULE_KEYS if r.variant.get(k)) or "all off",
+                "settings": ", ".join(k for k in SWITCHES if r.variant.get(k)) or "all off",
                 "num_steps": r.num_steps, "tau": tau.value, "tau_low": tau.low, "tau_high": tau.high})
         return pd.DataFrame(rows).set_index("rung")
 
@@ -202,6 +195,130 @@ class DoctorReport:
                 f"{last.value:.2f} [{last.low:.2f}, {last.high:.2f}] (teacher-forced chain of {self.ladder[-1].num_steps}).")
 
 
+# ------------------------------------------------------------------ stage 1: the evidence
+
+
+@dataclass
+class Case:
+    """The evidence: the draft as loaded, the target's states over a set of prompts that can grow, the
+    target's config, and where the checks and loads read the target from."""
+
+    draft_path: object
+    draft: object
+    evidence: Evidence
+    target_config: dict
+    target_name: str
+    target_source: object     # what load_draft reads the embedding from: the Target, or with a dump its folder
+    inspect_target: object    # what inspect_checkpoint checks the draft against: the target as given, or the folder
+    cap: int                  # the most prompts the evidence may grow to
+
+    @property
+    def bank(self) -> StateBank:
+        return self.evidence.bank
+
+
+def _check_arguments(engine: str, engine_version, engine_platform, target) -> None:
+    """Bad input named before any model loads."""
+    if engine not in ENGINE_FORMAT:
+        raise bad_input("--engine", None, f"one of {', '.join(ENGINE_FORMAT)}", repr(engine))
+    parse_engine_version(engine_version, "--engine-version")
+    if engine_platform not in (None, "cpu", "cuda"):
+        raise bad_input("--engine-platform", None, "cpu or cuda", repr(engine_platform))
+    if target is None:
+        raise bad_input("doctor", "--target", "the target (a folder or short name; with --dump, its folder for the "
+                        "config and the head)", None)
+
+
+def gather_evidence(draft_path, target, *, dump=None, dump_layer_ids=None, prompts=None, num_prompts=None,
+                    max_prompts=None, seed=None, bank=None, max_new_tokens: int = 48, device: str = "cpu",
+                    progress: bool = True) -> Case:
+    """The draft and the target's states: from a ``dump`` (``target`` its folder, read for its config and
+    head), from a pool ``bank`` already captured, or decoded by the live ``target`` (see ``run_doctor``)."""
+    from eagle3lab.bundled import load_prompts
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.state_bank import TargetHead, bank_from_dump
+
+    if prompts is None:
+        pool, first_n = load_prompts(), num_prompts or 8
+    else:
+        pool, first_n = list(prompts), num_prompts or len(prompts)
+    cap = max(first_n, max_prompts if max_prompts is not None else MAX_PROMPTS)
+    if dump is None:
+        return _live_case(draft_path, target, pool, first_n, cap, seed=seed, bank=bank,
+                          max_new_tokens=max_new_tokens, device=device, progress=progress)
+    from eagle3lab.models.hidden_dump import HiddenDump
+
+    target_dir = str(target)
+    target_config = json.loads((Path(target_dir) / "config.json").read_text())
+    n_layers = text_config(target_config).get("num_hidden_layers")
+    evidence = Evidence(bank_from_dump(HiddenDump(dump, vllm_layer_ids=dump_layer_ids, num_layers=n_layers),
+                                       TargetHead.from_folder(target_dir), num_layers=n_layers))
+    draft = load_draft(draft_path, target=target_dir, device=device, check_vocab=False)
+    return Case(draft_path, draft, evidence, target_config, f"{target_dir} (states from the dump {dump})",
+                target_dir, target_dir, cap)
+
+
+def _live_case(draft_path, target, pool, first_n: int, cap: int, *, seed, bank, max_new_tokens: int, device: str,
+               progress: bool) -> Case:
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.state_bank import capture_bank
+    from eagle3lab.models.target import Target, load_target
+
+    tgt = target if isinstance(target, Target) else load_target(target, device=device)
+    target_config = tgt.model.config.to_dict()
+    draft = load_draft(draft_path, target=tgt, device=device, check_vocab=False)
+    if bank is not None:
+        evidence = from_pool_bank(bank, first_n, seed)
+    else:
+        def decode(some):
+            seqs, lens = greedy_dataset(tgt, some, max_new_tokens=max_new_tokens, progress=progress)
+            return capture_bank(tgt, seqs, lens, progress=progress)
+
+        order = draw_prompts(pool, seed)
+        evidence = Evidence(decode(order[:first_n]), pool=order[first_n:cap], decode=decode)
+    return Case(draft_path, draft, evidence, target_config, str(getattr(tgt, "name", None) or target), tgt, target,
+                cap)
+
+
+def check_checkpoint(case: Case, engine: str) -> tuple[list[DoctorFinding], list[str]]:
+    """The checkpoint and the configs, unmeasured: (findings, notes). The draft was loaded even with a broken
+    map: its behaviour is read later."""
+    from eagle3lab.models.checkpoint import inspect_checkpoint
+
+    findings, notes = [], []
+    absolute = absolute_ids(case.draft, case.draft_path)
+    if absolute is not None:
+        findings.append(absolute)
+        notes.append("every rung is measured with d2t read as offsets: as written, the engine indexes outside the "
+                     "target vocabulary")
+    for err in inspect_checkpoint(case.draft_path, target=case.inspect_target)["errors"]:
+        findings.append(DoctorFinding("CHECKPOINT_ERROR", "critical", "the checkpoint does not load cleanly", err,
+                                      source="config"))
+    findings += config_findings(case.draft, case.target_config, f"{case.draft_path}/config.json")
+    findings += engine_findings(case.draft, engine)
+    return findings, notes
+
+
+# ------------------------------------------------------------------ stage 2: the launch command
+
+
+@dataclass
+class Launch:
+    """The launch command as the engine resolves it: the chain it serves and the one asked for, the flag
+    findings reported as they are, and those doctor measures as fixes."""
+
+    flags: object | None            # engines.flags.FlagsResult; None without a command
+    served_steps: int
+    intended_steps: int
+    notes: list[str]
+    findings: list[DoctorFinding]   # reported as the resolver found them
+    algorithm_wrong: bool = False   # an EAGLE-3 draft launched with the EAGLE algorithm
+    fc_skipped: bool = False        # ... and the widths match, so nothing fails: fc is silently skipped
+    algorithm_flag: DoctorFinding | None = None   # measured as the EAGLE-3 algorithm fix (when fc is skipped)
+    cap_flag: DoctorFinding | None = None         # measured as the chain fix (when the chain was capped)
+
+
 def _served_chain(flags, engine: str, default: int) -> tuple[int, int, list[str]]:
     """(chain length served, chain length the command asked for, notes) from a resolved command. The asked
     length differs only where the resolver found the cap; a command the engine refuses, or leaves
@@ -224,21 +341,74 @@ def _served_chain(flags, engine: str, default: int) -> tuple[int, int, list[str]
     return served, intended, notes
 
 
-def _algorithm_wrong(flags) -> bool:
-    return bool(flags is not None and any(f.code in _ALGORITHM for f in flags.findings))
+def read_launch(case: Case, engine: str, engine_args, engine_version, num_steps: int) -> Launch:
+    """``engine_args`` through the engine's flag resolver; without them a chain of ``num_steps`` is assumed."""
+    from eagle3lab.engines.flags import resolve_flags
+
+    if not engine_args:
+        return Launch(None, num_steps, num_steps, [f"no launch command given: a chain of {num_steps} draft tokens "
+                                                   "assumed"], [])
+    flags = resolve_flags(engine, engine_args, target_config=case.target_config, draft_config=str(case.draft_path),
+                          engine_version=engine_version, num_target_layers=case.bank.num_layers)
+    served, intended, notes = _served_chain(flags, engine, num_steps)
+    found = [DoctorFinding(f.code, _FLAG_SEVERITY[f.severity], f.message.split(". ")[0], f.message, f.fix, "flags",
+                           data={"rule": f.rule})
+             for f in flags.findings if f.code in _CHAIN_CAPS | _ALGORITHM or f.severity != "info"]
+    algorithm_wrong = any(f.code in _ALGORITHM for f in flags.findings)
+    fc_skipped = algorithm_wrong and case.draft.config.hidden_size == case.bank.hidden_size
+    algorithm = next(f for f in found if f.code in _ALGORITHM) if fc_skipped else None
+    cap = next(f for f in found if f.code in _CHAIN_CAPS) if intended != served else None
+    return Launch(flags, served, intended, notes, [f for f in found if f is not algorithm and f is not cap],
+                  algorithm_wrong, fc_skipped, algorithm, cap)
 
 
-def _ids_fix(engine: str, ids) -> str:
-    key = PROFILES[engine].id_keys[0]
-    return f"config key {key}: {list(ids)}"
+# ------------------------------------------------------------------ stage 3: the search
 
 
-def _id_notes(engine: str, ids, num_layers: int, arch: str | None, engine_version: str | None) -> str:
-    """What the layer-id translator says about ``ids`` in that build (e.g. the release from which SGLang's
-    id -1 feeds the embedding), as a parenthesis for a fix; empty when it says nothing."""
-    res = resolve_aux_layers(PROFILES[engine].id_engine, list(ids), num_layers, arch=arch, engine_version=engine_version)
-    notes = [n.text for n in res.notes if n.kind in ("note", "version")]
-    return f" ({'; '.join(notes)})" if notes else ""
+@dataclass
+class Served:
+    """How the engine build runs the checkpoint: the view every rung runs (its embedding and RoPE choices;
+    a fix forces only the switches and the wiring), its switches, and the wiring it reads."""
+
+    view: object
+    variant: dict
+    wiring: tuple | None    # None: the build reads no ids it can serve
+
+    @property
+    def key(self) -> tuple | None:
+        return None if self.wiring is None else key_of(self.wiring, self.variant)
+
+
+def served_reading(draft, build: Build) -> Served:
+    """The checkpoint as ``build`` reads its ids and switches."""
+    from eagle3lab.analysis.wiring_search import served_views, settings_of
+
+    n = build.num_layers
+    views = served_views(draft, n, build.arch, engine_versions={build.engine: build.version},
+                         engine_platforms={build.engine: build.platform})
+    view = views.get(build.engine) or draft.under(PROFILES[build.engine]).bound(num_target_layers=n,
+                                                                                target_arch=build.arch)
+    return Served(view, settings_of(view), tuple(view.aux_resid) if build.engine in views else None)
+
+
+@dataclass
+class Searched:
+    """What the weights fit (the search's set), the fix chosen from it, and whether the engine's reading is
+    within noise of the best (then nothing is called a fault)."""
+
+    found: WiringSearch
+    choice: FixChoice
+    served_ok: bool
+    notes: list[str]
+
+    @property
+    def wiring(self) -> tuple:
+        """What the ladder measures: the chosen member, or (none servable) the set's best."""
+        return self.choice.wiring if self.choice.cost is None else self.choice.search_best[0]
+
+    @property
+    def variant(self) -> dict:
+        return dict(self.choice.variant)
 
 
 def _stated_switches(draft) -> dict:
@@ -259,23 +429,125 @@ def _evidence_note(found, choice: FixChoice, cap: int) -> str:
             f"the fix rests on {choice.prompts} ({how}): {choice.statement}")
 
 
-def _unreadable_ids(draft_path, draft, build: Build, choice: FixChoice) -> DoctorFinding:
-    """The engine reads no ids it can serve from the checkpoint as written: a finding with its fix (the
-    ids of the chosen wiring, in the engine's key), never an early exit."""
-    profile = PROFILES[build.engine]
-    _, ids, why = build.servable(choice.wiring)
-    fix = (f"write {_ids_fix(build.engine, ids)} (--write-fixed writes the {ENGINE_FORMAT[build.engine]} format)"
-           if ids is not None else f"no ids {build.label} can capture for {wiring_text(choice.wiring)} ({why})")
-    return DoctorFinding(
-        "AUX_IDS_UNREADABLE", "critical", f"{build.label} reads no aux ids it can serve from this checkpoint",
-        f"{draft_path}: {build.label} reads ids at {', '.join(profile.id_keys) or 'no key'} and would not feed fc "
-        f"{draft.config.num_aux} states as written (it refuses the checkpoint or feeds its default). The wiring "
-        f"search ran anyway: the weights fit {wiring_text(choice.wiring)}.", fix, "wiring",
-        data={"ids": ids, "wiring": list(choice.wiring)})
+def search(case: Case, served: Served, build: Build, *, num_steps: int, prompt_step: int, progress: bool) -> Searched:
+    """The wiring search, then the fix chosen from its set and settled on as many prompts as it needs (the
+    evidence grows: every later stage reads the grown bank)."""
+    from eagle3lab.analysis.wiring_search import search_wiring
+
+    draft = case.draft
+    # A wrong map misleads the search's labels: read the map first from the draft as served, and search
+    # with the slots it re-points pointed back
+    first = None if draft.d2t is None or served.wiring is None else vocab_from_behaviour(case.bank, served.view,
+                                                                                         served.wiring)
+    repointed = bool(first and first.suspects)
+    with vocab_map(draft, first.suggested_d2t(draft.d2t)) if repointed else contextlib.nullcontext():
+        found = search_wiring(case.bank, draft, num_steps=num_steps, arch=build.arch, progress=progress)
+        choice, scores = settle(case.evidence, served.view, found, build, _stated_switches(draft), served.key,
+                                num_steps=num_steps, max_prompts=case.cap, step=prompt_step)
+    notes = [f"the wiring search ran with {len(first.suspects)} slots re-pointed as read from the draft as served"
+             ] if repointed else []
+    notes.append(_evidence_note(found, choice, case.cap))
+    top = min(scores, key=lambda k: scores[k].ce)
+    served_ok = served.key is not None and served.key in scores and close_to(scores[served.key], scores[top])
+    return Searched(found, choice, served_ok, notes)
 
 
-MAX_PROMPTS = 24    # the default cap of the sequential rule (fix_choice.settle)
-PROMPT_STEP = 8
+# ------------------------------------------------------------------ stage 4: the fixes
+
+
+@dataclass
+class Proposed:
+    """The fixes in ladder order from the state as launched, and what proposing them found and noted."""
+
+    start: RunState
+    fixes: list[Fix]
+    findings: list[DoctorFinding]    # unmeasured: ids the build cannot read, a weak draft's confusions
+    notes: list[str]
+    vocab: VocabCheck | None
+
+    @property
+    def every_fix(self) -> RunState:
+        return self.start.changed(*(f.change for f in self.fixes))
+
+
+def propose_fixes(case: Case, launch: Launch, served: Served, searched: Searched, build: Build,
+                  meter: Meter) -> Proposed:
+    """Each fix one change to what runs, in ladder order; the map is read with every other fix applied."""
+    findings, notes = [], []
+    wiring = served.wiring
+    if wiring is None:
+        findings.append(unreadable_ids(case.draft_path, case.draft, build, searched.choice))
+        wiring = searched.wiring    # the as-launched rung: the ids it can read already given
+    start = RunState(not launch.fc_skipped, wiring, served.variant, launch.served_steps)
+    fixes = [algorithm_fix(launch.algorithm_flag)] if launch.fc_skipped else []
+    if launch.algorithm_wrong and not launch.fc_skipped:
+        notes.append("the algorithm flag makes the engine feed fc a state of the wrong width: it refuses to load")
+    if searched.served_ok and (searched.wiring != wiring or searched.variant != served.variant):
+        notes.append(f"{build.engine}'s wiring and rule are within noise of the search's best: not called a fault")
+    fixes += [f for f in (wiring_fix(searched, start, build), rule_fix(searched, start, served, build, case.bank))
+              if f is not None]
+    vocab_fix, vocab, confusions = map_fix(case.draft, meter, start.changed(*(f.change for f in fixes)))
+    fixes += [vocab_fix] if vocab_fix is not None else []
+    if launch.cap_flag is not None:
+        fixes.append(chain_fix(launch.cap_flag, launch.served_steps, launch.intended_steps))
+    return Proposed(start, fixes, findings + confusions, notes, vocab)
+
+
+# ------------------------------------------------------------------ stage 5: the findings
+
+
+def labels_check(meter: Meter, state: RunState) -> list[DoctorFinding]:
+    """speculators#313: labels from pre-final-norm states (the draft then agrees with the wrong target)."""
+    pre_gap, real_rate, pre_rate = prenorm_labels_check(meter.bank, meter.view.rewired(**state.variant), state.fed)
+    if pre_gap.sign() != 1:
+        return []
+    return [DoctorFinding(
+        "TARGET_DISTRIBUTION_PRENORM", "critical", "the draft was trained on the target's distribution without "
+        "its final norm", f"its first proposal equals the top-1 of lm_head(resid[{meter.bank.num_layers}]) (no final "
+        f"norm) at {100 * pre_rate:.1f}% of positions and the target's real top-1 at {100 * real_rate:.1f}% "
+        "(speculators#313: the trainer built the target's distribution from pre-norm states)",
+        "Retrain with labels from the final post-norm state; no serving setting fixes it.", "wiring",
+        gain=pre_gap, data={"agree_real": real_rate, "agree_prenorm": pre_rate})]
+
+
+def _server_finding(server_log: str, served: Rung) -> DoctorFinding:
+    from eagle3lab.analysis.server_evidence import compare_with_prediction, parse_server_evidence
+
+    evidence = parse_server_evidence(server_log)
+    cmp = compare_with_prediction(evidence, served.tau)
+    if cmp["agrees"]:
+        return DoctorFinding("SERVER_AGREES", "info", "the server's acceptance matches the as-served prediction",
+                             cmp["message"], None, "server", data=cmp)
+    return DoctorFinding("SERVER_MISMATCH", "warning", "the server's acceptance differs from the as-served prediction",
+                         cmp["message"] + " The emulation or the deployment differs (flags, ids, build, prompts).",
+                         "Check the launch command and engine version given to doctor against the server's.",
+                         "server", data=cmp)
+
+
+def by_impact(findings: list[DoctorFinding]) -> list[DoctorFinding]:
+    """Critical, warning, info; within a severity by measured impact (the larger of gain and undone)."""
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(findings, key=lambda f: (order[f.severity], -max(f.gain.value if f.gain else 0.0,
+                                                                   f.undone.value if f.undone else 0.0)))
+
+
+# ------------------------------------------------------------------ stage 6: the written checkpoint
+
+
+def plan_checkpoint(case: Case, build: Build, meter: Meter, start: RunState, ladder: Ladder,
+                    static: list[DoctorFinding]) -> CheckpointPlan:
+    """What a checkpoint written for this build runs: every fix as the build applies it once written (the
+    engine's own for a rule it ignores, the nearest points it captures), a measured loss left out."""
+    written = [fix.as_written for fix, found in zip(ladder.fixes, ladder.findings)
+               if fix.as_written is not None and found.gain.sign() != -1]
+    config_keys = {}
+    if any(f.code == "DRAFT_CONTEXT_SHORT" for f in static):
+        config_keys["max_position_embeddings"] = text_config(case.target_config).get("max_position_embeddings")
+    return CheckpointPlan(meter("written checkpoint", start.changed(*written)), ladder.rungs[-1].variant, config_keys,
+                          build, case.draft, case.bank, case.target_source)
+
+
+# ------------------------------------------------------------------ the whole check
 
 
 def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engine: str = "sglang", engine_version=None,
@@ -297,314 +569,24 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     ``num_steps`` is assumed. ``server_log``: the server's own acceptance lines or metrics text, compared
     with the as-served prediction. ``engine_platform``: "cpu" or "cuda", the build (vLLM's runner follows it).
     """
-    from eagle3lab.analysis.wiring_search import NO_AUX, search_wiring, served_views, settings_of
-    from eagle3lab.bundled import load_prompts
-    from eagle3lab.decoding.evaluate import greedy_dataset
-    from eagle3lab.engines.flags import resolve_flags
-    from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft
-    from eagle3lab.models.state_bank import TargetHead, bank_from_dump, capture_bank
-    from eagle3lab.models.target import Target, load_target
-
-    if engine not in ENGINE_FORMAT:
-        raise bad_input("--engine", None, f"one of {', '.join(ENGINE_FORMAT)}", repr(engine))
-    parse_engine_version(engine_version, "--engine-version")   # bad input named before any model loads
-    if engine_platform not in (None, "cpu", "cuda"):
-        raise bad_input("--engine-platform", None, "cpu or cuda", repr(engine_platform))
-    if target is None:
-        raise bad_input("doctor", "--target", "the target (a folder or short name; with --dump, its folder for the "
-                        "config and the head)", None)
-    notes: list[str] = []
-    if prompts is None:
-        pool, first_n = load_prompts(), num_prompts or 8
-    else:
-        pool, first_n = list(prompts), num_prompts or len(prompts)
-    cap = max(first_n, max_prompts if max_prompts is not None else MAX_PROMPTS)
-    if dump is not None:
-        from eagle3lab.models.hidden_dump import HiddenDump
-
-        target_dir = str(target)
-        target_config = json.loads((Path(target_dir) / "config.json").read_text())
-        n_layers = text_config(target_config).get("num_hidden_layers")
-        evidence = Evidence(bank_from_dump(HiddenDump(dump, vllm_layer_ids=dump_layer_ids, num_layers=n_layers),
-                                           TargetHead.from_folder(target_dir), num_layers=n_layers))
-        draft = load_draft(draft_path, target=target_dir, device=device, check_vocab=False)
-        target_name = f"{target_dir} (states from the dump {dump})"
-    else:
-        tgt = target if isinstance(target, Target) else load_target(target, device=device)
-        target_config = tgt.model.config.to_dict()
-        draft = load_draft(draft_path, target=tgt, device=device, check_vocab=False)
-        target_name = str(getattr(tgt, "name", None) or target)
-        if bank is not None:
-            evidence = from_pool_bank(bank, first_n, seed)
-        else:
-            def decode(some):
-                seqs, lens = greedy_dataset(tgt, some, max_new_tokens=max_new_tokens, progress=progress)
-                return capture_bank(tgt, seqs, lens, progress=progress)
-
-            order = draw_prompts(pool, seed)
-            evidence = Evidence(decode(order[:first_n]), pool=order[first_n:cap], decode=decode)
-    bank = evidence.bank
-    n, arch = bank.num_layers, draft.target_arch
-    findings: list[DoctorFinding] = []
-    absolute = absolute_ids(draft, draft_path)
-    if absolute is not None:
-        findings.append(absolute)
-        notes.append("every rung is measured with d2t read as offsets: as written, the engine indexes outside the "
-                     "target vocabulary")
-
-    # the checkpoint and the configs (the draft was loaded even with a broken map: its behaviour is read below)
-    inspected = inspect_checkpoint(draft_path, target=target if dump is None else target_dir)
-    for err in inspected["errors"]:
-        findings.append(DoctorFinding("CHECKPOINT_ERROR", "critical", "the checkpoint does not load cleanly", err,
-                                      source="config"))
-    findings += config_findings(draft, target_config, f"{draft_path}/config.json")
-    findings += engine_findings(draft, engine)
-
-    # the launch command
-    flags = None
-    served_steps, intended_steps = num_steps, num_steps
-    if engine_args:
-        flags = resolve_flags(engine, engine_args, target_config=target_config, draft_config=str(draft_path),
-                              engine_version=engine_version, num_target_layers=n)
-        served_steps, intended_steps, chain_notes = _served_chain(flags, engine, num_steps)
-        notes += chain_notes
-        for f in flags.findings:
-            if f.code in _CHAIN_CAPS | _ALGORITHM or f.severity != "info":
-                findings.append(DoctorFinding(f.code, _FLAG_SEVERITY[f.severity], f.message.split(". ")[0],
-                                              f.message, f.fix, "flags", data={"rule": f.rule}))
-    else:
-        notes.append(f"no launch command given: a chain of {num_steps} draft tokens assumed")
-
-    # the ladder of single fixes, measured on the bank
-    build = Build(engine, engine_version, engine_platform, n, arch)
-    views = served_views(draft, n, arch, engine_versions={engine: engine_version},
-                         engine_platforms={engine: engine_platform})   # ids as that build reads them
-    # every rung runs the weights as the engine does (its embedding and RoPE choices); only the switches
-    # and the wiring a fix changes are forced
-    served_view = views.get(engine) or draft.under(PROFILES[engine]).bound(num_target_layers=n, target_arch=arch)
-    served_variant = settings_of(served_view)
-    served_wiring = tuple(served_view.aux_resid) if engine in views else None   # None: it cannot read the ids
-    # A wrong map misleads the search's labels: read the map first from the draft as served, and search
-    # with the slots it re-points pointed back
-    first = None if draft.d2t is None or served_wiring is None else vocab_from_behaviour(bank, served_view,
-                                                                                         served_wiring)
-    with vocab_map(draft, first.suggested_d2t(draft.d2t)) if first and first.suspects else contextlib.nullcontext():
-        found = search_wiring(bank, draft, num_steps=num_steps, arch=arch, progress=progress)
-        # the fix, chosen from the set within noise (servable first), settled on as many prompts as it needs
-        served_key = None if served_wiring is None else key_of(served_wiring, served_variant)
-        choice, scores = settle(evidence, served_view, found, build, _stated_switches(draft), served_key, num_steps=num_steps, max_prompts=cap,
-                                step=prompt_step)
-    bank = evidence.bank
-    if first and first.suspects:
-        notes.append(f"the wiring search ran with {len(first.suspects)} slots re-pointed as read from the draft as served")
-    notes.append(_evidence_note(found, choice, cap))
-    # the ladder measures what the weights fit: the chosen member, or (none servable) the set's best
-    best_wiring = choice.wiring if choice.cost is None else choice.search_best[0]
-    best_variant = dict(choice.variant)
-    if served_wiring is None:
-        findings.append(_unreadable_ids(draft_path, draft, build, choice))
-        served_wiring = best_wiring    # the as-launched rung: the ids it can read already given
-
-    algorithm_wrong = _algorithm_wrong(flags)
-    fc_skipped = algorithm_wrong and draft.config.hidden_size == bank.hidden_size
-
-    # The fixes, each one change to what runs. The ladder applies them in order; each finding also
-    # says what undoing that fix alone costs with every other fix kept (fixes can need each other:
-    # the trained wiring helps little while the first-layer rule is still wrong).
-    start = {"aux": not fc_skipped, "wiring": served_wiring, "variant": served_variant, "num_steps": served_steps,
-             "d2t": None}
-    fixes: list[tuple[str, dict, dict]] = []          # (rung name, change, finding fields)
-    if fc_skipped:
-        flag = findings.pop(next(i for i, f in enumerate(findings) if f.code in _ALGORITHM))
-        fixes.append(("EAGLE-3 algorithm", {"aux": True}, dict(
-            code=flag.code, severity="critical", title="fc silently skipped: wrong algorithm", source="flags",
-            evidence=flag.evidence + " The widths match, so nothing fails: the draft reads the last hidden state "
-            "past fc (sglang#21272).", fix=flag.fix)))
-    elif algorithm_wrong:
-        notes.append("the algorithm flag makes the engine feed fc a state of the wrong width: it refuses to load")
-    # the served hypothesis within noise of the best: nothing to fix (the search's best is then one of a set)
-    top = min(scores, key=lambda k: scores[k].ce)
-    served_ok = served_key is not None and served_key in scores and close_to(scores[served_key], scores[top])
-    if served_ok and (best_wiring != served_wiring or best_variant != served_variant):
-        notes.append(f"{engine}'s wiring and rule are within noise of the search's best: not called a fault")
-    servable, ids, why = build.servable(best_wiring)
-    if choice.cost is not None:    # none in the set is servable: the nearest, measured
-        servable, ids = choice.wiring, build.servable(choice.wiring)[1]
-    if best_wiring != served_wiring and not served_ok:
-        order_note = "" if servable is None or list(servable) == sorted(servable) else (
-            "; the engine concatenates in ascending order, so fc's input columns must be permuted "
-            "(--write-fixed does it)")
-        if servable == best_wiring:
-            fix = _ids_fix(engine, ids) + _id_notes(engine, ids, n, arch, engine_version) + order_note
-        else:   # the trained points are measured as they are; the engine gets the nearest it can capture
-            # the other engines' builds are not known: their newest code read answers, and so does this engine's
-            others = [(e, e) for e in ENGINE_FORMAT if e != engine]
-            if engine_version:
-                others.append((f"{engine}'s newest code read", engine))
-            exact = [f"{label} captures them exactly ({_ids_fix(e, o[1])})" for label, e in others
-                     if (o := servable_wiring(best_wiring, e, n, arch))[0] == best_wiring]
-            cost = "" if choice.cost is None else (f" (tau {choice.cost.value:+.3f} [{choice.cost.low:+.3f}, "
-                                                   f"{choice.cost.high:+.3f}] against the trained points)")
-            fix = (f"{build.label} cannot capture {wiring_text(best_wiring)} ({why or 'not every point'}); nearest it "
-                   f"can: " + (f"{wiring_text(servable)} with {_ids_fix(engine, ids)}{order_note}{cost}" if servable
-                               else "none") + ("; " + "; ".join(exact) if exact else ""))
-        fixes.append(("trained wiring", {"wiring": best_wiring}, dict(
-            code="WIRING", title="fc is fed other target states than in training", source="wiring",
-            evidence=f"{engine} feeds {wiring_text(served_wiring)}; the weights fit {found.summary()}. "
-            f"{choice.statement}" + "".join(f"; {x}" for x in choice.separations),
-            fix=fix, data={"ids": ids, "wiring": list(best_wiring), "servable": list(servable) if servable else None,
-                          "within_noise": choice.members, "servable_by": build.label, "prompts": choice.prompts,
-                          "settled": choice.settled, "separations": choice.separations})))
-    if best_variant != served_variant and not served_ok:
-        changed = [k for k in _RULE_KEYS if best_variant.get(k) != served_variant.get(k)]
-        profile = PROFILES[engine]
-        cannot = [
-            k for k in changed if (k not in profile.honours if k != "recycle_postnorm" else
-                                   "norm_output" not in profile.honours or not profile.norm_output_recycles_postnorm)]
-        keys = ", ".join(f"{k if k != 'recycle_postnorm' else 'norm_output'}: {str(best_variant[k]).lower()}"
-                         for k in changed)
-        divergence = _rule_divergence(bank, served_view, best_wiring, served_variant, best_variant)
-        fixes.append(("trained rule", {"variant": best_variant}, dict(
-            code="FIRST_LAYER_RULE", title=f"the first decoder layer runs another rule than in training "
-            f"({', '.join(changed)})", source="wiring",
-            evidence=f"trained with {', '.join(f'{k}={best_variant[k]}' for k in changed)}; {engine} runs "
-            f"{', '.join(f'{k}={served_variant.get(k)}' for k in changed)}. Same fc input through both: the first "
-            f"hook point that differs is {divergence.first_divergence}",
-            fix=f"config keys {keys}" if not cannot else (
-                f"{engine} ignores {', '.join(cannot)}: serve with an engine that honours it (vLLM honours "
-                "norm_before_residual) or retrain with the engine's rule"),
-            data={"changed": changed, "cannot_apply": cannot, "first_divergence": divergence.first_divergence})))
-
-    def state_of(changes) -> dict:
-        state = dict(start)
-        for change in changes:
-            state.update(change)
-        return state
-
-    scored: dict = {}
-
-    def measure(name, state) -> Rung:
-        wiring = state["wiring"] if state["aux"] else NO_AUX
-        # the only map a state ever carries is the one read from behaviour, so "has a map" identifies it
-        key = (wiring, tuple(sorted(state["variant"].items())), state["num_steps"], state["d2t"] is not None)
-        if key not in scored:
-            scored[key] = _measure(bank, served_view, Rung(name, wiring, dict(state["variant"]), state["num_steps"],
-                                                     state["d2t"]))
-        r = scored[key]
-        return Rung(name, r.wiring, r.variant, r.num_steps, r.d2t, r.score)
-
-    # the vocabulary map, read from behaviour with every other fix applied
-    vocab = None
-    if draft.d2t is not None:
-        best_state = state_of(c for _, c, _ in fixes)
-        vocab = vocab_from_behaviour(bank, served_view.rewired(**best_state["variant"]),
-                                     best_state["wiring"] if best_state["aux"] else NO_AUX)
-        if vocab.suspects:
-            shown = ", ".join(f"{s} -> {int(vocab.table.loc[s, 'mode'])}" for s in vocab.suspects[:12])
-            share = len(vocab.suspects) / max(1, vocab.checked)
-            absolute = sum(int(vocab.table.loc[s, "mode"]) == int(draft.d2t[s]) for s in vocab.suspects)
-            hint = (" Most point where d2t read as absolute ids would: d2t holds absolute ids."
-                    if absolute > len(vocab.suspects) / 2 else
-                    " Most of the map disagrees: a regenerated or missing d2t (SpecForge#534)." if share > 0.5 else "")
-            seen = (f"{len(vocab.suspects)} of {vocab.checked} slots the draft used enough agree with the target on "
-                    f"one other token, never or rarely on the map's, in both halves of the prompts (slot -> token: "
-                    f"{shown}).")
-            data = {"slots": vocab.suspects, "tokens": [int(vocab.table.loc[s, "mode"]) for s in vocab.suspects]}
-            gain = crossfit_vocab(bank, served_view, best_state, measure("before the map", best_state))
-            if gain.sign() == 1:
-                fixes.append(("map from behaviour (in-sample)", {"d2t": vocab.suggested_d2t(draft.d2t)}, dict(
-                    crossfit=lambda before, st=best_state: crossfit_vocab(bank, served_view, st, before),
-                    code="VOCAB_MAP", title=f"{len(vocab.suspects)} draft-vocabulary slots point at the wrong target "
-                    "tokens", source="vocab", fix="rewrite d2t for those slots (--write-fixed does it)",
-                    evidence=seen + hint, data=data)))
-            else:
-                findings.append(DoctorFinding(
-                    "VOCAB_CONFUSIONS", "info", f"{len(vocab.suspects)} slots look re-pointed, but re-pointing them "
-                    "does not raise tau on prompts they were not read from", seen + " Likely a weak draft's confusions, "
-                    "not a wrong map.", None, "vocab", gain=gain, data=data))
-
-    # speculators#313: labels from pre-final-norm states (the draft then agrees with the wrong target)
-    best_state = state_of(c for _, c, _ in fixes)
-    pre_gap, real_rate, pre_rate = prenorm_labels_check(bank, served_view.rewired(**best_state["variant"]),
-                                                        best_state["wiring"] if best_state["aux"] else NO_AUX)
-    if pre_gap.sign() == 1:
-        findings.append(DoctorFinding(
-            "TARGET_DISTRIBUTION_PRENORM", "critical", "the draft was trained on the target's distribution without "
-            "its final norm", f"its first proposal equals the top-1 of lm_head(resid[{n}]) (no final norm) at "
-            f"{100 * pre_rate:.1f}% of positions and the target's real top-1 at {100 * real_rate:.1f}% "
-            "(speculators#313: the trainer built the target's distribution from pre-norm states)",
-            "Retrain with labels from the final post-norm state; no serving setting fixes it.", "wiring",
-            gain=pre_gap, data={"agree_real": real_rate, "agree_prenorm": pre_rate}))
-
-    if intended_steps != served_steps:
-        flag = findings.pop(next(i for i, f in enumerate(findings) if f.code in _CHAIN_CAPS))
-        fixes.append((f"chain of {intended_steps}", {"num_steps": intended_steps}, dict(
-            code=flag.code, title=f"the chain is capped at {served_steps}", evidence=flag.evidence, fix=flag.fix,
-            source="flags", severity="warning")))   # a longer chain always accepts more: never critical by itself
-
-    ladder = [measure("as launched", start)]
-    for i, (name, _, _) in enumerate(fixes):
-        ladder.append(measure(name, state_of(c for _, c, _ in fixes[:i + 1])))
-    final = ladder[-1]
-    # undoing one fix is compared at a chain the bank measures steadily (a long chain's tau is noisy);
-    # the chain fix itself at the final length
-    steady = min(final.num_steps, max(num_steps, served_steps))
-    for i, (name, _, info) in enumerate(fixes):
-        before, after = ladder[i], ladder[i + 1]
-        crossfit = info.pop("crossfit", None)
-        gain = crossfit(before) if crossfit else _gain(before, after)
-        others = [c for j, (_, c, _) in enumerate(fixes) if j != i]
-        if info["code"] in _CHAIN_CAPS:
-            undone = _gain(measure(f"all but {name}", state_of(others)), final)
-        else:
-            everything = measure("every fix, steady chain", {**state_of(c for _, c, _ in fixes), "num_steps": steady})
-            without = measure(f"all but {name}, steady chain", {**state_of(others), "num_steps": steady})
-            if crossfit:     # the map read from the same prompts it is scored on: cross-fitted
-                undone = crossfit(without)
-            else:
-                undone = _gain(without, everything)
-        forced = info.pop("severity", None)
-        severity = forced or ("critical" if gain.sign() == 1 or undone.sign() == 1 else "info")
-        findings.append(DoctorFinding(severity=severity, tau_before=before.tau, tau_after=after.tau, gain=gain,
-                                      undone=undone, **info))
-
-    # what a checkpoint written for this engine runs: every fix, but a rule the engine ignores stays its own
-    writable = []
-    hurts = {f.code for f in findings if f.gain is not None and f.gain.sign() == -1}
-    for name, change, info in fixes:
-        if info["code"] in hurts:     # a measured loss is not written
-            continue
-        if name == "trained wiring":   # what the engine can capture
-            if info["data"]["servable"] is None:
-                continue
-            change = {"wiring": tuple(info["data"]["servable"])}
-        if name == "trained rule":    # the keys the engine honours take effect, the others stay the engine's
-            ignored = info["data"]["cannot_apply"]
-            change = {"variant": {k: (served_variant if k in ignored else best_variant)[k] for k in best_variant}}
-        writable.append(change)
-    written_fix = measure("written checkpoint", state_of(writable))
-
-    if server_log is not None:
-        findings.append(_server_finding(server_log, ladder[0]))
-    order = {s: i for i, s in enumerate(SEVERITIES)}
-    findings.sort(key=lambda f: (order[f.severity], -max(f.gain.value if f.gain else 0.0,
-                                                          f.undone.value if f.undone else 0.0)))
-    return DoctorReport(draft=str(draft_path), target=target_name, engine=engine, engine_version=engine_version,
-                        device=str(draft.fc.weight.device), findings=findings, ladder=ladder, search=found,
-                        vocab=vocab, flags=flags, notes=notes, written_fix=written_fix, model=draft, bank=bank,
-                        target_config=target_config, target_source=target_dir if dump is not None else tgt,
-                        choice=choice, engine_platform=engine_platform)
-
-
-def _server_finding(server_log: str, served: Rung) -> DoctorFinding:
-    from eagle3lab.analysis.server_evidence import compare_with_prediction, parse_server_evidence
-
-    evidence = parse_server_evidence(server_log)
-    cmp = compare_with_prediction(evidence, served.tau)
-    if cmp["agrees"]:
-        return DoctorFinding("SERVER_AGREES", "info", "the server's acceptance matches the as-served prediction",
-                             cmp["message"], None, "server", data=cmp)
-    return DoctorFinding("SERVER_MISMATCH", "warning", "the server's acceptance differs from the as-served prediction",
-                         cmp["message"] + " The emulation or the deployment differs (flags, ids, build, prompts).",
-                         "Check the launch command and engine version given to doctor against the server's.",
-                         "server", data=cmp)
+    _check_arguments(engine, engine_version, engine_platform, target)
+    case = gather_evidence(draft_path, target, dump=dump, dump_layer_ids=dump_layer_ids, prompts=prompts,
+                           num_prompts=num_prompts, max_prompts=max_prompts, seed=seed, bank=bank,
+                           max_new_tokens=max_new_tokens, device=device, progress=progress)
+    static, notes = check_checkpoint(case, engine)
+    launch = read_launch(case, engine, engine_args, engine_version, num_steps)
+    build = Build(engine, engine_version, engine_platform, case.bank.num_layers, case.draft.target_arch)
+    served = served_reading(case.draft, build)
+    searched = search(case, served, build, num_steps=num_steps, prompt_step=prompt_step, progress=progress)
+    meter = Meter(case.bank, served.view)     # the grown bank
+    proposed = propose_fixes(case, launch, served, searched, build, meter)
+    labels = labels_check(meter, proposed.every_fix)
+    ladder = measure_ladder(meter, proposed.start, proposed.fixes, max(num_steps, launch.served_steps))
+    checkpoint = plan_checkpoint(case, build, meter, proposed.start, ladder, static)
+    server = [_server_finding(server_log, ladder.rungs[0])] if server_log is not None else []
+    findings = by_impact([*static, *launch.findings, *proposed.findings, *labels, *ladder.findings, *server])
+    return DoctorReport(draft=str(draft_path), target=case.target_name, engine=engine, engine_version=engine_version,
+                        device=str(case.draft.fc.weight.device), findings=findings, ladder=ladder.rungs,
+                        search=searched.found, vocab=proposed.vocab, flags=launch.flags,
+                        notes=[*notes, *launch.notes, *searched.notes, *proposed.notes], fixes=proposed.fixes,
+                        choice=searched.choice, engine_platform=engine_platform, checkpoint=checkpoint)

@@ -40,6 +40,46 @@ class Clock:
         return statistics.median(self.samples[name])
 
 
+class _Loop:
+    """One ``SpeculativeRun`` prefilled with ``context_len`` random tokens, rolled back after every round."""
+
+    def __init__(self, tgt, d, context_len: int):
+        self.tgt, self.d, self.dev = tgt, d, tgt.device
+        self.gen = torch.Generator().manual_seed(0)
+        self.vocab = min(tgt.vocab_size, getattr(tgt.tokenizer, "vocab_size", tgt.vocab_size) or tgt.vocab_size)
+        self.run = run = SpeculativeRun(tgt, d, temperature=0.0)
+        with run.capture:
+            run.prefill(self.rand(context_len))
+        self.n0, self.root, self.last = run.n, run.root, (run.last_logits, run.last_hidden)
+
+    def rand(self, n: int) -> list[int]:
+        return torch.randint(0, self.vocab, (n,), generator=self.gen).tolist()
+
+    def reset(self):
+        run = self.run
+        keep_cache_positions(run.cache, self.n0, [])
+        run.dcache.crop(self.n0)
+        run.n, run.root = self.n0, self.root
+        run.last_logits, run.last_hidden = self.last
+
+    def chain_of(self, n: int) -> DraftTree:
+        return DraftTree(tokens=self.rand(n - 1), parents=list(range(-1, n - 2)), depths=list(range(1, n)),
+                         scores=[0.0] * (n - 1), pool_size=n - 1)
+
+    def verify_once(self, tree, chain: bool = True):  # verify + accept + commit, as one round of the loop
+        logits, aux = self.run.verify(tree, chain=chain)
+        path, bonus = self.run.accept(tree, logits)
+        self.run.commit(path, bonus)
+        return aux
+
+    def burst(self, n: int = 8):
+        """``n`` one-token target steps, no capture hooks (what target_greedy runs)."""
+        tok, kw = self.root, {self.run.cache_kw: self.run.cache}
+        for _ in range(n):
+            ids = torch.tensor([[tok]], device=self.dev)
+            tok = int(self.tgt.model(input_ids=ids, use_cache=True, **kw).logits[0, -1].argmax())
+
+
 @torch.no_grad()
 def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 3, 4, 6, 8, 12, 16),
                   settings=((5, 1, None),), repeats: int = 7, warmup: int = 2, profile=None,
@@ -54,45 +94,12 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
     are timed. KV caches are rolled back after every round, so all see ``context_len`` tokens.
     """
     tgt = as_target(target)
-    d = draft_for(draft, tgt, profile)
-    dev = tgt.device
-    gen = torch.Generator().manual_seed(0)
-    vocab = min(tgt.vocab_size, getattr(tgt.tokenizer, "vocab_size", tgt.vocab_size) or tgt.vocab_size)
-    rand = lambda n: torch.randint(0, vocab, (n,), generator=gen).tolist()
-    run = SpeculativeRun(tgt, d, temperature=0.0)
-    with run.capture:
-        run.prefill(rand(context_len))
-    n0, root, last = run.n, run.root, (run.last_logits, run.last_hidden)
-
-    def reset():
-        keep_cache_positions(run.cache, n0, [])
-        run.dcache.crop(n0)
-        run.n, run.root = n0, root
-        run.last_logits, run.last_hidden = last
-
-    def chain_of(n):
-        return DraftTree(tokens=rand(n - 1), parents=list(range(-1, n - 2)), depths=list(range(1, n)),
-                         scores=[0.0] * (n - 1), pool_size=n - 1)
-
-    def verify_once(tree, chain=True):  # verify + accept + commit, as one round of the loop
-        logits, aux = run.verify(tree, chain=chain)
-        path, bonus = run.accept(tree, logits)
-        run.commit(path, bonus)
-        return aux
-
-    clock = Clock(dev)
+    loop = _Loop(tgt, draft_for(draft, tgt, profile), context_len)
+    clock = Clock(tgt.device)
     rounds = warmup + repeats
-    # baseline: bursts of one-token target steps, no capture hooks (what target_greedy runs)
-    step_ids = torch.tensor([[root]], device=dev)
-    kw = {run.cache_kw: run.cache}
-
-    def burst(n=8):
-        tok = root
-        for _ in range(n):
-            tok = int(tgt.model(input_ids=torch.tensor([[tok]], device=dev), use_cache=True, **kw).logits[0, -1].argmax())
-    for i in range(rounds):
-        clock.time("target_burst", burst, keep=i >= warmup)
-        reset()
+    for i in range(rounds):   # baseline: bursts of one-token target steps
+        clock.time("target_burst", loop.burst, keep=i >= warmup)
+        loop.reset()
     max_rows = max(verify_sizes)
     specs = []
     for steps, topk, m in settings:
@@ -101,39 +108,56 @@ def measure_costs(target, draft, *, context_len: int = 128, verify_sizes=(1, 2, 
         max_rows = max(max_rows, s["num_steps"] + 1)
     total = (max_rows + len(specs) - 1 + len(verify_sizes) + 1) * rounds
     bar = tqdm(total=total, desc="measuring costs", disable=not progress)
-    with run.capture:
-        for j, (key, s) in enumerate(specs):  # whole rounds: draft phase, verify + accept + commit, extend
-            chain = s["topk"] == 1
-            for r in range(1, max_rows + 1) if j == 0 else (1,):  # extend costs do not depend on the setting
-                for i in range(rounds):
-                    keep = i >= warmup
-                    tree, _, _ = clock.time(f"phase {key}", lambda s=s: run.draft_phase(s), keep)
-                    aux = clock.time(f"verify {key}", lambda tree=tree, chain=chain: verify_once(tree, chain), keep)
-                    rows = aux[:1].repeat(r, 1)
-                    clock.time(f"extend {r}", lambda r=r, rows=rows: run.draft_extend(rand(r), rows), keep and j == 0)
-                    reset()
-                    bar.update()
-        s0 = specs[0][1]
-        for n in verify_sizes:  # the verify-cost curve, each after the first setting's draft phase
-            tree = chain_of(n)
-            for i in range(rounds):
-                run.draft_phase(s0)
-                clock.time(f"curve {n}", lambda tree=tree: verify_once(tree), i >= warmup)
-                reset()
-                bar.update()
-        for i in range(rounds):  # one recycled draft step, where step 2 of a chain sits: after verify + extend
-            _, aux = run.verify(chain_of(2), chain=True)
-            run.commit([], root)
-            run.draft_extend([root], aux[:1])
-            h = run.last_hidden[None, None]
-            clock.time("draft_step", lambda h=h: d(step_ids, recycled_hidden=h, cache=run.dcache).logits[0, -1].argmax(),
-                       i >= warmup)
-            reset()
-            bar.update()
+    with loop.run.capture:
+        _time_rounds(clock, loop, specs, max_rows, rounds, warmup, bar)
+        _time_curve(clock, loop, specs[0][1], verify_sizes, rounds, warmup, bar)
+        _time_draft_step(clock, loop, rounds, warmup, bar)
     bar.close()
     return CostModel(
-        device=str(dev), context_len=context_len, target_step_s=clock.median("target_burst") / 8,
+        device=str(tgt.device), context_len=context_len, target_step_s=clock.median("target_burst") / 8,
         draft_step_s=clock.median("draft_step"), verify_s={n: clock.median(f"curve {n}") for n in verify_sizes},
         extend_s={r: clock.median(f"extend {r}") for r in range(1, max_rows + 1)},
         draft_phase_s={k: clock.median(f"phase {k}") for k, _ in specs},
         setting_verify_s={k: clock.median(f"verify {k}") for k, _ in specs})
+
+
+def _time_rounds(clock: Clock, loop: _Loop, specs, max_rows: int, rounds: int, warmup: int, bar):
+    """Whole rounds: draft phase, verify + accept + commit, extend by 1..``max_rows`` rows (the extend costs do
+    not depend on the setting: timed with the first only)."""
+    run = loop.run
+    for j, (key, s) in enumerate(specs):
+        chain = s["topk"] == 1
+        for r in range(1, max_rows + 1) if j == 0 else (1,):
+            for i in range(rounds):
+                keep = i >= warmup
+                tree, _, _ = clock.time(f"phase {key}", lambda s=s: run.draft_phase(s), keep)
+                aux = clock.time(f"verify {key}", lambda tree=tree, chain=chain: loop.verify_once(tree, chain), keep)
+                rows = aux[:1].repeat(r, 1)
+                clock.time(f"extend {r}", lambda r=r, rows=rows: run.draft_extend(loop.rand(r), rows), keep and j == 0)
+                loop.reset()
+                bar.update()
+
+
+def _time_curve(clock: Clock, loop: _Loop, first_setting: dict, verify_sizes, rounds: int, warmup: int, bar):
+    """The verify-cost curve, each after the first setting's draft phase."""
+    for n in verify_sizes:
+        tree = loop.chain_of(n)
+        for i in range(rounds):
+            loop.run.draft_phase(first_setting)
+            clock.time(f"curve {n}", lambda tree=tree: loop.verify_once(tree), i >= warmup)
+            loop.reset()
+            bar.update()
+
+
+def _time_draft_step(clock: Clock, loop: _Loop, rounds: int, warmup: int, bar):
+    """One recycled draft step, where step 2 of a chain sits: after verify + extend."""
+    run, step_ids = loop.run, torch.tensor([[loop.root]], device=loop.dev)
+    for i in range(rounds):
+        _, aux = run.verify(loop.chain_of(2), chain=True)
+        run.commit([], loop.root)
+        run.draft_extend([loop.root], aux[:1])
+        h = run.last_hidden[None, None]
+        clock.time("draft_step", lambda h=h: loop.d(step_ids, recycled_hidden=h, cache=run.dcache).logits[0, -1].argmax(),
+                   i >= warmup)
+        loop.reset()
+        bar.update()

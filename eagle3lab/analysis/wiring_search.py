@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 from tqdm.auto import tqdm
 
+from eagle3lab.analysis.switches import SWITCHES, cannot_apply, config_key
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import default_resid, nearest_servable
 from eagle3lab.engines.profiles import PROFILES
@@ -45,7 +46,7 @@ def wiring_text(wiring) -> str:
 
 
 def settings_text(variant: dict) -> str:
-    on = [k for k in ("norm_before_fc", "fc_norm", "norm_before_residual") if variant.get(k)]
+    on = [k for k in SWITCHES if k != "recycle_postnorm" and variant.get(k)]
     on.append("recycle post-norm" if variant.get("recycle_postnorm") else "recycle pre-norm")
     return ", ".join(on)
 
@@ -195,7 +196,7 @@ def _row(score: Scorer, wiring, variant, best_key, level: float, why: str) -> di
     diff, d_tau = _diffs(s, score.scores[best_key], level)
     stats = s.stats
     row = {"wiring": wiring_text(wiring), "aux": tuple(wiring), "settings": settings_text(variant), "variant": dict(variant),
-           **{k: variant[k] for k in ("norm_before_residual", "recycle_postnorm", "norm_before_fc", "fc_norm")},
+           **{k: variant[k] for k in SWITCHES},
            "ce": ce.value, "ce_low": ce.low, "ce_high": ce.high, "tau": tau.value, "tau_low": tau.low,
            "tau_high": tau.high, "ce_minus_best_low": diff.low, "ce_minus_best_high": diff.high,
            "tau_minus_best_low": d_tau.low, "tau_minus_best_high": d_tau.high,
@@ -218,13 +219,7 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
     ``identifiable`` is False when the best draft barely works (tau's interval does not clear
     1 + ``min_tau_gain``: an untrained draft) or when more than ``max_set`` wirings are within noise.
     """
-    if isinstance(target_or_bank, StateBank):
-        bank = target_or_bank
-    else:
-        if sequences is None:
-            raise bad_input("search_wiring", "sequences", "token sequences to score on (with a target)", None,
-                            "Pass greedy_dataset(target, prompts) output, or a StateBank.")
-        bank = capture_bank(target_or_bank, sequences, prompt_lens, progress=progress)
+    bank = _bank_for(target_or_bank, sequences, prompt_lens, progress)
     if max_cycles < 1:
         raise bad_input("search_wiring", "max_cycles", "at least 1", max_cycles)
     arch = arch or draft.target_arch     # DeepSeek-family targets read ids by another rule
@@ -235,17 +230,8 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
     bar = tqdm(desc="wiring search (draft evaluations)", disable=not progress)
     score = Scorer(bank, draft, num_steps, progress=bar)
     served = served_hypotheses(draft, bank, arch)
-    starts: dict[tuple, list[str]] = {}
-    for name, (wiring, variant) in served.items():
-        starts.setdefault(_key(wiring, variant), []).append(f"served by {name}")
-    default = tuple(default_resid(n))
-    if len(default) == num_aux and all(p in bank.states for p in default):
-        starts.setdefault(_key(default, variants[0]), []).append("engines' default")
-    if not starts:
-        first = tuple(points[min(i * len(points) // num_aux, len(points) - 1)] for i in range(num_aux))
-        starts[_key(first, variants[0])] = ["evenly spread start"]
-    why: dict[tuple, list[str]] = {k: list(v) for k, v in starts.items()}
-    for (wiring, items) in list(starts):
+    why = _starts(served, bank, num_aux, points, variants)
+    for (wiring, items) in list(why):
         # the descents from every start share three quarters of the budget; the best's neighbourhood and
         # its equivalent combinations get the rest
         found = _descend(score, wiring, dict(items), points, variants, max_cycles, budget * 3 // 4)
@@ -256,6 +242,54 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
                 continue
             why.setdefault(_key(NO_AUX, v), []).append("EAGLE algorithm flag: no aux states")
             score(NO_AUX, v)
+    best_key, combos = _around_the_best(score, points, variants, max_cycles, max_combinations, budget, level)
+    bar.close()
+
+    by_key = {k: _row(score, k[0], dict(k[1]), best_key, level, "; ".join(why.get(k, ["descent step"])))
+              for k in score.scores}
+    table = pd.DataFrame(list(by_key.values())).sort_values("ce", kind="stable", ignore_index=True)
+    best = by_key[best_key]
+    best_wiring, best_variant = best_key[0], dict(best_key[1])
+    identifiable, reason = _verdict(table, best, combos, min_tau_gain=min_tau_gain, max_set=max_set,
+                                    max_combinations=max_combinations)
+    best_info = {"wiring": best_wiring, "variant": best_variant,
+                 "tau": Interval(best["tau"], best["tau_low"], best["tau_high"], level, len(bank.lengths)),
+                 "ce": Interval(best["ce"], best["ce_low"], best["ce_high"], level, len(bank.lengths))}
+    return WiringSearch(
+        table=table, slots=_slots(by_key, best_wiring, best_variant, points), served=_served(by_key, served),
+        fixes=_fixes(best_wiring, best_variant, n, arch), best=best_info, identifiable=identifiable,
+        reason=reason, evaluations=score.evaluations, brute_force=len(variants) * len(points) ** num_aux,
+        num_layers=n, source=bank.source, level=level, extra={"scores": score.scores, "best_key": best_key})
+
+
+def _bank_for(target_or_bank, sequences, prompt_lens, progress: bool) -> StateBank:
+    if isinstance(target_or_bank, StateBank):
+        return target_or_bank
+    if sequences is None:
+        raise bad_input("search_wiring", "sequences", "token sequences to score on (with a target)", None,
+                        "Pass greedy_dataset(target, prompts) output, or a StateBank.")
+    return capture_bank(target_or_bank, sequences, prompt_lens, progress=progress)
+
+
+def _starts(served: dict, bank: StateBank, num_aux: int, points, variants) -> dict[tuple, list[str]]:
+    """Where the descents start, each with why: every engine's reading of the written ids, the engines'
+    default, else points spread evenly."""
+    starts: dict[tuple, list[str]] = {}
+    for name, (wiring, variant) in served.items():
+        starts.setdefault(_key(wiring, variant), []).append(f"served by {name}")
+    default = tuple(default_resid(bank.num_layers))
+    if len(default) == num_aux and all(p in bank.states for p in default):
+        starts.setdefault(_key(default, variants[0]), []).append("engines' default")
+    if not starts:
+        first = tuple(points[min(i * len(points) // num_aux, len(points) - 1)] for i in range(num_aux))
+        starts[_key(first, variants[0])] = ["evenly spread start"]
+    return starts
+
+
+def _around_the_best(score: Scorer, points, variants, max_cycles: int, max_combinations: int, budget: int,
+                     level: float) -> tuple[tuple, int]:
+    """Score the best's neighbourhood and the combinations of its equivalent points until nothing better
+    turns up: (the best key, how many combinations the last round's equivalent points make)."""
     for _ in range(max_cycles):   # until the best's neighbourhood holds nothing better
         best_key = min(score.scores, key=lambda k: score.scores[k].ce)
         best_wiring, best_variant = best_key[0], dict(best_key[1])
@@ -269,21 +303,18 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
             for wiring in itertools.product(*per_slot):
                 score(tuple(wiring), best_variant)
         if min(score.scores, key=lambda k: score.scores[k].ce) == best_key:
-            break
-    else:   # out of cycles with a better hypothesis just found: report that one, its neighbourhood as scored
-        best_key = min(score.scores, key=lambda k: score.scores[k].ce)
-        best_wiring, best_variant = best_key[0], dict(best_key[1])
-    bar.close()
+            return best_key, combos
+    # out of cycles with a better hypothesis just found: report that one, its neighbourhood as scored
+    return min(score.scores, key=lambda k: score.scores[k].ce), combos
 
-    by_key = {k: _row(score, k[0], dict(k[1]), best_key, level, "; ".join(why.get(k, ["descent step"])))
-              for k in score.scores}
-    table = pd.DataFrame(list(by_key.values())).sort_values("ce", kind="stable", ignore_index=True)
-    best = by_key[best_key]
+
+def _verdict(table: pd.DataFrame, best: dict, combos: int, *, min_tau_gain: float, max_set: int,
+             max_combinations: int) -> tuple[bool, str]:
+    """Whether the search identified the wiring, and why (or why not), with how far the settings are known."""
     near = table[table["within_noise"]]
     wirings_near = sorted(set(near["aux"]), key=str)
     tau_low = float(best["tau_low"])
-    switches = ("norm_before_residual", "recycle_postnorm", "norm_before_fc", "fc_norm")
-    rules = sorted({settings_text(dict(zip(switches, r))) for r in near[list(switches)].itertuples(index=False)})
+    rules = sorted({settings_text(dict(zip(SWITCHES, r))) for r in near[list(SWITCHES)].itertuples(index=False)})
     rule_note = f"; settings identifiable only up to {rules}" if len(rules) > 1 else "; settings identified"
     if tau_low <= 1.0 + min_tau_gain:
         identifiable, reason = False, (f"the best hypothesis barely drafts (tau interval low {tau_low:.3f} <= "
@@ -297,15 +328,7 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
                                        f"{max_set}); see `slots` for which slot choices matter")
     else:
         identifiable, reason = True, f"{len(wirings_near)} wiring(s) within noise of the best"
-    reason += rule_note
-    best_info = {"wiring": best_wiring, "variant": best_variant,
-                 "tau": Interval(best["tau"], best["tau_low"], best["tau_high"], level, len(bank.lengths)),
-                 "ce": Interval(best["ce"], best["ce_low"], best["ce_high"], level, len(bank.lengths))}
-    return WiringSearch(
-        table=table, slots=_slots(by_key, best_wiring, best_variant, points), served=_served(by_key, served),
-        fixes=_fixes(best_wiring, best_variant, n, arch), best=best_info, identifiable=identifiable,
-        reason=reason, evaluations=score.evaluations, brute_force=len(variants) * len(points) ** num_aux,
-        num_layers=n, source=bank.source, level=level, extra={"scores": score.scores, "best_key": best_key})
+    return identifiable, reason + rule_note
 
 
 def _slots(by_key: dict, wiring, variant, points) -> pd.DataFrame:
@@ -341,11 +364,8 @@ def _fixes(wiring, variant, num_layers: int, arch: str | None) -> pd.DataFrame:
     rows = []
     for name in SERVERS:
         profile = PROFILES[name]
-        ignored = [k for k in ("norm_before_residual", "norm_before_fc", "fc_norm")
-                   if variant.get(k) and k not in profile.honours]
-        if variant.get("recycle_postnorm") and ("norm_output" not in profile.honours
-                                                or not profile.norm_output_recycles_postnorm):
-            ignored.append("norm_output (recycle the post-norm state)")
+        ignored = [k if k != "recycle_postnorm" else f"{config_key(k)} (recycle the post-norm state)"
+                   for k in cannot_apply(profile, variant)]
         if wiring == NO_AUX or FINAL_NORMED in wiring:
             ids, nearest, note = None, None, "the final post-norm state is not an aux capture point here"
         else:

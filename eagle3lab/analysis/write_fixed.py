@@ -7,8 +7,8 @@ import contextlib
 
 import torch
 
-from eagle3lab.analysis.config_checks import text_config
-from eagle3lab.analysis.doctor import ENGINE_FORMAT, DoctorReport
+from eagle3lab.analysis.doctor import DoctorReport
+from eagle3lab.analysis.fixes import ENGINE_FORMAT
 from eagle3lab.analysis.vocab_behaviour import t2d_of, vocab_map
 from eagle3lab.analysis.wiring_search import wiring_text
 from eagle3lab.engines.acceptance import bootstrap_ratio, bootstrap_ratio_difference
@@ -51,7 +51,8 @@ def _fc_columns(draft, wiring):
 
 def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> dict:
     """Write the draft with every fix a checkpoint can carry, in ``report.engine``'s format, then load it
-    back, run it as that engine does and measure it on the same bank.
+    back, run it as that engine does and measure it on the same bank (all of it read from
+    ``report.checkpoint``, doctor's last stage).
 
     Returns what was written, the measured tau, doctor's prediction for it (``report.written_fix``) and
     their paired difference; ``agrees`` = the difference's interval holds 0 and it is below 0.02 (both
@@ -67,9 +68,10 @@ def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> di
     from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
     from eagle3lab.models.vocab import check_vocab_map
 
-    fix, draft, bank = report.written_fix, report.model, report.bank
-    if fix is None or draft is None or bank is None:
+    plan = report.checkpoint
+    if plan is None:
         raise bad_input("write_fixed", "report", "a report from run_doctor in this process", "a loaded report")
+    fix, draft, bank, engine = plan.predicted, plan.draft, plan.bank, plan.build.engine
     if not fix.wiring or FINAL_NORMED in fix.wiring:
         raise bad_input("--write-fixed", None, "a wiring of target layers an engine can capture",
                         "the final post-norm state", "No aux ids can ask an engine for it; retrain instead.")
@@ -82,30 +84,27 @@ def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> di
                             f"{broken[0].key}: {broken[0].message}",
                             "Slots the draft used too rarely to be read are wrong too: restore the map the draft "
                             "was trained with (its training run's vocabulary) instead.")
-    config_keys = {}
-    if report.finding("DRAFT_CONTEXT_SHORT"):
-        config_keys["max_position_embeddings"] = text_config(report.target_config).get("max_position_embeddings")
+    config_keys = dict(plan.config_keys)
     with _fc_columns(draft, fix.wiring) as ascending:
         # the config states the rule the weights were trained with, even where this engine ignores it
-        view = draft.rewired(aux_resid=ascending, **report.ladder[-1].variant)
+        view = draft.rewired(aux_resid=ascending, **plan.stated_variant)
         view.config = replace(draft.config, **config_keys)
         with vocab_map(draft, fix.d2t) if fix.d2t is not None else contextlib.nullcontext():
-            written = save_draft(view, out_dir, format=ENGINE_FORMAT[report.engine], overwrite=overwrite,
-                                 include_embedding=False if report.engine == "sglang" else None,
+            written = save_draft(view, out_dir, format=ENGINE_FORMAT[engine], overwrite=overwrite,
+                                 include_embedding=False if engine == "sglang" else None,
                                  num_target_layers=bank.num_layers)
-    reloaded = load_draft(out_dir, target=report.target_source, device=str(draft.fc.weight.device))
+    reloaded = load_draft(out_dir, target=plan.target_source, device=str(draft.fc.weight.device))
     # read back as the engine build doctor was told of reads the written ids (save_draft writes them for the
     # newest code read: a build that reads them otherwise measures, and is reported, as it runs them)
     views = served_views(reloaded, bank.num_layers, reloaded.target_arch,
-                         engine_versions={report.engine: report.engine_version},
-                         engine_platforms={report.engine: report.engine_platform})
-    if report.engine not in views:
-        raise bad_input(out_dir, "aux ids", f"ids {report.engine} can read", "none", "Report this as a doctor bug.")
-    served = views[report.engine]
+                         engine_versions={engine: plan.build.version}, engine_platforms={engine: plan.build.platform})
+    if engine not in views:
+        raise bad_input(out_dir, "aux ids", f"ids {engine} can read", "none", "Report this as a doctor bug.")
+    served = views[engine]
     score = evaluate_on_bank(bank, served, tuple(served.aux_resid), fix.num_steps)   # as the engine runs it
     tau = bootstrap_ratio(*score.tau_sums)
     difference = bootstrap_ratio_difference(*score.tau_sums, *fix.score.tau_sums)
-    errors = inspect_checkpoint(out_dir, target=report.target_source)["errors"]
+    errors = inspect_checkpoint(out_dir, target=plan.target_source)["errors"]
     remaining = [f for f in report.remaining_after_write() if f.code != "CHECKPOINT_ERROR" or errors]
     return {"path": str(out_dir), "written": written, "config_keys": config_keys,
             "served_wiring": wiring_text(served.aux_resid), "num_steps": fix.num_steps, "tau": tau,

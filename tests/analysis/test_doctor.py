@@ -19,7 +19,9 @@ from helpers.fixture_drafts import (
 )
 
 from eagle3lab.analysis.config_checks import config_findings
-from eagle3lab.analysis.doctor import _id_notes, _server_finding, run_doctor, servable_wiring
+from eagle3lab.analysis.doctor import _server_finding, run_doctor
+from eagle3lab.analysis.fix_choice import servable_wiring
+from eagle3lab.analysis.fixes import FixKind, Measure, WrittenIn, id_notes
 from eagle3lab.analysis.write_fixed import write_fixed
 from eagle3lab.engines.acceptance import acceptance_stats, engine_log_lines
 from eagle3lab.models.checkpoint import load_draft
@@ -93,6 +95,26 @@ def test_the_seed_case_in_miniature(seed):
     assert [f.code for f in seed.remaining_after_write()] == ["FIRST_LAYER_RULE"]   # SGLang ignores it
 
 
+def test_the_fixes_are_the_stage_between_search_and_ladder(seed):
+    """doctor's fixes are typed values, one per rung: what each changes, whether SGLang can apply it, where it
+    is written and how it is measured; the written checkpoint's prediction is what SGLang runs of them."""
+    assert [(f.kind, f.code, f.applicable, f.written_in) for f in seed.fixes] == [
+        (FixKind.WIRING, "WIRING", True, WrittenIn.CHECKPOINT),
+        (FixKind.RULE, "FIRST_LAYER_RULE", False, WrittenIn.CHECKPOINT),     # SGLang ignores norm_before_residual
+        (FixKind.CHAIN, "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED", True, WrittenIn.LAUNCH_COMMAND)]
+    assert [r.name for r in seed.ladder[1:]] == [f.rung for f in seed.fixes]
+    wiring, rule, chain = seed.fixes
+    assert wiring.change == wiring.as_written == {"wiring": tuple(seed.finding("WIRING").data["wiring"])}
+    assert rule.change["variant"]["norm_before_residual"] is True
+    assert rule.as_written["variant"]["norm_before_residual"] is False        # written, SGLang runs its own rule
+    assert chain.change == {"num_steps": 5} and chain.severity == "warning" and chain.measure is Measure.FULL_CHAIN
+    assert [m.measure for m in (wiring, rule)] == [Measure.PAIRED, Measure.PAIRED]
+    predicted = seed.written_fix     # each fix as SGLang runs it once written; one measured as a loss left out
+    written_wiring = seed.ladder[0].wiring if seed.finding("WIRING").gain.sign() == -1 else wiring.change["wiring"]
+    assert (predicted.wiring, predicted.num_steps) == (written_wiring, 5)
+    assert predicted.variant == rule.as_written["variant"] and predicted.d2t is None
+
+
 def findings_verdict(report) -> dict:
     """What doctor concludes: each finding's code and severity, the ladder's rungs, what writing cannot fix."""
     return {"findings": sorted((f.code, f.severity) for f in report.findings),
@@ -130,6 +152,7 @@ def test_vllm_honours_every_fix(tiny8, case_dir, prompts, tmp_path):
     # vLLM reads the written norm_before_residual: true, so only the wiring is wrong there
     assert [f.code for f in report.critical] == ["WIRING"] and "FIRST_LAYER_RULE" not in report.codes()
     assert report.remaining_after_write() == []
+    assert [(f.code, f.applicable, f.written_in) for f in report.fixes] == [("WIRING", True, WrittenIn.CHECKPOINT)]
     fixed = write_fixed(report, tmp_path / "fixed")
     assert fixed["agrees"] and fixed["tau"].low > report.ladder[0].tau.high
     assert fixed["tau"].value == pytest.approx(report.ladder[-1].tau.value)
@@ -142,6 +165,9 @@ def test_healthy_draft_and_the_wrong_algorithm(tiny8, healthy_dir, prompts):
     wrong = doctor(tiny8, healthy_dir, prompts, engine="sglang", engine_args=launch("EAGLE", steps=3, draft_tokens=4))
     flag = wrong.finding("SGL_EAGLE3_DRAFT_WITH_EAGLE")
     assert flag.severity == "critical" and wrong.ladder[0].wiring == ()
+    assert [(f.kind, f.code, f.written_in) for f in wrong.fixes] == [
+        (FixKind.ALGORITHM, "SGL_EAGLE3_DRAFT_WITH_EAGLE", WrittenIn.LAUNCH_COMMAND)]
+    assert wrong.remaining_after_write() == [flag]        # no checkpoint carries the launch command's fix
     assert flag.tau_after.value > flag.tau_before.value + 0.5 and flag.gain.low > 0
 
 
@@ -173,6 +199,8 @@ def test_a_regenerated_map_is_read_from_behaviour(tiny8, healthy_dir, prompts, t
     vocab = report.finding("VOCAB_MAP")
     assert vocab is not None and vocab.severity == "critical", report.table()
     assert set(vocab.data["slots"]) == set(moved)
+    (map_fix,) = [f for f in report.fixes if f.kind is FixKind.VOCAB_MAP]
+    assert map_fix.measure is Measure.CROSSFIT and map_fix.fixed_by_checkpoint
     assert vocab.data["tokens"] == [tokens[i] for i in range(len(moved))]   # each slot's own token again
     fixed = write_fixed(report, tmp_path / "fixed")
     restored = load_draft(tmp_path / "fixed", target=target)
@@ -227,8 +255,8 @@ def test_what_sglang_can_be_given_depends_on_the_build():
     for version in ("0.5.22", "0.5.23", None):
         assert servable_wiring(trained, "sglang", 12, "LlamaForCausalLM", version) == ((3, 0, 7), [-1, 2, 6], "")
     assert servable_wiring(trained, "vllm", 12, "LlamaForCausalLM") == ((3, 0, 7), [0, 3, 7], "")
-    assert "from release 0.5.22 on" in _id_notes("sglang", [-1, 2, 6], 12, "LlamaForCausalLM", None)
-    assert _id_notes("sglang", [0, 2, 6], 12, "LlamaForCausalLM", "0.5.21") == ""
+    assert "from release 0.5.22 on" in id_notes("sglang", [-1, 2, 6], 12, "LlamaForCausalLM", None)
+    assert id_notes("sglang", [0, 2, 6], 12, "LlamaForCausalLM", "0.5.21") == ""
     with pytest.raises(ValueError, match="--engine-version"):    # refused before any model is read
         run_doctor("no-draft", target="no-target", engine_version="not a version")
 
