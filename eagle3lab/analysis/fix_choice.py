@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from eagle3lab.analysis.evidence import take_rows
 from eagle3lab.analysis.wiring_search import EVAL_BATCH, _diffs, settings_text, wiring_text
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio_difference
-from eagle3lab.engines.layer_ids import nearest_servable
+from eagle3lab.engines.layer_ids import default_resid, nearest_servable
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models.state_bank import FINAL_NORMED
@@ -164,6 +164,12 @@ def _joined(first, added):
                    accept=first.accept + added.accept)
 
 
+def _beats(a, b, level: float) -> bool:
+    """Score ``a`` better than ``b`` beyond noise: tau above, or cross-entropy below with tau not below."""
+    d_ce, d_tau = _diffs(a, b, level)
+    return d_tau.low > 0 or (d_ce.high < 0 and d_tau.high >= 0)
+
+
 def _separated(a, b, level: float) -> tuple[str, Interval] | None:
     """What tells scores ``a`` and ``b`` apart: ("tau", a - b) or ("cross-entropy", a - b), or None."""
     d_ce, d_tau = _diffs(a, b, level)
@@ -263,7 +269,8 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         choice.prompts = evidence.num_prompts
         if choice.settled or evidence.num_prompts >= max_prompts or not evidence.can_grow():
             if choice.servable and choice.cost is None:
-                choice = _refine(choice, scores, measure, members, build, served_key, level)
+                choice = _refine(choice, scores, measure, members, build, served_key, level,
+                                 points={p for p in evidence.bank.points if isinstance(p, int)})
             return choice, scores
         runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
                             key=lambda k: (-_kept(k, stated), scores[k].ce))[:3]
@@ -295,30 +302,53 @@ def _slot_scan(measure, wiring: list, slot: int, variant: dict, lo: int, hi: int
         tried[edge] = ce(edge)
 
 
-def _refine(choice: FixChoice, scores: dict, measure, members, build: Build, served_key, level: float) -> FixChoice:
-    """Which member the sequential rule ends on depends on which ones the first draw's search happened to
-    score. So on the final bank, one slot at a time (the others held), the points from the lowest to the
-    highest any member uses there, one more on each side, are scored and the lowest cross-entropy kept,
-    the range extended while that lies at its edge, until no slot moves: the same final bank then gives the
-    same answer from any start in the valley. Then the choice is held against its neighbours again."""
-    points = {p for k in scores for p in k[0] if isinstance(p, int)}
-    wiring, variant = list(choice.wiring), dict(choice.variant)
-    for _ in range(3):                                  # sweeps; each either moves a slot or ends
+def _canonical_start(wiring: tuple, num_layers: int) -> list:
+    """The engines' default points (resid[2], resid[N//2], resid[N-3] for three slots; evenly spread for
+    others), given to the slots in the rank order of ``wiring`` (an embedding-last draft keeps its order):
+    a start that depends on neither the draw nor the engine build."""
+    k = len(wiring)
+    spread = sorted(set(default_resid(num_layers))) if k == 3 else \
+        [round(1 + i * (num_layers - 2) / max(1, k - 1)) for i in range(k)]
+    rank = sorted(range(k), key=lambda i: (not isinstance(wiring[i], int), wiring[i] if isinstance(wiring[i], int) else 0))
+    start = list(wiring)
+    for r, i in enumerate(rank):
+        if isinstance(wiring[i], int):
+            start[i] = spread[r]
+    return start
+
+
+def _line_search(measure, wiring: list, variant: dict, build: Build, points: set) -> list:
+    """Slot by slot (the others held), the lowest cross-entropy point by ``_slot_scan`` from one step either
+    side, until no slot moves (at most three sweeps)."""
+    wiring = list(wiring)
+    for _ in range(3):
         moved = False
         for slot, here in enumerate(wiring):
-            if not isinstance(here, int):
-                continue
-            used = [k[0][slot] for k in members if len(k[0]) == len(wiring) and isinstance(k[0][slot], int)]
-            p = _slot_scan(measure, wiring, slot, variant, min(used + [here]) - 1, max(used + [here]) + 1,
-                           build, points)
-            moved |= p != here
-            wiring[slot] = p
+            if isinstance(here, int):
+                p = _slot_scan(measure, wiring, slot, variant, here - 1, here + 1, build, points)
+                moved |= p != here
+                wiring[slot] = p
         if not moved:
             break
-    key = key_of(tuple(wiring), variant)
-    said = choice.statement + (f"; on the final {choice.prompts} prompts each slot re-scanned (the others held): "
-                               + ("no point has a lower cross-entropy" if key == choice.key else
-                                  f"{wiring_text(key[0])} has the lowest cross-entropy"))
+    return wiring
+
+
+def _refine(choice: FixChoice, scores: dict, measure, members, build: Build, served_key, level: float, *,
+            points: set) -> FixChoice:
+    """Where slots serve alike, which member the sequential rule ends on depends on which ones the first
+    draw's search happened to score. So on the final bank the wiring is searched again from a start that
+    depends on neither the draw nor the build (``_canonical_start``), slot by slot by cross-entropy
+    (``_line_search``); its answer replaces the choice unless the choice beats it beyond noise. Then the
+    choice is held against both one-slot steps of every slot. ``points``: the resid points the bank holds."""
+    variant = dict(choice.variant)
+    found = tuple(_line_search(measure, _canonical_start(choice.wiring, build.num_layers), variant, build, points))
+    key = key_of(found, variant)
+    if build.servable(found)[0] != found or _beats(measure(choice.wiring, variant), measure(found, variant), level):
+        key = choice.key
+    said = choice.statement + (f"; searched again on the final {choice.prompts} prompts from the engines' default "
+                               "points, slot by slot by cross-entropy: " +
+                               ("the same wiring" if key == choice.key else f"{wiring_text(key[0])} (not worse "
+                                f"beyond noise than {wiring_text(choice.wiring)}, which another draw need not reach)"))
     refined = FixChoice(key[0], variant, True, choice.members, choice.search_best, said, prompts=choice.prompts)
     within = _members(scores, list(scores), level)[1]       # on the final bank, the scanned points included
     rival_keys = rivals(refined, within, served_key, build, scores)
