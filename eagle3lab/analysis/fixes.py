@@ -99,7 +99,9 @@ class Fix:
 
     @property
     def fixed_by_checkpoint(self) -> bool:
-        """A checkpoint written by ``write_fixed`` runs this fix as measured."""
+        """The fix goes into the checkpoint and the build runs it as measured: what
+        ``DoctorReport.remaining_after_write`` counts as fixed (though ``doctor.plan_checkpoint`` leaves out a
+        fix whose gain on the ladder is a loss)."""
         return self.written_in is WrittenIn.CHECKPOINT and self.applicable
 
     def finding(self, before, after, gain, undone) -> DoctorFinding:
