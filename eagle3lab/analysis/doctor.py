@@ -73,7 +73,7 @@ _ALGORITHM = {"SGL_EAGLE3_DRAFT_WITH_EAGLE", "VLLM_EAGLE3_DRAFT_WITH_EAGLE"}
 # what write_fixed writes besides the ladder's fixes: d2t as offsets, the target's context
 _WRITTEN_BESIDE_THE_FIXES = {"VOCAB_ABSOLUTE_IDS", "DRAFT_CONTEXT_SHORT"}
 
-MAX_PROMPTS = 24    # the default cap of the sequential rule (fix_choice.settle)
+MAX_PROMPTS = 48    # the default cap of the sequential rule (fix_choice.settle): the bundled pool
 PROMPT_STEP = 8
 
 
@@ -439,17 +439,34 @@ def search(case: Case, served: Served, build: Build, *, num_steps: int, prompt_s
     # with the slots it re-points pointed back
     first = None if draft.d2t is None or served.wiring is None else vocab_from_behaviour(case.bank, served.view,
                                                                                          served.wiring)
-    repointed = bool(first and first.suspects)
+    repointed = bool(first and first.suspects) and _repointing_helps(case.bank, draft, served, first, num_steps)
     with vocab_map(draft, first.suggested_d2t(draft.d2t)) if repointed else contextlib.nullcontext():
         found = search_wiring(case.bank, draft, num_steps=num_steps, arch=build.arch, progress=progress)
         choice, scores = settle(case.evidence, served.view, found, build, _stated_switches(draft), served.key,
                                 num_steps=num_steps, max_prompts=case.cap, step=prompt_step)
     notes = [f"the wiring search ran with {len(first.suspects)} slots re-pointed as read from the draft as served"
-             ] if repointed else []
+             ] if repointed else [
+        f"{len(first.suspects)} slots looked re-pointed in the draft as served, but pointing them back did not lower "
+        "its cross-entropy beyond noise: the search ran with the map as written"] if first and first.suspects else []
     notes.append(_evidence_note(found, choice, case.cap))
     top = min(scores, key=lambda k: scores[k].ce)
     served_ok = served.key is not None and served.key in scores and close_to(scores[served.key], scores[top])
     return Searched(found, choice, served_ok, notes)
+
+
+def _repointing_helps(bank: StateBank, draft, served: Served, read, num_steps: int) -> bool:
+    """Do the slots read as re-pointed lower the served draft's cross-entropy beyond noise when pointed back?
+    A draft fed the wrong states behaves badly in every slot, so on a few prompts some slots' most frequent
+    target token differs from the mapped one by chance; only a map the measurement confirms steers the
+    search (otherwise the search's answer would ride on the prompt draw)."""
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+    from eagle3lab.engines.acceptance import bootstrap_ratio_difference
+
+    as_written = evaluate_on_bank(bank, served.view, served.wiring, num_steps)
+    with vocab_map(draft, read.suggested_d2t(draft.d2t)):
+        pointed_back = evaluate_on_bank(bank, served.view, served.wiring, num_steps)
+    d_ce = bootstrap_ratio_difference(pointed_back.ce_sum, pointed_back.ce_n, as_written.ce_sum, as_written.ce_n)
+    return d_ce.high < 0
 
 
 # ------------------------------------------------------------------ stage 4: the fixes

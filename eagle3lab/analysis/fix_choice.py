@@ -347,8 +347,10 @@ def _refine(choice: FixChoice, scores: dict, measure, members, build: Build, ser
         key = choice.key
     said = choice.statement + (f"; searched again on the final {choice.prompts} prompts from the engines' default "
                                "points, slot by slot by cross-entropy: " +
-                               ("the same wiring" if key == choice.key else f"{wiring_text(key[0])} (not worse "
-                                f"beyond noise than {wiring_text(choice.wiring)}, which another draw need not reach)"))
+                               (f"{wiring_text(found)}, " + ("the same wiring" if found == choice.wiring else
+                                "which the choice beats beyond noise: kept" if key == choice.key else
+                                f"not worse beyond noise than {wiring_text(choice.wiring)} (which another draw need "
+                                "not reach): taken")))
     refined = FixChoice(key[0], variant, True, choice.members, choice.search_best, said, prompts=choice.prompts)
     within = _members(scores, list(scores), level)[1]       # on the final bank, the scanned points included
     rival_keys = rivals(refined, within, served_key, build, scores)

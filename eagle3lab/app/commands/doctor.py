@@ -34,8 +34,9 @@ def add_arguments(parser):
     parser.add_argument("--prompts", default=None, help="a .jsonl of prompts (default: the bundled held-out prompts)")
     parser.add_argument("--num-prompts", type=int, default=8,
                         help="prompts the evidence starts with (default 8)")
-    parser.add_argument("--max-prompts", type=int, default=24,
-                        help="the cap: prompts are added while the fix is not told apart from its rivals (default 24)")
+    parser.add_argument("--max-prompts", type=int, default=None,
+                        help="the cap: prompts are added while the fix is not told apart from its rivals (default 48, "
+                             "the bundled pool: draws that reach it give the same answer)")
     parser.add_argument("--prompt-step", type=int, default=8, help="prompts added at a time (default 8)")
     parser.add_argument("--seed", type=int, default=None,
                         help="draw the prompts in a random order with this seed (default: the file's order)")
