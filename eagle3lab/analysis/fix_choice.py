@@ -267,11 +267,15 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
             measure(k[0], dict(k[1]))
         choice.settled, choice.separations = separations(scores, choice, rival_keys, level)
         choice.prompts = evidence.num_prompts
-        if choice.settled or evidence.num_prompts >= max_prompts or not evidence.can_grow():
+        at_cap = evidence.num_prompts >= max_prompts or not evidence.can_grow()
+        if choice.settled or at_cap:
             if choice.servable and choice.cost is None:
                 choice = _refine(choice, scores, measure, members, build, served_key, level,
                                  points={p for p in evidence.bank.points if isinstance(p, int)})
-            return choice, scores
+                rival_keys = [k for k in rival_keys if k != choice.key]
+            if choice.settled or at_cap:
+                return choice, scores
+            # the search from the default points moved it, or found a neighbour it is not told apart from: grow
         runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
                             key=lambda k: (-_kept(k, stated), scores[k].ce))[:3]
         candidates = list(dict.fromkeys([choice.key, *rival_keys, *runners_up]))
