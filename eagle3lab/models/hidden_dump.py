@@ -6,9 +6,9 @@ order, as vLLM's ExampleHiddenStatesConnector writes them) and ``token_ids`` ``[
 big for one machine is analysed: vLLM on the cluster writes the files
 (``speculative_config={"method": "extract_hidden_states", ...}``), ``HiddenDump`` reads them here.
 vLLM's ``eagle_aux_hidden_state_layer_ids`` are already resid indices (id k = ``resid[k]``), except that
-on DeepSeek-family targets vLLM's own capture loop (``deepseek_v2.py``, releases 0.18.0-0.33.0) cannot take
-id 0 (``resid[0]``: TypeError at the first forward, so no such dump exists) and captures id N only since
-PR #46973 (0.25.0); see ``eagle3lab.engines.layer_ids``.
+on DeepSeek-family targets vLLM's own capture loop (``deepseek_v2.py``, every release read from 0.18.0) cannot
+take id 0 (``resid[0]``: TypeError at the first forward, so no such dump exists) and captures id N only since
+PR #46973 (0.25.0); ``eagle3lab.engines.layer_ids`` holds the rows (VLLM_FILE_ROWS).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
-"""doctor's answer on the bundled case over prompt draws and engines: what the evidence supports.
+"""doctor's answer on the bundled case over prompt draws and engines: the same fix from every draw.
 
 Draws (seeds) of the bundled prompts, for SGLang 0.5.23 and vLLM 0.32.0 (CPU build). Each time: a fix the
 engine build can apply, the embedding output resid[0] in slot 0 told apart from the final post-norm state,
-norm_before_residual on, the fixed draft beyond noise above the draft as served; across draws and engines
-the same rule and the same slot-0 point. The exact points of slots 1 and 2 are NOT asserted equal: this
-draft takes resid[2..5] alike in slot 1 and resid[7..9] in slot 2 (cross-entropy within 0.001 nats on 24
-prompts, tau within noise), so doctor names the wiring of one draw from a set; every draw's wiring is
-held to be within noise, in tau, of every other draw's on the pool (one bank for all). The states of the prompt pool are captured once and shared by every run: a prompt's
-greedy continuation and states do not depend on the other prompts in a bank (evidence.take_rows), so a draw
-is a choice of rows. Cost here: one capture of 32 prompts, then 4 doctor runs (about 30-60 s of CPU each).
+norm_before_residual on, the fixed draft beyond noise above the draft as served; and across draws and
+engines the same wiring. This draft takes resid[2..6] nearly alike in slot 1 (cross-entropy within 0.001
+nats), so an 8-prompt answer is a set: doctor grows the evidence while the fix is not told apart from its
+one-slot neighbours, and draws that reach the same prompts reach the same answer (benchmarks/doctor_draws.py
+runs five draws per build on the 48-prompt pool). The states of the prompt pool are captured once and
+shared by every run: a prompt's greedy continuation and states do not depend on the other prompts in a bank
+(evidence.take_rows), so a draw is a choice of rows. Cost here: one capture of 32 prompts, then 4 doctor runs.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_each_draw_gives_a_servable_fix_with_the_embedding_slot_and_the_rule(rep
         assert servable_wiring(tuple(data["wiring"]), engine, 12, "LlamaForCausalLM", version)[0] == \
             tuple(data["wiring"])
         assert f"servable by {engine} {version}" in wiring.evidence
-        assert 8 <= report.prompts_used <= 24 and data["prompts"] == report.prompts_used
+        assert 8 <= report.prompts_used <= 32 and data["prompts"] == report.prompts_used
         answers[engine, seed] = (tuple(data["wiring"]), report.ladder[-1].variant["norm_before_residual"])
         # the fixed draft beats the draft as served beyond noise
         assert report.ladder[-1].tau.low > report.ladder[0].tau.high, report.ladder_table()
@@ -73,20 +73,11 @@ def test_each_draw_gives_a_servable_fix_with_the_embedding_slot_and_the_rule(rep
     assert {(w[0], nbr) for w, nbr in answers.values()} == {(0, True)}, answers
 
 
-@pytest.mark.xfail(strict=False, reason="issue 24 open: on 8 prompts doctor can name a slot-1 point that the 32-prompt "
-                   "pool shows worse beyond noise (a draw named (0, 6, 7), 0.063 [0.014, 0.132] below (0, 3, 7) on 2026-12-02); "
-                   "the sequential rule stops before slot 1 is settled")
-def test_the_draws_wirings_serve_alike(pool, reports):
-    """The wirings named on different draws serve alike: within noise of each other in tau on the whole pool."""
-    target, bank = pool
+def test_every_draw_names_the_same_wiring(reports):
+    """Draws that reach the same prompts give the same answer: the evidence grows to the pool while the fix
+    is not told apart from its neighbours, the intervals do not depend on the prompts' order, and the final
+    search starts from points that depend on neither the draw nor the build."""
     answers = _answers(reports)
-    from eagle3lab.decoding.evaluate import evaluate_on_bank
-    from eagle3lab.engines.acceptance import bootstrap_ratio_difference
-    from eagle3lab.models.checkpoint import load_draft
-
-    draft = load_draft(bundled.DRAFT_CASE, target=target, device="cpu", check_vocab=False)
-    view = draft.rewired(norm_before_residual=True, recycle_postnorm=False)
-    taus = {w: evaluate_on_bank(bank, view, w, 3, batch_size=2).tau_sums for w in {w for w, _ in answers.values()}}
-    for a in taus:
-        for b in taus:
-            assert bootstrap_ratio_difference(*taus[a], *taus[b]).sign() == 0, (a, b)
+    for engine in BUILDS:
+        assert len({a for (e, _), a in answers.items() if e == engine}) == 1, answers
+    assert len(set(answers.values())) == 1, answers
