@@ -1,7 +1,7 @@
 """Shared test settings (offline hub, small thread count on 2-core CI) and the pytest fixtures.
 
-Helpers the tests import live in ``tests/helpers/`` (``from helpers.tiny_models import tiny_pair``); the names
-re-exported below keep ``from conftest import ...`` working for the files that still say so.
+Helpers the tests import live in ``tests/helpers/`` (``from helpers.tiny_models import tiny_pair``); nothing
+imports this file as a module but tests/test_packaging.py, which tests its fixture.
 """
 
 from __future__ import annotations
@@ -12,24 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
-from helpers.notebooks import SPEED_WORDS, executed_notebook, notebook_claims, notebook_summary  # noqa: E402, F401
-from helpers.paths import ENGINES_PYTHON, REAL_CONFIGS, VLLM_PYTHON, engines_python, vllm_python  # noqa: E402, F401
-from helpers.tiny_models import (  # noqa: E402, F401
-    TINY_TARGET,
-    H,
-    V,
-    hand_costs,
-    one_thread,
-    pretrain_tiny,
-    prompts,
-    tiny_docs,
-    tiny_draft,
-    tiny_pair,
-    tiny_spec_target,
-    tiny_streams,
-    tiny_tokenizer,
-    trained_tiny_draft,
-)
+from helpers.tiny_models import one_thread, pretrain_tiny, tiny_streams, tiny_tokenizer  # noqa: E402
 
 from eagle3lab import bundled  # noqa: E402
 
