@@ -20,7 +20,7 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
     # each of make test's workers takes its share of the cores (tests that need a count set their own)
     import torch  # noqa: E402
 
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
 
 
 @pytest.fixture(scope="session")

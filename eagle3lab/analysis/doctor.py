@@ -217,8 +217,10 @@ class Case:
         return self.evidence.bank
 
 
-def _check_arguments(engine: str, engine_version, engine_platform, target) -> None:
+def _check_arguments(engine: str, engine_version, engine_platform, target, prompt_step: int = PROMPT_STEP) -> None:
     """Bad input named before any model loads."""
+    if not isinstance(prompt_step, int) or prompt_step < 1:
+        raise bad_input("--prompt-step", None, "a whole number of prompts, at least 1", repr(prompt_step))
     if engine not in ENGINE_FORMAT:
         raise bad_input("--engine", None, f"one of {', '.join(ENGINE_FORMAT)}", repr(engine))
     parse_engine_version(engine_version, "--engine-version")
@@ -446,8 +448,8 @@ def search(case: Case, served: Served, build: Build, *, num_steps: int, prompt_s
                                 num_steps=num_steps, max_prompts=case.cap, step=prompt_step)
     notes = [f"the wiring search ran with {len(first.suspects)} slots re-pointed as read from the draft as served"
              ] if repointed else [
-        f"{len(first.suspects)} slots looked re-pointed in the draft as served, but pointing them back did not lower "
-        "its cross-entropy beyond noise: the search ran with the map as written"] if first and first.suspects else []
+        f"{len(first.suspects)} slots looked re-pointed in the draft as served, but pointing them back did not raise "
+        "its tau beyond noise: the search ran with the map as written"] if first and first.suspects else []
     notes.append(_evidence_note(found, choice, case.cap))
     top = min(scores, key=lambda k: scores[k].ce)
     served_ok = served.key is not None and served.key in scores and close_to(scores[served.key], scores[top])
@@ -455,7 +457,7 @@ def search(case: Case, served: Served, build: Build, *, num_steps: int, prompt_s
 
 
 def _repointing_helps(bank: StateBank, draft, served: Served, read, num_steps: int) -> bool:
-    """Do the slots read as re-pointed lower the served draft's cross-entropy beyond noise when pointed back?
+    """Do the slots read as re-pointed raise the served draft's tau beyond noise when pointed back?
     A draft fed the wrong states behaves badly in every slot, so on a few prompts some slots' most frequent
     target token differs from the mapped one by chance; only a map the measurement confirms steers the
     search (otherwise the search's answer would ride on the prompt draw)."""
@@ -465,8 +467,8 @@ def _repointing_helps(bank: StateBank, draft, served: Served, read, num_steps: i
     as_written = evaluate_on_bank(bank, served.view, served.wiring, num_steps)
     with vocab_map(draft, read.suggested_d2t(draft.d2t)):
         pointed_back = evaluate_on_bank(bank, served.view, served.wiring, num_steps)
-    d_ce = bootstrap_ratio_difference(pointed_back.ce_sum, pointed_back.ce_n, as_written.ce_sum, as_written.ce_n)
-    return d_ce.high < 0
+    # tau counts target tokens accepted, whatever the map (cross-entropy is over each map's own vocabulary)
+    return bootstrap_ratio_difference(*pointed_back.tau_sums, *as_written.tau_sums).low > 0
 
 
 # ------------------------------------------------------------------ stage 4: the fixes
@@ -581,12 +583,12 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     states already captured from ``target`` (one row per prompt: a pool shared by several runs).
     The evidence starts with ``num_prompts`` of the prompts (default 8; all of an explicit ``prompts`` list),
     taken in the order ``seed`` draws (None: as given), and grows by ``prompt_step`` up to ``max_prompts``
-    (default 24, at most the pool) while the fix is not told apart from its rivals (``fix_choice.settle``).
+    (default 48, at most the pool) while the fix is not told apart from its rivals (``fix_choice.settle``).
     ``engine_args``: the launch command (resolved by ``engines.flags``); without it a chain of
     ``num_steps`` is assumed. ``server_log``: the server's own acceptance lines or metrics text, compared
     with the as-served prediction. ``engine_platform``: "cpu" or "cuda", the build (vLLM's runner follows it).
     """
-    _check_arguments(engine, engine_version, engine_platform, target)
+    _check_arguments(engine, engine_version, engine_platform, target, prompt_step)
     case = gather_evidence(draft_path, target, dump=dump, dump_layer_ids=dump_layer_ids, prompts=prompts,
                            num_prompts=num_prompts, max_prompts=max_prompts, seed=seed, bank=bank,
                            max_new_tokens=max_new_tokens, device=device, progress=progress)

@@ -2,7 +2,7 @@
 
 doctor starts from ``num_prompts`` prompts and, where the candidates it must choose between are still
 within noise of each other, adds ``step`` more (decoded and captured only then) up to a cap
-(``doctor._settle``). A prompt's greedy continuation and its captured states do not depend on the other
+(``fix_choice.settle``). A prompt's greedy continuation and its captured states do not depend on the other
 prompts in the bank (right padding: real positions never see pads), so a bank over more prompts is the
 concatenation of the banks over each part, and a prompt draw over a captured pool is a choice of its rows.
 """

@@ -207,7 +207,8 @@ def rivals(choice: FixChoice, members, served_key, build: Build, scores: dict) -
     twin = _swap_twin(choice.key)
     if twin is not None:
         out.append(twin)
-    out += [k for k in members if k != choice.key and build.servable(k[0])[0] != k[0]][:2]
+    out += sorted((k for k in members if k != choice.key and build.servable(k[0])[0] != k[0]),
+                  key=lambda k: scores[k].ce)[:2]
     out += _slot_neighbours(choice.key, [k for k in members if k != choice.key and k in scores], scores)
     return list(dict.fromkeys(out))
 
@@ -238,16 +239,23 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
     from eagle3lab.decoding.evaluate import evaluate_on_bank
 
     def scorer(bank, memo, before=None, added=None):
+        """Scores of the draft as the build serves it (``view``): kept in ``mine`` and in ``memo``, where they
+        replace the search's (the search runs the draft as its trainer loaded it: another embedding or final
+        norm may differ); only ``mine`` is grown by the added prompts."""
+        mine = {}
+
         def measure(wiring, variant):
             k = key_of(wiring, variant)
-            if k not in memo:
+            if k not in mine:
                 rewired = view.rewired(**dict(variant))
                 if before is not None and k in before:   # scored on the smaller bank: only the added prompts
-                    memo[k] = _joined(before[k], evaluate_on_bank(added, rewired, tuple(wiring), num_steps,
+                    mine[k] = _joined(before[k], evaluate_on_bank(added, rewired, tuple(wiring), num_steps,
                                                                   batch_size=EVAL_BATCH))
                 else:
-                    memo[k] = evaluate_on_bank(bank, rewired, tuple(wiring), num_steps, batch_size=EVAL_BATCH)
-            return memo[k]
+                    mine[k] = evaluate_on_bank(bank, rewired, tuple(wiring), num_steps, batch_size=EVAL_BATCH)
+                memo[k] = mine[k]
+            return mine[k]
+        measure.mine = mine
         return measure
 
     scores = dict(found.extra["scores"])
@@ -263,16 +271,15 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
     choice = choose(scores, members, build, stated, level=level, measure=measure)
     while True:
         rival_keys = rivals(choice, members, served_key, build, scores)
-        for k in rival_keys:
+        for k in [choice.key, *rival_keys]:       # the choice too: its separations are on the served view
             measure(k[0], dict(k[1]))
         choice.settled, choice.separations = separations(scores, choice, rival_keys, level)
         choice.prompts = evidence.num_prompts
         at_cap = evidence.num_prompts >= max_prompts or not evidence.can_grow()
         if choice.settled or at_cap:
             if choice.servable and choice.cost is None:
-                choice = _refine(choice, scores, measure, members, build, served_key, level,
-                                 points={p for p in evidence.bank.points if isinstance(p, int)})
-                rival_keys = [k for k in rival_keys if k != choice.key]
+                choice, rival_keys = _refine(choice, scores, measure, build, served_key, level,
+                                             points={p for p in evidence.bank.points if isinstance(p, int)})
             if choice.settled or at_cap:
                 return choice, scores
             # the search from the default points moved it, or found a neighbour it is not told apart from: grow
@@ -281,8 +288,8 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         candidates = list(dict.fromkeys([choice.key, *rival_keys, *runners_up]))
         had = evidence.num_prompts
         bank = evidence.more(min(step, max_prompts - had))
-        before, scores = scores, {}
-        measure = scorer(bank, scores, before, take_rows(bank, range(had, evidence.num_prompts)))
+        scores = {}
+        measure = scorer(bank, scores, measure.mine, take_rows(bank, range(had, evidence.num_prompts)))
         for k in candidates:
             measure(k[0], dict(k[1]))
         members = _members(scores, candidates, level)[1]
@@ -311,8 +318,9 @@ def _canonical_start(wiring: tuple, num_layers: int) -> list:
     others), given to the slots in the rank order of ``wiring`` (an embedding-last draft keeps its order):
     a start that depends on neither the draw nor the engine build."""
     k = len(wiring)
-    spread = sorted(set(default_resid(num_layers))) if k == 3 else \
-        [round(1 + i * (num_layers - 2) / max(1, k - 1)) for i in range(k)]
+    spread = sorted(set(default_resid(num_layers)))
+    if len(spread) != k:       # not three slots, or a target too shallow for three distinct defaults
+        spread = [round(1 + i * (num_layers - 2) / max(1, k - 1)) for i in range(k)]
     rank = sorted(range(k), key=lambda i: (not isinstance(wiring[i], int), wiring[i] if isinstance(wiring[i], int) else 0))
     start = list(wiring)
     for r, i in enumerate(rank):
@@ -337,21 +345,24 @@ def _line_search(measure, wiring: list, variant: dict, build: Build, points: set
     return wiring
 
 
-def _refine(choice: FixChoice, scores: dict, measure, members, build: Build, served_key, level: float, *,
-            points: set) -> FixChoice:
+def _refine(choice: FixChoice, scores: dict, measure, build: Build, served_key, level: float, *,
+            points: set) -> tuple[FixChoice, list]:
     """Where slots serve alike, which member the sequential rule ends on depends on which ones the first
     draw's search happened to score. So on the final bank the wiring is searched again from a start that
     depends on neither the draw nor the build (``_canonical_start``), slot by slot by cross-entropy
     (``_line_search``); its answer replaces the choice unless the choice beats it beyond noise. Then the
-    choice is held against both one-slot steps of every slot. ``points``: the resid points the bank holds."""
+    choice is held against both one-slot steps of every slot. ``points``: the resid points the bank holds.
+    Returns the choice and the rivals it was held against."""
     variant = dict(choice.variant)
     found = tuple(_line_search(measure, _canonical_start(choice.wiring, build.num_layers), variant, build, points))
+    servable = build.servable(found)[0] == found
     key = key_of(found, variant)
-    if build.servable(found)[0] != found or _beats(measure(choice.wiring, variant), measure(found, variant), level):
+    if not servable or _beats(measure(choice.wiring, variant), measure(found, variant), level):
         key = choice.key
     said = choice.statement + (f"; searched again on the final {choice.prompts} prompts from the engines' default "
                                "points, slot by slot by cross-entropy: " +
                                (f"{wiring_text(found)}, " + ("the same wiring" if found == choice.wiring else
+                                f"which {build.label} cannot serve: the choice kept" if not servable else
                                 "which the choice beats beyond noise: kept" if key == choice.key else
                                 f"not worse beyond noise than {wiring_text(choice.wiring)} (which another draw need "
                                 "not reach): taken")))
@@ -367,4 +378,4 @@ def _refine(choice: FixChoice, scores: dict, measure, members, build: Build, ser
     for k in rival_keys:
         measure(k[0], dict(k[1]))
     refined.settled, refined.separations = separations(scores, refined, rival_keys, level)
-    return refined
+    return refined, rival_keys

@@ -6,7 +6,7 @@ norm_before_residual on, the fixed draft beyond noise above the draft as served;
 engines the same wiring. This draft takes resid[2..6] nearly alike in slot 1 (cross-entropy within 0.001
 nats), so an 8-prompt answer is a set: doctor grows the evidence while the fix is not told apart from its
 one-slot neighbours, and draws that reach the same prompts reach the same answer (benchmarks/doctor_draws.py
-runs five draws per build on the 48-prompt pool). The states of the prompt pool are captured once and
+runs five draws per build on the whole 48-prompt pool; this test's pool holds 32). The states of the prompt pool are captured once and
 shared by every run: a prompt's greedy continuation and states do not depend on the other prompts in a bank
 (evidence.take_rows), so a draw is a choice of rows. Cost here: one capture of 32 prompts, then 4 doctor runs.
 """
@@ -63,7 +63,8 @@ def test_each_draw_gives_a_servable_fix_with_the_embedding_slot_and_the_rule(rep
         assert servable_wiring(tuple(data["wiring"]), engine, 12, "LlamaForCausalLM", version)[0] == \
             tuple(data["wiring"])
         assert f"servable by {engine} {version}" in wiring.evidence
-        assert 8 <= report.prompts_used <= 32 and data["prompts"] == report.prompts_used
+        assert data["prompts"] == report.prompts_used >= 8
+        assert data["settled"] or report.prompts_used == 32, data   # unsettled only once the pool is spent
         answers[engine, seed] = (tuple(data["wiring"]), report.ladder[-1].variant["norm_before_residual"])
         # the fixed draft beats the draft as served beyond noise
         assert report.ladder[-1].tau.low > report.ladder[0].tau.high, report.ladder_table()

@@ -75,8 +75,10 @@ def test_an_unsettled_choice_is_rescanned_to_the_same_answer_from_any_start(case
     answers = set()
     for start in starts:
         choice = FixChoice(start, dict(variant), True, len(members), members[0], "test", prompts=12, settled=False)
-        answers.add(_refine(choice, scores, measure, members, build, None, 0.95,
-                             points=set(range(target.num_layers + 1))).wiring)
+        refined, held_against = _refine(choice, scores, measure, build, None, 0.95,
+                                        points=set(range(target.num_layers + 1)))
+        answers.add(refined.wiring)
+        assert held_against and refined.key not in held_against
     assert len(answers) == 1, answers
     final = answers.pop()
     # a bottom: no one-slot step (the others held) has a lower cross-entropy, and every such step was scored
@@ -86,3 +88,23 @@ def test_an_unsettled_choice_is_rescanned_to_the_same_answer_from_any_start(case
             if 0 <= p <= target.num_layers and len(set(w)) == 3:
                 assert key_of(w, variant) in scores, w
                 assert scores[key_of(w, variant)].ce >= scores[key_of(final, variant)].ce, (w, final)
+
+
+def test_the_canonical_start_depends_on_neither_draw_nor_build_and_fits_shallow_targets():
+    from eagle3lab.analysis.fix_choice import _canonical_start
+    assert _canonical_start((0, 3, 8), 12) == _canonical_start((1, 6, 9), 12) == [2, 6, 9]   # engines' default
+    assert _canonical_start((7, 9, 0), 12) == [6, 9, 2]          # an embedding-last draft keeps its order
+    for n in (4, 5, 6):                                           # too shallow for three distinct defaults
+        start = _canonical_start((0, 1, 2), n)
+        assert len(set(start)) == 3 and all(0 <= p <= n for p in start), (n, start)
+    assert len(set(_canonical_start((0, 2, 5, 9), 12))) == 4
+
+
+@pytest.mark.parametrize("step", [0, -8])
+def test_a_prompt_step_below_one_is_refused_before_anything_loads(step):
+    from eagle3lab import bundled
+    from eagle3lab.analysis.doctor import run_doctor
+    from eagle3lab.errors import Eagle3LabError
+
+    with pytest.raises(Eagle3LabError, match=r"--prompt-step.*at least 1"):
+        run_doctor(bundled.DRAFT_CASE, target=bundled.TARGET, prompt_step=step)

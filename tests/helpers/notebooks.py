@@ -46,12 +46,12 @@ def _execute(name: str):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
             nb, err = _run(name)
+            if err is not None:       # before the notebook: a reader never takes a half-run one for a pass
+                failed.write_text(json.dumps({"type": type(err).__name__, "ename": getattr(err, "ename", None),
+                                              "evalue": getattr(err, "evalue", None), "text": str(err)}))
             if nb is not None:
                 nbformat.write(nb, str(done) + ".tmp")
                 os.replace(str(done) + ".tmp", done)
-            if err is not None:
-                failed.write_text(json.dumps({"type": type(err).__name__, "ename": getattr(err, "ename", None),
-                                              "evalue": getattr(err, "evalue", None), "text": str(err)}))
             if nb is None:
                 done.write_text("")          # nothing to read, but the run happened
             return nb, err
