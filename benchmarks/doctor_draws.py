@@ -2,6 +2,7 @@
 build, one captured pool of prompts shared by every run (a draw is a choice of its rows, evidence.take_rows).
 
     python benchmarks/doctor_draws.py [--seeds 0,1,2,3,4] [--pool 48] [--max-prompts N] [--threads 1]
+                                      [--builds sglang,vllm]
                                       [--out build/doctor_draws.json]
 
 Prints one row per (engine build, seed): the wiring and norm_before_residual doctor hands the user, whether
@@ -34,6 +35,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pool", type=int, default=48, help="prompts captured once (the bundled pool holds 48)")
     ap.add_argument("--max-prompts", type=int, default=None, help="doctor's cap (default: doctor's own)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--builds", default="sglang,vllm", help="engine builds to run (sglang 0.5.23, vllm 0.32.0 cpu)")
     ap.add_argument("--out", default="build/doctor_draws.json")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -43,7 +45,7 @@ def main(argv=None) -> int:
     seqs, lens = greedy_dataset(target, bundled.load_prompts(n=args.pool), max_new_tokens=48, progress=False)
     bank = capture_bank(target, seqs, lens)
     rows = []
-    for engine, (version, platform) in BUILDS.items():
+    for engine, (version, platform) in ((e, BUILDS[e]) for e in args.builds.split(",")):
         for seed in seeds:
             t0 = time.perf_counter()
             report = run_doctor(bundled.DRAFT_CASE, target=target, bank=bank, engine=engine, engine_version=version,

@@ -441,32 +441,42 @@ def search(case: Case, served: Served, build: Build, *, num_steps: int, prompt_s
     # with the slots it re-points pointed back
     first = None if draft.d2t is None or served.wiring is None else vocab_from_behaviour(case.bank, served.view,
                                                                                          served.wiring)
-    repointed = bool(first and first.suspects) and _repointing_helps(case.bank, draft, served, first, num_steps)
+    repointed = bool(first and first.suspects) and _repointing_helps(case.bank, draft, served, num_steps)
     with vocab_map(draft, first.suggested_d2t(draft.d2t)) if repointed else contextlib.nullcontext():
         found = search_wiring(case.bank, draft, num_steps=num_steps, arch=build.arch, progress=progress)
         choice, scores = settle(case.evidence, served.view, found, build, _stated_switches(draft), served.key,
                                 num_steps=num_steps, max_prompts=case.cap, step=prompt_step)
     notes = [f"the wiring search ran with {len(first.suspects)} slots re-pointed as read from the draft as served"
              ] if repointed else [
-        f"{len(first.suspects)} slots looked re-pointed in the draft as served, but pointing them back did not raise "
-        "its tau beyond noise: the search ran with the map as written"] if first and first.suspects else []
+        f"{len(first.suspects)} slots looked re-pointed in the draft as served, but pointing back the slots read on "
+        "half the prompts did not raise its tau beyond noise on the other half: the search ran with the map as "
+        "written"] if first and first.suspects else []
     notes.append(_evidence_note(found, choice, case.cap))
     top = min(scores, key=lambda k: scores[k].ce)
     served_ok = served.key is not None and served.key in scores and close_to(scores[served.key], scores[top])
     return Searched(found, choice, served_ok, notes)
 
 
-def _repointing_helps(bank: StateBank, draft, served: Served, read, num_steps: int) -> bool:
-    """Do the slots read as re-pointed raise the served draft's tau beyond noise when pointed back?
-    A draft fed the wrong states behaves badly in every slot, so on a few prompts some slots' most frequent
-    target token differs from the mapped one by chance; only a map the measurement confirms steers the
-    search (otherwise the search's answer would ride on the prompt draw)."""
+def _repointing_helps(bank: StateBank, draft, served: Served, num_steps: int) -> bool:
+    """Do the slots read as re-pointed on half the prompts raise the served draft's tau beyond noise on the
+    other half when pointed back? A draft fed the wrong states behaves badly in every slot, so on a few
+    prompts some slots' most frequent target token differs from the mapped one by chance, and pointing them
+    "back" fits those very prompts; only a map that holds on prompts it was not read from steers the search
+    (otherwise the search's answer rides on the prompt draw). Under four prompts the read is trusted."""
+    from eagle3lab.analysis.evidence import take_rows
     from eagle3lab.decoding.evaluate import evaluate_on_bank
     from eagle3lab.engines.acceptance import bootstrap_ratio_difference
 
-    as_written = evaluate_on_bank(bank, served.view, served.wiring, num_steps)
+    rows = len(bank.lengths)
+    if rows < 4:
+        return True
+    read_on, held_out = take_rows(bank, range(0, rows, 2)), take_rows(bank, range(1, rows, 2))
+    read = vocab_from_behaviour(read_on, served.view, served.wiring)
+    if not read.suspects:
+        return False
+    as_written = evaluate_on_bank(held_out, served.view, served.wiring, num_steps)
     with vocab_map(draft, read.suggested_d2t(draft.d2t)):
-        pointed_back = evaluate_on_bank(bank, served.view, served.wiring, num_steps)
+        pointed_back = evaluate_on_bank(held_out, served.view, served.wiring, num_steps)
     # tau counts target tokens accepted, whatever the map (cross-entropy is over each map's own vocabulary)
     return bootstrap_ratio_difference(*pointed_back.tau_sums, *as_written.tau_sums).low > 0
 
