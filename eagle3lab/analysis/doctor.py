@@ -92,6 +92,7 @@ class CheckpointPlan:
     draft: object = field(repr=False)            # the loaded draft, whose weights are written
     bank: StateBank = field(repr=False)          # the states the written checkpoint is measured on
     target_source: object = field(repr=False)    # what load_draft reads the embedding from
+    left_out: tuple[str, ...] = ()               # codes of fixes measured as a loss on the ladder: not written
 
 
 @dataclass
@@ -141,8 +142,9 @@ class DoctorReport:
 
     def remaining_after_write(self) -> list[DoctorFinding]:
         """Critical findings a written checkpoint cannot fix: the launch command's, a rule the engine
-        ignores, a checkpoint made for another target."""
-        fixed = _WRITTEN_BESIDE_THE_FIXES | {f.code for f in self.fixes if f.fixed_by_checkpoint}
+        ignores, a checkpoint made for another target, and a fix left out of it for a measured loss."""
+        left_out = self.checkpoint.left_out if self.checkpoint is not None else ()
+        fixed = _WRITTEN_BESIDE_THE_FIXES | {f.code for f in self.fixes if f.fixed_by_checkpoint and f.code not in left_out}
         return [f for f in self.critical if f.code not in fixed]
 
     @property
@@ -567,13 +569,15 @@ def plan_checkpoint(case: Case, build: Build, meter: Meter, start: RunState, lad
                     static: list[DoctorFinding]) -> CheckpointPlan:
     """What a checkpoint written for this build runs: every fix as the build applies it once written (the
     engine's own for a rule it ignores, the nearest points it captures), a measured loss left out."""
-    written = [fix.as_written for fix, found in zip(ladder.fixes, ladder.findings)
-               if fix.as_written is not None and found.gain.sign() != -1]
+    kept = [(fix, found.gain.sign() != -1) for fix, found in zip(ladder.fixes, ladder.findings)
+            if fix.as_written is not None]
+    written = [fix.as_written for fix, ok in kept if ok]
     config_keys = {}
     if any(f.code == "DRAFT_CONTEXT_SHORT" for f in static):
         config_keys["max_position_embeddings"] = text_config(case.target_config).get("max_position_embeddings")
     return CheckpointPlan(meter("written checkpoint", start.changed(*written)), ladder.rungs[-1].variant, config_keys,
-                          build, case.draft, case.bank, case.target_source)
+                          build, case.draft, case.bank, case.target_source,
+                          left_out=tuple(fix.code for fix, ok in kept if not ok))
 
 
 # ------------------------------------------------------------------ the whole check

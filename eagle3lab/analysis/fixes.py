@@ -100,8 +100,8 @@ class Fix:
     @property
     def fixed_by_checkpoint(self) -> bool:
         """The fix goes into the checkpoint and the build runs it as measured: what
-        ``DoctorReport.remaining_after_write`` counts as fixed (though ``doctor.plan_checkpoint`` leaves out a
-        fix whose gain on the ladder is a loss)."""
+        ``DoctorReport.remaining_after_write`` counts as fixed, unless ``doctor.plan_checkpoint`` left it out
+        for a loss measured on the ladder (``CheckpointPlan.left_out``)."""
         return self.written_in is WrittenIn.CHECKPOINT and self.applicable
 
     def finding(self, before, after, gain, undone) -> DoctorFinding:
