@@ -296,13 +296,19 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         choice = choose(scores, candidates, build, stated, level=level, measure=measure)
 
 
+def _stepped(wiring, slot: int, p, build: Build, points: set) -> tuple | None:
+    """``wiring`` with ``slot`` moved to point ``p``, when the bank holds ``p``, the points stay distinct and
+    the build captures them exactly; else None."""
+    w = tuple(wiring[:slot]) + (p,) + tuple(wiring[slot + 1:])
+    return w if p in points and len(set(w)) == len(w) and build.servable(w)[0] == w else None
+
+
 def _slot_scan(measure, wiring: list, slot: int, variant: dict, lo: int, hi: int, build: Build, points: set):
     """The lowest cross-entropy point of ``slot`` (the others held) over lo..hi, the range extended while
     the lowest lies at its edge (a line search: from any start inside one valley, the same bottom)."""
     def ce(p):
-        w = tuple(wiring[:slot] + [p] + wiring[slot + 1:])
-        ok = p in points and len(set(w)) == len(w) and build.servable(w)[0] == w
-        return measure(w, variant).ce if ok else float("inf")
+        w = _stepped(wiring, slot, p, build, points)
+        return measure(w, variant).ce if w is not None else float("inf")
 
     tried = {p: ce(p) for p in range(lo, hi + 1)}
     while True:
@@ -371,8 +377,8 @@ def _refine(choice: FixChoice, scores: dict, measure, build: Build, served_key, 
     rival_keys = rivals(refined, within, served_key, build, scores)
     for slot, p in enumerate(key[0]):                        # both one-slot steps, whether within noise or not
         for q in (p - 1, p + 1) if isinstance(p, int) else ():
-            w = key[0][:slot] + (q,) + key[0][slot + 1:]
-            if q in points and len(set(w)) == len(w) and build.servable(w)[0] == w:
+            w = _stepped(key[0], slot, q, build, points)
+            if w is not None:
                 rival_keys.append(key_of(w, variant))
     rival_keys = list(dict.fromkeys(rival_keys))
     for k in rival_keys:
