@@ -152,7 +152,13 @@ class CaseLadder:
              "tau": t["tau_implied"], "how": "1 + sum of running products of the agreements (SpecForge acc_i)"},
             {"source": f"served: {last.name}", "agreement per step": "",
              "tau": last.tau.value, "how": f"decoded, {last.state.num_steps}-step chain, 95% {last.tau}"},
-        ]).set_index("source")
+        ]).set_index("source").assign(**{"against the served interval": [
+            self.against_served(t["tau_est"]), self.against_served(t["tau_implied"]), ""]})
+
+    def against_served(self, tau: float) -> str:
+        """Where a tau (the trainer's) lies against the last rung's interval."""
+        iv = self.run[-1].tau
+        return "inside" if tau in iv else "above" if tau > iv.high else "below"
 
     def words(self) -> str:
         """One sentence a rung: what changed, why, and what it did (from the intervals)."""
@@ -182,7 +188,9 @@ class CaseLadder:
                           for r in self.rungs],
                 "overall": [*(lambda d: [d.value, d.low, d.high])(self.overall())],
                 "overall_word": interval_word(self.overall()), "repeats": self.repeats,
-                "trainer": self.trainer}
+                "trainer": {**self.trainer, **({"tau_est_against_served": self.against_served(self.trainer["tau_est"]),
+                                                "tau_implied_against_served": self.against_served(
+                                                    self.trainer["tau_implied"])} if self.trainer else {})}}
 
     def plot(self, ax=None):
         import matplotlib.pyplot as plt
@@ -203,8 +211,9 @@ class CaseLadder:
         ax.axvline(1, color="k", lw=0.5)
         ax.set_xlabel("accept length tau (tokens per verify round), 95% bootstrap interval over prompts")
         engines = sorted({"emulated " + r.state.engine for r in self.run})
-        ax.set_title(f"The ladder: each rung one change ({', '.join(engines)}; {self.device}, {self.dtype}, batch 1;"
-                     f" labels: end-to-end speed over no speculation, median of {self.repeats})", fontsize=9)
+        ax.set_title(f"The ladder, one change a rung ({', '.join(engines)}; {self.device}, {self.dtype}, batch 1)\n"
+                     f"labels: end-to-end speed over no speculation, median of {self.repeats}; green / red: beats / "
+                     f"loses the rung before, grey: within noise or no change", fontsize=9)
         return ax
 
 

@@ -130,6 +130,10 @@ def test_trainer_accuracy_beside_the_served_tau(nb):
     assert trainer["tau_implied"] == pytest.approx(1 + simulated_acc_len(record["agree"]))
     # teacher-forced agreement is an upper estimate: decoding the same chain reaches at most about that
     assert nb["ladder"]["rungs"][-1]["tau"][0] < trainer["tau_est"] + 0.5
+    low, high = nb["ladder"]["rungs"][-1]["tau"][1:]
+    for key in ("tau_est", "tau_implied"):
+        where = "inside" if low <= trainer[key] <= high else "above" if trainer[key] > high else "below"
+        assert trainer[f"{key}_against_served"] == where
 
 
 def test_step4_sglang_feeds_the_trained_wiring_only_from_0_5_22_and_vllm_serves_the_whole_fix(bundled_models, tmp_path):
