@@ -312,3 +312,20 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
         options.append("; ".join(opts))
     df["options left"] = options
     return df.drop(columns=["ok_", "ids_ok_", "rule_ok_"]).set_index(["engine", "build"])
+
+
+def pick_chain(costs, agree: list[float]) -> tuple[int, pd.DataFrame]:
+    """The chain length the cost model projects fastest for a draft accepted as ``agree`` says (the
+    trainer's teacher-forced agreement per step): tau of a K-chain is 1 + the running products of the first
+    K agreements, priced with the measured ``costs`` (``CostModel.project``). Only the chains the trainer
+    measured (K up to ``len(agree)``) are priced."""
+    import math
+
+    rows = []
+    for k in range(1, len(agree) + 1):
+        tau = 1 + sum(math.prod(agree[:j + 1]) for j in range(k))
+        p = costs.project(tau, k)
+        rows.append({"num_steps": k, "tau (from the trainer's agreement)": tau, "round cost": p.round_cost,
+                     "projected speedup": p.speedup})
+    df = pd.DataFrame(rows).set_index("num_steps")
+    return int(df["projected speedup"].idxmax()), df

@@ -77,7 +77,11 @@ def test_ladder_changes_one_thing_a_rung_and_names_its_finding(nb):
     assert nb["flag_code"] == "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"
     states = [r["state"] for r in rungs]
     assert (states[1]["num_steps"], states[1]["num_draft_tokens"]) == (15, 16)
-    assert (states[2]["num_steps"], states[2]["num_draft_tokens"]) == (4, 5)
+    assert (states[2]["num_steps"], states[2]["num_draft_tokens"]) == (nb["chain"], nb["chain"] + 1)
+    # the chain to launch is the cost model's pick: the fastest projection over the chains the trainer measured
+    projection = nb["chain_projection"]
+    assert nb["chain"] == nb["chain_pick"] == 1 + projection.index(max(projection)) and len(projection) == 4
+    assert all(r["state"]["num_steps"] == nb["chain"] for r in rungs[2:])
     assert states[3]["ids"] == nb["team_ids"] == [-1, 2, 6] and states[3]["fed"] == [0, 3, 7]
     # on this build the team's ids ARE the ids for the trained wiring: the rung changes nothing, measured once
     assert nb["sglang_version"] == "0.5.23" and not nb["team_fatal"] and nb["trained_ids"] == [-1, 2, 6]
@@ -172,7 +176,8 @@ def test_step5_checklist_per_engine_and_build(nb):
     assert new["ids"] == [-1, 2, 6] and "norm_before_residual" in new["cannot honour"]
     assert "retrain with norm_before_residual off" in new["options left"] and "serve with vllm newest" in new["options left"]
     assert vllm["ids"] == [0, 3, 7] and vllm["cannot honour"] == "nothing"
-    assert "--speculative-num-steps 4 " in new["flag line"] and '"num_speculative_tokens": 4' in vllm["flag line"]
+    k = nb["chain"]
+    assert f"--speculative-num-steps {k} " in new["flag line"] and f'"num_speculative_tokens": {k}' in vllm["flag line"]
     # the same function answers a DeepSeek-family target differently for the wiring (no guessing in the notebook)
     df = checklist((0, 3, 7), True, 12, "LlamaForCausalLM", {"sglang": ["0.5.21"]}, 4, {"sglang": False}, {"sglang": "k"})
     assert df.iloc[0]["cannot honour"] == old["cannot honour"]
