@@ -418,3 +418,37 @@ def plot_tensor_diff(diff, title: str | None = None, ax=None):
     ax.legend(fontsize=7)
     ax.figure.tight_layout()
     return ax.figure
+
+
+# the path one EAGLE-3 round takes, left to right (label, what it is)
+EAGLE3_PATH = [("target", "the big model,\nN layers"), ("resid[a, b, c]", "3 residual\nstreams"),
+               ("fc", "3H -> H"), ("dual-norm\nfirst layer", "norm(embed) | norm(fc)\n-> attention, MLP"),
+               ("recurrence", "own hidden state\nfed back, steps x"), ("draft vocab\n(d2t)", "draft ids ->\ntarget ids"),
+               ("verify", "one target forward\nover the drafts"), ("bonus token", "target's own next;\nround = accepted + 1")]
+
+
+def plot_eagle3_diagram(ax=None):
+    """The EAGLE-3 path as boxes and arrows (arXiv 2503.01840): target -> resid[k] -> fc -> the dual-norm
+    first layer -> the recurrence -> draft vocabulary -> verify -> bonus token. Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 3.4))
+    n, per_row = len(EAGLE3_PATH), 4
+    xy = [((i % per_row) * 3.0, 0.0 if i < per_row else -2.4) for i in range(n)]
+    for i, ((name, what), (x, y)) in enumerate(zip(EAGLE3_PATH, xy)):
+        colour = "#dbe9f6" if i in (0, 1, 6, 7) else "#fde3c8"       # blue: the target; orange: the draft
+        ax.add_patch(plt.Rectangle((x, y), 2.2, 1.3, fc=colour, ec="black", lw=1))
+        ax.text(x + 1.1, y + 0.9, name, ha="center", va="center", fontsize=10, weight="bold")
+        ax.text(x + 1.1, y + 0.32, what, ha="center", va="center", fontsize=7.5)
+        if i + 1 < n:
+            (x2, y2) = xy[i + 1]
+            start, end = ((x + 2.2, y + 0.65), (x2, y2 + 0.65)) if y2 == y else ((x + 1.1, y), (x2 + 1.1, y2 + 1.3))
+            ax.annotate("", end, start, arrowprops=dict(arrowstyle="->", lw=1.3))
+    ax.annotate("", (xy[4][0] + 1.5, xy[4][1] + 1.3), (xy[4][0] + 0.7, xy[4][1] + 1.3),
+                arrowprops=dict(arrowstyle="->", connectionstyle="arc3,rad=-1.2", lw=1))
+    ax.set_xlim(-0.3, per_row * 3.0 - 0.5)
+    ax.set_ylim(-2.7, 1.6)
+    ax.set_axis_off()
+    ax.set_title("EAGLE-3: one speculative round (blue: the target, orange: the draft)", fontsize=10)
+    return ax

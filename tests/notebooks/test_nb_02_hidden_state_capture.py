@@ -73,3 +73,27 @@ def test_the_seed_wiring_on_kimi_k2_per_release(nb):
     assert ("SGLang's deepseek_v2.py cannot express it in 0.5.12, 0.5.13 and needs ids [0, 3, 31] in 0.5.14, "
             "0.5.21, 0.5.22, 0.5.23") in text
     assert "vLLM cannot capture it (its deepseek_v2.py crashes on id 0)" in text
+
+
+def test_the_neighbour_words_follow_the_cosines(nb):
+    """The bundled target's resid[0] -> resid[1] has a negative cosine: the summary must not call every
+    off-by-one a mild degradation (the old "degrades rather than breaks")."""
+    text = notebook_summary(NOTEBOOK)
+    assert "degrades rather than breaks" not in text
+    low, pair = nb["neighbour_cosine_min"], nb["least_similar_pair"]
+    assert low < 0 and pair == "resid[0] vs resid[1]"
+    assert f"but {pair} only {low:.3f}: an off-by-one there feeds the draft an unrelated state" in text
+    assert nb["neighbour_cosine"] > low
+
+
+def test_no_model_ids_or_depth_below_the_parameters_cell():
+    import json
+
+    from eagle3lab import bundled
+
+    cells = json.loads((bundled.ROOT / "notebooks" / NOTEBOOK).read_text())["cells"]
+    params = next(i for i, c in enumerate(cells) if "parameters" in c["metadata"].get("tags", []))
+    assert all(key in "".join(cells[params]["source"]) for key in ("DTYPE", "DEVICE_MAP", "TRUST_REMOTE_CODE = False"))
+    below = "".join("".join(c["source"]) for c in cells[params + 1:] if c["cell_type"] == "code")
+    for literal in ("DeepseekV3ForCausalLM", "[2, 30, 58]", "[0, 3, 31]", "[-1, 2, 30]", ", 61,", "Kimi"):
+        assert literal not in below, literal
