@@ -14,12 +14,14 @@ def flags_widget(target_config=None, draft_config=None, engine_version=None, ste
     import ipywidgets as w
     from IPython.display import display
 
+    from eagle3lab.app.display import full_text
+
     def render(steps, topk, draft_tokens):
         res = sglang_what_if(steps or None, topk or None, draft_tokens or None, target_config=target_config,
                              draft_config=draft_config, engine_version=engine_version)
         display(res.table()[["as_given", "effective", "why"]].loc[
             ["num_steps", "topk", "num_draft_tokens", "max_accept_length"]])
-        display(res.findings_table()[["severity", "code", "message", "fix"]])
+        display(full_text(res.findings_table()[["severity", "code", "message", "fix"]]))   # messages and fixes whole
         return res
 
     sliders = {"steps": w.IntSlider(value=steps, min=0, max=16, description="steps (0 = unset)"),

@@ -1,0 +1,53 @@
+"""What a launch's cap on accept length costs, stated as one verdict from the numbers (notebook 01's summary).
+
+``cap_verdict(res, demo, ...)`` takes the flag resolution (``resolve_flags``) and the measured demo table
+(one row per launch: as launched, then fixed) and returns a ``CapVerdict``: its ``text`` says what the engine
+runs, what the cap costs at an assumed alpha, and whether the fixed launch measured a longer accept length
+than the one as launched ("longer", "no longer"), every number taken from ``claims``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eagle3lab.engines.acceptance import expected_tau
+
+
+@dataclass
+class CapVerdict:
+    text: str
+    claims: dict
+
+    def summary(self):
+        """State the verdict as the notebook's summary (``eagle3lab.summary``) with its claims."""
+        from eagle3lab.app.workbook import summary
+
+        return summary(self.text, **self.claims)
+
+
+def cap_verdict(res, demo, *, alpha: float, ran: int, wanted: int, command: str, draft: str, target: str,
+                adjusted_code: str = "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED") -> CapVerdict:
+    """The verdict on launch ``res`` (a flags result) and its measured ``demo`` (rows: as launched, fixed;
+    columns "tau (measured)", "most tokens in one round")."""
+    adj = res.finding(adjusted_code)
+    counts = res.to_dict()["counts"]
+    claims = dict(alpha=alpha, max_accept_length=res.max_accept_length, tau_cap_ran=expected_tau([alpha] * ran),
+                  tau_cap_wanted=expected_tau([alpha] * wanted), tau_as_given=float(demo["tau (measured)"].iloc[0]),
+                  tau_fixed=float(demo["tau (measured)"].iloc[1]),
+                  most_in_a_round=int(demo["most tokens in one round"].iloc[0]), adjusted=adj is not None, **counts)
+    claims["fixed_longer"] = claims["tau_fixed"] > claims["tau_as_given"]
+    text = (f"{res.engine} ({res.version_note}) runs `{command[:60]}...` as {res.effective.get('algorithm')} with at "
+            f"most **{res.max_accept_length}** tokens per verify step")
+    if adj:
+        text += (f": the command asks for {res.as_given['num_draft_tokens']} draft tokens, but with topk 1 SGLang "
+                 f"sets them to steps + 1 = {res.effective['num_draft_tokens']}. At α = {alpha} that caps E[τ] at "
+                 f"{claims['tau_cap_ran']:.2f} instead of {claims['tau_cap_wanted']:.2f} for the intended "
+                 f"{wanted}-step chain; fix: `--speculative-num-steps {wanted} --speculative-eagle-topk 1 "
+                 f"--speculative-num-draft-tokens {wanted + 1}`")
+    text += (f". Decoding for real with {draft} on {target}, the launch as given ran "
+             f"**tau {claims['tau_as_given']:.2f}** (never more than {claims['most_in_a_round']} "
+             f"tokens per round) and with steps {wanted}, topk 1 {claims['tau_fixed']:.2f}, "
+             + ("a longer accept length" if claims["fixed_longer"] else "no longer accept length"))
+    text += (f". Aux states fed to fc: {res.effective.get('aux_label', 'unknown')}. "
+             f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} notes in total.")
+    return CapVerdict(text, claims)
