@@ -452,3 +452,18 @@ def plot_eagle3_diagram(ax=None):
     ax.set_axis_off()
     ax.set_title("EAGLE-3: one speculative round (blue: the target, orange: the draft)", fontsize=10)
     return ax
+
+
+def plot_resid_similarity(sim: pd.DataFrame, ax=None):
+    """Cosine similarity between resid points as a heatmap on a signed scale (-1 .. 1, a diverging map
+    centred at 0), so that a negative cosine (resid[0] against resid[1] on the bundled target) shows."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 4.5))
+    im = ax.imshow(sim.values, vmin=-1, vmax=1, cmap="RdBu_r")
+    ax.set_xticks(range(len(sim.columns)), sim.columns, rotation=90)
+    ax.set_yticks(range(len(sim.index)), sim.index)
+    ax.set_title("mean per-token cosine similarity between resid points")
+    ax.figure.colorbar(im, ax=ax, label="cosine similarity (-1 .. 1)")
+    return ax

@@ -97,3 +97,19 @@ def test_no_model_ids_or_depth_below_the_parameters_cell():
     below = "".join("".join(c["source"]) for c in cells[params + 1:] if c["cell_type"] == "code")
     for literal in ("DeepseekV3ForCausalLM", "[2, 30, 58]", "[0, 3, 31]", "[-1, 2, 30]", ", 61,", "Kimi"):
         assert literal not in below, literal
+
+
+def test_the_similarity_heatmap_has_a_signed_scale_and_a_labelled_colorbar():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from eagle3lab.analysis.plots import plot_resid_similarity
+
+    names = ["resid[0]", "resid[1]"]
+    ax = plot_resid_similarity(pd.DataFrame([[1.0, -0.036], [-0.036, 1.0]], index=names, columns=names))
+    image = ax.images[0]
+    assert image.get_clim() == (-1, 1) and image.get_cmap().name == "RdBu_r"
+    assert image.colorbar.ax.get_ylabel() == "cosine similarity (-1 .. 1)"
+    assert image.norm(-0.036) < 0.5 < image.norm(0.5)          # a negative cosine sits below the centre
