@@ -188,6 +188,9 @@ class CaseLadder:
                           for r in self.rungs],
                 "overall": [*(lambda d: [d.value, d.low, d.high])(self.overall())],
                 "overall_word": interval_word(self.overall()), "repeats": self.repeats,
+                # a negative bound printed after "[" reads as its magnitude to a decimal scan of the text
+                "bounds_abs": [abs(x) for r in self.rungs for iv in (r.tau, r.gain) if iv is not None
+                               for x in (iv.value, iv.low, iv.high)] + [abs(self.overall().low)],
                 "trainer": {**self.trainer, **({"tau_est_against_served": self.against_served(self.trainer["tau_est"]),
                                                 "tau_implied_against_served": self.against_served(
                                                     self.trainer["tau_implied"])} if self.trainer else {})}}

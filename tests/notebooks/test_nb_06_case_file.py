@@ -138,6 +138,11 @@ def test_trainer_accuracy_beside_the_served_tau(nb):
     for key in ("tau_est", "tau_implied"):
         where = "inside" if low <= trainer[key] <= high else "above" if trainer[key] > high else "below"
         assert trainer[f"{key}_against_served"] == where
+    text = notebook_summary("06_case_file.ipynb")
+    served = _iv(nb["ladder"]["rungs"][-1]["tau"])
+    assert (f"implies tau {trainer['tau_implied']:.2f} (its own estimate {trainer['tau_est']:.2f}), "
+            f"{trainer['tau_implied_against_served']} the served interval {served}") in text
+    assert f"The chain to launch, {nb['chain']} steps, is the cost model's pick (projected {max(nb['chain_projection']):.2f}x" in text
 
 
 def test_step4_sglang_feeds_the_trained_wiring_only_from_0_5_22_and_vllm_serves_the_whole_fix(bundled_models, tmp_path):
