@@ -198,3 +198,25 @@ def test_step5b_the_real_vllm_serves_the_fix_as_emulated(nb):
     assert nb["real_vllm_tau"] > nb["ladder"]["rungs"][0]["tau"][0] + 0.8
     summary = notebook_summary("06_case_file.ipynb")
     assert f"tau {nb['real_vllm_tau']:.2f}, its counters equal to eagle3lab's emulation" in summary
+
+
+def test_case_ladder_words_and_chain_pick_from_numbers():
+    """The module's rules, without the notebook: verdicts from the interval's sign, the pick from the costs."""
+    from types import SimpleNamespace
+
+    from eagle3lab.analysis.case_ladder import RungState, pick_chain
+
+    assert interval_word(Interval(0.2, 0.05, 0.4, 0.95, 8)) == "beats"
+    assert interval_word(Interval(-0.2, -0.4, -0.05, 0.95, 8)) == "loses"
+    assert interval_word(Interval(0.1, -0.05, 0.3, 0.95, 8)) == "within noise"
+    assert interval_word(None) == "not run"
+    a = RungState("e", "1", 4, 5, (2, 6, 10), (3, 7, 11), False, "fmt")
+    b = RungState("e", "1", 4, 5, (-1, 2, 6), (0, 3, 7), False, "fmt")
+    assert b.changed(a) == ("wiring",) and a.changed(a) == ()
+
+    def project(tau, k):      # a draft phase that grows with k: the pick is the fastest, not the longest
+        cost = 1 + 0.4 * k
+        return SimpleNamespace(round_cost=cost, speedup=tau / cost)
+
+    k, df = pick_chain(SimpleNamespace(project=project), [0.9, 0.8, 0.2, 0.1])
+    assert k == int(df["projected speedup"].idxmax()) == 2 and list(df.index) == [1, 2, 3, 4]
