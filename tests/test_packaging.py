@@ -164,3 +164,15 @@ def test_every_module_path_and_import_the_docs_name_exists():
                 if n and not hasattr(mod, n) and not is_module:
                     missing.append(f"{name}: {module}.{n}")
     assert not missing, "\n".join(sorted(missing))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS[1:], ids=lambda p: p.name)
+def test_notebook_links_the_glossary_and_every_link_resolves(path):
+    """A learner meets each term with a link to its definition (docs/glossary.md, drawn in notebook 00);
+    a link to an anchor the glossary lacks is a dead end."""
+    anchors = set(re.findall(r'id="([\w-]+)"', (ROOT / "docs" / "glossary.md").read_text()))
+    nb = nbformat.read(path, as_version=4)
+    links = [a for c in nb.cells if c.cell_type == "markdown"
+             for a in re.findall(r"\.\./docs/glossary\.md#([\w-]+)", c.source)]
+    assert links, f"{path.name}: no markdown cell links a term to ../docs/glossary.md"
+    assert set(links) <= anchors, f"{path.name}: links to anchors docs/glossary.md lacks: {sorted(set(links) - anchors)}"
