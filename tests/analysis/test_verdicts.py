@@ -1,0 +1,75 @@
+"""eagle3lab.analysis.verdicts: each word follows from its paired interval, and each phrase states the
+numbers its claims hold."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from eagle3lab.analysis import verdicts
+from eagle3lab.analysis.verdicts import Measured, compare, probe_positions
+
+# per prompt: tokens and rounds (tau = tokens / rounds)
+ROUNDS = [10, 12, 9, 11, 10, 13, 8, 12]
+BASE = Measured(tuple(3 * r for r in ROUNDS), tuple(ROUNDS))                     # tau 3.0 on every prompt
+BETTER = Measured(tuple(3 * r + 5 for r in ROUNDS), tuple(ROUNDS))               # +5 tokens on every prompt
+NOISY = Measured(tuple(3 * r + (4 if i % 2 else -4) for i, r in enumerate(ROUNDS)), tuple(ROUNDS))  # +-, mean ~0
+WORSE = Measured(tuple(2 * r for r in ROUNDS), tuple(ROUNDS))
+
+
+def test_words_follow_the_sign_of_the_paired_interval():
+    v = compare({"base": BASE, "better": BETTER, "noisy": NOISY, "worse": WORSE, "same": BASE}, "base")
+    assert v["base"].word == "reference" and v["base"].diff is None
+    assert v["better"].word == "beats" and v["better"].diff.low > 0
+    assert v["worse"].word == "loses" and v["worse"].diff.high < 0
+    assert v["noisy"].word == "within noise" and v["noisy"].diff.low <= 0 <= v["noisy"].diff.high
+    assert v["same"].word == "identical"
+    assert v.counts() == {"beats": 1, "within noise": 1, "loses": 1, "identical": 1}
+    assert v.highest().name == "better"
+    assert v["worse"].value.value == pytest.approx(2.0) and v["worse"].diff.value == pytest.approx(-1.0)
+
+
+def test_each_phrase_states_the_numbers_of_its_claims():
+    v = compare({"base": BASE, "better": BETTER, "noisy": NOISY, "worse": WORSE}, "base")
+    worse, better, noisy = v["worse"].claims(), v["better"].claims(), v["noisy"].claims()
+    assert v["worse"].against() == (f"loses {worse['by']:.2f} [{worse['by_low']:.2f}, {worse['by_high']:.2f}] "
+                                    "to base")
+    assert worse["by_low"] <= worse["by"] <= worse["by_high"] and worse["by_low"] > 0
+    assert v["better"].against() == (f"beats base by {better['by']:.2f} [{better['by_low']:.2f}, "
+                                     f"{better['by_high']:.2f}]")
+    assert v["noisy"].against().startswith("is within noise of base (") and f"{noisy['diff']:+.2f}" in v["noisy"].against()
+    assert v["base"].measured() == f"tau 3.00 [{v['base'].value.low:.2f}, {v['base'].value.high:.2f}]"
+    # the words list every comparison once, the reference first
+    lines = v.words().splitlines()
+    assert lines[0].startswith("- base: tau 3.00") and len(lines) == 4
+    assert set(v.table()["verdict"]) == {"reference", "beats", "within noise", "loses"}
+
+
+def test_a_paired_difference_needs_the_same_prompts():
+    with pytest.raises(ValueError, match="same prompts"):
+        compare({"a": BASE, "b": Measured((1, 2), (1, 1))}, "a")
+    with pytest.raises(KeyError, match="reference"):
+        compare({"a": BASE}, "nope")
+
+
+def test_hits_and_positions_per_prompt():
+    hits = torch.tensor([[1, 0, 1, 1], [0, 0, 1, 0]], dtype=torch.bool)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool)
+    m = Measured.of_hits(hits, mask)
+    assert m.num == (2, 1) and m.den == (3, 4) and m.value == pytest.approx(3 / 7) and m.positions == 7
+
+
+def test_probe_positions_split_prompt_rows_from_the_anchors_a_chain_scores():
+    # one sequence of 10 tokens, prompt 4, chain of 2: rows 0..8 read token t+1; the prompt rows are 0..2,
+    # anchors t >= 3 with t + 2 <= 9
+    pos = probe_positions([4], [10], 9, 2)
+    assert pos["prompt"][0].nonzero().flatten().tolist() == [0, 1, 2]
+    assert pos["continuation"][0].nonzero().flatten().tolist() == [3, 4, 5, 6, 7]
+    assert pos["all"][0].all()
+
+
+def test_short_names_a_wiring_by_its_indices():
+    assert verdicts.short((0, 3, 7)) == "[0, 3, 7]"
+    assert not re.search(r"\d\.\d", verdicts.short((0, 3, 7)))   # no decimals for the workbook's decimal check
