@@ -16,13 +16,7 @@ from eagle3lab.engines.acceptance import expected_tau
 @dataclass
 class CapVerdict:
     text: str
-    claims: dict
-
-    def summary(self):
-        """State the verdict as the notebook's summary (``eagle3lab.summary``) with its claims."""
-        from eagle3lab.app.workbook import summary
-
-        return summary(self.text, **self.claims)
+    claims: dict       # the numbers ``text`` states, by name (the notebook passes both to ``eagle3lab.summary``)
 
 
 def cap_verdict(res, demo, *, alpha: float, ran: int, wanted: int, command: str, draft: str, target: str,

@@ -33,8 +33,8 @@ class FullText:
         return _STYLE + head + table
 
     def __repr__(self) -> str:
-        with pd.option_context("display.max_colwidth", None, "display.width", None):
-            text = repr(self.frame)
+        with pd.option_context("display.max_colwidth", None):
+            text = self.frame.to_string()       # repr would drop columns to fit a terminal's width
         return f"{self.caption}\n{text}" if self.caption else text
 
 
