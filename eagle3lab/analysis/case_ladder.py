@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 import pandas as pd
 
 from eagle3lab.analysis.cost_model import verdict as speed_verdict
+from eagle3lab.analysis.verdicts import word_of
 from eagle3lab.engines.acceptance import Interval, simulated_acc_len
 from eagle3lab.engines.layer_ids import resid_label
 
@@ -89,10 +90,8 @@ STEP_WORDS = {"wins": "faster than the rung before", "loses": "slower than the r
 
 
 def interval_word(diff: Interval | None) -> str:
-    """"beats" / "loses" when the whole interval lies above / below 0, else "within noise"."""
-    if diff is None:
-        return "not run"
-    return {1: "beats", -1: "loses", 0: "within noise"}[diff.sign()]
+    """``verdicts.word_of`` ("beats" / "within noise" / "loses"), or "not run" for a rung not measured."""
+    return "not run" if diff is None else word_of(diff)
 
 
 @dataclass

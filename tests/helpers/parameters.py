@@ -33,3 +33,12 @@ def literal_names(source: str, banned: set) -> list:
                 isinstance(n.value, ast.Constant):
             found.append(ast.unparse(n))
     return found
+
+
+def assert_parameters_hold_the_literals(path, banned: set) -> None:
+    """The parameters cell sets the loading defaults (DTYPE "auto", DEVICE_MAP None, TRUST_REMOTE_CODE False),
+    and no code cell below it writes out what ``literal_names`` finds (``banned`` among it)."""
+    params, below = parameters_and_code_below(path)
+    assert params["DTYPE"] == "auto" and params["DEVICE_MAP"] is None and params["TRUST_REMOTE_CODE"] is False
+    for cell in below:
+        assert not literal_names(cell.source, banned), cell.source

@@ -12,7 +12,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 from helpers.notebooks import notebook_claims, notebook_summary
-from helpers.parameters import literal_names, parameters_and_code_below
+from helpers.parameters import assert_parameters_hold_the_literals, literal_names, parameters_and_code_below
 
 from eagle3lab import bundled
 from eagle3lab.app.workbook import NOTEBOOKS
@@ -188,11 +188,7 @@ def test_the_words_no_longer_claim_what_the_numbers_contradict():
 
 
 def test_the_parameters_cell_and_nothing_below_it_names_an_engine_or_a_model():
-    params, below = parameters_and_code_below(NOTEBOOKS / NAME)
-    assert params["DTYPE"] == "auto" and params["DEVICE_MAP"] is None and params["TRUST_REMOTE_CODE"] is False
-    banned = set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM"}
-    for cell in below:
-        assert not literal_names(cell.source, banned), cell.source
+    assert_parameters_hold_the_literals(NOTEBOOKS / NAME, set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM"})
 
 
 def test_the_literal_check_sees_what_it_must():

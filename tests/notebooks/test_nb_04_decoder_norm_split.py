@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from helpers.notebooks import notebook_claims, notebook_summary
-from helpers.parameters import literal_names, parameters_and_code_below
+from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
 
 from eagle3lab import bundled
 from eagle3lab.app.workbook import NOTEBOOKS
@@ -235,11 +235,7 @@ def test_as_trained_is_notebook_03s_number(nb, models):
 def test_the_parameters_cell_and_nothing_below_it_names_an_engine_or_a_model():
     from eagle3lab.engines.profiles import PROFILES
 
-    params, below = parameters_and_code_below(NOTEBOOKS / NAME)
-    assert params["DTYPE"] == "auto" and params["DEVICE_MAP"] is None and params["TRUST_REMOTE_CODE"] is False
-    banned = set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM"}
-    for cell in below:
-        assert not literal_names(cell.source, banned), cell.source
+    assert_parameters_hold_the_literals(NOTEBOOKS / NAME, set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM"})
 
 
 def test_the_words_no_longer_claim_what_the_numbers_contradict():
