@@ -27,7 +27,13 @@ from eagle3lab.decoding.speculative import (
     target_greedy,
     tree_settings,
 )
-from eagle3lab.engines.acceptance import acceptance_stats, tau_difference, tau_interval
+from eagle3lab.engines.acceptance import (
+    Interval,
+    acceptance_stats,
+    bootstrap_rate_ratio,
+    tau_difference,
+    tau_interval,
+)
 from eagle3lab.errors import bad_input
 from eagle3lab.models.target import as_target
 
@@ -131,6 +137,9 @@ class DecodeSweep:
     e2e_tps: dict[str, float]         # case and "no speculation" -> median end-to-end tokens/s
     context_len: int                  # mean prompt length + half the new tokens: where rounds ran
     generate_tps: float = float("nan")  # transformers generate(do_sample=False), end to end, interleaved too
+    # kind ("decode" / "e2e") -> case -> (tokens, seconds) of each (repetition, prompt), in the same order
+    # for every case: the units a speed interval resamples
+    timed: dict | None = None
 
     def settings(self, name: str) -> dict:
         return self.results[name][0].settings
@@ -160,6 +169,15 @@ class DecodeSweep:
 
     def e2e_speedup(self, name: str) -> float:
         return self.e2e_tps[name] / self.e2e_tps.get("no speculation", float("nan"))
+
+    def speed_ratio(self, a: str, b: str = "no speculation", kind: str = "decode", level: float = 0.95) -> Interval:
+        """rate(a) / rate(b) (a speedup when b is "no speculation") with a paired bootstrap interval over the
+        (repetition, prompt) units both decoded side by side; ``kind``: "decode" or "e2e"."""
+        if not self.timed or a not in self.timed[kind] or b not in self.timed[kind]:
+            raise bad_input("decode_sweep", f"case {a!r} / {b!r}", f"cases timed in this sweep ({kind})",
+                            sorted(self.timed[kind]) if self.timed else "no per-prompt timings")
+        (tok_a, sec_a), (tok_b, sec_b) = (zip(*self.timed[kind][n]) for n in (a, b))
+        return bootstrap_rate_ratio(tok_a, sec_a, tok_b, sec_b, level=level)
 
     def table(self) -> pd.DataFrame:
         """One row per case: settings, tau (and its cap), both rates and speedups, lossless count."""
@@ -228,6 +246,7 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
     results: dict[str, list] = {name: [] for name in cases}
     names = ["no speculation", *cases] if baseline else list(cases)
     rates: dict[str, dict[str, list[float]]] = {"decode": {n: [] for n in names}, "e2e": {n: [] for n in names}}
+    timed: dict[str, dict[str, list[tuple[int, float]]]] = {kind: {n: [] for n in names} for kind in rates}
     generate_rates: list[float] = []
     bar = tqdm(total=repeats * len(prompts), desc="decode sweep", disable=not progress)
     for rep in range(repeats):
@@ -244,8 +263,11 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
                 for name in cases:
                     results[name].append(outs[name])
             for name, out in outs.items():
-                done["decode"][name] = _add(done["decode"][name], len(out.tokens) - 1, out.decode_s)
-                done["e2e"][name] = _add(done["e2e"][name], len(out.tokens), out.prefill_s + out.decode_s)
+                unit = {"decode": (len(out.tokens) - 1, out.decode_s),
+                        "e2e": (len(out.tokens), out.prefill_s + out.decode_s)}
+                for kind, (n, secs) in unit.items():
+                    done[kind][name] = _add(done[kind][name], n, secs)
+                    timed[kind][name].append((n, secs))
             bar.update()
         for kind, per_name in done.items():
             for name, (n, secs) in per_name.items():
@@ -256,7 +278,7 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
     context = round(statistics.mean(len(o.prompt_ids) + len(o.tokens) / 2 for o in first))
     med = {kind: {name: statistics.median(v) for name, v in per_name.items()} for kind, per_name in rates.items()}
     return DecodeSweep(results=results, reference=reference, context_len=context, decode_tps=med["decode"],
-                       e2e_tps=med["e2e"], generate_tps=statistics.median(generate_rates))
+                       e2e_tps=med["e2e"], generate_tps=statistics.median(generate_rates), timed=timed)
 
 
 def _add(acc: tuple[int, float], tokens: int, seconds: float) -> tuple[int, float]:

@@ -33,6 +33,12 @@ def word_of(diff: Interval) -> str:
     return {1: "beats", -1: "loses", 0: "within noise"}[diff.sign()]
 
 
+def speed_word(ratio: Interval) -> str:
+    """A measured speed ratio (``DecodeSweep.speed_ratio``): "faster" / "slower" when the whole interval lies
+    above / below 1x, else "within noise" (never ranked inside its own interval)."""
+    return "faster" if ratio.low > 1 else "slower" if ratio.high < 1 else "within noise"
+
+
 def short(wiring) -> str:
     """``[0, 3, 7]``: a wiring as resid indices, for tables and sentences."""
     return "[" + ", ".join(str(int(k)) for k in wiring) + "]"

@@ -129,3 +129,10 @@ def test_decode_sweep_keeps_the_two_speed_definitions_apart(monkeypatch):
     assert sw.generate_tps == 5 / 2.0                                        # generate is timed whole
     assert sw.e2e_speedup("spec") == 2.5 and sw.decode_speedup("spec") == 4.0
     assert sw.identical("spec") == 3 and sw.context_len == 2 + 2            # 2 prompt tokens + half of 5, rounded
+    # every (repetition, prompt) unit took the same times: the speed intervals have no width
+    e2e = sw.speed_ratio("spec", kind="e2e")
+    assert (e2e.value, e2e.low, e2e.high, e2e.units) == (pytest.approx(2.5),) * 3 + (3,)
+    assert sw.speed_ratio("spec").value == pytest.approx(4.0)
+    assert sw.speed_ratio("no speculation", "spec").value == pytest.approx(0.25)
+    with pytest.raises(Eagle3LabError, match="'absent'"):
+        sw.speed_ratio("absent")

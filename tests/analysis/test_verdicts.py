@@ -73,3 +73,11 @@ def test_probe_positions_split_prompt_rows_from_the_anchors_a_chain_scores():
 def test_short_names_a_wiring_by_its_indices():
     assert verdicts.short((0, 3, 7)) == "[0, 3, 7]"
     assert not re.search(r"\d\.\d", verdicts.short((0, 3, 7)))   # no decimals for the workbook's decimal check
+
+
+def test_speed_words_need_the_whole_interval_past_one():
+    from eagle3lab.engines.acceptance import Interval
+
+    assert verdicts.speed_word(Interval(1.3, 1.1, 1.5, 0.95, 8)) == "faster"
+    assert verdicts.speed_word(Interval(0.7, 0.6, 0.9, 0.95, 8)) == "slower"
+    assert verdicts.speed_word(Interval(1.3, 0.95, 1.6, 0.95, 8)) == "within noise"

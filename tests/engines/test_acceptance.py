@@ -6,6 +6,7 @@ import pytest
 
 from eagle3lab.engines.acceptance import (
     acceptance_stats,
+    bootstrap_rate_ratio,
     bootstrap_ratio,
     bootstrap_ratio_difference,
     compare_definitions,
@@ -148,3 +149,16 @@ def test_bootstrap_intervals_do_not_depend_on_the_order_of_the_prompts():
     assert one.low < one.value < one.high
     r1, r2 = bootstrap_ratio(num_a, den_a), bootstrap_ratio(num_a[perm], den_a[perm])
     assert (r1.low, r1.high) == pytest.approx((r2.low, r2.high), abs=1e-12) and r1.low < r1.value < r1.high
+
+
+def test_rate_ratio_is_paired_over_the_units():
+    # b takes twice a's time on every prompt although the prompts' own times differ tenfold: certain 2x
+    tok, sec_a = [10, 10, 10, 10], [1.0, 10.0, 2.0, 5.0]
+    sec_b = [2 * s for s in sec_a]
+    ratio = bootstrap_rate_ratio(tok, sec_a, tok, sec_b)
+    assert ratio.value == pytest.approx(2.0) and ratio.low == pytest.approx(2.0) and ratio.high == pytest.approx(2.0)
+    # one prompt faster, one slower: the interval holds 1x
+    mixed = bootstrap_rate_ratio([10, 10], [1.0, 3.0], [10, 10], [2.0, 1.5])
+    assert mixed.low < 1 < mixed.high
+    with pytest.raises(ValueError):
+        bootstrap_rate_ratio([1, 2], [1, 1], [1], [1])
