@@ -132,9 +132,12 @@ def _short(wiring) -> str:
 
 @styled
 def plot_slot_scan(grid: pd.DataFrame, orders: pd.DataFrame, trained, served, engine: str,
-                   tau_served_wiring: float | None = None, num_steps: int | None = None):
+                   tau_served_wiring: float | None = None, num_steps: int | None = None, level: float | None = None):
     """``slot_scan``'s grid as a heatmap (white box: the trained point; dashed red: what ``engine`` feeds) beside
-    the tau of each reordering of the trained states (``orders``: ``score_wirings`` rows; the trained order green).
+    the tau of each reordering of the trained states (``orders``: ``NeighbourhoodScan.orders()`` rows; the
+    trained order green). With ``tau_low`` / ``tau_high`` columns each bar carries its interval as an error bar
+    (``level``: its confidence, named on the axis) and, with a ``verdict`` column, its verdict word against the
+    trained order: bars inside the noise are not ranked by their length.
 
     ``tau_served_wiring``: the tau of the served wiring, drawn as a line on the reorderings.
     """
@@ -160,15 +163,24 @@ def plot_slot_scan(grid: pd.DataFrame, orders: pd.DataFrame, trained, served, en
                     color="black" if value > middle else "white")
     chain = f" ({num_steps}-step chain)" if num_steps else ""
     fig.colorbar(im, ax=ax, label=f"tau, tokens per round{chain}")
-    bx.barh([_short(w) for w in orders.aux_resid], orders.tau,
+    names = [_short(w) for w in orders.aux_resid]
+    intervals = {"tau_low", "tau_high"} <= set(orders.columns)
+    xerr = np.vstack([orders.tau - orders.tau_low, orders.tau_high - orders.tau]) if intervals else None
+    bx.barh(names, orders.tau, xerr=xerr, capsize=3 if intervals else 0, error_kw={"ecolor": "black", "lw": 1},
             color=["tab:green" if tuple(w) == trained else "tab:grey" for w in orders.aux_resid])
+    right = float((orders.tau_high if intervals else orders.tau).max())
+    if "verdict" in orders.columns:   # the word from the paired difference, inside the bar (clear of the lines)
+        for i, word in enumerate(orders.verdict):
+            bx.text(0.03 * right, i, "as trained" if word == "reference" else word, va="center", fontsize=7,
+                    color="white")
     if tau_served_wiring is not None:
         bx.axvline(tau_served_wiring, color="red", ls="--", label=f"{engine}'s wiring")
         bx.legend(loc="lower right")
-    bx.set_xlabel("tau (tokens per round)")
+    bounds = f"\nbars: {f'{level:.0%} ' if level is not None else ''}interval over prompts" if intervals else ""
+    bx.set_xlabel(f"tau (tokens per round){bounds}")
     bx.set_ylabel("fc input order (resid k)")
     bx.set_title("the trained states, reordered")
-    bx.set_xlim(0, 1.4 * float(orders.tau.max()))
+    bx.set_xlim(0, 1.4 * right)
     fig.tight_layout()
     return fig
 

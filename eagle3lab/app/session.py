@@ -3,7 +3,10 @@
 A ``Session`` is a folder: ``session.json`` (the command that ran it, its parameters, the models by
 sha256 fingerprint, the environment, and every metric, with its interval when it has one), one
 ``tables/NAME.json`` per table (pandas ``split`` orientation), ``figures/NAME.png``, and
-``tensors.safetensors`` when tensors were kept. JSON, PNG and safetensors only: loading reads data and
+``tensors.safetensors`` when tensors were kept. A metric measured with an interval (a tau, a speedup, a
+difference) is stored whole: ``value``, ``low``, ``high``, ``level`` and ``units`` (how many units, prompts or
+(repetition, prompt) pairs, its bootstrap resampled), plus ``unit`` (what the value is in: "tokens per round",
+"x no speculation") when the recorder says; ``Session.interval(name)`` reads it back as an ``Interval``. JSON, PNG and safetensors only: loading reads data and
 never runs code, and a folder holding anything else (a pickle, a Python file) is refused. Folders are
 written whole or not at all (``eagle3lab.atomic``).
 
@@ -31,7 +34,9 @@ import pandas as pd
 from eagle3lab.atomic import atomic_dir
 from eagle3lab.errors import bad_input
 
-FORMAT = "eagle3lab-session/1"
+FORMAT = "eagle3lab-session/2"
+# /1 stored an interval's value, low, high and level only (no units, no unit): still read, those read as None
+READABLE = (FORMAT, "eagle3lab-session/1")
 ALLOWED = {".json", ".png", ".safetensors"}          # data only: nothing here can run code when read
 _WEIGHTS = (".safetensors", ".json", ".txt", ".model", ".jinja")   # what a model folder's fingerprint reads
 
@@ -84,7 +89,7 @@ class Session:
     parameters: dict = field(default_factory=dict)
     models: dict = field(default_factory=dict)       # role -> {"path", "sha256", "files", "bytes"}
     env: dict = field(default_factory=dict)
-    metrics: dict = field(default_factory=dict)      # name -> {"value", "low", "high", "level"} (bounds optional)
+    metrics: dict = field(default_factory=dict)      # name -> {"value", "low", "high", "level", "units", "unit"}
     notes: list = field(default_factory=list)
     tables: dict = field(default_factory=dict)       # name -> DataFrame
     figures: dict = field(default_factory=dict)      # name -> PNG bytes
@@ -98,13 +103,25 @@ class Session:
 
         self.models[role] = {"path": display_path(path), **fingerprint(path)}
 
-    def metric(self, name: str, value) -> None:
-        """A number, or an interval (anything with ``value``, ``low``, ``high``, ``level``)."""
+    def metric(self, name: str, value, unit: str | None = None) -> None:
+        """A number, or an interval (anything with ``value``, ``low``, ``high``; ``level`` and ``units`` kept
+        when it has them, as ``engines.acceptance.Interval`` does). ``unit``: what the value is in."""
         if hasattr(value, "low") and hasattr(value, "high"):
-            self.metrics[name] = plain_json({"value": value.value, "low": value.low, "high": value.high,
-                                         "level": getattr(value, "level", None)})
+            record = {"value": value.value, "low": value.low, "high": value.high,
+                      "level": getattr(value, "level", None), "units": getattr(value, "units", None)}
         else:
-            self.metrics[name] = {"value": plain_json(value)}
+            record = {"value": value}
+        self.metrics[name] = plain_json({**record, **({"unit": unit} if unit is not None else {})})
+
+    def interval(self, name: str):
+        """Metric ``name`` as an ``engines.acceptance.Interval``, or None when it was stored without bounds
+        (a count, or a claim with no interval). From a /1 session ``level`` and ``units`` may read as None."""
+        from eagle3lab.engines.acceptance import Interval
+
+        m = self.metrics[name]
+        if m.get("low") is None or m.get("high") is None:
+            return None
+        return Interval(m["value"], m["low"], m["high"], m.get("level"), m.get("units"))
 
     def table(self, name: str, df: pd.DataFrame) -> None:
         self.tables[name] = df
@@ -157,8 +174,8 @@ class Session:
             raise bad_input(folder, None, f"only {', '.join(sorted(ALLOWED))} files (a session never holds code)",
                             ", ".join(unsafe[:5]), "Loading runs nothing; remove those files if you trust them.")
         record = json.loads(meta.read_text())
-        if record.get("format") != FORMAT:
-            raise bad_input(meta, "format", FORMAT, record.get("format"))
+        if record.get("format") not in READABLE:
+            raise bad_input(meta, "format", " or ".join(READABLE), record.get("format"))
         tables = {name: pd.read_json(io.StringIO((folder / "tables" / f"{_safe(name)}.json").read_text()),
                                      orient="split") for name in record.get("tables", [])}
         figures = {name: (folder / "figures" / f"{_safe(name)}.png").read_bytes() for name in record.get("figures", [])}

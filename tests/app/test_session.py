@@ -37,7 +37,8 @@ def test_a_session_loads_in_a_fresh_process_without_models(tmp_path):
             "'torch': 'torch' in sys.modules}))")
     out = json.loads(subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True,
                                     check=True).stdout)
-    assert out["m"]["tau"] == {"value": 2.5, "low": 2.25, "high": 2.75, "level": 0.95} and out["m"]["count"] == {"value": 7}
+    assert out["m"]["tau"] == {"value": 2.5, "low": 2.25, "high": 2.75, "level": 0.95, "units": 8}
+    assert out["m"]["count"] == {"value": 7}
     assert out["t"] == {"a": [1, 2], "b": ["x", "y"]} and out["png"] == "89504e47"
     assert out["torch"] is False, "loading a session needs no models and no torch"
 
@@ -95,3 +96,39 @@ def test_metric_differences_beyond_and_within_noise():
     diff = diff_sessions(a, b).set_index("name")
     assert diff.loc["tau", "change"] == "beyond noise" and diff.loc["ce", "change"] == "within noise"
     assert diff.loc["n", "change"] == "changed" and len(diff) == 3
+
+
+def test_a_tau_and_a_speedup_round_trip_with_their_intervals(tmp_path):
+    s = Session("demo", env={"python": "3"})
+    tau, speedup = Interval(2.5, 2.25, 2.75, 0.95, 16), Interval(1.21, 1.08, 1.33, 0.9, 24)
+    s.metric("tau: as launched", tau, unit="tokens per round")
+    s.metric("decode speedup", speedup, unit="x no speculation")
+    s.metric("count", 7)
+    s.save(tmp_path / "s")
+    back = Session.load(tmp_path / "s")
+    assert back.interval("tau: as launched") == tau and back.interval("decode speedup") == speedup
+    assert back.metrics["decode speedup"] == {"value": 1.21, "low": 1.08, "high": 1.33, "level": 0.9, "units": 24,
+                                              "unit": "x no speculation"}
+    assert back.metrics["tau: as launched"]["unit"] == "tokens per round"
+    assert back.interval("count") is None and back.metrics["count"] == {"value": 7}
+    assert json.loads((tmp_path / "s" / "session.json").read_text())["format"] == "eagle3lab-session/2"
+
+
+def test_a_version_1_session_still_loads_and_a_future_one_is_refused(tmp_path):
+    """/1 stored value, low, high and level, no units: its intervals read back with units None."""
+    folder = tmp_path / "old"
+    folder.mkdir()
+    record = {"format": "eagle3lab-session/1", "name": "old", "command": {}, "parameters": {}, "models": {},
+              "environment": {}, "notes": [], "failure": None, "tables": [], "figures": [], "tensors": [],
+              "metrics": {"tau": {"value": 2.0, "low": 1.9, "high": 2.1, "level": 0.95}, "n": {"value": 3}}}
+    (folder / "session.json").write_text(json.dumps(record))
+    old = Session.load(folder)
+    assert old.interval("tau") == Interval(2.0, 1.9, 2.1, 0.95, None) and old.interval("n") is None
+    new = Session("new")
+    new.metric("tau", Interval(2.6, 2.4, 2.8, 0.95, 8))
+    new.metric("n", 3)
+    diff = diff_sessions(old, new).set_index("name")
+    assert diff.loc["tau", "change"] == "beyond noise" and "n" not in diff.index
+    (folder / "session.json").write_text(json.dumps({**record, "format": "eagle3lab-session/99"}))
+    with pytest.raises(Eagle3LabError, match="eagle3lab-session/99"):
+        Session.load(folder)

@@ -207,3 +207,40 @@ def test_as_trained_is_the_evaluation_set_notebook_04_uses(nb):
     assert nb["eval_set"] == {"prompts_file": mine["PROMPTS_FILE"], "length": mine["PROMPT_LENGTH"],
                               "n_prompts": mine["N_PROMPTS"], "max_new_tokens": mine["MAX_NEW_TOKENS"],
                               "num_steps": mine["NUM_STEPS"]}
+
+
+def test_the_reordering_bars_carry_their_intervals_and_verdicts():
+    """Each reordering's tau with its interval as an error bar, its verdict word beside it, the bounds named on
+    the axis (a reader must not rank bars inside the noise)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+    import pandas as pd
+
+    from eagle3lab.analysis.plots import plot_slot_scan
+
+    grid = pd.DataFrame([[1.5, 2.0, 1.0], [1.1, 1.3, 2.0]], index=["slot 0 (resid[1])", "slot 1 (resid[2])"],
+                        columns=[f"resid[{k}]" for k in range(3)])
+    orders = pd.DataFrame({"aux_resid": [(2, 1), (1, 2)], "tau": [1.2, 2.0], "tau_low": [0.9, 1.7],
+                           "tau_high": [1.6, 2.2], "verdict": ["loses", "reference"]})
+    fig = plot_slot_scan(grid, orders, trained=(1, 2), served=(2, 3), engine="sglang", num_steps=3, level=0.95)
+    bx = fig.axes[1]
+    bars = next(c for c in bx.containers if hasattr(c, "patches"))
+    assert [b.get_width() for b in bars.patches] == [1.2, 2.0]
+    segments = bars.errorbar.lines[2][0].get_segments()
+    np.testing.assert_allclose([[s[0][0], s[1][0]] for s in segments], [[0.9, 1.6], [1.7, 2.2]])
+    assert bx.get_xlabel() == "tau (tokens per round)\nbars: 95% interval over prompts"
+    assert [t.get_text() for t in bx.texts] == ["loses", "as trained"]
+    assert all(t.get_position()[0] < 0.9 for t in bx.texts)         # inside the shortest bar, clear of the caps
+    assert bx.get_xlim()[1] == pytest.approx(1.4 * 2.2)
+
+
+
+def test_the_executed_scan_cell_draws_its_figure_with_the_scan_level(nb):
+    """The notebook passes the scan's own orders (tau_low / tau_high, verdict) and its level; the cell drew."""
+    from helpers.notebooks import executed_notebook
+
+    cell = next(c for c in executed_notebook(NAME).cells if "plot_slot_scan(" in c.source)
+    assert "level=scan.verdicts.level" in cell.source and "scan.orders()" in cell.source
+    assert any("image/png" in o.get("data", {}) for o in cell.outputs)
