@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 from helpers.notebooks import notebook_claims, notebook_summary
+from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
 
+from eagle3lab.app.workbook import NOTEBOOKS
 from eagle3lab.engines.layer_ids import resolve_aux_layers
+from eagle3lab.engines.profiles import PROFILES
 
 NOTEBOOK = "02_hidden_state_capture.ipynb"
 BUILDS = ["0.5.12", "0.5.13", "0.5.14", "0.5.21", "0.5.22", "0.5.23"]
@@ -22,7 +25,7 @@ def nb(bundled_models):
 
 
 def test_the_edge_case_ids_per_release(nb):
-    assert nb["num_layers"] == 12 and nb["sglang_builds"] == BUILDS
+    assert nb["num_layers"] == 12 and nb["sglang_builds"] == BUILDS and nb["mode"] == "live"
     edge = nb["edge_cases"]
     # id N-1: loop index N is never reached, in every release
     assert set(edge["LlamaForCausalLM [1, 6, 11]"].values()) == {"BREAKS resid[2, 7]"}
@@ -61,7 +64,8 @@ def test_the_model_files_the_text_names(nb):
 
 def test_the_seed_wiring_on_kimi_k2_per_release(nb):
     """[embedding, resid[3], resid[31]] on DeepseekV3ForCausalLM, N = 61."""
-    kimi = nb["kimi_sglang_ids"]
+    kimi = nb["case_ids_per_build"]
+    assert nb["case_arch"] == "DeepseekV3ForCausalLM" and nb["case_num_layers"] == 61
     assert list(kimi) == BUILDS
     assert kimi["0.5.12"] is None and kimi["0.5.13"] is None
     assert all(kimi[v] == [0, 3, 31] for v in BUILDS[2:])
@@ -72,7 +76,13 @@ def test_the_seed_wiring_on_kimi_k2_per_release(nb):
     text = notebook_summary(NOTEBOOK)
     assert ("SGLang's deepseek_v2.py cannot express it in 0.5.12, 0.5.13 and needs ids [0, 3, 31] in 0.5.14, "
             "0.5.21, 0.5.22, 0.5.23") in text
-    assert "vLLM cannot capture it (its deepseek_v2.py crashes on id 0)" in text
+    assert "vLLM cannot capture it (deepseek_v2.py: id 0 raises TypeError)" in text and nb["faithful_ids"] is None
+    # what the team's ids serve per build: a crash before #25454, a state missing since
+    assert nb["team_ids_serve"]["0.5.12"] == "nothing: crashes at the first forward"
+    assert all(nb["team_ids_serve"][v] == "[resid[2], resid[30]]" for v in BUILDS[1:])
+    # one reading, every engine that reads the written ids so
+    assert ("[2, 30, 58] on DeepseekV3ForCausalLM (N = 61) mean [resid[3], resid[31], resid[59]] to SGLang "
+            "pre-#25454, SpecForge pre-#25454; [resid[2], resid[30], resid[58]] to SGLang post-#25454") in text
 
 
 def test_the_neighbour_words_follow_the_cosines(nb):
@@ -91,12 +101,84 @@ def test_no_model_ids_or_depth_below_the_parameters_cell():
 
     from eagle3lab import bundled
 
+    assert_parameters_hold_the_literals(NOTEBOOKS / NOTEBOOK, set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM"})
     cells = json.loads((bundled.ROOT / "notebooks" / NOTEBOOK).read_text())["cells"]
     params = next(i for i, c in enumerate(cells) if "parameters" in c["metadata"].get("tags", []))
-    assert all(key in "".join(cells[params]["source"]) for key in ("DTYPE", "DEVICE_MAP", "TRUST_REMOTE_CODE = False"))
     below = "".join("".join(c["source"]) for c in cells[params + 1:] if c["cell_type"] == "code")
     for literal in ("DeepseekV3ForCausalLM", "[2, 30, 58]", "[0, 3, 31]", "[-1, 2, 30]", ", 61,", "Kimi"):
         assert literal not in below, literal
+    # nor does the prose below the parameters name the worked example's model, depth or ids (the model files'
+    # coverage, "deepseek_v2.py (DeepSeek-V2/V3/V3.2, Kimi-K2/K2.5)", is engine knowledge and stays)
+    prose = "".join("".join(c["source"]) for c in cells[params + 1:] if c["cell_type"] == "markdown")
+    for literal in ("Kimi-K2 /", "Kimi-K2 example", "N = 61", "61-layer", "[2, 30, 58]", "[-1, 2, 30]", "[0, 3, 31]"):
+        assert literal not in prose, literal
+
+
+def test_the_dump_and_config_only_parameters_default_to_loading_the_target():
+    params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    assert {k: params[k] for k in ("DUMP_DIR", "TARGET_HEAD", "DUMP_LAYER_IDS", "NUM_LAYERS", "ARCH")} == dict.fromkeys(
+        ("DUMP_DIR", "TARGET_HEAD", "DUMP_LAYER_IDS", "NUM_LAYERS", "ARCH"))
+    assert params["ENGINE"] in PROFILES and params["FAITHFUL_ENGINE"] in PROFILES
+    assert all(engine in PROFILES for engine, _ in params["CASE_READINGS"])
+
+
+def _run_with(parameters):
+    from eagle3lab.app.workbook import error_outputs, execute_notebook, find_claims, find_summary
+
+    nb = execute_notebook(NOTEBOOKS / NOTEBOOK, timeout=300, parameters=parameters)
+    assert not error_outputs(nb)
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    return find_claims(nb), find_summary(nb), printed
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(600)
+def test_config_only_mode_runs_the_id_tables_for_a_target_it_cannot_load():
+    """NUM_LAYERS / ARCH: nothing loaded (TARGET points nowhere), the release table read for that depth and
+    architecture, every cell that needs the model says so."""
+    claims, text, printed = _run_with({"TARGET": "/nonexistent/target", "NUM_LAYERS": 61, "ARCH": "DeepseekV3ForCausalLM"})
+    assert claims["mode"] == "config-only" and claims["num_layers"] == 61
+    # the edge-case rows at N = 61: id N-1 = 60 is never reached in llama.py, in every build
+    assert set(claims["edge_cases"]["LlamaForCausalLM [1, 30, 60]"].values()) == {"BREAKS resid[2, 31]"}
+    for what in ("ResidCapture on a forward", "the three capture paths", "the similarity of the residual streams",
+                 "the fc inputs from captured states", "writing and reading back a dump"):
+        assert f"{what}: needs the loaded target; skipped (config-only mode" in printed, what
+    assert "identical_points" not in claims and "neighbour_cosine" not in claims and "dump_identical" not in claims
+    assert text.startswith("On a DeepseekV3ForCausalLM (N = 61, config only): nothing loaded, so only the id tables ran")
+    assert "needs ids [0, 3, 31] in 0.5.14" in text          # the worked example does not need the model
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(600)
+def test_dump_mode_reads_the_states_a_cluster_wrote_instead_of_loading_the_target(bundled_models, tmp_path):
+    """DUMP_DIR + TARGET_HEAD: the similarity is computed on the dumped points only (each with the next one held),
+    the target is not loaded (TARGET points nowhere), and its depth comes from TARGET_HEAD's config."""
+    import torch
+
+    from eagle3lab import bundled
+    from eagle3lab.models.capture import capture_resid, resid_similarity
+    from eagle3lab.models.hidden_dump import dump_hidden_states
+    from eagle3lab.models.target import load_target
+
+    target = load_target(bundled.TARGET)
+    prompts = ["def f(x):\n    return x + 1", "The residual stream carries every layer forward."]
+    dump_hidden_states(target, prompts, tmp_path / "dump", points=[0, 1, 6, 12], batch_size=1, progress=False)
+    claims, text, printed = _run_with({"TARGET": "/nonexistent/target", "DUMP_DIR": str(tmp_path / "dump"),
+                                       "TARGET_HEAD": str(bundled.TARGET)})
+    assert claims["mode"] == "dump" and claims["num_layers"] == 12
+    assert "identical_points" not in claims and "dump_identical" not in claims
+    assert "the three capture paths: needs the loaded target; skipped (dump mode" in printed
+    # the cosines are those of the dumped states: recomputed here from the same prompts
+    batch = target.encode(prompts)
+    with torch.no_grad():
+        sim = resid_similarity(capture_resid(target, batch["input_ids"], [0, 1, 6, 12], batch["attention_mask"]),
+                               batch["attention_mask"])
+    pairs = {"resid[0] vs resid[1]": sim.iloc[0, 1], "resid[1] vs resid[6]": sim.iloc[1, 2],
+             "resid[6] vs resid[12]": sim.iloc[2, 3]}
+    assert claims["least_similar_pair"] == min(pairs, key=pairs.get)
+    assert claims["neighbour_cosine_min"] == pytest.approx(min(pairs.values()), abs=1e-4)
+    assert claims["neighbour_cosine"] == pytest.approx(sum(pairs.values()) / 3, abs=1e-4)
+    assert "Consecutive dumped points have mean cosine" in text and "read from the cluster's dump" in printed
 
 
 def test_the_similarity_heatmap_has_a_signed_scale_and_a_labelled_colorbar():
