@@ -14,9 +14,8 @@ from dataclasses import asdict, dataclass, field, replace
 
 import pandas as pd
 
-from eagle3lab.analysis.cost_model import verdict as speed_verdict
-from eagle3lab.analysis.verdicts import word_of
-from eagle3lab.engines.acceptance import Interval, simulated_acc_len
+from eagle3lab.analysis.verdicts import speed_word, word_of
+from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, simulated_acc_len
 from eagle3lab.engines.layer_ids import resid_label
 
 KNOBS = ("engine", "flags", "wiring", "rule")   # what a user turns: ids count by the wiring they feed (a new
@@ -75,18 +74,40 @@ class Rung:
     tau: Interval | None = None
     gain: Interval | None = None    # tau minus the previous run rung's, paired over prompts
     e2e_tps: float = float("nan")
-    speedup: float = float("nan")   # over no speculation, end to end
+    speed: Interval | None = None   # rate over no speculation (end to end), paired over (repetition, prompt)
+    step_speed: Interval | None = None  # rate over the previous run rung's, paired the same way
     identical: str = ""
     word: str = ""                  # beats / within noise / loses / not run / no change / start
+
+    @property
+    def speedup(self) -> float:
+        return float("nan") if self.speed is None else self.speed.value
+
+    @property
+    def speed_verdict(self) -> str | None:
+        """faster / slower / within noise of no speculation (the whole interval); None when not run."""
+        return None if self.speed is None else speed_word(self.speed)
+
+    @property
+    def step_verdict(self) -> str | None:
+        """The same against the previous run rung; "no change" when this rung shares its decoding."""
+        if self.step_speed is None:
+            return None
+        return "no change" if self.word == "no change" else speed_word(self.step_speed)
 
     def change_text(self) -> str:
         return ", ".join(self.changed) or "nothing"
 
 
-SPEED_WORDS = {"wins": "faster than no speculation", "loses": "slower than no speculation",
-               "breaks even": "no faster than no speculation (within 5%)"}
-STEP_WORDS = {"wins": "faster than the rung before", "loses": "slower than the rung before",
-              "breaks even": "as fast as the rung before (within 5%)"}
+SPEED_WORDS = {"faster": "faster than no speculation", "slower": "slower than no speculation",
+               "within noise": "within noise of no speculation"}
+STEP_WORDS = {"faster": "faster than the rung before", "slower": "slower than the rung before",
+              "within noise": "within noise of the rung before", "no change": "the same decoding as the rung before"}
+
+
+def ratio_text(iv: Interval) -> str:
+    """A speed ratio and its interval: ``0.62x [0.55, 0.70]``."""
+    return f"{iv.value:.2f}x [{iv.low:.2f}, {iv.high:.2f}]"
 
 
 def interval_word(diff: Interval | None) -> str:
@@ -102,6 +123,7 @@ class CaseLadder:
     device: str
     dtype: str
     trainer: dict = field(default_factory=dict)
+    speed_kind: str = "e2e"        # the rates every speed ratio compares ("e2e" or "decode")
 
     # -------------------------------------------------------------- reading
     def rung(self, name: str) -> Rung:
@@ -117,11 +139,12 @@ class CaseLadder:
         return self.sweep.tau_difference(last.measured_as, first.measured_as)
 
     def speed_word(self, rung: Rung) -> str:
-        """Against no speculation, by the workbook's 5% rule (medians of ``repeats`` timings)."""
-        return SPEED_WORDS[speed_verdict(rung.speedup, 1.0)]
+        """Against no speculation, from the whole interval of the paired rate ratio (``verdicts.speed_word``)."""
+        return SPEED_WORDS[rung.speed_verdict]
 
-    def step_speed_word(self, rung: Rung, before: Rung) -> str:
-        return STEP_WORDS[speed_verdict(rung.e2e_tps / before.e2e_tps, 1.0)]
+    def step_speed_word(self, rung: Rung) -> str:
+        """Against the previous run rung, the same way; a rung that shares its decoding is "no change"."""
+        return STEP_WORDS[rung.step_verdict]
 
     def table(self) -> pd.DataFrame:
         rows = []
@@ -134,7 +157,11 @@ class CaseLadder:
                          "tau": float("nan") if r.tau is None else r.tau.value,
                          "tau 95%": "" if r.tau is None else f"[{r.tau.low:.2f}, {r.tau.high:.2f}]",
                          "change in tau": "" if r.gain is None else str(r.gain),
-                         "verdict": r.word, "e2e tok/s": r.e2e_tps, "x no spec": r.speedup,
+                         "verdict": r.word, "e2e tok/s": r.e2e_tps,
+                         "x no spec (e2e, 95%)": "" if r.speed is None else ratio_text(r.speed),
+                         "speed": r.speed_verdict or "",
+                         "x rung before": "" if r.step_speed is None else ratio_text(r.step_speed),
+                         "speed vs rung before": r.step_verdict or "",
                          "lossless": r.identical, "what the build does": r.note})
         return pd.DataFrame(rows).set_index("rung")
 
@@ -161,10 +188,10 @@ class CaseLadder:
 
     def words(self) -> str:
         """One sentence a rung: what changed, why, and what it did (from the intervals)."""
-        out, before = [], None
+        out = []
         for i, r in enumerate(self.rungs):
-            if i == 0:
-                out.append(f"{r.name}: tau {r.tau}, {r.speedup:.2f}x no speculation "
+            if i == 0 or r.word == "start":
+                out.append(f"{r.name}: tau {r.tau}, {ratio_text(r.speed)} no speculation "
                            f"({self.speed_word(r)}).")
             elif r.tau is None:
                 out.append(f"{r.name} ({r.finding}): not run: {r.note}")
@@ -172,9 +199,9 @@ class CaseLadder:
                 out.append(f"{r.name} ({r.finding}): nothing changes on this build ({r.note}).")
             else:
                 out.append(f"{r.name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
-                           f"change {r.gain} - {r.word} the rung before; {r.speedup:.2f}x no speculation, "
-                           f"{self.step_speed_word(r, before)}.")
-            before = r if r.tau is not None else before
+                           f"change {r.gain} - {r.word}{' of' if r.word == 'within noise' else ''} the rung before; {ratio_text(r.speed)} no speculation "
+                           f"({self.speed_word(r)}), {ratio_text(r.step_speed)} the rung before "
+                           f"({self.step_speed_word(r)}).")
         return "\n".join(f"- {w}" for w in out)
 
     def claims(self) -> dict:
@@ -183,22 +210,29 @@ class CaseLadder:
                            "tau": None if r.tau is None else [r.tau.value, r.tau.low, r.tau.high],
                            "gain": None if r.gain is None else [r.gain.value, r.gain.low, r.gain.high],
                            "speedup": r.speedup, "e2e_tps": r.e2e_tps, "identical": r.identical,
+                           "speed": None if r.speed is None else [r.speed.value, r.speed.low, r.speed.high],
+                           "speed_word": r.speed_verdict,
+                           "step_speed": None if r.step_speed is None else
+                           [r.step_speed.value, r.step_speed.low, r.step_speed.high],
+                           "step_speed_word": r.step_verdict,
                            "state": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(r.state).items()}}
                           for r in self.rungs],
                 "overall": [*(lambda d: [d.value, d.low, d.high])(self.overall())],
-                "overall_word": interval_word(self.overall()), "repeats": self.repeats,
+                "overall_word": interval_word(self.overall()), "repeats": self.repeats, "speed_kind": self.speed_kind,
                 # a negative bound printed after "[" reads as its magnitude to a decimal scan of the text
-                "bounds_abs": [abs(x) for r in self.rungs for iv in (r.tau, r.gain) if iv is not None
+                "bounds_abs": [abs(x) for r in self.rungs for iv in (r.tau, r.gain, r.speed, r.step_speed) if iv is not None
                                for x in (iv.value, iv.low, iv.high)] + [abs(self.overall().low)],
                 "trainer": {**self.trainer, **({"tau_est_against_served": self.against_served(self.trainer["tau_est"]),
                                                 "tau_implied_against_served": self.against_served(
                                                     self.trainer["tau_implied"])} if self.trainer else {})}}
 
-    def plot(self, ax=None):
+    def plot(self):
+        """Two panels on one y axis: tau per rung (colour: its verdict against the rung before) and the measured
+        speed over no speculation (colour: faster / slower / within noise of it), each with its 95% interval."""
         import matplotlib.pyplot as plt
 
-        if ax is None:
-            _, ax = plt.subplots(figsize=(9, 0.5 * len(self.rungs) + 1.5))
+        fig, (ax, bx) = plt.subplots(1, 2, sharey=True, figsize=(12, 0.5 * len(self.rungs) + 2),
+                                     gridspec_kw={"width_ratios": [3, 2]})
         names = [f"{i}. {r.name}" for i, r in enumerate(self.rungs)]
         for y, r in enumerate(self.rungs):
             if r.tau is None:
@@ -207,16 +241,27 @@ class CaseLadder:
             color = {"beats": "tab:green", "loses": "tab:red"}.get(r.word, "tab:grey")
             ax.errorbar(r.tau.value, y, xerr=[[r.tau.value - r.tau.low], [r.tau.high - r.tau.value]], fmt="o",
                         color=color, capsize=3)
-            ax.annotate(f"{r.speedup:.2f}x", (r.tau.value, y), textcoords="offset points", xytext=(8, 6), fontsize=8)
+            s = r.speed
+            color = {"faster": "tab:green", "slower": "tab:red"}.get(r.speed_verdict, "tab:grey")
+            bx.errorbar(s.value, y, xerr=[[s.value - s.low], [s.high - s.value]], fmt="o", color=color, capsize=3)
         ax.set_yticks(range(len(names)), names)
+        ax.set_ylabel("rung (one change each)")
+        bx.set_ylabel("the same rungs", fontsize=8)
         ax.invert_yaxis()
         ax.axvline(1, color="k", lw=0.5)
-        ax.set_xlabel("accept length tau (tokens per verify round), 95% bootstrap interval over prompts")
+        ax.set_xlabel("accept length tau (tokens per verify round)\n95% paired bootstrap over prompts")
+        ax.set_title("tau; green / red: beats / loses the rung before,\ngrey: within noise or no change", fontsize=9)
+        bx.axvline(1, color="k", lw=0.8, ls="--")
+        kind = "end to end" if self.speed_kind == "e2e" else "decode"
+        bx.set_xlabel(f"measured {kind} tokens/s over no speculation (x)\n95% paired bootstrap over "
+                      f"{self.repeats} repeats x prompts")
+        bx.set_title("measured speed; green / red: faster / slower than\nno speculation, grey: within noise",
+                     fontsize=9)
         engines = sorted({"emulated " + r.state.engine for r in self.run})
-        ax.set_title(f"The ladder, one change a rung ({', '.join(engines)}; {self.device}, {self.dtype}, batch 1)\n"
-                     f"labels: end-to-end speed over no speculation, median of {self.repeats}; green / red: beats / "
-                     f"loses the rung before, grey: within noise or no change", fontsize=9)
-        return ax
+        fig.suptitle(f"The ladder, one change a rung ({', '.join(engines)}; {self.device}, {self.dtype}, batch 1)",
+                     fontsize=10)
+        fig.tight_layout()
+        return fig
 
 
 def trainer_record(training: dict | None) -> dict:
@@ -228,9 +273,11 @@ def trainer_record(training: dict | None) -> dict:
 
 
 def climb(target, specs: list[RungSpec], prompts, *, max_new_tokens: int, repeats: int, trainer: dict | None = None,
-          dtype: str = "float32", progress: bool = False) -> CaseLadder:
+          dtype: str = "float32", progress: bool = False, speed_kind: str = "e2e") -> CaseLadder:
     """Decode every runnable rung (one case per distinct state) in one interleaved sweep; read each rung's
-    change against the previous run rung from a paired interval."""
+    change against the previous run rung from a paired interval: tau paired over prompts, speed (``speed_kind``
+    rates, end to end by default: prefill included, as ``generate`` is timed) over (repetition, prompt) units,
+    against no speculation and against the rung before."""
     from eagle3lab.analysis.benchmark import decode_sweep
 
     cases, by_key = {}, {}
@@ -246,7 +293,10 @@ def climb(target, specs: list[RungSpec], prompts, *, max_new_tokens: int, repeat
         r = Rung(sp.name, sp.state, sp.finding, sp.note, changed, by_key.get(sp.state.key()) if sp.state.runs else None)
         if r.measured_as is not None:
             r.tau = sweep.tau_interval(r.measured_as)
-            r.e2e_tps, r.speedup = sweep.e2e_tps[r.measured_as], sweep.e2e_speedup(r.measured_as)
+            r.e2e_tps = sweep.e2e_tps[r.measured_as]
+            r.speed = sweep.speed_ratio(r.measured_as, kind=speed_kind)
+            if prev_run is not None:
+                r.step_speed = sweep.speed_ratio(r.measured_as, prev_run.measured_as, kind=speed_kind)
             same = sweep.identical(r.measured_as)
             r.identical = f"{same}/{len(sweep.reference)}"
             if prev_run is None:
@@ -262,7 +312,7 @@ def climb(target, specs: list[RungSpec], prompts, *, max_new_tokens: int, repeat
         rungs.append(r)
         prev_state = sp.state if sp.state.runs else prev_state
     device = str(getattr(target, "device", "cpu"))
-    return CaseLadder(rungs, sweep, repeats, device, dtype, trainer or {})
+    return CaseLadder(rungs, sweep, repeats, device, dtype, trainer or {}, speed_kind)
 
 
 def with_state(spec: RungSpec, **changes) -> RungState:
@@ -316,18 +366,145 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
     return df.drop(columns=["ok_", "ids_ok_", "rule_ok_"]).set_index(["engine", "build"])
 
 
+def chain_tau(agree: list[float], k: int) -> float:
+    """tau of a ``k``-chain from teacher-forced agreement per step: 1 + the running products of the first ``k``."""
+    import math
+
+    return 1 + sum(math.prod(agree[:j + 1]) for j in range(k))
+
+
 def pick_chain(costs, agree: list[float]) -> tuple[int, pd.DataFrame]:
     """The chain length the cost model projects fastest for a draft accepted as ``agree`` says (the
     trainer's teacher-forced agreement per step): tau of a K-chain is 1 + the running products of the first
     K agreements, priced with the measured ``costs`` (``CostModel.project``). Only the chains the trainer
     measured (K up to ``len(agree)``) are priced."""
-    import math
-
     rows = []
     for k in range(1, len(agree) + 1):
-        tau = 1 + sum(math.prod(agree[:j + 1]) for j in range(k))
+        tau = chain_tau(agree, k)
         p = costs.project(tau, k)
         rows.append({"num_steps": k, "tau (from the trainer's agreement)": tau, "round cost": p.round_cost,
                      "projected speedup": p.speedup})
     df = pd.DataFrame(rows).set_index("num_steps")
     return int(df["projected speedup"].idxmax()), df
+
+
+@dataclass
+class ChainChoice:
+    """Which chain lengths the cost model cannot tell apart from the fastest, on costs timed ``repeats`` times.
+
+    One cost model's pick rides on the machine's load (on this 2-core machine it moved between 1, 2 and 4
+    steps from run to run). Each repeat prices every chain K (tau from the trainer's agreement, the same in every
+    repeat); K's projected speedup over the best's is a ratio paired over the repeats (each repeat prices
+    both on the same timings), with a bootstrap interval. ``within_noise``: the chains whose interval reaches
+    1, the best among them: the verdict the load does not decide. Only the costs vary: the trainer's agreement
+    comes without counts, so its own uncertainty is not in the interval."""
+
+    projected: pd.DataFrame        # repeat x num_steps -> projected speedup over no speculation
+    taus: dict                     # num_steps -> tau from the trainer's agreement
+    launched: int | None           # the chain the parameters launch (None: the best)
+
+    @property
+    def repeats(self) -> int:
+        return len(self.projected)
+
+    @property
+    def best(self) -> int:
+        """The fastest projection pooled over the repeats."""
+        return int(self.projected.sum().idxmax())
+
+    def against_best(self, k: int) -> Interval:
+        p = self.projected
+        return bootstrap_ratio(p[k].tolist(), p[self.best].tolist())
+
+    @property
+    def within_noise(self) -> list[int]:
+        return [k for k in self.projected.columns if self.against_best(k).high >= 1]
+
+    @property
+    def chain(self) -> int:
+        return self.launched or self.best
+
+    @property
+    def launched_within_noise(self) -> bool:
+        return self.chain in self.within_noise
+
+    def table(self) -> pd.DataFrame:
+        rows = []
+        for k in self.projected.columns:
+            col, iv = self.projected[k], self.against_best(k)
+            rows.append({"num_steps": int(k), "tau (from the trainer's agreement)": self.taus[k],
+                         "projected speedup (mean of repeats)": col.mean(),
+                         "lowest - highest": f"{col.min():.2f} - {col.max():.2f}",
+                         "over the best (95%)": ratio_text(iv),
+                         "verdict": "best" if k == self.best else "within noise of the best" if iv.high >= 1
+                         else "slower than the best",
+                         "launched": "yes" if k == self.chain else ""})
+        return pd.DataFrame(rows).set_index("num_steps")
+
+    def words(self) -> str:
+        near = ", ".join(str(k) for k in self.within_noise)
+        best = self.projected[self.best].mean()
+        launch = (f"the launched {self.chain} steps " + ("is" if self.launched_within_noise else "is NOT")
+                  + " in that set" + ("" if self.launched else " (the best itself)"))
+        return (f"Projected on costs timed {self.repeats} times, the fastest chain is {self.best} steps "
+                f"({best:.2f}x over no speculation, mean of the repeats); the chains within noise of it are "
+                f"{{{near}}} steps; {launch}")
+
+    def claims(self) -> dict:
+        return {"best": self.best, "within_noise": [int(k) for k in self.within_noise], "chain": self.chain,
+                "launched": self.launched, "launched_within_noise": self.launched_within_noise,
+                "repeats": self.repeats, "taus": {int(k): v for k, v in self.taus.items()},
+                "projected": {int(k): self.projected[k].tolist() for k in self.projected.columns},
+                "against_best": {int(k): [iv.value, iv.low, iv.high] for k in self.projected.columns
+                                 for iv in [self.against_best(k)]}}
+
+
+def choose_chain(costs_runs, agree: list[float], launched: int | None = None) -> ChainChoice:
+    """Every chain the trainer measured (K up to ``len(agree)``) priced on each of ``costs_runs`` (``CostModel``
+    timed independently, one per repeat): the fastest, and the chains within noise of it."""
+    if len(costs_runs) < 2:
+        raise ValueError(f"choose_chain needs at least two timed cost models to say what is noise; got {len(costs_runs)}")
+    ks = range(1, len(agree) + 1)
+    taus = {k: chain_tau(agree, k) for k in ks}
+    projected = pd.DataFrame([{k: c.project(taus[k], k).speedup for k in ks} for c in costs_runs])
+    projected.index.name = "repeat"
+    return ChainChoice(projected, taus, launched)
+
+
+def case_summary(ladder: CaseLadder, *, lossless: bool, chain: ChainChoice | None, fix_steps: int,
+                 serve_engine: str, real: dict | None = None) -> tuple[str, dict]:
+    """Notebook 06's summary: (text, claims), every number and word in the text read from the claims.
+    ``chain``: the chain verdict (None without a training record); ``fix_steps``: the chain launched;
+    ``real``: ``eagle3lab serve-check --json``'s report when the real engine served the last rung."""
+    first, last = ladder.run[0], ladder.run[-1]
+    overall = ladder.overall()
+    kind = "end to end" if ladder.speed_kind == "e2e" else "decode"
+    text = (f"As launched the draft was **{ladder.speed_word(first)}** ({ratio_text(first.speed)} {kind}, "
+            f"tau {first.tau}) while every output stayed " + ("token-identical" if lossless else "NOT identical")
+            + f". The ladder, one change a rung, decoded in one run:\n\n{ladder.words()}\n\n"
+            f"From as launched to the last rung tau changed by {overall} (**{interval_word(overall)}** as launched), "
+            f"and the last rung runs {ratio_text(last.speed)} no speculation {kind}: **{ladder.speed_word(last)}**")
+    if chain is not None:
+        text += (f". {chain.words()}" + (" (the cost model's pick)" if chain.launched is None else
+                                         f" (FIX_STEPS = {fix_steps})"))
+    else:
+        text += f". The chain to launch is set to {fix_steps} steps (no training record to price chains with)"
+    t = ladder.trainer
+    if t:
+        text += (f". The trainer's teacher-forced agreement implies tau {t['tau_implied']:.2f} (its own estimate "
+                 f"{t['tau_est']:.2f}), {ladder.against_served(t['tau_implied'])} the served interval {last.tau}")
+    if real is not None:
+        engine = real["engine"]
+        agrees = real["verdict"] == "AGREES"
+        text += (f"; served by the real {engine} {real['engine_version']} ({real['engine_platform']} build): tau "
+                 f"{real[engine]['tau']:.2f}, its counters "
+                 + ("equal to eagle3lab's emulation" if agrees else
+                    f"DIFFERENT from eagle3lab's emulation ({', '.join(real['differs'])})"))
+    else:
+        text += f" (the real {serve_engine} is not installed here: emulated only)"
+    claims = dict(ladder=ladder.claims(), lossless=lossless, chain=fix_steps,
+                  chain_choice=None if chain is None else {**chain.claims(),
+                                                           "best_speedup": float(chain.projected[chain.best].mean())},
+                  real_vllm_verdict=real["verdict"] if real else None,
+                  real_vllm_tau=real[real["engine"]]["tau"] if real else None)
+    return text + ".", claims
