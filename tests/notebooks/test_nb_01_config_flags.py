@@ -12,6 +12,12 @@ import importlib.util
 
 import pytest
 from helpers.notebooks import executed_notebook
+from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
+
+from eagle3lab.app.workbook import NOTEBOOKS
+from eagle3lab.engines.profiles import PROFILES
+
+NAME = "01_config_flags.ipynb"
 
 
 @pytest.mark.notebook
@@ -73,3 +79,57 @@ def test_the_text_points_at_the_notebook_that_measures_the_cost_and_the_paramete
     below = "".join("".join(c["source"]) for c in cells[params + 1:] if c["cell_type"] == "code")
     for literal in ('"2026-06-01"', "render(2, 4, 16)", "ALPHA = ", "Kimi"):
         assert literal not in below, literal
+
+
+def test_nothing_below_the_parameters_names_an_engine_a_model_or_the_seed_numbers():
+    assert_parameters_hold_the_literals(NOTEBOOKS / NAME, set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM"})
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOKS / NAME, as_version=4)
+    first = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    prose = "\n".join(c.source for c in nb.cells[first + 1:] if c.cell_type == "markdown")
+    for literal in ("Kimi", "N = 61", "61 layers", "γ = 15", "γ = 1.", "verifies **2**", "--speculative-num-steps 15"):
+        assert literal not in prose, literal
+
+
+def test_the_dump_and_config_only_parameters_default_to_the_bundled_run():
+    params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
+    for key in ("DUMP_DIR", "TARGET_HEAD", "DUMP_LAYER_IDS", "NUM_LAYERS", "ARCH"):
+        assert params[key] is None, key
+    assert params["DEMO_TARGET"] == "../data/models/target"
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_config_only_and_dump_modes(bundled_models, tmp_path):
+    """One run of both: NUM_LAYERS / ARCH stand for the target's config in the flag resolution (the aux ids read
+    for that depth), and the demo scores the draft teacher-forced on a dump the cluster wrote (DEMO_TARGET points
+    nowhere: it is not loaded)."""
+    from eagle3lab import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, bundled, resolve_flags
+    from eagle3lab.app.workbook import error_outputs, execute_notebook, find_claims, find_summary
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.hidden_dump import dump_hidden_states
+    from eagle3lab.models.target import load_target
+
+    target = load_target(bundled.TARGET)
+    served = load_draft(bundled.DRAFT_HEALTHY, target=target).under("sglang").aux_resid
+    seqs, lens = greedy_dataset(target, bundled.load_prompts(n=3), max_new_tokens=32)
+    dump_hidden_states(target, seqs, tmp_path / "dump", points=sorted(set(served) | {target.num_layers}),
+                       prompt_lens=lens, greedy=True, batch_size=1, progress=False)
+    nb = execute_notebook(NOTEBOOKS / NAME, timeout=600, parameters={
+        "NUM_LAYERS": 40, "ARCH": "Qwen3ForCausalLM", "DEMO_TARGET": "/nonexistent/target",
+        "DUMP_DIR": str(tmp_path / "dump"), "TARGET_HEAD": str(bundled.TARGET)})
+    assert not error_outputs(nb)
+    claims, text = find_claims(nb), find_summary(nb)
+    config_only = resolve_flags("sglang", SEED_COMMAND, target_config={"architectures": ["Qwen3ForCausalLM"],
+                                "num_hidden_layers": 40}, draft_config=SEED_DRAFT_CONFIG, engine_version="0.5.4")
+    seed = resolve_flags("sglang", SEED_COMMAND, target_config=SEED_TARGET_CONFIG, draft_config=SEED_DRAFT_CONFIG,
+                         engine_version="0.5.4")
+    assert config_only.effective["aux_label"] != seed.effective.get("aux_label")
+    assert f"Aux states fed to fc: {config_only.effective['aux_label']}." in text
+    assert claims["demo_mode"] == "dump" and "dumped states (teacher-forced)" in text
+    assert claims["tau_as_given"] <= claims["max_accept_length"] == 2
+    assert claims["most_in_a_round"] <= 2 and claims["tau_fixed"] > claims["tau_as_given"]   # the healthy draft
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    assert f"fed resid{list(served)} as sglang feeds it" in printed
