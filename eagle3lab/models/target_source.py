@@ -56,6 +56,17 @@ class TargetSource:
             out.update(dump=str(self.dump.path), samples=len(self.dump), points=list(self.dump.resid))
         return out
 
+    def load_draft(self, path, **kw):
+        """A draft against this target: its embedding from the loaded target, or from the head's folder (dump
+        mode), or none at all (config-only: the draft's config and fc weights, enough for what the ids mean)."""
+        from eagle3lab.models.checkpoint import load_draft
+
+        if self.live:
+            return load_draft(path, target=self.target, **kw)
+        if self.head_folder is not None:
+            return load_draft(path, target=self.head_folder, check_vocab=False, **kw)
+        return load_draft(path, num_target_layers=self.num_layers, require_embedding=False, **kw)
+
     def bank(self):
         """Dump mode: the dump's states with the target's head (``models.state_bank.bank_from_dump``)."""
         from eagle3lab.models.state_bank import TargetHead, bank_from_dump

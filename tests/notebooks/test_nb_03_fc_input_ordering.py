@@ -244,3 +244,62 @@ def test_the_executed_scan_cell_draws_its_figure_with_the_scan_level(nb):
     cell = next(c for c in executed_notebook(NAME).cells if "plot_slot_scan(" in c.source)
     assert "level=scan.verdicts.level" in cell.source and "scan.orders()" in cell.source
     assert any("image/png" in o.get("data", {}) for o in cell.outputs)
+
+
+def test_the_dump_and_config_only_parameters_default_to_loading_the_target():
+    params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
+    for key in ("DUMP_DIR", "TARGET_HEAD", "DUMP_LAYER_IDS", "NUM_LAYERS", "ARCH"):
+        assert params[key] is None, key
+
+
+def _run_with(parameters):
+    from eagle3lab.app.workbook import error_outputs, execute_notebook, find_claims, find_summary
+
+    nb = execute_notebook(NOTEBOOKS / NAME, timeout=600, parameters=parameters)
+    assert not error_outputs(nb)
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    return find_claims(nb), find_summary(nb), printed
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(600)
+def test_config_only_mode_says_what_the_ids_mean_and_scores_nothing(bundled_models):
+    """NUM_LAYERS / ARCH: the target is not loaded (TARGET points nowhere); the draft's ids are read and each build's
+    nearest servable wiring named, every scoring cell says why it skips."""
+    claims, text, printed = _run_with({"TARGET": "/nonexistent/target", "NUM_LAYERS": 12, "ARCH": "LlamaForCausalLM"})
+    assert claims["mode"] == "config-only" and claims["trained"] == TRAINED and claims["served"] == [3, 7, 11]
+    assert claims["builds"] == {"0.5.21": {"wiring": [1, 3, 7], "ids": [0, 2, 6]},
+                                "0.5.23": {"wiring": TRAINED, "ids": [-1, 2, 6]}}
+    for what in ("the as-trained set", "scoring the wirings", "the scan around the trained wiring",
+                 "scoring what each build can serve", "the contrast draft", "the wiring search"):
+        assert f"{what} (states to score the draft on): needs the loaded target; skipped (config-only mode" in printed
+    assert "From the config alone (LlamaForCausalLM, N = 12) nothing was scored" in text
+    assert "SGLang 0.5.23 feeds the trained wiring itself (ids [-1, 2, 6])" in text
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_dump_mode_scores_the_draft_on_the_states_a_cluster_wrote(bundled_models, tmp_path):
+    """DUMP_DIR + TARGET_HEAD: every resid point dumped for a few prompts with the target's continuations; the
+    notebook scores on those states (its as-trained tau is the one the dump's bank gives) and loads no target."""
+    from eagle3lab.analysis import verdicts
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.hidden_dump import dump_hidden_states
+    from eagle3lab.models.state_bank import TargetHead, bank_from_dump
+    from eagle3lab.models.target import load_target
+
+    target = load_target(bundled.TARGET)
+    seqs, lens = greedy_dataset(target, bundled.load_prompts(n=4, length="short"), max_new_tokens=16)
+    dump_hidden_states(target, seqs, tmp_path / "dump", points=list(range(target.num_layers + 1)), prompt_lens=lens,
+                       greedy=True, batch_size=2, progress=False)
+    claims, text, printed = _run_with({"TARGET": "/nonexistent/target", "DUMP_DIR": str(tmp_path / "dump"),
+                                       "TARGET_HEAD": str(bundled.TARGET)})
+    assert claims["mode"] == "dump" and claims["eval_set"] == {"dump": str(tmp_path / "dump"), "num_steps": 4}
+    assert claims["served"] == [3, 7, 11] and claims["scan"]["scanned"] == 42 and claims["scan"]["prompts"] == 4
+    bank = bank_from_dump(tmp_path / "dump", TargetHead.from_folder(bundled.TARGET))
+    draft = load_draft(bundled.DRAFT_CASE, target=str(bundled.TARGET), check_vocab=False)
+    as_trained = verdicts.compare_wirings(bank, draft, {"t": (TRAINED, True)}, "t", num_steps=4).verdicts["t"].value
+    assert claims["pair"]["as trained"]["value"] == pytest.approx(as_trained.value)
+    assert "dump mode: the dump dump (4 samples" in printed and f"{sum(s - p for s, p in zip(map(len, seqs), lens))} " \
+        "continuation tokens" in printed
+    assert f"Teacher-forced on {claims['anchors']} tokens of 4 prompts" in text
