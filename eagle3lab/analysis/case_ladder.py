@@ -328,10 +328,13 @@ def flag_line(engine: str, num_steps: int, draft: str = "DRAFT") -> str:
 
 
 def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, builds: dict[str, list], num_steps: int,
-              honours_rule: dict[str, bool], id_keys: dict[str, str], draft: str = "DRAFT") -> pd.DataFrame:
+              honours_rule: dict[str, bool], id_keys: dict[str, str], draft: str = "DRAFT",
+              team_ids: dict[str, list] | None = None) -> pd.DataFrame:
     """Per engine and build: the ids for the trained wiring in that engine's numbering (and where it reads
-    them), the flag line, what it cannot honour, and the options left."""
-    from eagle3lab.engines.layer_ids import to_engine_ids
+    them), the flag line, what it cannot honour (with the engine knowledge's reason: which model file, which
+    releases), and the options left. ``team_ids``: engine -> ids a team wrote for it; a column says what each
+    build does with them (the states it feeds, or how it crashes or drops one)."""
+    from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
     from eagle3lab.errors import Eagle3LabError
 
     rows = []
@@ -340,10 +343,15 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
             try:
                 ids, why = to_engine_ids(engine, list(trained), num_layers, arch=arch, engine_version=version), ""
             except (Eagle3LabError, ValueError) as e:
-                ids, why = None, str(e).splitlines()[0].split(" Tried:")[0]
+                ids, why = None, _tried(str(e))
             cannot = ([f"the ids for {resid_label(trained)} ({why})"] if ids is None else []) + (
                 ["norm_before_residual (ignored in every build read)"] if rule and not honours_rule[engine] else [])
-            rows.append({"engine": engine, "build": version or "newest", "ids": ids, "read at": id_keys[engine],
+            team = {}
+            if team_ids:
+                team = {"the team's ids do": "" if engine not in team_ids else
+                        _what_ids_do(resolve_aux_layers(engine, list(team_ids[engine]), num_layers, arch=arch,
+                                                        engine_version=version), team_ids[engine])}
+            rows.append({"engine": engine, "build": version or "newest", "ids": ids, **team, "read at": id_keys[engine],
                          "flag line": flag_line(engine, num_steps, draft), "cannot honour": "; ".join(cannot) or "nothing",
                          "ok_": not cannot, "ids_ok_": ids is not None, "rule_ok_": not (rule and not honours_rule[engine])})
     df = pd.DataFrame(rows)
@@ -356,7 +364,8 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
         opts = []
         if not r.ids_ok_:
             later = [f"{o.build}" for o in df.itertuples() if o.engine == r.engine and o.ids_ok_]
-            opts.append(f"a build with ids ({', '.join(later)})" if later else "no build of this engine has ids")
+            opts.append(f"a build with ids ({', '.join(later)})" if later else
+                        "no build read has ids for these points: retrain on points it captures (the reason names them)")
         if not r.rule_ok_:
             opts += ["retrain with norm_before_residual off", "patch the engine's draft model to read the flag"]
         if whole:
@@ -364,6 +373,21 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
         options.append("; ".join(opts))
     df["options left"] = options
     return df.drop(columns=["ok_", "ids_ok_", "rule_ok_"]).set_index(["engine", "build"])
+
+
+def _tried(message: str) -> str:
+    """What ``to_engine_ids`` tried and why each failed (its message between "Tried: " and its advice)."""
+    first = message.splitlines()[0]
+    if " Tried: " not in first:
+        return first
+    return first.split(" Tried: ", 1)[1].split(". Choose other points", 1)[0]
+
+
+def _what_ids_do(res, ids) -> str:
+    """What a build does with ``ids``: the states it feeds, or what it would read and why that fails."""
+    if res.fatal:
+        return f"{list(ids)} would feed {res.label}, but: {res.fatal[0]}"
+    return f"{list(ids)} feed {res.label}"
 
 
 def chain_tau(agree: list[float], k: int) -> float:

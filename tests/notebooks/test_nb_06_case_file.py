@@ -249,9 +249,51 @@ def test_step5_checklist_per_engine_and_build(nb):
     assert vllm["ids"] == [0, 3, 7] and vllm["cannot honour"] == "nothing"
     k = nb["chain"]
     assert f"--speculative-num-steps {k} " in new["flag line"] and f'"num_speculative_tokens": {k}' in vllm["flag line"]
-    # the same function answers a DeepSeek-family target differently for the wiring (no guessing in the notebook)
+    # the rows are the function's, from the parameters (no guessing in the notebook) ...
     df = checklist((0, 3, 7), True, 12, "LlamaForCausalLM", {"sglang": ["0.5.21"]}, 4, {"sglang": False}, {"sglang": "k"})
     assert df.iloc[0]["cannot honour"] == old["cannot honour"]
+    # ... and the same function answers a DeepSeek-family target differently: vLLM cannot capture resid[0] there
+    df = checklist((0, 3, 7), True, 12, "DeepseekV3ForCausalLM", {"vllm": [None]}, 4, {"vllm": True}, {"vllm": "k"})
+    assert df.iloc[0]["ids"] is None and "deepseek_v2.py" in df.iloc[0]["cannot honour"]
+
+
+def test_step5c_the_seed_target_checklist_from_the_engine_knowledge(nb):
+    """The seed case's own target (DeepSeek-family, N = 61, config only): every row as the engine knowledge
+    says, with its model file and release range; the bundled run's fix (serve with vLLM) does not carry over."""
+    params, _ = parameters_and_code_below(NOTEBOOKS / "06_case_file.ipynb")
+    arch, n = params["SEED_TARGET"]["arch"], params["SEED_TARGET"]["num_layers"]
+    assert (arch, n, params["SEED_TRAINED"], params["SEED_TEAM_IDS"]) == ("DeepseekV3ForCausalLM", 61, [0, 3, 31],
+                                                                          [-1, 2, 30])
+    rows = {(r["engine"], r["build"]): r for r in nb["seed_checklist"]}
+    assert set(rows) == {("sglang", v) for v in ("0.5.12", "0.5.13", "0.5.14", "0.5.23")} | {("vllm", "0.18.0"),
+                                                                                            ("vllm", "newest")}
+    for (engine, build), r in rows.items():       # the ids column is to_engine_ids' answer for that build
+        version = None if build == "newest" else build
+        try:
+            expected = to_engine_ids(engine, [0, 3, 31], n, arch=arch, engine_version=version)
+        except Exception:
+            expected = None
+        assert r["ids"] == expected, (engine, build)
+        assert "serve as it is" not in r["options left"]           # no build serves the seed's draft whole
+    # vLLM's deepseek_v2.py adds the residual unguarded before layer 0: id 0 crashes in every release read
+    for build in ("0.18.0", "newest"):
+        v = rows["vllm", build]
+        assert v["ids"] is None and "deepseek_v2.py" in v["cannot honour"] and "0.18.0-0.33.0" in v["cannot honour"]
+        assert "retrain on points it captures" in v["options left"] and "serve with" not in v["options left"]
+        assert v["the team's ids do"] == ""
+    # SGLang: the trained wiring's ids from 0.5.14 (loop index 0 guarded), none before; the rule ignored in every build
+    assert rows["sglang", "0.5.12"]["ids"] is None and rows["sglang", "0.5.13"]["ids"] is None
+    assert rows["sglang", "0.5.14"]["ids"] == rows["sglang", "0.5.23"]["ids"] == [0, 3, 31]
+    assert "0.5.14" in rows["sglang", "0.5.12"]["options left"]
+    for build in ("0.5.12", "0.5.13", "0.5.14", "0.5.23"):
+        r = rows["sglang", build]
+        assert "norm_before_residual (ignored in every build read)" in r["cannot honour"]
+        assert "retrain with norm_before_residual off" in r["options left"] and "patch" in r["options left"]
+    # the team's [-1, 2, 30]: a TypeError up to 0.5.12; since PR #25454 (0.5.13) used as is, -1 never reached
+    assert "TypeError" in rows["sglang", "0.5.12"]["the team's ids do"]
+    for build in ("0.5.13", "0.5.14", "0.5.23"):
+        assert rows["sglang", build]["the team's ids do"].startswith("[-1, 2, 30] would feed [resid[2], resid[30]], but: ")
+        assert "PR #25454" in rows["sglang", build]["the team's ids do"]
 
 
 def test_step5b_the_real_vllm_serves_the_fix_as_emulated(nb):
@@ -272,13 +314,19 @@ def test_the_parameters_cell_and_nothing_below_it_names_an_engine_or_a_chain():
     path = NOTEBOOKS / "06_case_file.ipynb"
     assert_parameters_hold_the_literals(path, set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM"})
     # ... nor a residual rule written out as a keyword (rule=False / norm_before_residual=True)
-    import ast
-
     _, below = parameters_and_code_below(path)
     for cell in below:
-        rules = [ast.unparse(n) for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.keyword)
-                 and n.arg in ("rule", "norm_before_residual") and isinstance(n.value, ast.Constant)]
-        assert not rules, rules
+        assert not _rule_keywords(cell.source), cell.source
+    assert _rule_keywords("on_engine(fed, rule=False)\nx = f(norm_before_residual=True, rule=best)") == [
+        "rule=False", "norm_before_residual=True"]      # the check sees what it must
+
+
+def _rule_keywords(source: str) -> list[str]:
+    """Keywords that write a residual rule out as a constant."""
+    import ast
+
+    return [ast.unparse(n) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.keyword)
+            and n.arg in ("rule", "norm_before_residual") and isinstance(n.value, ast.Constant)]
 
 
 def test_case_ladder_words_and_chain_pick_from_numbers():
