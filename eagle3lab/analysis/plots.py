@@ -8,33 +8,73 @@ from eagle3lab.analysis.plot_style import styled
 from eagle3lab.engines.acceptance import AcceptanceStats
 
 
+def _title(ax, title: str, context: str | None = None, fontsize: float = 9):
+    """A title with the run's context (device, dtype, batch, engine) wrapped under it, never wider than the axes."""
+    import textwrap
+
+    ax.set_title(title + ("\n" + textwrap.fill(context, 52) if context else ""), fontsize=fontsize)
+
+
+def _legend_outside(ax, **kw):
+    """A legend right of the axes: labels never sit on the points."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=7, **kw)
+
+
 @styled
-def plot_break_even(table: pd.DataFrame, ax=None):
-    """Each case's tau against its break-even tau (round cost): above the diagonal, speculation wins."""
+def plot_break_even(table: pd.DataFrame, ax=None, context: str | None = None):
+    """Each case's tau against the round cost it pays, in target steps (= its break-even tau): above the
+    diagonal, speculation pays.
+
+    Hollow marker: the round cost the cost model projects (``break_even_tau``). Filled marker with its interval,
+    where ``table`` has ``paid_cost`` (and ``paid_low`` / ``paid_high``): the cost the measured speedup implies
+    (tau / speedup), the one that decides. One colour per case, named in a legend beside the axes (the measured
+    speedup and its verdict there, when ``measured`` / ``word`` are given; never a projected speedup).
+    ``context``: device, dtype, batch and engine, appended to the title.
+    """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 4.5))
-    top = max(table["tau"].max(), table["break_even_tau"].max()) * 1.1
+        _, ax = plt.subplots(figsize=(8, 4.5))
+    cols = [table["tau"], table["break_even_tau"]] + ([table["paid_high"]] if "paid_high" in table else
+                                                      [table["paid_cost"]] if "paid_cost" in table else [])
+    top = max(float(c.max()) for c in cols) * 1.1
     ax.plot([1, top], [1, top], color="grey", lw=0.8, ls="--")
     ax.fill_between([1, top], [1, top], [top, top], color="tab:green", alpha=0.08)
-    for name, row in table.iterrows():
-        ax.scatter(row["break_even_tau"], row["tau"])
-        ax.annotate(f"{name} ({row['projected_speedup']:.2f}x)", (row["break_even_tau"], row["tau"]), fontsize=7,
-                    xytext=(4, 2), textcoords="offset points")
+    for i, (name, row) in enumerate(table.iterrows()):
+        color, label = f"C{i % 10}", str(name)
+        if "measured" in row and row["measured"] == row["measured"]:
+            label += f": measured {row['measured']:.2f}x" + (f" [{row['measured_low']:.2f}, {row['measured_high']:.2f}]"
+                                                             if "measured_low" in row else "")
+            label += f" ({row['word']})" if "word" in row else ""
+        ax.scatter(row["break_even_tau"], row["tau"], s=45, facecolors="none", edgecolors=color, zorder=3,
+                   label=None if "paid_cost" in row else label)
+        if "paid_cost" in row:
+            err = ([[row["paid_cost"] - row["paid_low"]], [row["paid_high"] - row["paid_cost"]]] if "paid_low" in row
+                   else None)
+            ax.errorbar(row["paid_cost"], row["tau"], xerr=err, fmt="o", color=color, ms=5, capsize=3, zorder=4,
+                        label=label)
+            ax.plot([row["break_even_tau"], row["paid_cost"]], [row["tau"]] * 2, color=color, lw=0.8, ls=":")
+    handles, labels = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], marker="o", ls="", mfc="none", mec="k", label="projected round cost (timed pieces)")]
+    if "paid_cost" in table:
+        handles += [Line2D([], [], marker="o", ls="", color="k", label="round cost paid: tau / measured speedup")]
+    _legend_outside(ax, handles=handles)
     ax.set_xlabel("round cost in target steps (= break-even tau)")
     ax.set_ylabel("tau (tokens per round)")
-    ax.set_title("speculation pays above the diagonal")
+    _title(ax, "speculation pays above the diagonal", context)
+    ax.figure.tight_layout()
     return ax.figure
 
 
 @styled
-def plot_speedup_vs_c(table: pd.DataFrame, ax=None, c_max: float | None = None):
+def plot_speedup_vs_c(table: pd.DataFrame, ax=None, c_max: float | None = None, context: str | None = None):
     """Speedup against the draft cost c, one curve per case, with the measured points on them.
 
     ``table``: rows of :meth:`DecodeSweep.projection`. Solid: this cost model, tau / (K c + v(M)) with
     the measured tau and verify cost; dotted: Leviathan et al.'s model with the same tau, verification
     free (v = 1). Hollow marker: the projection at the measured c; filled: the measured speedup.
+    ``context``: device, dtype, batch and engine, appended to the title.
     """
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
@@ -60,7 +100,89 @@ def plot_speedup_vs_c(table: pd.DataFrame, ax=None, c_max: float | None = None):
     ax.set_ylim(0, None)
     ax.set_xlabel("c = draft forward / target step (per forward, as the round pays it)")
     ax.set_ylabel("speedup over plain decoding")
-    ax.set_title("speedup vs draft cost: above the dashed line speculation pays")
+    _title(ax, "speedup vs draft cost: above the dashed line speculation pays", context)
+    return ax.figure
+
+
+@styled
+def plot_speed_vs_chain(rows: pd.DataFrame, near=(), context: str | None = None, ax=None):
+    """Measured speedup over no speculation per chain length (filled, solid, with its interval) beside the cost
+    model's projection (hollow, dashed: no interval). ``rows``: index = setting, columns ``num_steps``,
+    ``measured``, ``measured_low``, ``measured_high``, ``projected``; ``near``: the settings within noise of the
+    fastest (shaded: not ranked among themselves)."""
+    import matplotlib.pyplot as plt
+
+    from eagle3lab.analysis.plot_style import MEASURED, PROJECTED
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 4))
+    k = rows["num_steps"].to_numpy()
+    ax.errorbar(k, rows["measured"], yerr=[rows["measured"] - rows["measured_low"], rows["measured_high"] - rows["measured"]],
+                color="tab:blue", capsize=3, label="measured (95% interval over repetition x prompt)", **MEASURED)
+    ax.plot(k, rows["projected"], color="tab:orange", mfc="none", label="projected (cost model, no interval)",
+            **{**PROJECTED, "marker": "o"})
+    for i, name in enumerate(n for n in rows.index if n in set(near)):
+        x = rows.loc[name, "num_steps"]
+        ax.axvspan(x - 0.4, x + 0.4, color="tab:green", alpha=0.12, lw=0,
+                   label="within noise of the fastest (not ranked)" if i == 0 else None)
+    ax.axhline(1, color="grey", lw=0.8, ls=":")
+    ax.set_xticks(k)
+    ax.set(xlabel="chain length K (draft tokens per round)", ylabel="speedup over no speculation (decode)")
+    _title(ax, "speedup against chain length: tau grows, so does the round", context)
+    ax.legend(fontsize=7)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+@styled
+def plot_tau_vs_chain(table: pd.DataFrame, ax=None):
+    """Measured tau per chain length with its interval, the longest chain's 1 + sum a_k as a prediction
+    (dashed) and the cap K + 1 (dotted). ``table``: index K, columns ``tau``, ``tau_low``, ``tau_high``,
+    ``predicted``."""
+    import matplotlib.pyplot as plt
+
+    from eagle3lab.analysis.plot_style import MEASURED, PROJECTED
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4))
+    ks = table.index.to_numpy()
+    ax.plot(ks, ks + 1, ls=":", color="grey", label="cap: K + 1")
+    ax.plot(ks, table["predicted"], color="tab:orange", label=f"predicted: 1 + sum of a_k of the {ks[-1]}-chain",
+            **PROJECTED)
+    ax.errorbar(ks, table["tau"], yerr=[table["tau"] - table["tau_low"], table["tau_high"] - table["tau"]],
+                color="tab:blue", capsize=3, label="measured tau (95% interval over prompts)", **MEASURED)
+    ax.set_xticks(ks)
+    ax.set_xlabel("draft tokens per round (chain length K)")
+    ax.set_ylabel("tau (tokens per verify step)")
+    ax.set_title("tau against chain length")
+    ax.legend(fontsize=8)
+    return ax.figure
+
+
+@styled
+def plot_round_costs(rows: pd.DataFrame, context: str | None = None, ax=None):
+    """Per setting, the projected round cost as stacked pieces (draft phase, verify), the round cost the measured
+    speedup implies (hollow diamond with its interval) and tau (black dot): a round that costs more target
+    steps than its tau emits tokens is slower than plain decoding. ``rows``: columns ``draft_phase``,
+    ``v_verify``, ``tau``, ``paid_cost``, ``paid_low``, ``paid_high``."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 1.2 + 0.55 * len(rows)))
+    y = range(len(rows))
+    ax.barh(y, rows["draft_phase"], color="tab:orange", label="projected: draft phase (extend + drafting)")
+    ax.barh(y, rows["v_verify"], left=rows["draft_phase"], color="tab:grey", label="projected: verify v(M)")
+    ax.errorbar(rows["paid_cost"], y, xerr=[rows["paid_cost"] - rows["paid_low"], rows["paid_high"] - rows["paid_cost"]],
+                fmt="D", mfc="white", mec="tab:red", color="tab:red", capsize=3, zorder=4,
+                label="paid, measured: tau / speedup (95%)")
+    ax.scatter(rows["tau"], list(y), color="k", zorder=5, label="tau (tokens per round)")
+    ax.set_yticks(list(y), list(rows.index), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("target steps per round")
+    ax.set_ylabel("setting")
+    _title(ax, "round cost vs tokens per round: a round costlier than its tau loses", context)
+    _legend_outside(ax)
+    ax.figure.tight_layout()
     return ax.figure
 
 
@@ -92,16 +214,43 @@ def plot_acceptance(stats: dict | AcceptanceStats, ax=None, title: str | None = 
 
 
 @styled
-def plot_here_and_served(where: pd.DataFrame, ax=None):
-    """``eagle3lab.analysis.roofline.here_and_served`` on one break-even plot: each case's tau against its
-    break-even here and on every served setting (the speedup shown is tau / round cost)."""
-    rows = []
-    for name, row in where.iterrows():
-        for col in [c for c in where.columns if c.startswith("break-even ")]:
-            be = row[col]
-            rows.append({"case": f"{name} | {col.removeprefix('break-even ')}", "tau": row["tau"],
-                         "break_even_tau": be, "projected_speedup": row["tau"] / be})
-    return plot_break_even(pd.DataFrame(rows).set_index("case"), ax=ax)
+def plot_here_and_served(where: pd.DataFrame, ax=None, context: str | None = None):
+    """One row per what-if: its tau (black bar, with its interval when ``tau_low`` / ``tau_high`` are given)
+    against the round cost it pays here and on each served setting (one marker shape each, named in the
+    legend; filled = measured, from a column named ``... measured``, with its interval from ``... low`` /
+    ``... high``; hollow = projected). A marker left of the bar pays. ``where``: columns ``tau`` and
+    ``break-even ...`` (``analysis.roofline.here_and_served`` or ``speed_reading.WhatIf.plot_table``)."""
+    import matplotlib.pyplot as plt
+
+    settings = [c for c in where.columns if c.startswith("break-even ") and not c.endswith((" low", " high"))]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 1.4 + 0.7 * len(where)))
+    markers = "osD^vP*X"
+    for i, (_, row) in enumerate(where.iterrows()):
+        if "tau_low" in row:
+            ax.plot([row["tau_low"], row["tau_high"]], [i, i], color="k", lw=5, alpha=0.25, solid_capstyle="butt")
+        ax.plot([row["tau"]] * 2, [i - 0.3, i + 0.3], color="k", lw=2, label="tau (tokens per round)" if i == 0 else None)
+        for j, col in enumerate(settings):
+            measured = "measured" in col
+            what = col.removeprefix("break-even ")
+            kw = dict(color=f"C{j}", ms=7, marker=markers[j % len(markers)], ls="", zorder=3,
+                      label=(what + ("" if measured or "projected" in what else " (projected)")) if i == 0 else None)
+            if not measured:
+                kw.update(mfc="none")
+            y = i + 0.12 * (j - (len(settings) - 1) / 2)
+            if measured and f"{col} low" in row:
+                ax.errorbar(row[col], y, xerr=[[row[col] - row[f"{col} low"]], [row[f"{col} high"] - row[col]]],
+                            capsize=3, **kw)
+            else:
+                ax.plot(row[col], y, **kw)
+    ax.set_yticks(range(len(where)), list(where.index), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("round cost in target steps (= break-even tau); left of the black bar pays")
+    ax.set_ylabel("what-if")
+    _title(ax, "tau against the round cost, here and served", context)
+    _legend_outside(ax)
+    ax.figure.tight_layout()
+    return ax.figure
 
 
 @styled

@@ -213,3 +213,108 @@ def test_one_plot_style_names_engine_and_device_and_sees_what_is_missing():
     axes.plot([1, 2], [3, 4])
     assert style_problems(bare) == ["axes 0: no title", "axes 0: no x label", "axes 0: no y label"]
     plt.close("all")
+
+
+# ------------------------------------------------------------------ notebook 05's speed figures
+
+CONTEXT = "cpu, float32, batch 1, emulated SGLang (eagle3lab's loop, not a server)"
+
+
+def _flat(title: str) -> str:
+    """A title's words on one line (the context is wrapped under the title)."""
+    return " ".join(title.split())
+
+
+def _speed_rows():
+    return pd.DataFrame({"num_steps": [1, 2, 3], "tau": [1.08, 2.4, 3.0], "tau_low": [1.05, 2.2, 2.8],
+                         "tau_high": [1.11, 2.6, 3.2], "measured": [0.70, 1.40, 1.45], "measured_low": [0.66, 1.3, 1.35],
+                         "measured_high": [0.74, 1.5, 1.55], "word": ["slower", "faster", "faster"],
+                         "projected": [1.64, 1.41, 1.60], "break_even_tau": [0.66, 1.69, 1.87],
+                         "draft_phase": [0.08, 0.27, 0.37], "v_verify": [0.58, 1.42, 1.50],
+                         "paid_cost": [1.54, 1.71, 2.07], "paid_low": [1.46, 1.6, 1.94], "paid_high": [1.64, 1.85, 2.22]},
+                        index=["case", "chain 2", "chain 3"])
+
+
+def _outside(fig, legend) -> bool:
+    """The legend's box lies right of every axes' plotting area (so no label sits on a point)."""
+    fig.canvas.draw()
+    box = legend.get_window_extent()
+    return all(box.x0 >= ax.get_window_extent().x1 for ax in fig.axes if ax.get_legend() is legend)
+
+
+def test_break_even_tells_projected_from_measured_and_prints_no_projected_speedup():
+    rows = _speed_rows()
+    fig = plots.plot_break_even(rows, context=CONTEXT)
+    ax = fig.axes[0]
+    assert len(ax.texts) == 0                               # no annotations to overlap
+    labels = _labels(ax)
+    assert labels[:3] == ["case: measured 0.70x [0.66, 0.74] (slower)", "chain 2: measured 1.40x [1.30, 1.50] (faster)",
+                          "chain 3: measured 1.45x [1.35, 1.55] (faster)"]
+    assert labels[3:] == ["projected round cost (timed pieces)", "round cost paid: tau / measured speedup"]
+    assert not any(f"{p:.2f}x" in " ".join(labels) for p in rows.projected)
+    from matplotlib.collections import PathCollection
+
+    hollow = [c for c in ax.collections if isinstance(c, PathCollection) and c.get_facecolor().size == 0]
+    assert [tuple(c.get_offsets()[0]) for c in hollow] == list(zip(rows.break_even_tau, rows.tau))
+    assert CONTEXT in _flat(ax.get_title()) and _outside(fig, ax.get_legend())
+    # a bare explain table (no measurement) still draws, projected only
+    bare = plots.plot_break_even(rows[["tau", "break_even_tau", "projected"]]).axes[0]
+    assert _labels(bare) == ["case", "chain 2", "chain 3", "projected round cost (timed pieces)"]
+
+
+def test_here_and_served_draws_one_row_per_what_if_measured_filled_projected_hollow():
+    where = pd.DataFrame({"tau": [1.08, 1.33], "tau_low": [1.05, 1.2], "tau_high": [1.11, 1.45],
+                          "break-even here, measured": [1.5, 1.6], "break-even here, measured low": [1.4, 1.5],
+                          "break-even here, measured high": [1.6, 1.7], "break-even served, batch 1, projected": [1.35] * 2,
+                          "break-even served, batch 48, projected": [1.52] * 2}, index=["as launched", "half fixed"])
+    fig = plots.plot_here_and_served(where, context=CONTEXT)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["as launched", "half fixed"]
+    handles = dict(zip(_labels(ax), ax.get_legend().legend_handles))
+    assert sorted(handles) == ["here, measured", "served, batch 1, projected", "served, batch 48, projected",
+                               "tau (tokens per round)"]
+    assert handles["served, batch 1, projected"].get_markerfacecolor() == "none"
+    assert handles["served, batch 48, projected"].get_markerfacecolor() == "none"
+    measured = next(c for c in ax.containers if c.get_label() == "here, measured")
+    assert measured.lines[0].get_markerfacecolor() != "none"
+    assert list(measured.lines[0].get_xdata()) == [1.5] and measured.has_xerr
+    assert len(ax.texts) == 0 and CONTEXT in _flat(ax.get_title()) and _outside(fig, ax.get_legend())
+    # roofline.here_and_served's table (no intervals) still draws: every setting hollow, tau a bar
+    old = pd.DataFrame({"tau": [1.33], "break-even here": [1.52], "break-even served, batch 1": [1.35]}, index=["x"])
+    assert sorted(_labels(plots.plot_here_and_served(old).axes[0])) == ["here (projected)", "served, batch 1 (projected)",
+                                                                         "tau (tokens per round)"]
+
+
+def test_speed_vs_chain_draws_measured_with_intervals_beside_the_projection_and_shades_the_fastest_set():
+    rows = _speed_rows()
+    ax = plots.plot_speed_vs_chain(rows, near=["chain 2", "chain 3"], context=CONTEXT).axes[0]
+    measured, projected = ax.lines[0], next(line for line in ax.lines if line.get_linestyle() == "--")
+    assert list(measured.get_ydata()) == [0.70, 1.40, 1.45] and list(projected.get_ydata()) == [1.64, 1.41, 1.60]
+    assert projected.get_markerfacecolor() == "none"
+    assert sorted(_labels(ax)) == ["measured (95% interval over repetition x prompt)",
+                                   "projected (cost model, no interval)", "within noise of the fastest (not ranked)"]
+    assert len([p for p in ax.patches]) == 2 and CONTEXT in _flat(ax.get_title())
+
+
+def test_tau_vs_chain_and_round_costs():
+    table = pd.DataFrame({"tau": [1.8, 2.4], "tau_low": [1.7, 2.2], "tau_high": [1.9, 2.6], "predicted": [1.85, 2.3]},
+                         index=pd.Index([1, 2], name="K"))
+    ax = plots.plot_tau_vs_chain(table).axes[0]
+    assert list(ax.lines[0].get_ydata()) == [2, 3]                 # the cap K + 1
+    assert [t.get_text() for t in ax.get_legend().get_texts()][2] == "measured tau (95% interval over prompts)"
+    rows = _speed_rows()
+    fig = plots.plot_round_costs(rows, context=CONTEXT)
+    ax = fig.axes[0]
+    assert [b.get_width() for b in ax.patches] == pytest.approx(list(rows.draft_phase) + list(rows.v_verify))
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(rows.index)
+    assert "paid, measured: tau / speedup (95%)" in _labels(ax) and CONTEXT in _flat(ax.get_title())
+    assert _outside(fig, ax.get_legend())
+
+
+def test_speedup_vs_c_names_its_context():
+    from eagle3lab.analysis.cost_model import explain
+
+    table = explain([{"name": "a", "tau": 2.0, "c": 0.1, "num_steps": 3, "v": 1.2, "measured_speedup": 1.1}])
+    table["c_round"], table["verified"] = 0.1, 4
+    ax = plots.plot_speedup_vs_c(table, context=CONTEXT).axes[0]
+    assert _flat(ax.get_title()).endswith(CONTEXT)
