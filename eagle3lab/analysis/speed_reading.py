@@ -426,16 +426,14 @@ class WhatIf:
         if not self.recorded:
             return ""
         b, r = self.recorded, self.row
-        tau_in, speed_in = b["tau"] in r.tau, b["speedup"] in r.speed
-        why = []
-        if not tau_in:
-            why.append(f"its prompts accept differently (tau {b['tau']:.2f}, outside this run's {fmt(r.tau)})")
-        if not speed_in:
-            why.append("its timings ran at another time on this shared machine, one median without an interval")
+        speed_in = b["speedup"] in r.speed
+        why = [f"other prompts ({b['prompts']} x {b['tokens']} tokens: tau {b['tau']:.2f}, "
+               f"{'inside' if b['tau'] in r.tau else 'outside'} this run's {fmt(r.tau)})",
+               "its timings ran at another time on this shared machine, one median without an interval"]
         return (f"A recorded run of the same what-if (benchmarks/bench_decode.py, {b['prompts']} prompts x {b['tokens']} "
                 f"tokens, median of {b['repeats']}) measured {b['speedup']:.2f}x, "
                 + ("inside this run's interval: the two agree. " if speed_in else
-                   f"outside this run's interval {fmt(r.speed, unit='x')}: {'; '.join(why) or 'another run'}. ")
+                   f"outside this run's interval {fmt(r.speed, unit='x')}; the two differ by {'; '.join(why)}. ")
                 + "It is context, not a second verdict: the verdict is this run's, with its interval.")
 
     def words(self) -> str:

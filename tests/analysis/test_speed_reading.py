@@ -142,5 +142,7 @@ def test_a_what_if_has_one_verdict_and_places_a_recorded_run_against_it(sweep):
     outside = {**inside, "acceptance": {"tau": r.tau.high + 1}, "projection": {"measured_speedup": r.speed.high + 1}}
     w2 = reading.what_if(speeds, "case", roofline="kimi-k2 fp8, 8 GPUs (H200-class)", c=0.1, overhead=0.2, batch=48,
                          recorded=outside)
-    assert "outside this run's interval" in w2.recorded_words() and "its prompts accept differently" in w2.recorded_words()
+    words = w2.recorded_words()
+    assert "outside this run's interval" in words and f"tau {r.tau.high + 1:.2f}, outside this run's" in words
+    assert "one median without an interval" in words
     assert "experts per layer" in reading.experts_words(w2)
