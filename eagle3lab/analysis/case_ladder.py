@@ -412,6 +412,11 @@ def pick_chain(costs, agree: list[float]) -> tuple[int, pd.DataFrame]:
     return int(df["projected speedup"].idxmax()), df
 
 
+def steps(k: int) -> str:
+    """``1 step``, ``4 steps``."""
+    return f"{k} step" if k == 1 else f"{k} steps"
+
+
 @dataclass
 class ChainChoice:
     """Which chain lengths the cost model cannot tell apart from the fastest, on costs timed ``repeats`` times.
@@ -468,9 +473,9 @@ class ChainChoice:
     def words(self) -> str:
         near = ", ".join(str(k) for k in self.within_noise)
         best = self.projected[self.best].mean()
-        launch = (f"the launched {self.chain} steps " + ("is" if self.launched_within_noise else "is NOT")
+        launch = (f"the launched {steps(self.chain)} " + ("is" if self.launched_within_noise else "is NOT")
                   + " in that set" + ("" if self.launched else " (the best itself)"))
-        return (f"Projected on costs timed {self.repeats} times, the fastest chain is {self.best} steps "
+        return (f"Projected on costs timed {self.repeats} times, the fastest chain is {steps(self.best)} "
                 f"({best:.2f}x over no speculation, mean of the repeats); the chains within noise of it are "
                 f"{{{near}}} steps; {launch}")
 

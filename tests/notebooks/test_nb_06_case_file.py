@@ -16,7 +16,14 @@ from helpers.parameters import assert_parameters_hold_the_literals, parameters_a
 
 import eagle3lab
 from eagle3lab import bundled
-from eagle3lab.analysis.case_ladder import SPEED_WORDS, STEP_WORDS, checklist, interval_word, ratio_text
+from eagle3lab.analysis.case_ladder import (
+    SPEED_WORDS,
+    STEP_WORDS,
+    checklist,
+    interval_word,
+    ratio_text,
+    steps,
+)
 from eagle3lab.analysis.verdicts import speed_word
 from eagle3lab.app.workbook import NOTEBOOKS
 from eagle3lab.engines.acceptance import Interval, simulated_acc_len
@@ -206,8 +213,8 @@ def test_the_chain_verdict_is_the_set_within_noise_of_the_fastest(nb):
     assert ch["launched_within_noise"] == (ch["chain"] in ch["within_noise"])
     text = notebook_summary("06_case_file.ipynb")
     near = ", ".join(str(k) for k in ch["within_noise"])
-    assert (f"the fastest chain is {ch['best']} steps ({ch['best_speedup']:.2f}x over no speculation, mean of the "
-            f"repeats); the chains within noise of it are {{{near}}} steps; the launched {ch['chain']} steps "
+    assert (f"the fastest chain is {steps(ch['best'])} ({ch['best_speedup']:.2f}x over no speculation, mean of the "
+            f"repeats); the chains within noise of it are {{{near}}} steps; the launched {steps(ch['chain'])} "
             + ("is" if ch["launched_within_noise"] else "is NOT") + " in that set") in text
 
 
