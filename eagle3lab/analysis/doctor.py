@@ -75,6 +75,8 @@ _WRITTEN_BESIDE_THE_FIXES = {"VOCAB_ABSOLUTE_IDS", "DRAFT_CONTEXT_SHORT"}
 
 MAX_PROMPTS = 48    # the default cap of the sequential rule (fix_choice.settle): the bundled pool
 PROMPT_STEP = 8
+# prompts decoded at once for the evidence (greedy_dataset): the same step as the bank grows by
+GREEDY_BATCH = PROMPT_STEP
 
 
 # ------------------------------------------------------------------ the report
@@ -276,7 +278,8 @@ def _live_case(draft_path, target, pool, first_n: int, cap: int, *, seed, bank, 
         evidence = from_pool_bank(bank, first_n, seed)
     else:
         def decode(some):
-            seqs, lens = greedy_dataset(tgt, some, max_new_tokens=max_new_tokens, progress=progress)
+            seqs, lens = greedy_dataset(tgt, some, max_new_tokens=max_new_tokens, progress=progress,
+                                        batch_size=GREEDY_BATCH)
             return capture_bank(tgt, seqs, lens, progress=progress)
 
         order = draw_prompts(pool, seed)

@@ -26,31 +26,39 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from eagle3lab.decoding.speculative import draft_for, prompt_ids, target_greedy
+from eagle3lab.decoding.speculative import draft_for, eos_ids, prompt_ids, target_greedy
 from eagle3lab.engines.acceptance import AcceptanceStats, acceptance_stats, simulated_acc_len
 from eagle3lab.errors import bad_input
 from eagle3lab.models.target import as_target
 
 
-def pass_mask(rows: int, k: int, device=None) -> torch.Tensor:
-    """Bool ``[1, 1, rows, k*rows]`` for pass k >= 2: pass-1 rows <= t, and row t of passes 2..k."""
-    allow = torch.zeros(rows, k * rows, dtype=torch.bool, device=device)
-    allow[:, :rows] = torch.ones(rows, rows, dtype=torch.bool, device=device).tril()
-    eye = torch.eye(rows, dtype=torch.bool, device=device)
+def pass_mask(rows: int, k: int, device=None, window: tuple[int, int] | None = None) -> torch.Tensor:
+    """Bool ``[1, 1, rows, k*rows]`` for pass k >= 2: pass-1 rows <= t, and row t of passes 2..k.
+
+    ``window`` (t0, t1): passes 2..k hold only rows t0..t1-1, so the mask is ``[1, 1, W, rows + (k-1)*W]``
+    (W = t1 - t0): row t0 + i attends pass-1 rows <= t0 + i and row i of each later pass."""
+    t0, t1 = window or (0, rows)
+    w = t1 - t0
+    allow = torch.zeros(w, rows + (k - 1) * w, dtype=torch.bool, device=device)
+    allow[:, :rows] = torch.ones(rows, rows, dtype=torch.bool, device=device).tril()[t0:t1]
+    eye = torch.eye(w, dtype=torch.bool, device=device)
     for j in range(1, k):
-        allow[:, j * rows:(j + 1) * rows] = eye
+        allow[:, rows + (j - 1) * w:rows + j * w] = eye
     return allow[None, None]
 
 
 def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: int, pad_id: int = 0,
-                 skip_fc: bool = False) -> list:
+                 skip_fc: bool = False, logits_at: torch.Tensor | None = None) -> list:
     """Teacher-forced unroll: ``num_steps`` draft passes -> list of ``DraftOutput`` (pass k at index k-1).
 
     ``input_ids`` [B, L] and ``aux`` [B, L, F] (fc input at every position). Row t of pass k reads
     token ``x_{t+k}`` (``pad_id`` past the end; such rows are never attended by valid ones). Runs
     with gradients when enabled, so a trainer can use it for multi-step (TTT-style) losses.
     ``skip_fc``: pass 1 reads ``aux`` [B, L, H] as a state past fc, as SGLang's plain EAGLE path
-    does when the fed state is as wide as the draft (sglang#21272).
+    does when the fed state is as wide as the draft (sglang#21272). ``logits_at`` ([B, L-1] bool): every
+    pass's logits only at those rows, ``[N, V]`` (the draft's ``logits_at``); passes 2.. then run only on the
+    window of rows that holds them (a later pass's row is attended by no other row: nothing else needs it),
+    so their ``hidden`` is ``[B, W, H]``.
     """
     from eagle3lab.models.draft import DraftCache
 
@@ -60,13 +68,21 @@ def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: i
         raise bad_input("sequences", None, "at least 2 tokens per sequence", L)
     cache = DraftCache()
     first = {"recycled_hidden": aux[:, :-1]} if skip_fc else {"aux_hidden_states": aux[:, :-1]}
-    outs = [draft(input_ids[:, 1:], **first, cache=cache)]
+    outs = [draft(input_ids[:, 1:], **first, cache=cache, logits_at=logits_at)]
     pad = torch.full((B, num_steps), pad_id, dtype=input_ids.dtype, device=input_ids.device)
     ids_ext = torch.cat([input_ids, pad], dim=1)
+    t0, t1, at = 0, rows, logits_at
+    if logits_at is not None and num_steps > 1:
+        used = logits_at.any(0).nonzero().flatten()
+        t0, t1 = (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 1)
+        at = logits_at[:, t0:t1]
+    recycled = outs[-1].hidden[:, t0:t1]
     for k in range(2, num_steps + 1):
-        pos = (torch.arange(rows, device=input_ids.device) + k - 1)[None]
-        outs.append(draft(ids_ext[:, k:k + rows], recycled_hidden=outs[-1].hidden, position_ids=pos,
-                          attention_mask=pass_mask(rows, k, input_ids.device), cache=cache))
+        pos = (torch.arange(t0, t1, device=input_ids.device) + k - 1)[None]
+        mask = pass_mask(rows, k, input_ids.device, window=(t0, t1) if logits_at is not None else None)
+        outs.append(draft(ids_ext[:, k + t0:k + t1], recycled_hidden=recycled, position_ids=pos,
+                          attention_mask=mask, cache=cache, logits_at=at))
+        recycled = outs[-1].hidden
     return outs
 
 
@@ -189,17 +205,44 @@ def evaluate_offline(target, draft, sequences, num_steps: int = 5, *, prompt_len
                        prompt_lens=prompt_lens)
 
 
-def greedy_dataset(target, prompts, max_new_tokens: int = 64, eos_token_id="auto",
-                   progress: bool = False) -> tuple[list[list[int]], list[int]]:
-    """Prompts + the target's own greedy continuation -> (sequences, prompt_lens) for ``evaluate_offline``."""
+def greedy_dataset(target, prompts, max_new_tokens: int = 64, eos_token_id="auto", progress: bool = False,
+                   batch_size: int = 1) -> tuple[list[list[int]], list[int]]:
+    """Prompts + the target's own greedy continuation -> (sequences, prompt_lens) for ``evaluate_offline``.
+
+    ``batch_size`` > 1 decodes that many prompts at once (``transformers`` ``generate``, left-padded, on the
+    attention mask): several times faster on a CPU, where a small target's step is mostly overhead. A padded
+    batch runs other matrix shapes, so a near-tie can break the other way than alone: any continuation is
+    the target's own text, and the states are captured afterwards from it (``capture_bank``)."""
     tgt = as_target(target)
-    seqs, lens = [], []
-    for prompt in tqdm(prompts, desc="greedy continuations", disable=not progress):
-        ids = prompt_ids(tgt, prompt)
-        out = target_greedy(tgt, ids, max_new_tokens=max_new_tokens, eos_token_id=eos_token_id)
-        seqs.append(ids + out.tokens)
-        lens.append(len(ids))
-    return seqs, lens
+    ids = [prompt_ids(tgt, p) for p in prompts]
+    if batch_size <= 1:
+        conts = [target_greedy(tgt, x, max_new_tokens=max_new_tokens, eos_token_id=eos_token_id).tokens
+                 for x in tqdm(ids, desc="greedy continuations", disable=not progress)]
+    else:
+        conts = []
+        for start in tqdm(range(0, len(ids), batch_size), desc=f"greedy continuations ({batch_size} at once)",
+                          disable=not progress):
+            conts += _greedy_batch(tgt, ids[start:start + batch_size], max_new_tokens, eos_ids(tgt, eos_token_id))
+    return [x + c for x, c in zip(ids, conts)], [len(x) for x in ids]
+
+
+@torch.inference_mode()
+def _greedy_batch(tgt, ids: list[list[int]], max_new_tokens: int, stop: set[int]) -> list[list[int]]:
+    """Each prompt's greedy continuation, up to and with its first stop token, decoded together."""
+    from transformers import GenerationConfig
+
+    width = max(len(x) for x in ids)
+    pad = sorted(stop)[0] if stop else 0
+    x = torch.tensor([[pad] * (width - len(r)) + r for r in ids], device=tgt.device)
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids], device=tgt.device)
+    config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=sorted(stop),
+                              pad_token_id=pad)
+    out = tgt.model.generate(input_ids=x, attention_mask=mask, generation_config=config)[:, width:].tolist()
+    conts = []
+    for row in out:
+        end = next((i + 1 for i, t in enumerate(row) if t in stop), len(row))
+        conts.append(row[:end])
+    return conts
 
 
 @dataclass
@@ -261,28 +304,31 @@ def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 
         R = L - 1
         pad = torch.full((B, K), -1, dtype=torch.long)
         top_ext = torch.cat([bank.top1[sl, :L], pad], 1).to(dev)
-        p_b = p_target[sl, :L]
-        p_ext = torch.cat([p_b, p_b.new_zeros(B, K, p_b.shape[-1])], 1).to(dev)
+        p_b = p_target[sl, :L].to(dev)
         in_vocab = (torch.ones_like(top_ext, dtype=torch.bool) if draft.t2d is None
                     else draft.t2d[top_ext.clamp(min=0)] & (top_ext >= 0))
         rows = torch.arange(R, device=dev)[None]
         lens = torch.tensor([bank.lengths[b] for b in idx], device=dev)[:, None]
         first = torch.tensor([bank.prompt_lens[b] - 1 for b in idx], device=dev)[:, None]
         anchor = (rows >= first) & (rows + K <= lens - 1)               # [B, R]
-        lead = torch.ones(B, R, dtype=torch.long, device=dev)
-        n_acc = torch.zeros(B, R, dtype=torch.long, device=dev)
+        seq, row = anchor.nonzero(as_tuple=True)                         # the anchors, in row order
+        lead = torch.ones(len(seq), dtype=torch.long, device=dev)
+        n_acc = torch.zeros(len(seq), dtype=torch.long, device=dev)
         ce_b = torch.zeros(B, device=dev)
         n_b = torch.zeros(B, dtype=torch.long, device=dev)
         fc_in = aux[sl, :L].to(dev, dtype)
-        for k, out in enumerate(draft_passes(draft, ids, fc_in, K, skip_fc=not wiring), start=1):
-            # pass k row t proposes position t+k+1, whose target distribution sits at index t+k
-            hit = draft.to_target_ids(out.logits.argmax(-1)) == top_ext[:, k:k + R]
+        # logits only at the anchors (about a fifth of the rows behind long prompts): the LM head and the
+        # cross-entropy over the vocabulary were most of a pass
+        for k, out in enumerate(draft_passes(draft, ids, fc_in, K, skip_fc=not wiring, logits_at=anchor), start=1):
+            # pass k row t proposes position t+k+1, whose target distribution sits at index t+k (inside the
+            # sequence at every anchor)
+            hit = draft.to_target_ids(out.logits.argmax(-1)) == top_ext[seq, row + k]
             lead = lead * hit.long()
             n_acc += lead
-            ce = -(p_ext[:, k:k + R] * out.logits.float().log_softmax(-1)).sum(-1)
-            used = anchor & in_vocab[:, k:k + R]
-            ce_b += (ce * used).sum(-1)
-            n_b += used.sum(-1)
+            ce = -(p_b[seq, row + k] * out.logits.float().log_softmax(-1)).sum(-1)
+            used = in_vocab[seq, row + k]
+            ce_b.index_add_(0, seq, ce * used)
+            n_b.index_add_(0, seq, used.long())
         for j, b in enumerate(idx):
-            ce_sum[b], ce_n[b], accept[b] = float(ce_b[j]), int(n_b[j]), n_acc[j][anchor[j]].tolist()
+            ce_sum[b], ce_n[b], accept[b] = float(ce_b[j]), int(n_b[j]), n_acc[seq == j].tolist()
     return BankScore(K, ce_sum, ce_n, accept)

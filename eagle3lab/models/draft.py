@@ -411,10 +411,12 @@ class Eagle3Draft(nn.Module):
 
     # -- the math ----------------------------------------------------------------------------
     def forward(self, input_ids, aux_hidden_states=None, *, recycled_hidden=None, position_ids=None,
-                attention_mask=None, cache: DraftCache | None = None, logits_to_keep: int = 0) -> DraftOutput:
+                attention_mask=None, cache: DraftCache | None = None, logits_to_keep: int = 0,
+                logits_at: torch.Tensor | None = None) -> DraftOutput:
         """``logits_to_keep`` n > 0: logits for the last n rows only (decoding reads one; the LM head
         over every row of a long extend is the costliest waste), and so ``hook_logits`` sees
-        ``[B, n, V]``; ``hidden`` keeps every row."""
+        ``[B, n, V]``; ``logits_at`` ([B, T] bool): logits only at those rows, ``[N, V]`` in row order (offline
+        scoring reads only the anchors after each prompt). ``hidden`` keeps every row."""
         s, cfg = self.settings, self.config
         B, T = input_ids.shape
         if logits_to_keep < 0:
@@ -444,7 +446,7 @@ class Eagle3Draft(nn.Module):
             h = layer(h, emb, s, cos, sin, mask, cache)
         prenorm = self.hook_prenorm_out(h)
         normed = self.hook_normed_out(self.norm(prenorm) if s.final_norm else prenorm)
-        kept = normed[:, -logits_to_keep:] if logits_to_keep else normed
+        kept = normed[logits_at] if logits_at is not None else normed[:, -logits_to_keep:] if logits_to_keep else normed
         logits = self.hook_logits(self.lm_head(kept))
         hidden = self.hook_hidden_out(normed if s.recycle_postnorm else prenorm)
         return DraftOutput(logits=logits, hidden=hidden, cache=cache)

@@ -24,6 +24,35 @@ def test_pass_mask_pattern():
                  [1, 1, 1, 0, 0, 1, 0, 0, 1]]
 
 
+def test_pass_mask_window_keeps_the_rows_of_the_window():
+    # rows 1..2 of 4 in passes 2..3: pass-1 prefix rows <= t, then the window's diagonal per later pass
+    m = pass_mask(4, 3, window=(1, 3))[0, 0].int().tolist()
+    assert m == [[1, 1, 0, 0, 1, 0, 1, 0],
+                 [1, 1, 1, 0, 0, 1, 0, 1]]
+    full = pass_mask(4, 3)[0, 0]
+    assert pass_mask(4, 3, window=(0, 4))[0, 0].equal(full)
+
+
+def test_logits_at_scores_only_those_rows_and_matches_every_row():
+    """Passes run on the window of the asked rows give the same logits there as passes over every row."""
+    target, draft = tiny_pair()
+    ids = torch.tensor(prompts(2, 14))
+    from eagle3lab.models.capture import ResidCapture
+
+    points = list(draft.aux_resid)
+    at = torch.zeros(2, 13, dtype=torch.bool)
+    at[0, 5:9], at[1, 7:11] = True, True
+    with torch.no_grad(), ResidCapture(target.model, sorted(points)) as cap:
+        target.model(ids)
+        aux = torch.cat([cap.states[k] for k in points], -1)
+        every = draft_passes(draft, ids, aux, 3)
+        some = draft_passes(draft, ids, aux, 3, logits_at=at)
+    for full, kept in zip(every, some):
+        assert kept.logits.shape == (int(at.sum()), full.logits.shape[-1])
+        torch.testing.assert_close(kept.logits, full.logits[at], atol=1e-5, rtol=1e-5)
+    assert some[1].hidden.shape[1] == 11 - 5                                # the window of rows 5..10
+
+
 def test_pass_k_row_equals_the_loops_incremental_draft_step():
     """Row t of pass 3 == extend rows 0..t, then two recycled steps on the true tokens (as the loop does)."""
     target, draft = tiny_pair()
