@@ -20,9 +20,10 @@ class CapVerdict:
 
 
 def cap_verdict(res, demo, *, alpha: float, ran: int, wanted: int, command: str, draft: str, target: str,
-                adjusted_code: str = "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED") -> CapVerdict:
+                measured: str = "decoding for real", adjusted_code: str = "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED") -> CapVerdict:
     """The verdict on launch ``res`` (a flags result) and its measured ``demo`` (rows: as launched, fixed;
-    columns "tau (measured)", "most tokens in one round")."""
+    columns "tau (measured)", "most tokens in one round"); ``measured``: how the demo was measured
+    ("decoding for real", or "teacher-forced on dumped states" when no target was loaded)."""
     adj = res.finding(adjusted_code)
     counts = res.to_dict()["counts"]
     claims = dict(alpha=alpha, max_accept_length=res.max_accept_length, tau_cap_ran=expected_tau([alpha] * ran),
@@ -38,7 +39,7 @@ def cap_verdict(res, demo, *, alpha: float, ran: int, wanted: int, command: str,
                  f"{claims['tau_cap_ran']:.2f} instead of {claims['tau_cap_wanted']:.2f} for the intended "
                  f"{wanted}-step chain; fix: `--speculative-num-steps {wanted} --speculative-eagle-topk 1 "
                  f"--speculative-num-draft-tokens {wanted + 1}`")
-    text += (f". Decoding for real with {draft} on {target}, the launch as given ran "
+    text += (f". {measured[:1].upper() + measured[1:]} with {draft} on {target}, the launch as given ran "
              f"**tau {claims['tau_as_given']:.2f}** (never more than {claims['most_in_a_round']} "
              f"tokens per round) and with steps {wanted}, topk 1 {claims['tau_fixed']:.2f}, "
              + ("a longer accept length" if claims["fixed_longer"] else "no longer accept length"))
