@@ -128,7 +128,8 @@ def test_config_only_and_dump_modes(bundled_models, tmp_path):
                          engine_version="0.5.4")
     assert config_only.effective["aux_label"] != seed.effective.get("aux_label")
     assert f"Aux states fed to fc: {config_only.effective['aux_label']}." in text
-    assert claims["demo_mode"] == "dump" and "dumped states (teacher-forced)" in text
+    assert claims["demo_mode"] == "dump" and "Scoring teacher-forced with" in text and "dumped states" in text
+    assert "for real" not in text
     assert claims["tau_as_given"] <= claims["max_accept_length"] == 2
     assert claims["most_in_a_round"] <= 2 and claims["tau_fixed"] > claims["tau_as_given"]   # the healthy draft
     printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
