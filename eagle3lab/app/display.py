@@ -15,8 +15,9 @@ import pandas as pd
 #: the CSS class on every table full_text renders (tests look for it)
 TABLE_CLASS = "eagle3lab-full-text"
 
-_STYLE = (f"<style>table.{TABLE_CLASS} td {{ white-space: pre-wrap; text-align: left; max-width: none; "
-          f"vertical-align: top; }}</style>")
+# the second selector outranks JupyterLab's ``.jp-RenderedHTMLCommon td { text-align: right }``
+_STYLE = (f"<style>table.{TABLE_CLASS} td, .jp-RenderedHTMLCommon table.{TABLE_CLASS} td {{ white-space: pre-wrap; "
+          f"text-align: left; max-width: none; vertical-align: top; }}</style>")
 
 
 class FullText:
