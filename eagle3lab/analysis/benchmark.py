@@ -137,8 +137,8 @@ class DecodeSweep:
     e2e_tps: dict[str, float]         # case and "no speculation" -> median end-to-end tokens/s
     context_len: int                  # mean prompt length + half the new tokens: where rounds ran
     generate_tps: float = float("nan")  # transformers generate(do_sample=False), end to end, interleaved too
-    # kind ("decode" / "e2e") -> case -> (tokens, seconds) of each (repetition, prompt), in the same order
-    # for every case: the units a speed interval resamples
+    # kind ("decode" / "e2e") -> case -> (tokens, seconds) of each (repetition, prompt), repetition by
+    # repetition, in the same order for every case: what a speed interval resamples, per prompt
     timed: dict | None = None
 
     def settings(self, name: str) -> dict:
@@ -172,12 +172,18 @@ class DecodeSweep:
 
     def speed_ratio(self, a: str, b: str = "no speculation", kind: str = "decode", level: float = 0.95) -> Interval:
         """rate(a) / rate(b) (a speedup when b is "no speculation") with a paired bootstrap interval over the
-        (repetition, prompt) units both decoded side by side; ``kind``: "decode" or "e2e"."""
+        prompts both decoded side by side; ``kind``: "decode" or "e2e". A prompt's repetitions decode the same
+        tokens, so they are one unit (their tokens and seconds summed), not independent draws."""
         if not self.timed or a not in self.timed[kind] or b not in self.timed[kind]:
             raise bad_input("decode_sweep", f"case {a!r} / {b!r}", f"cases timed in this sweep ({kind})",
                             sorted(self.timed[kind]) if self.timed else "no per-prompt timings")
-        (tok_a, sec_a), (tok_b, sec_b) = (zip(*self.timed[kind][n]) for n in (a, b))
+        (tok_a, sec_a), (tok_b, sec_b) = (self._per_prompt(self.timed[kind][n]) for n in (a, b))
         return bootstrap_rate_ratio(tok_a, sec_a, tok_b, sec_b, level=level)
+
+    def _per_prompt(self, units: list) -> tuple[list, list]:
+        """(tokens, seconds) per prompt, summed over repetitions (``timed`` lists repetition by repetition)."""
+        n = len(self.reference)
+        return ([sum(u[0] for u in units[i::n]) for i in range(n)], [sum(u[1] for u in units[i::n]) for i in range(n)])
 
     def table(self) -> pd.DataFrame:
         """One row per case: settings, tau (and its cap), both rates and speedups, lossless count."""

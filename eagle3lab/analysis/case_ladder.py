@@ -74,7 +74,7 @@ class Rung:
     tau: Interval | None = None
     gain: Interval | None = None    # tau minus the previous run rung's, paired over prompts
     e2e_tps: float = float("nan")
-    speed: Interval | None = None   # rate over no speculation (end to end), paired over (repetition, prompt)
+    speed: Interval | None = None   # rate over no speculation (end to end), paired over prompts (repetitions summed)
     step_speed: Interval | None = None  # rate over the previous run rung's, paired the same way
     identical: str = ""
     word: str = ""                  # beats / within noise / loses / not run / no change / start
@@ -100,9 +100,10 @@ class Rung:
 
 
 SPEED_WORDS = {"faster": "faster than no speculation", "slower": "slower than no speculation",
-               "within noise": "within noise of no speculation"}
+               "within noise": "within noise of no speculation", "not measured": "not measured"}
 STEP_WORDS = {"faster": "faster than the rung before", "slower": "slower than the rung before",
-              "within noise": "within noise of the rung before", "no change": "the same decoding as the rung before"}
+              "within noise": "within noise of the rung before", "no change": "the same decoding as the rung before",
+              "not measured": "not measured"}
 
 
 def ratio_text(iv: Interval) -> str:
@@ -190,11 +191,11 @@ class CaseLadder:
         """One sentence a rung: what changed, why, and what it did (from the intervals)."""
         out = []
         for i, r in enumerate(self.rungs):
-            if i == 0 or r.word == "start":
+            if r.tau is None:       # first: a rung not run (even the first) has no speed to state
+                out.append(f"{r.name} ({r.finding}): not run: {r.note}")
+            elif i == 0 or r.word == "start":
                 out.append(f"{r.name}: tau {r.tau}, {ratio_text(r.speed)} no speculation "
                            f"({self.speed_word(r)}).")
-            elif r.tau is None:
-                out.append(f"{r.name} ({r.finding}): not run: {r.note}")
             elif r.word == "no change":
                 out.append(f"{r.name} ({r.finding}): nothing changes on this build ({r.note}).")
             else:
@@ -276,7 +277,7 @@ def climb(target, specs: list[RungSpec], prompts, *, max_new_tokens: int, repeat
           dtype: str = "float32", progress: bool = False, speed_kind: str = "e2e") -> CaseLadder:
     """Decode every runnable rung (one case per distinct state) in one interleaved sweep; read each rung's
     change against the previous run rung from a paired interval: tau paired over prompts, speed (``speed_kind``
-    rates, end to end by default: prefill included, as ``generate`` is timed) over (repetition, prompt) units,
+    rates, end to end by default: prefill included, as ``generate`` is timed) over prompts (each prompt's repetitions summed),
     against no speculation and against the rung before."""
     from eagle3lab.analysis.benchmark import decode_sweep
 

@@ -2,7 +2,7 @@
 
 Every comparison here carries an interval: tau by a paired bootstrap over prompts
 (``DecodeSweep.tau_interval`` / ``tau_difference``, worded by ``verdicts.word_of``: beats / within noise /
-loses), a measured speedup by a paired bootstrap over (repetition, prompt) units (``DecodeSweep.speed_ratio``,
+loses), a measured speedup by a paired bootstrap over prompts (repetitions summed) (``DecodeSweep.speed_ratio``,
 worded by ``verdicts.speed_word``: faster / within noise / slower). A projection (the cost model pricing timed
 pieces, or a served target's stated costs) is a number without an interval and is always called projected.
 Nothing is ranked inside the noise: "the fastest chain" is a set, the chains within noise of the fastest.
@@ -212,7 +212,7 @@ def versus_claims(v: dict) -> dict:
 
 @dataclass
 class SpeedRow:
-    """One setting: tau, the measured speedup over no speculation (interval over (repetition, prompt) units),
+    """One setting: tau, the measured speedup over no speculation (interval over prompts, repetitions summed),
     and the cost model's projection (no interval: it prices pieces timed apart from the sweep)."""
 
     name: str
@@ -332,7 +332,7 @@ class SpeedReading:
         errs = [100 * r.error for r in self.rows.values()]
         inside = sum(r.projection_inside for r in self.rows.values())
         text = (f"Trust the measured speedups: each is timed side by side with plain decoding, with a 95% interval over "
-                f"{self.units} (repetition, prompt) units. The projections price pieces timed apart, in another window: "
+                f"{self.units} prompts (each one's repetitions summed). The projections price pieces timed apart, in another window: "
                 f"measured against the speedups their error runs from {min(errs):+.0f}% to {max(errs):+.0f}% (median "
                 f"{sorted(errs)[len(errs) // 2]:+.0f}%), and {inside} of {len(errs)} lie inside the measured interval. "
                 f"Here v(2) = {self.v2:.3f}: ")

@@ -16,6 +16,7 @@ wiring lies in its set) and :func:`compare_rules` (each draft under each residua
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import permutations
@@ -35,7 +36,9 @@ def word_of(diff: Interval) -> str:
 
 def speed_word(ratio: Interval) -> str:
     """A measured speed ratio (``DecodeSweep.speed_ratio``): "faster" / "slower" when the whole interval lies
-    above / below 1x, else "within noise" (never ranked inside its own interval)."""
+    above / below 1x, else "within noise" (never ranked inside its own interval); "not measured" for NaN."""
+    if any(math.isnan(x) for x in (ratio.value, ratio.low, ratio.high)):
+        return "not measured"
     return "faster" if ratio.low > 1 else "slower" if ratio.high < 1 else "within noise"
 
 

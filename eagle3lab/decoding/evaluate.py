@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from eagle3lab.decoding.speculative import draft_for, eos_ids, prompt_ids, target_greedy
+from eagle3lab.decoding.speculative import draft_for, eos_ids, greedy_config, prompt_ids, target_greedy
 from eagle3lab.engines.acceptance import AcceptanceStats, acceptance_stats, simulated_acc_len
 from eagle3lab.errors import bad_input
 from eagle3lab.models.target import as_target
@@ -229,14 +229,10 @@ def greedy_dataset(target, prompts, max_new_tokens: int = 64, eos_token_id="auto
 @torch.inference_mode()
 def _greedy_batch(tgt, ids: list[list[int]], max_new_tokens: int, stop: set[int]) -> list[list[int]]:
     """Each prompt's greedy continuation, up to and with its first stop token, decoded together."""
-    from transformers import GenerationConfig
-
-    width = max(len(x) for x in ids)
-    pad = sorted(stop)[0] if stop else 0
+    config = greedy_config(max_new_tokens, stop)
+    width, pad = max(len(x) for x in ids), config.pad_token_id
     x = torch.tensor([[pad] * (width - len(r)) + r for r in ids], device=tgt.device)
     mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in ids], device=tgt.device)
-    config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=sorted(stop),
-                              pad_token_id=pad)
     out = tgt.model.generate(input_ids=x, attention_mask=mask, generation_config=config)[:, width:].tolist()
     conts = []
     for row in out:

@@ -501,19 +501,27 @@ def target_greedy(target, prompt, max_new_tokens: int = 64, eos_token_id="auto")
     return GreedyResult(ids, tokens, prefill_s, decode_s, "eos" if tokens[-1] in stop else "max_new_tokens")
 
 
+def greedy_config(max_new_tokens: int, stop: set[int]):
+    """``generate``'s config for plain argmax decoding. ``generate`` fills every field left None from the
+    model's own generation_config (transformers 5: ``update(defaults_only=True)``), so the processors that
+    would move the argmax (a shipped repetition penalty, say: Qwen2.5-Instruct has 1.05) are set off here."""
+    from transformers import GenerationConfig
+
+    eos = sorted(stop)  # [] = never stop early (None would fall back to the model's generation_config)
+    return GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos,
+                            pad_token_id=eos[0] if eos else 0, repetition_penalty=1.0, no_repeat_ngram_size=0,
+                            min_new_tokens=0, min_length=0, encoder_repetition_penalty=1.0)
+
+
 @torch.no_grad()
 def hf_generate(target, prompt, max_new_tokens: int = 64, eos_token_id="auto") -> GreedyResult:
     """``transformers`` ``generate(do_sample=False)``: the reference output and the reference speed.
 
     ``generate`` is timed whole: ``decode_s`` holds it all, prefill included (``prefill_s`` is 0).
     """
-    from transformers import GenerationConfig
-
     tgt = as_target(target)
     ids, stop = prompt_ids(tgt, prompt), eos_ids(tgt, eos_token_id)
-    eos = sorted(stop)  # [] = never stop early (None would fall back to the model's generation_config)
-    config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos,
-                              pad_token_id=eos[0] if eos else 0)
+    config = greedy_config(max_new_tokens, stop)
     x = torch.tensor([ids], device=tgt.device)
     sync_device(tgt.device)
     t0 = time.perf_counter()

@@ -157,7 +157,7 @@ class DraftConfig:
 
 @dataclass
 class DraftOutput:
-    logits: torch.Tensor          # [B, T, draft_vocab] ([B, n, draft_vocab] with logits_to_keep=n)
+    logits: torch.Tensor          # [B, T, draft_vocab] ([B, n, V] with logits_to_keep=n, [N, V] with logits_at)
     hidden: torch.Tensor          # [B, T, H], the state to recycle into the next draft step
     cache: DraftCache | None = None
 

@@ -118,6 +118,10 @@ def open_target(target=None, *, dump_dir=None, target_head=None, dump_layer_ids=
         from eagle3lab.models.hidden_dump import HiddenDump
 
         head_layers, head_arch = _config_shape(target_head) if target_head is not None else (None, None)
+        if num_layers is not None and head_layers is not None and int(num_layers) != head_layers:
+            raise bad_input(Path(target_head) / "config.json", "num_hidden_layers",
+                            f"the depth NUM_LAYERS states ({num_layers})", head_layers,
+                            "Set NUM_LAYERS = None to take the head's, or point TARGET_HEAD at this target.")
         n = num_layers or head_layers
         dump = HiddenDump(dump_dir, vllm_layer_ids=dump_layer_ids, num_layers=n)
         n = n or dump.num_layers

@@ -136,3 +136,6 @@ def test_decode_sweep_keeps_the_two_speed_definitions_apart(monkeypatch):
     assert sw.speed_ratio("no speculation", "spec").value == pytest.approx(0.25)
     with pytest.raises(Eagle3LabError, match="'absent'"):
         sw.speed_ratio("absent")
+    # a prompt's repetitions decode the same tokens: one unit, not two
+    twice = decode_sweep(object(), {"spec": {}}, [[1, 2]] * 3, max_new_tokens=5, repeats=2, progress=False)
+    assert twice.speed_ratio("spec").units == 3 and twice.speed_ratio("spec").value == pytest.approx(4.0)

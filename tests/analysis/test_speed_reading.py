@@ -105,7 +105,7 @@ def test_depth_of_a_tree_round_follows_the_parent_links():
 
 def test_speed_reading_ranks_nothing_inside_the_noise(sweep):
     speeds = reading.read_speeds(sweep, hand_costs(), device="cpu", dtype="float32", repeats=2)
-    assert speeds.units == 2 * 3
+    assert speeds.units == 3     # prompts (each one's 2 repetitions summed)
     for name, r in speeds.rows.items():
         assert r.speed == sweep.speed_ratio(name) and r.word == speed_word(r.speed)
         assert r.tau == sweep.tau_interval(name)

@@ -81,3 +81,4 @@ def test_speed_words_need_the_whole_interval_past_one():
     assert verdicts.speed_word(Interval(1.3, 1.1, 1.5, 0.95, 8)) == "faster"
     assert verdicts.speed_word(Interval(0.7, 0.6, 0.9, 0.95, 8)) == "slower"
     assert verdicts.speed_word(Interval(1.3, 0.95, 1.6, 0.95, 8)) == "within noise"
+    assert verdicts.speed_word(Interval(float("nan"), float("nan"), float("nan"), 0.95, 8)) == "not measured"

@@ -58,6 +58,8 @@ def test_a_dump_stands_for_the_target_its_depth_from_the_head(target, tmp_path):
     assert bank.points == (0, 3, n) and bank.num_layers == n
     draft = source.load_draft(bundled.DRAFT_HEALTHY)
     assert draft.under("sglang").aux_resid == tuple(bundled.recorded_resid(bundled.DRAFT_HEALTHY))
+    with pytest.raises(Eagle3LabError, match=r"num_hidden_layers.*NUM_LAYERS states \(61\)"):
+        open_target("/nowhere", dump_dir=tmp_path / "d", target_head=bundled.TARGET, num_layers=61)
 
 
 def test_a_bare_vllm_dump_needs_its_depth(target, tmp_path):

@@ -2,7 +2,7 @@
 
 The claims are relations with margins (the drafts can be retrained). No timing is asserted as a number
 (speed belongs to benchmarks/): every speed word must follow from its own interval (paired bootstrap over
-(repetition, prompt) units), every tau word from its paired interval over prompts, and the summary must
+prompts, repetitions summed), every tau word from its paired interval over prompts, and the summary must
 state the words and numbers the run computed. Greedy decoding is deterministic, so the acceptance story
 (and the served projections, which price tau with stated costs) is asserted as a story.
 """
@@ -94,7 +94,7 @@ def test_tree_and_sampling(nb, text):
 
 def test_every_speed_word_follows_from_its_interval_and_nothing_is_ranked_in_the_noise(nb, text):
     speed = nb["speed"]
-    assert nb["repeats"] >= 2 and nb["units"] == 4 * nb["repeats"]      # (repetition, prompt) units
+    assert nb["repeats"] >= 2 and nb["units"] == 4      # prompts: a prompt's repetitions are one unit
     for name, s in speed.items():
         assert s["word"] == speed_word(s["speed"]), name
         assert s["speed"]["low"] <= s["speed"]["value"] <= s["speed"]["high"]
