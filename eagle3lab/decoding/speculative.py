@@ -510,7 +510,7 @@ def greedy_config(max_new_tokens: int, stop: set[int]):
     eos = sorted(stop)  # [] = never stop early (None would fall back to the model's generation_config)
     return GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos,
                             pad_token_id=eos[0] if eos else 0, repetition_penalty=1.0, no_repeat_ngram_size=0,
-                            min_new_tokens=0, min_length=0, encoder_repetition_penalty=1.0)
+                            min_new_tokens=0, encoder_repetition_penalty=1.0)   # min_new_tokens outranks min_length
 
 
 @torch.no_grad()
