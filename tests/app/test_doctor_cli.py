@@ -14,7 +14,9 @@ SEED_FLAGS = SEED_COMMAND.replace("moonshotai/Kimi-K2-Instruct", "TARGET").repla
 
 
 def doctor(capsys, *args):
-    code = main(["doctor", "--target", str(bundled.TARGET), "--engine", "sglang", "--threads", "2", "--json", *args])
+    # one thread: make test runs two workers on two cores (two threads each made these runs about 10x slower
+    # than alone), and the setting stays with the worker's process for its later tests
+    code = main(["doctor", "--target", str(bundled.TARGET), "--engine", "sglang", "--threads", "1", "--json", *args])
     return code, json.loads(capsys.readouterr().out)
 
 
