@@ -188,38 +188,36 @@ def bootstrap_ratio(num: Sequence[float], den: Sequence[float], *, level: float 
     return Interval(float(num.sum() / den.sum()), float(lo), float(hi), level, len(num))
 
 
+def _paired(stat, arrays, name: str, level: float, resamples: int, seed: int) -> Interval:
+    """``stat(num_a, den_a, num_b, den_b)`` of the unit sums, with every resample drawing the same units for
+    a and b (paired)."""
+    import numpy as np
+
+    arrays = [np.asarray(x, float) for x in arrays]
+    if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1 or len(arrays[0]) == 0:
+        raise ValueError(f"{name} needs four equal-length per-unit arrays (the same units)")
+    arrays = _in_canonical_order(*arrays)
+    w = _weights(len(arrays[0]), resamples, seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot = stat(*(w @ a for a in arrays))
+    lo, hi = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(float(stat(*(a.sum() for a in arrays))), float(lo), float(hi), level, len(arrays[0]))
+
+
 def bootstrap_ratio_difference(num_a, den_a, num_b, den_b, *, level: float = 0.95, resamples: int = 2000,
                                seed: int = 0) -> Interval:
     """``ratio_a - ratio_b`` measured on the same units (paired: each resample draws the same prompts for
     both), which separates two hypotheses far better than comparing their separate intervals."""
-    import numpy as np
-
-    arrays = [np.asarray(x, float) for x in (num_a, den_a, num_b, den_b)]
-    if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1 or len(arrays[0]) == 0:
-        raise ValueError("bootstrap_ratio_difference needs four equal-length per-unit arrays (the same units)")
-    na, da, nb, db = _in_canonical_order(*arrays)
-    w = _weights(len(na), resamples, seed)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boot = (w @ na) / (w @ da) - (w @ nb) / (w @ db)
-    lo, hi = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return Interval(float(na.sum() / da.sum() - nb.sum() / db.sum()), float(lo), float(hi), level, len(na))
+    return _paired(lambda na, da, nb, db: na / da - nb / db, (num_a, den_a, num_b, den_b),
+                   "bootstrap_ratio_difference", level, resamples, seed)
 
 
 def bootstrap_rate_ratio(num_a, den_a, num_b, den_b, *, level: float = 0.95, resamples: int = 2000,
                          seed: int = 0) -> Interval:
     """``(sum(num_a) / sum(den_a)) / (sum(num_b) / sum(den_b))`` on the same units (paired): a speedup
     of rate a over rate b (tokens over seconds), each unit one prompt decoded by both side by side."""
-    import numpy as np
-
-    arrays = [np.asarray(x, float) for x in (num_a, den_a, num_b, den_b)]
-    if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1 or len(arrays[0]) == 0:
-        raise ValueError("bootstrap_rate_ratio needs four equal-length per-unit arrays (the same units)")
-    na, da, nb, db = _in_canonical_order(*arrays)
-    w = _weights(len(na), resamples, seed)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boot = ((w @ na) / (w @ da)) / ((w @ nb) / (w @ db))
-    lo, hi = np.nanquantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return Interval(float((na.sum() / da.sum()) / (nb.sum() / db.sum())), float(lo), float(hi), level, len(na))
+    return _paired(lambda na, da, nb, db: (na / da) / (nb / db), (num_a, den_a, num_b, den_b),
+                   "bootstrap_rate_ratio", level, resamples, seed)
 
 
 def tau_interval(accepted_per_prompt: Sequence[Iterable], **kw) -> Interval:
