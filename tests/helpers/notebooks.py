@@ -87,3 +87,14 @@ def notebook_summary(name: str) -> str:
 # the words notebooks 05 and 06 use for a measured speed verdict (eagle3lab.verdict)
 SPEED_WORDS = {"wins": "faster than no speculation", "loses": "slower than no speculation",
                "breaks even": "no faster than no speculation"}
+
+
+def run_with_parameters(name: str, parameters: dict, timeout: int = 600) -> tuple[dict, str, str]:
+    """A fresh execution of notebook ``name`` with ``parameters`` injected (not the shared one), checked free
+    of errors: its summary claims, its summary text and everything its cells printed."""
+    from eagle3lab.app.workbook import NOTEBOOKS, error_outputs, execute_notebook, find_claims, find_summary
+
+    nb = execute_notebook(NOTEBOOKS / name, timeout=timeout, parameters=parameters)
+    assert not error_outputs(nb)
+    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
+    return find_claims(nb), find_summary(nb), printed

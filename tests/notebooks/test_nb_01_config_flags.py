@@ -105,8 +105,9 @@ def test_config_only_and_dump_modes(bundled_models, tmp_path):
     """One run of both: NUM_LAYERS / ARCH stand for the target's config in the flag resolution (the aux ids read
     for that depth), and the demo scores the draft teacher-forced on a dump the cluster wrote (DEMO_TARGET points
     nowhere: it is not loaded)."""
+    from helpers.notebooks import run_with_parameters
+
     from eagle3lab import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, bundled, resolve_flags
-    from eagle3lab.app.workbook import error_outputs, execute_notebook, find_claims, find_summary
     from eagle3lab.decoding.evaluate import greedy_dataset
     from eagle3lab.models.checkpoint import load_draft
     from eagle3lab.models.hidden_dump import dump_hidden_states
@@ -117,11 +118,9 @@ def test_config_only_and_dump_modes(bundled_models, tmp_path):
     seqs, lens = greedy_dataset(target, bundled.load_prompts(n=3), max_new_tokens=32)
     dump_hidden_states(target, seqs, tmp_path / "dump", points=sorted(set(served) | {target.num_layers}),
                        prompt_lens=lens, greedy=True, batch_size=1, progress=False)
-    nb = execute_notebook(NOTEBOOKS / NAME, timeout=600, parameters={
+    claims, text, printed = run_with_parameters(NAME, {
         "NUM_LAYERS": 40, "ARCH": "Qwen3ForCausalLM", "DEMO_TARGET": "/nonexistent/target",
         "DUMP_DIR": str(tmp_path / "dump"), "TARGET_HEAD": str(bundled.TARGET)})
-    assert not error_outputs(nb)
-    claims, text = find_claims(nb), find_summary(nb)
     config_only = resolve_flags("sglang", SEED_COMMAND, target_config={"architectures": ["Qwen3ForCausalLM"],
                                 "num_hidden_layers": 40}, draft_config=SEED_DRAFT_CONFIG, engine_version="0.5.4")
     seed = resolve_flags("sglang", SEED_COMMAND, target_config=SEED_TARGET_CONFIG, draft_config=SEED_DRAFT_CONFIG,
@@ -132,5 +131,4 @@ def test_config_only_and_dump_modes(bundled_models, tmp_path):
     assert "for real" not in text
     assert claims["tau_as_given"] <= claims["max_accept_length"] == 2
     assert claims["most_in_a_round"] <= 2 and claims["tau_fixed"] > claims["tau_as_given"]   # the healthy draft
-    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
     assert f"fed resid{list(served)} as sglang feeds it" in printed

@@ -8,7 +8,7 @@ The capture itself (three paths bit-identical, HF's normed last state) is assert
 from __future__ import annotations
 
 import pytest
-from helpers.notebooks import notebook_claims, notebook_summary
+from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
 from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
 
 from eagle3lab.app.workbook import NOTEBOOKS
@@ -123,12 +123,7 @@ def test_the_dump_and_config_only_parameters_default_to_loading_the_target():
 
 
 def _run_with(parameters):
-    from eagle3lab.app.workbook import error_outputs, execute_notebook, find_claims, find_summary
-
-    nb = execute_notebook(NOTEBOOKS / NOTEBOOK, timeout=300, parameters=parameters)
-    assert not error_outputs(nb)
-    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
-    return find_claims(nb), find_summary(nb), printed
+    return run_with_parameters(NOTEBOOK, parameters, timeout=300)
 
 
 @pytest.mark.notebook

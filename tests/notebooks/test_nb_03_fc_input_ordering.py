@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from helpers.notebooks import notebook_claims, notebook_summary
+from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
 from helpers.parameters import assert_parameters_hold_the_literals, literal_names, parameters_and_code_below
 
 from eagle3lab import bundled
@@ -253,12 +253,7 @@ def test_the_dump_and_config_only_parameters_default_to_loading_the_target():
 
 
 def _run_with(parameters):
-    from eagle3lab.app.workbook import error_outputs, execute_notebook, find_claims, find_summary
-
-    nb = execute_notebook(NOTEBOOKS / NAME, timeout=600, parameters=parameters)
-    assert not error_outputs(nb)
-    printed = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "stream")
-    return find_claims(nb), find_summary(nb), printed
+    return run_with_parameters(NAME, parameters, timeout=600)
 
 
 @pytest.mark.notebook
