@@ -2,7 +2,7 @@
 the draft, and what each build can serve instead, with nothing scored (no states to score on).
 
 ``served_ids_summary(...)`` returns (text, claims), every wiring in the text taken from the claims; with the
-target loaded, or a hidden-state dump, ``verdicts.fc_order_summary`` says what each wiring costs.
+target loaded, or a hidden-state dump, ``fc_reading.fc_order_summary`` says what each wiring costs.
 """
 
 from __future__ import annotations

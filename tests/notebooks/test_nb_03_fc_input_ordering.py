@@ -277,7 +277,7 @@ def test_config_only_mode_says_what_the_ids_mean_and_scores_nothing(bundled_mode
 def test_dump_mode_scores_the_draft_on_the_states_a_cluster_wrote(bundled_models, tmp_path):
     """DUMP_DIR + TARGET_HEAD: every resid point dumped for a few prompts with the target's continuations; the
     notebook scores on those states (its as-trained tau is the one the dump's bank gives) and loads no target."""
-    from eagle3lab.analysis import verdicts
+    from eagle3lab.analysis import hypotheses
     from eagle3lab.decoding.evaluate import greedy_dataset
     from eagle3lab.models.hidden_dump import dump_hidden_states
     from eagle3lab.models.state_bank import TargetHead, bank_from_dump
@@ -293,7 +293,7 @@ def test_dump_mode_scores_the_draft_on_the_states_a_cluster_wrote(bundled_models
     assert claims["served"] == [3, 7, 11] and claims["scan"]["scanned"] == 42 and claims["scan"]["prompts"] == 4
     bank = bank_from_dump(tmp_path / "dump", TargetHead.from_folder(bundled.TARGET))
     draft = load_draft(bundled.DRAFT_CASE, target=str(bundled.TARGET), check_vocab=False)
-    as_trained = verdicts.compare_wirings(bank, draft, {"t": (TRAINED, True)}, "t", num_steps=4).verdicts["t"].value
+    as_trained = hypotheses.compare_wirings(bank, draft, {"t": (TRAINED, True)}, "t", num_steps=4).verdicts["t"].value
     assert claims["pair"]["as trained"]["value"] == pytest.approx(as_trained.value)
     assert "dump mode: the dump dump (4 samples" in printed and f"{sum(s - p for s, p in zip(map(len, seqs), lens))} " \
         "continuation tokens" in printed

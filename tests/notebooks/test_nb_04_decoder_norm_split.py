@@ -214,7 +214,7 @@ def test_scaling_the_normed_residual_by_rms_h_reproduces_the_flag_off_run(nb):
 def test_as_trained_is_notebook_03s_number(nb, models):
     """One evaluation set for "as trained": the same parameters as notebook 03 and the same scorer, so the
     same tau, recomputed here from the set the notebook states."""
-    from eagle3lab.analysis import verdicts
+    from eagle3lab.analysis import rule_reading
     from eagle3lab.decoding.evaluate import greedy_dataset
     from eagle3lab.models.state_bank import capture_bank
 
@@ -228,7 +228,7 @@ def test_as_trained_is_notebook_03s_number(nb, models):
     prompts = load_prompts(NOTEBOOKS / s["prompts_file"], n=s["n_prompts"], length=s["length"])
     seqs, lens = greedy_dataset(target, prompts, max_new_tokens=s["max_new_tokens"])
     bank = capture_bank(target, seqs, lens)
-    rules = verdicts.compare_rules(bank, {"draft-case": (case, CASE_WIRING)}, num_steps=s["num_steps"])
+    rules = rule_reading.compare_rules(bank, {"draft-case": (case, CASE_WIRING)}, num_steps=s["num_steps"])
     assert rules.tau("draft-case", True) == nb["tau"]["draft-case True"]
 
 

@@ -1,0 +1,158 @@
+"""Notebook 04's readings of the first layer's residual rule (``norm_before_residual``).
+
+:func:`compare_rules` scores each draft, fed its trained wiring, under each rule; :func:`engine_rules` runs
+the draft with each engine profile's own rule; :func:`rule_summary` is the notebook's summary, its words
+from its claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from eagle3lab.analysis.hypotheses import make_scorer, settings_for
+from eagle3lab.analysis.verdicts import Verdict, Verdicts, compare
+
+
+@dataclass
+class RuleComparison:
+    """Each draft (fed its trained wiring) under each residual rule, scored on one bank."""
+
+    scores: dict                 # (draft name, rule) -> BankScore
+    per_draft: dict              # draft name -> Verdicts over its rules, the preferred rule the reference
+    preferred: dict              # draft name -> the rule with the higher tau
+    wiring: dict
+
+    def tau(self, name: str, rule: bool) -> float:
+        return self.per_draft[name][f"norm_before_residual={rule}"].value.value
+
+    def verdict(self, name: str) -> Verdict:
+        """The other rule against the preferred one."""
+        return self.per_draft[name][f"norm_before_residual={not self.preferred[name]}"]
+
+    def table(self) -> pd.DataFrame:
+        """tau with its interval, a_k (share of rounds with >= k accepted) and the rounds reaching each position."""
+        rows = []
+        for (name, rule), s in self.scores.items():
+            v = self.per_draft[name][f"norm_before_residual={rule}"]
+            row = {"draft": name, "norm_before_residual": rule, "tau": round(v.value.value, 3),
+                   "tau 95%": f"[{v.value.low:.2f}, {v.value.high:.2f}]", "verdict": v.word}
+            row.update({f"a{k}": round(a, 3) for k, a in enumerate(s.stats.survival, start=1)})
+            row["rounds reaching 1..K"] = list(s.stats.reached_per_pos)
+            rows.append(row)
+        return pd.DataFrame(rows).set_index(["draft", "norm_before_residual"])
+
+    def survival_frame(self) -> pd.DataFrame:
+        """tau and a1..aK only (what ``plot_survival_by_rule`` draws)."""
+        df = self.table()
+        return df[["tau"] + [c for c in df.columns if c[0] == "a" and c[1:].isdigit()]]
+
+    def words(self) -> str:
+        lines = []
+        for name in self.per_draft:
+            v, best = self.verdict(name), self.preferred[name]
+            if v.word == "within noise":
+                lines.append(f"- {name}: the two rules are within noise of each other ({v.against()}): these "
+                             "prompts do not tell which rule it was trained with.")
+            else:
+                d = v.claims()
+                lines.append(f"- {name}: the weights prefer norm_before_residual={best} "
+                             f"(tau {self.tau(name, best):.2f}); with {not best}, {v.measured()}, it loses "
+                             f"{d['by']:.2f} [{d['by_low']:.2f}, {d['by_high']:.2f}] tokens per round.")
+        return "\n".join(lines)
+
+    def claims(self) -> dict:
+        return {name: {"preferred": bool(self.preferred[name]), "word": self.verdict(name).word,
+                       **{str(k): v for k, v in vs.claims().items()}} for name, vs in self.per_draft.items()}
+
+
+def compare_rules(bank, drafts: Mapping, *, num_steps: int, rules=(False, True), level: float = 0.95) -> RuleComparison:
+    """``drafts``: name -> (draft, wiring). Each draft is scored fed ``wiring`` under each rule (its other
+    settings as loaded); the rule with the higher tau is the reference the other is compared with."""
+    scores, per, pref, wiring = {}, {}, {}, {}
+    for name, (d, w) in drafts.items():
+        scorer, wiring[name] = make_scorer(bank, d, num_steps), tuple(int(k) for k in w)
+        mine = {f"norm_before_residual={bool(r)}": scorer(wiring[name], settings_for(d, r)) for r in rules}
+        for r in rules:
+            scores[name, bool(r)] = mine[f"norm_before_residual={bool(r)}"]
+        pref[name] = max(rules, key=lambda r: mine[f"norm_before_residual={bool(r)}"].stats.tau)
+        per[name] = compare(mine, f"norm_before_residual={bool(pref[name])}", level=level)
+    return RuleComparison(scores, per, pref, wiring)
+
+
+def engine_rules(bank, draft, wiring, profiles, *, num_steps: int, reference_rule: bool,
+                 level: float = 0.95) -> Verdicts:
+    """Each engine profile's own settings for ``draft`` (its residual rule decided by the profile), fed
+    ``wiring``, against the draft under ``reference_rule``. Names: the profiles' engine names."""
+    from eagle3lab.analysis.wiring_search import settings_of
+    from eagle3lab.engines.profiles import PROFILES
+
+    scorer = make_scorer(bank, draft, num_steps)
+    wiring = tuple(int(k) for k in wiring)
+    measured = {"reference": scorer(wiring, settings_for(draft, reference_rule))}
+    for p in profiles:
+        measured[PROFILES[p].engine] = scorer(wiring, settings_of(draft.under(p)))
+    return compare(measured, "reference", level=level)
+
+
+def probe_positions(prompt_lens, lengths, width: int, num_steps: int, device=None) -> dict:
+    """Boolean ``[B, width]`` masks over the rows of a first draft pass (row t reads token t+1 and the target's
+    states at t): ``prompt`` rows inside the prompt, ``continuation`` the anchors a teacher-forced chain of
+    ``num_steps`` scores (after the prompt, every position inside the sequence)."""
+    import torch
+
+    rows = torch.arange(width, device=device)[None]
+    p = torch.tensor(list(prompt_lens), device=device)[:, None]
+    n = torch.tensor(list(lengths), device=device)[:, None]
+    return {"prompt": rows < p - 1, "continuation": (rows >= p - 1) & (rows + num_steps <= n - 1),
+            "all": rows < n - 1}
+
+
+def rule_summary(*, study: str, control: str, scale: pd.DataFrame, cos_h_normed: float, patch_diff: float,
+                 rules: RuleComparison, engines: Verdicts, engine_rule: dict, serving_engine: str,
+                 agreement: dict, scale_sweep: Verdicts, h_scale: float, num_steps: int,
+                 mla: dict) -> tuple[str, dict]:
+    """Notebook 04's summary: (text, claims)."""
+    s = scale.xs(study, level="draft")["median"]
+    embed, fc, emb_n, hid_n = (float(s.iloc[i]) for i in range(4))
+    honour = [e for e, v in engine_rule.items() if v == rules.preferred[study]]
+    other = [e for e, v in engine_rule.items() if v != rules.preferred[study]]
+    serving = engines[serving_engine]
+    a = agreement
+    at_scale = scale_sweep[f"c = {h_scale:.2f}"]
+    text = (f"In the draft's first layer the embedding half and the fc half enter at very different scales (median "
+            f"per-token RMS {embed:.3f} vs {fc:.1f} in {study}); after their norms both are near 1 ({emb_n:.2f} and "
+            f"{hid_n:.2f}). The residual rule is a question of scale: h and hidden_norm(h) have cosine "
+            f"{cos_h_normed:.3f} but differ by that factor, and patching layers.0.hook_residual to hidden_norm(h) in a "
+            f"flag-off run reproduces the flag-on logits (max difference {patch_diff:.1g}). Scaling the flag-on residual "
+            f"by c = {h_scale:.2f} (the median rms(h)), step-1 agreement {at_scale.value.value:.3f} "
+            f"{at_scale.against(3, reference='the flag-off run')}. Teacher-forced {num_steps}-step chains with the trained "
+            f"wiring, on {rules.verdict(study).value.units} prompts (the as-trained set notebook 03 uses): ")
+    for name in (study, control):
+        v, best = rules.verdict(name), rules.preferred[name]
+        d = v.claims()
+        text += (f"{name} prefers norm_before_residual={best} (tau {rules.tau(name, best):.2f}); with {not best} tau "
+                 f"{rules.tau(name, not best):.2f}, " + (f"it loses {d['by']:.2f} [{d['by_low']:.2f}, {d['by_high']:.2f}]"
+                                                        if v.word == "loses" else f"{v.against()}") + ". ")
+    text += (f"Engines that run {study} with its preferred rule: {', '.join(honour) or 'none'}; with the other: "
+             f"{', '.join(other) or 'none'} ({serving_engine}: {serving.measured()}). Step-1 agreement of {study} "
+             f"(preferred rule) is {a['continuation']:.2f} on the continuation anchors, "
+             + ("exactly its a1" if abs(a["continuation"] - a["a1"]) < 1e-9 else "while its a1 is")
+             + f" ({a['a1']:.2f}), and {a['prompt']:.2f} on the prompt tokens: "
+             + ("the gap is the tokens, not the rule. " if abs(a["continuation"] - a["a1"]) < 1e-9 else
+                "the two differ by more than the tokens. ")
+             +
+             f"The MLA_CONFIG draft declares {mla['attention']} attention and {mla['rope']} RoPE; of the engine profiles only "
+             f"{', '.join(mla['runs_in']) or 'none'} build its first layer.")
+    claims = dict(embed_rms=embed, fc_rms=fc, emb_normed_rms=emb_n, hid_normed_rms=hid_n, cos_h_normed=cos_h_normed,
+                  patch_diff=float(patch_diff), rules=rules.claims(), engines=engines.claims(),
+                  rule_by_engine={e: bool(v) for e, v in engine_rule.items()}, honour=honour, other=other,
+                  agreement=a, scale_sweep=scale_sweep.claims(), h_scale=h_scale, num_steps=num_steps,
+                  mla_attention=mla["attention"], mla_rope=mla["rope"], mla_runs_in=mla["runs_in"],
+                  tau={f"{n} {r}": rules.tau(n, r) for n in (study, control) for r in (True, False)},
+                  survival={f"{n} {r}": list(rules.scores[n, r].stats.survival) for n in (study, control)
+                            for r in (True, False)},
+                  preferred={n: bool(rules.preferred[n]) for n in (study, control)})
+    return text, claims
