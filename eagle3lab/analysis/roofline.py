@@ -4,11 +4,16 @@ to state, not a measurement."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
-from eagle3lab.analysis.cost_model import explain, verdict
+from eagle3lab.analysis.cost_model import explain
+from eagle3lab.analysis.verdicts import speed_word
+from eagle3lab.engines.acceptance import Interval
+
+NO_INTERVAL = "not measured with an interval"     # a bare speedup: one median, nothing to tell noise from a change
 
 
 @dataclass(frozen=True)
@@ -95,24 +100,64 @@ def price_on_served(cases: dict[str, dict], roofline: str | Roofline = SERVED["r
     return explain(rows)
 
 
+def _measured(x) -> Interval | None:
+    """A measured speedup with its interval: an ``Interval`` (or anything with ``value`` / ``low`` / ``high``), a
+    mapping with those keys, or ``(value, low, high)``; None for a bare number (no interval to word it from)."""
+    if isinstance(x, Mapping):
+        return Interval(float(x["value"]), float(x["low"]), float(x["high"]), x.get("level"), x.get("units"))
+    if all(hasattr(x, k) for k in ("value", "low", "high")):
+        return Interval(float(x.value), float(x.low), float(x.high), getattr(x, "level", None), getattr(x, "units", None))
+    if isinstance(x, (tuple, list)) and len(x) == 3:
+        return Interval(*(float(v) for v in x), None, None)
+    return None
+
+
+def _served_word(tau: Interval | None, break_even: float) -> str:
+    """A served column is a projection (stated assumptions, no timing): tau's interval over the projected
+    break-even is a projected speedup interval, worded by ``speed_word`` ("projected faster" exactly when tau's
+    whole interval lies above the break-even, as ``speed_reading.projected_word``); without tau's interval,
+    said to have none rather than ranked on a point."""
+    if tau is None:
+        return "projected, no tau interval"
+    return "projected " + speed_word(Interval(tau.value / break_even, tau.low / break_even, tau.high / break_even,
+                                              tau.level, tau.units))
+
+
 def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: float = SERVED["overhead"],
                     batch: int = SERVED["batch"]) -> pd.DataFrame:
-    """Each case's verdict here (from its measured speedup) and on the served target, side by side.
+    """Each case's verdict here (from its measured speedup and its interval) and its projection on the served
+    target, side by side.
 
-    ``cases``: name -> ``tau``, ``num_steps``, ``num_draft_tokens``, ``break_even_here`` and
-    ``measured_here`` (speedup measured on this machine). The served columns price the same tau at
-    batch 1 and at ``batch``, and at ``batch`` with the overlap scheduler on (per-round overhead 0).
+    ``cases``: name -> ``tau``, ``num_steps``, ``num_draft_tokens``, ``break_even_here`` and ``measured_here``,
+    the speedup measured on this machine over plain decoding, with its paired interval
+    (``DecodeSweep.speed_ratio``: an ``Interval``, a ``{value, low, high}`` mapping or ``(value, low, high)``);
+    optionally ``tau_low`` / ``tau_high``, tau's interval. "verdict here" is ``verdicts.speed_word`` of that
+    interval (faster / slower / within noise); a bare float is shown but worded "not measured with an interval".
+    The served columns price the same tau at batch 1 and at ``batch``, and at ``batch`` with the overlap
+    scheduler on (per-round overhead 0): a break-even from stated assumptions (no interval of its own), the
+    projected speedup tau / break-even, and the word of tau's interval against it ("projected faster" /
+    "projected slower" / "projected within noise"; "projected, no tau interval" without one).
     """
     served = {"batch 1": price_on_served(cases, c=c, overhead=overhead, batches=(1,)),
               f"batch {batch}": price_on_served(cases, c=c, overhead=overhead, batches=(batch,)),
               f"batch {batch}, overlap on": price_on_served(cases, c=c, overhead=0.0, batches=(batch,))}
     rows = []
     for name, case in cases.items():
-        row = {"case": name, "tau": case["tau"], "break-even here": case["break_even_here"],
-               "measured here": case["measured_here"], "verdict here": verdict(case["measured_here"], 1.0)}
+        here = _measured(case["measured_here"])
+        tau = (Interval(case["tau"], case["tau_low"], case["tau_high"], None, None)
+               if case.get("tau_low") is not None and case.get("tau_high") is not None else None)
+        row = {"case": name, "tau": case["tau"]}
+        if tau is not None:
+            row |= {"tau_low": tau.low, "tau_high": tau.high}
+        row |= {"break-even here": case["break_even_here"],
+                "measured here": float(case["measured_here"]) if here is None else here.value,
+                "measured here low": float("nan") if here is None else here.low,
+                "measured here high": float("nan") if here is None else here.high,
+                "verdict here": NO_INTERVAL if here is None else speed_word(here)}
         for label, table in served.items():
             be = float(table.loc[table.index.str.startswith(f"{name} | "), "break_even_tau"].iloc[0])
             row[f"break-even served, {label}"] = be
-            row[f"verdict served, {label}"] = verdict(case["tau"], be)
+            row[f"projected speedup served, {label}"] = case["tau"] / be
+            row[f"verdict served, {label}"] = _served_word(tau, be)
         rows.append(row)
     return pd.DataFrame(rows).set_index("case")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from eagle3lab.analysis.cost_model import (
-    verdict,
-)
 from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, Roofline, here_and_served, price_on_served
+from eagle3lab.analysis.speed_reading import projected_word
+from eagle3lab.engines.acceptance import Interval, bootstrap_rate_ratio
 
 
 def test_roofline_moe_reads_more_experts_for_more_tokens():
@@ -41,18 +40,72 @@ def test_price_on_served_uses_the_roofline_and_stated_costs():
     assert table.break_even_tau.iloc[1] > table.break_even_tau.iloc[0] > 1
 
 
-def test_here_and_served_measured_here_priced_there():
-    cases = {"bad": {"tau": 1.43, "num_steps": 1, "num_draft_tokens": 2, "break_even_here": 1.42, "measured_here": 1.01},
-             "useless": {"tau": 1.05, "num_steps": 1, "num_draft_tokens": 2, "break_even_here": 1.33,
-                         "measured_here": 0.8}}
+ONE_STEP = {"tau": 1.43, "num_steps": 1, "num_draft_tokens": 2, "break_even_here": 1.42}
+
+
+def test_here_and_served_words_the_measured_speedup_from_its_interval_not_its_point():
+    """1.03x whose interval straddles 1 is within noise (the old 5% band said the same for the wrong reason, and
+    1.06x with the same width would have been "wins"); a whole interval above 1 is faster, below 1 slower."""
+    cases = {"straddles": {**ONE_STEP, "measured_here": Interval(1.03, 0.97, 1.09, 0.95, 12)},
+             "wide but above": {**ONE_STEP, "measured_here": (1.06, 1.01, 1.12)},
+             "clearly faster": {**ONE_STEP, "measured_here": {"value": 1.40, "low": 1.31, "high": 1.52}},
+             "slower": {**ONE_STEP, "measured_here": Interval(0.80, 0.74, 0.86, 0.95, 12)},
+             "median only": {**ONE_STEP, "measured_here": 1.50}}
     where = here_and_served(cases, c=0.1, overhead=0.2, batch=48)
-    assert list(where.index) == ["bad", "useless"]
-    assert where.loc["bad", "verdict here"] == "breaks even" and where.loc["useless", "verdict here"] == "loses"
+    assert dict(where["verdict here"]) == {"straddles": "within noise", "wide but above": "faster",
+                                           "clearly faster": "faster", "slower": "slower",
+                                           "median only": "not measured with an interval"}
+    assert list(where.loc["straddles", ["measured here", "measured here low", "measured here high"]]) == [1.03, 0.97, 1.09]
+    assert where.loc["median only", "measured here"] == 1.50 and where.loc["median only", ["measured here low",
+                                                                                         "measured here high"]].isna().all()
+
+
+def test_here_and_served_words_a_paired_speed_ratio_the_way_speed_word_does():
+    """The interval bench_decode hands over (a paired bootstrap of the rate ratio): the same word as speed_word."""
+    from eagle3lab.analysis.verdicts import speed_word
+
+    same = bootstrap_rate_ratio([10] * 8, [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.0], [10] * 8, [1.0] * 8)
+    twice = bootstrap_rate_ratio([20] * 8, [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.0], [10] * 8, [1.0] * 8)
+    where = here_and_served({"same": {**ONE_STEP, "measured_here": same}, "twice": {**ONE_STEP, "measured_here": twice}})
+    assert where.loc["same", "verdict here"] == speed_word(same) == "within noise"
+    assert where.loc["twice", "verdict here"] == speed_word(twice) == "faster"
+
+
+def test_here_and_served_served_columns_are_projections_worded_from_taus_interval():
+    cases = {"bad": {**ONE_STEP, "measured_here": 1.01}, "bad, measured": {**ONE_STEP, "tau_low": 1.30, "tau_high": 1.50,
+                                                                            "measured_here": (1.01, 0.95, 1.07)},
+             "bad, tight": {**ONE_STEP, "tau_low": 1.40, "tau_high": 1.47, "measured_here": (1.01, 0.98, 1.04)},
+             "useless": {"tau": 1.05, "tau_low": 1.02, "tau_high": 1.08, "num_steps": 1, "num_draft_tokens": 2,
+                         "break_even_here": 1.33, "measured_here": (0.80, 0.75, 0.85)}}
+    where = here_and_served(cases, c=0.1, overhead=0.2, batch=48)
+    assert list(where.index) == ["bad", "bad, measured", "bad, tight", "useless"]
     for label, overhead, batch in (("batch 1", 0.2, 1), ("batch 48", 0.2, 48), ("batch 48, overlap on", 0.0, 48)):
-        table = price_on_served({"bad": cases["bad"]}, c=0.1, overhead=overhead, batches=(batch,))
-        be = float(table.break_even_tau.iloc[0])
+        be = float(price_on_served({"bad": cases["bad"]}, c=0.1, overhead=overhead, batches=(batch,)).break_even_tau.iloc[0])
         assert where.loc["bad", f"break-even served, {label}"] == pytest.approx(be)
-        assert where.loc["bad", f"verdict served, {label}"] == verdict(1.43, be)
+        assert where.loc["bad", f"projected speedup served, {label}"] == pytest.approx(1.43 / be)
+        # no tau interval: no ranking on the point, however far it lies from the break-even
+        assert where.loc["bad", f"verdict served, {label}"] == "projected, no tau interval"
+    be1, be48 = (where.loc["bad", f"break-even served, {b}"] for b in ("batch 1", "batch 48"))
+    assert 1.30 < be1 < 1.40 and 1.50 < be48    # the stated costs: batch 1 cheaper than tau 1.43, batch 48 dearer
+    words = where[[f"verdict served, {b}" for b in ("batch 1", "batch 48")]]
+    assert list(words.loc["bad, measured"]) == ["projected within noise", "projected slower"]   # [1.30, 1.50]
+    assert list(words.loc["bad, tight"]) == ["projected faster", "projected slower"]          # [1.40, 1.47]
+    # the same rule as the what-if's (speed_reading.projected_word, notebook 05)
+    for name in ("bad, measured", "bad, tight", "useless"):
+        tau = Interval(*where.loc[name, ["tau", "tau_low", "tau_high"]], 0.95, 8)
+        for b in ("batch 1", "batch 48", "batch 48, overlap on"):
+            assert where.loc[name, f"verdict served, {b}"] == projected_word(tau, where.loc[name, f"break-even served, {b}"])
+    assert where.loc["useless", "verdict here"] == "slower"
+    assert list(where.loc["useless", ["tau_low", "tau_high"]]) == [1.02, 1.08]
     # the overlap scheduler removes the per-round overhead, nothing else
     assert where.loc["bad", "break-even served, batch 48"] - where.loc["bad", "break-even served, batch 48, overlap on"] \
         == pytest.approx(0.2)
+
+
+def test_here_and_served_table_draws():
+    from eagle3lab.analysis import plots
+
+    where = here_and_served({"x": {**ONE_STEP, "tau_low": 1.3, "tau_high": 1.55, "measured_here": (1.0, 0.9, 1.1)}})
+    fig = plots.plot_here_and_served(where)
+    labels = {h.get_label() for h in fig.axes[0].get_legend().legend_handles}
+    assert {"here (projected)", "served, batch 1 (projected)", "tau (tokens per round)"} <= labels
