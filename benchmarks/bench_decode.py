@@ -13,7 +13,10 @@ Cases, each timed side by side with plain decoding in the same run (``eagle3lab.
                               that is bad, not useless
 
 For each: tau, c, the verify cost v(M), the round cost in target steps (= break-even tau), projected
-and measured speedup and the projection error. Then the same acceptance on a large served target,
+and measured speedup and the projection error. The measured speedup over plain decoding is worded from
+its paired interval over prompts (``DecodeSweep.speed_ratio``, repetitions summed: ``verdicts.speed_word``,
+faster / slower / within noise); a run without one (an older ``run_benchmark``) says so instead of ranking
+a median. Then the same acceptance on a large served target,
 where the verify curve and the per-round engine costs come from stated assumptions (a roofline of a
 Kimi-K2-shaped MoE): the numbers that turn a break-even on this CPU into a loss there.
 ``--record`` writes each draft's results to ``bench.json`` beside it and re-renders the
@@ -32,9 +35,17 @@ import torch
 from eagle3lab import bundled
 from eagle3lab.analysis.benchmark import finite_json, run_benchmark
 from eagle3lab.analysis.cost_model import implied_round_cost
-from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, SERVED, here_and_served, price_on_served
+from eagle3lab.analysis.roofline import (
+    NO_INTERVAL,
+    ROOFLINE_EXAMPLES,
+    SERVED,
+    here_and_served,
+    price_on_served,
+)
+from eagle3lab.analysis.verdicts import speed_word
 from eagle3lab.atomic import write_json
 from eagle3lab.bundled import load_prompts
+from eagle3lab.engines.acceptance import Interval
 
 HALF_FIXED = "case half fixed, chain 1"
 CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
@@ -52,21 +63,55 @@ def half_fixed(case, case_dir: Path):
     return case.rewired(aux_resid=trained) if trained is not None else None
 
 
+def speed_interval(r: dict, kind: str = "decode") -> Interval | None:
+    """The case's speedup over plain decoding with its paired interval (``run_benchmark``'s ``speed_ratio``,
+    ``kind`` "decode" or "e2e"); None when the run recorded none."""
+    i = (r.get("speed_ratio") or {}).get(kind)
+    if not i or None in (i.get("value"), i.get("low"), i.get("high")):
+        return None
+    return Interval(i["value"], i["low"], i["high"], i.get("level"), i.get("units"))
+
+
+def ratio_words(r: dict, kind: str = "decode") -> str:
+    """``1.23x [1.10, 1.35] (paired, 95%, 12 prompts): faster``, or the median and that it has no interval."""
+    i = speed_interval(r, kind)
+    if i is None:
+        median = r["projection"]["measured_speedup"] if kind == "decode" else r["speedup"]["vs_greedy_loop"]
+        return f"{median:.2f}x (median of {r['settings']['repeats']}): {NO_INTERVAL}"
+    level = f"{i.level:.0%}, " if i.level is not None else ""
+    return f"{i.value:.2f}x [{i.low:.2f}, {i.high:.2f}] (paired, {level}{i.units} prompts): {speed_word(i)}"
+
+
+def _interval_columns(i: Interval | None) -> dict:
+    if i is None:
+        return {"measured_ratio": float("nan"), "measured_low": float("nan"), "measured_high": float("nan"),
+                "measured_verdict": NO_INTERVAL}
+    return {"measured_ratio": i.value, "measured_low": i.low, "measured_high": i.high, "measured_verdict": speed_word(i)}
+
+
 def verdicts(results: dict, measured: pd.DataFrame, c: float, overhead: float, batch: int) -> str:
-    """For each 1-step chain: does its tau clear the break-even here (measured), and on the served target?"""
-    one_step = {name: {"tau": r["acceptance"]["tau"], "num_steps": 1, "num_draft_tokens": r["settings"]["num_draft_tokens"],
-                       "break_even_here": measured.loc[name, "break_even_tau"],
-                       "measured_here": r["projection"]["measured_speedup"]}
-                for name, r in results.items() if r["settings"]["num_steps"] == 1}
+    """For each 1-step chain: its measured speedup here (worded from its paired interval), and whether its tau
+    (with its interval when recorded) clears the break-even projected on the served target."""
+    one_step = {}
+    for name, r in results.items():
+        if r["settings"]["num_steps"] != 1:
+            continue
+        a, here = r["acceptance"], speed_interval(r)
+        one_step[name] = {"tau": a["tau"], "tau_low": a.get("tau_low"), "tau_high": a.get("tau_high"), "num_steps": 1,
+                          "num_draft_tokens": r["settings"]["num_draft_tokens"],
+                          "break_even_here": measured.loc[name, "break_even_tau"],
+                          "measured_here": r["projection"]["measured_speedup"] if here is None else here}
     lines = []
     if one_step:
         for name, row in here_and_served(one_step, c=c, overhead=overhead, batch=batch).iterrows():
-            lines.append(f"{name}: tau {row.tau:.2f}; here break-even {row['break-even here']:.2f}, measured "
-                         f"{row['measured here']:.2f}x -> {row['verdict here']}; served MoE "
-                         f"{row['break-even served, batch 1']:.2f} (batch 1) -> {row['verdict served, batch 1']}, "
-                         f"{row[f'break-even served, batch {batch}']:.2f} (batch {batch}) -> "
-                         f"{row[f'verdict served, batch {batch}']}, {row[f'break-even served, batch {batch}, overlap on']:.2f} "
-                         f"with the overlap scheduler on -> {row[f'verdict served, batch {batch}, overlap on']}")
+            served = "; ".join(f"{row[f'break-even served, {label}']:.2f} ({label}, projected "
+                               f"{row[f'projected speedup served, {label}']:.2f}x) -> {row[f'verdict served, {label}']}"
+                               for label in ("batch 1", f"batch {batch}", f"batch {batch}, overlap on"))
+            tau = (f"tau {row.tau:.2f} [{row.tau_low:.2f}, {row.tau_high:.2f}]" if pd.notna(row.get("tau_low"))
+                   else f"tau {row.tau:.2f}")
+            lines.append(f"{name}: {tau}; here break-even {row['break-even here']:.2f}, measured "
+                         f"{ratio_words(results[name])}; served MoE break-even (stated assumptions, no interval of "
+                         f"its own) {served}")
     if "case as SGLang, chain 1" in results:
         tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
         lines.append(f"The seed (90 -> 56.8 tok/s) at this case's tau {tau:.2f} implies a served round cost of "
@@ -142,18 +187,25 @@ def main(argv=None) -> int:
         r["overrides"] = dict(drafts[which].wiring)   # what-if settings this case ran with ({} = as shipped)
         results[name] = r
         t, a = r["tokens_per_s"], r["acceptance"]
-        print(f"   tokens/s: generate {t['generate']:.1f}, greedy loop {t['greedy_loop']:.1f}, speculative "
-              f"{t['speculative']:.1f} -> {r['speedup']['vs_generate']:.2f}x vs generate; tau {a['tau']:.2f}; "
+        print(f"   tokens/s (medians of {args.repeats}): generate {t['generate']:.1f}, greedy loop "
+              f"{t['greedy_loop']:.1f}, speculative {t['speculative']:.1f} ({r['speedup']['vs_generate']:.2f}x "
+              f"generate's median, no interval); tau {a['tau']:.2f}; "
               f"lossless {r['lossless']['identical_to_generate']}/{r['lossless']['prompts']}", flush=True)
+        print(f"   over the greedy loop: decode {ratio_words(r, 'decode')}; "
+              f"end to end {ratio_words(r, 'e2e')}", flush=True)
 
     measured = pd.DataFrame([{
         "case": n, "tau": r["acceptance"]["tau"], "emitted_per_round": r["projection"]["tokens_per_round"],
         "c": r["cost_model"]["c"], "num_steps": r["settings"]["num_steps"], "v_verify": r["projection"]["v_verify"],
         "round_cost": r["projection"]["round_cost"], "projected_speedup": r["projection"]["speedup"],
         "measured_speedup": r["projection"]["measured_speedup"], "projection_error_%": 100 * r["projection"]["error"],
-        "vs_generate": r["speedup"]["vs_generate"]} for n, r in results.items()]).set_index("case")
+        **_interval_columns(speed_interval(r)), "vs_generate": r["speedup"]["vs_generate"]}
+        for n, r in results.items()]).set_index("case")
     measured["break_even_tau"] = measured["round_cost"]
-    print("\nMeasured on this device (round cost in target steps = break-even tau):")
+    print("\nMeasured on this device (round cost in target steps = break-even tau; measured_speedup: the median over "
+          "repetitions, what projection_error_% compares; measured_ratio [measured_low, measured_high]: decode tokens "
+          "over seconds, summed, over the greedy loop's, with its paired interval over prompts; measured_verdict: "
+          "its word):")
     print(measured.round(3).to_string())
     served = price_on_served({n: {"tau": r["acceptance"]["tau"], **r["settings"]} for n, r in results.items()},
                              c=args.served_c, overhead=args.engine_overhead, batches=(1, args.served_batch))
