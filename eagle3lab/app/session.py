@@ -17,7 +17,9 @@ written whole or not at all (``eagle3lab.atomic``).
     diff_sessions(a, b)                                        # what changed, beyond noise or not
 
 Re-running (``eagle3lab.app.rerun``) executes the recorded command again on the same models; sessions
-of notebooks are made by ``eagle3lab.app.workbook.notebook_session``.
+of notebooks are made by ``eagle3lab.app.workbook.notebook_session`` (each claimed interval one metric, with the
+level, units and unit its claim carries: ``workbook.claim_metrics``). Notebook sessions written before that held
+a claim object's interval as three bare numbers; ``Session.load`` reads each triple as one metric (``regrouped``).
 """
 
 from __future__ import annotations
@@ -67,8 +69,26 @@ def environment() -> dict:
             "threads": torch.get_num_threads()}
 
 
+INTERVAL_FIELDS = ("value", "low", "high", "level", "units", "unit")   # what a metric with an interval stores
+
+
+def is_interval(value) -> bool:
+    """An interval object (``engines.acceptance.Interval``, anything with ``value``, ``low`` and ``high``)."""
+    return not isinstance(value, dict) and all(hasattr(value, k) for k in ("value", "low", "high"))
+
+
+def interval_record(value, unit: str | None = None) -> dict:
+    """An interval as a metric stores it: ``value``, ``low``, ``high``, its ``level`` and ``units`` (how many units
+    its bootstrap resampled; None when the object does not say), and ``unit`` (what the value is in) when given."""
+    record = {"value": value.value, "low": value.low, "high": value.high,
+              "level": getattr(value, "level", None), "units": getattr(value, "units", None)}
+    return plain_json({**record, **({"unit": unit} if unit is not None else {})})
+
+
 def plain_json(value):
-    """numpy / pandas scalars, tuples and paths -> JSON values."""
+    """numpy / pandas scalars, tuples, paths and interval objects (:func:`interval_record`) -> JSON values."""
+    if is_interval(value):
+        return interval_record(value)
     if isinstance(value, dict):
         return {str(k): plain_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -106,12 +126,10 @@ class Session:
     def metric(self, name: str, value, unit: str | None = None) -> None:
         """A number, or an interval (anything with ``value``, ``low``, ``high``; ``level`` and ``units`` kept
         when it has them, as ``engines.acceptance.Interval`` does). ``unit``: what the value is in."""
-        if hasattr(value, "low") and hasattr(value, "high"):
-            record = {"value": value.value, "low": value.low, "high": value.high,
-                      "level": getattr(value, "level", None), "units": getattr(value, "units", None)}
+        if is_interval(value):
+            self.metrics[name] = interval_record(value, unit)
         else:
-            record = {"value": value}
-        self.metrics[name] = plain_json({**record, **({"unit": unit} if unit is not None else {})})
+            self.metrics[name] = plain_json({"value": value, **({"unit": unit} if unit is not None else {})})
 
     def interval(self, name: str):
         """Metric ``name`` as an ``engines.acceptance.Interval``, or None when it was stored without bounds
@@ -186,7 +204,7 @@ class Session:
             tensors = load_file(str(folder / "tensors.safetensors"))
         return cls(name=record["name"], command=record.get("command", {}), parameters=record.get("parameters", {}),
                    models=record.get("models", {}), env=record.get("environment", {}),
-                   metrics=record.get("metrics", {}), notes=record.get("notes", []), tables=tables, figures=figures,
+                   metrics=regrouped(record.get("metrics", {})), notes=record.get("notes", []), tables=tables, figures=figures,
                    tensors=tensors, failure=record.get("failure"), path=folder)
 
     def summary(self) -> dict:
@@ -195,6 +213,26 @@ class Session:
                 "metrics": self.metrics, "notes": self.notes, "failure": self.failure,
                 "tables": {k: list(v.shape) for k, v in self.tables.items()},
                 "figures": sorted(self.figures)}
+
+
+def regrouped(metrics: dict) -> dict:
+    """Metrics as this version stores them. Notebook sessions written before claims were read whole held a claim's
+    interval as three bare numbers (``NAME.value``, ``NAME.low``, ``NAME.high``): each such triple becomes the one
+    metric ``NAME`` (value, low, high; no level, units or unit: they never recorded them), so that ``diff_sessions``
+    compares it with a newer session's. Anything else is kept as it is."""
+    bounds = ("value", "low", "high")
+    triples = {k.removesuffix(".value") for k in metrics if k.endswith(".value")}
+    triples = {n for n in triples if n not in metrics
+               and all(isinstance(metrics.get(f"{n}.{b}"), dict) and set(metrics[f"{n}.{b}"]) == {"value"} for b in bounds)}
+    out = {}
+    for key, m in metrics.items():
+        name, _, bound = key.rpartition(".")
+        if name in triples and bound in bounds:
+            if bound == "value":
+                out[name] = {b: metrics[f"{name}.{b}"]["value"] for b in bounds}
+            continue
+        out[key] = m
+    return out
 
 
 def _safe(name: str) -> str:

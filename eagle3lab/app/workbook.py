@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from eagle3lab.app.session import Session, flatten, plain_json
+from eagle3lab.app.session import Session, plain_json
 from eagle3lab.atomic import write_text
 from eagle3lab.bundled import ROOT
 
@@ -194,8 +194,8 @@ def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEB
 
 def notebook_session(nb, name: str, parameters: dict, failure: dict | None = None) -> Session:
     """A session from an executed notebook: its parameters, the models they name, its summary claims as
-    metrics (intervals where a claim has ``NAME_low``/``NAME_high`` siblings), its figures (PNG outputs),
-    and ``failure`` (:func:`notebook_failure`) when it stopped early."""
+    metrics (:func:`claim_metrics`: each interval whole, with its level, units and unit where the claim carries
+    them), its figures (PNG outputs), and ``failure`` (:func:`notebook_failure`) when it stopped early."""
     import base64
 
     from eagle3lab.bundled import REAL_TARGETS
@@ -208,14 +208,7 @@ def notebook_session(nb, name: str, parameters: dict, failure: dict | None = Non
         path = REAL_TARGETS.get(value) or (ROOT / "notebooks" / value).resolve()
         if Path(path).exists() and (Path(path).is_file() or (Path(path) / "config.json").exists()):
             s.model(key, path)
-    claims = find_claims(nb)
-    for key, value in flatten(claims).items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if key.endswith(("_low", "_high")):
-            continue
-        low, high = claims.get(f"{key}_low"), claims.get(f"{key}_high")
-        s.metrics[key] = {"value": value, **({"low": low, "high": high} if low is not None and high is not None else {})}
+    s.metrics = claim_metrics(find_claims(nb))
     s.notes = [find_summary(nb) or ""]
     if failure:
         s.notes.append(f"FAILED in cell {failure['cell']}: {failure['error']}")
@@ -227,6 +220,54 @@ def notebook_session(nb, name: str, parameters: dict, failure: dict | None = Non
                 k += 1
                 s.figures[f"figure {k:02d}"] = base64.b64decode(png)
     return s
+
+
+INTERVAL_KEYS = ("level", "units", "unit")   # what an interval carries beside its bounds, when its claim says
+
+
+def claim_metrics(claims: dict) -> dict:
+    """A notebook's claims as session metrics, one per claimed number, named by its path (``a.b.c``); strings,
+    booleans and lists are not metrics.
+
+    A number claimed with its interval is stored whole (``value``, ``low``, ``high``): a claim object with
+    ``value`` / ``low`` / ``high`` (``Verdict.claims()``, ``speed_reading.interval_claims``, an ``Interval`` passed
+    to :func:`summary`) becomes one metric named by the object's path, and ``NAME`` beside ``NAME_low`` /
+    ``NAME_high`` (at any depth; a verdict's ``diff`` and ``by`` too) one metric ``NAME``. Each also keeps
+    ``level`` (the interval's confidence), ``units`` (how many units its bootstrap resampled) and ``unit`` (what
+    the value is in: "tokens per round", "x no speculation", "tokens/s", "s") where the claim carries them:
+    ``NAME_level`` / ``NAME_units`` / ``NAME_unit`` siblings, or ``level`` / ``units`` / ``unit`` in the claim
+    object, which then hold for every interval in it (a verdict's value, difference and margin share their
+    prompts, level and unit). Nothing is inferred from a name: a claim that does not say has none."""
+    out: dict = {}
+    _collect_claims(claims, "", out)
+    return out
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _collect_claims(node: dict, prefix: str, out: dict) -> None:
+    whole = all(_number(node.get(k)) for k in ("value", "low", "high"))
+    shared = {k: node[k] for k in INTERVAL_KEYS if k in node} if whole else {}
+    taken = set(shared)
+    if whole:
+        out[prefix.removesuffix(".") or "value"] = {"value": node["value"], "low": node["low"], "high": node["high"],
+                                                     **shared}
+        taken |= {"value", "low", "high"}
+    for key, value in node.items():
+        if key in taken or not (_number(value) and _number(node.get(f"{key}_low")) and _number(node.get(f"{key}_high"))):
+            continue
+        own = {k: node[f"{key}_{k}"] for k in INTERVAL_KEYS if f"{key}_{k}" in node}
+        out[prefix + key] = {"value": value, "low": node[f"{key}_low"], "high": node[f"{key}_high"], **shared, **own}
+        taken |= {key, f"{key}_low", f"{key}_high", *(f"{key}_{k}" for k in own)}
+    for key, value in node.items():
+        if key in taken:
+            continue
+        if isinstance(value, dict):
+            _collect_claims(value, f"{prefix}{key}.", out)
+        elif _number(value):
+            out[prefix + key] = {"value": value}
 
 
 def notebook_parameters(nb) -> dict:

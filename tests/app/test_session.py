@@ -132,3 +132,68 @@ def test_a_version_1_session_still_loads_and_a_future_one_is_refused(tmp_path):
     (folder / "session.json").write_text(json.dumps({**record, "format": "eagle3lab-session/99"}))
     with pytest.raises(Eagle3LabError, match="eagle3lab-session/99"):
         Session.load(folder)
+
+
+def executed(claims: dict):
+    """An executed notebook whose summary() output carries ``claims`` (as the workbook finds them)."""
+    import nbformat
+
+    from eagle3lab.app.session import plain_json
+    from eagle3lab.app.workbook import CLAIMS_KEY, SUMMARY_KEY
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("summary(...)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": "**Summary.** x"},
+                                           metadata={SUMMARY_KEY: "x", CLAIMS_KEY: plain_json(claims)})]
+    nb.cells.append(cell)
+    return nbformat.reads(nbformat.writes(nb), as_version=4)      # through JSON, as a saved notebook is
+
+
+def test_a_notebook_session_stores_each_claimed_interval_whole_with_its_level_and_unit(tmp_path):
+    from eagle3lab.analysis.verdicts import Measured, compare
+    from eagle3lab.app.workbook import notebook_session
+
+    verdicts = compare({"a": Measured((10, 12, 9, 11), (5, 5, 5, 5)), "b": Measured((14, 16, 13, 15), (5, 5, 5, 5))}, "a")
+    claims = {"tau": 2.5, "tau_low": 2.2, "tau_high": 2.8, "tau_level": 0.95, "tau_units": 8, "tau_unit": "tokens per round",
+              "speed": {"main": {"value": 1.2, "low": 1.1, "high": 1.3, "level": 0.9, "units": 12,
+                                 "unit": "x no speculation", "word": "faster"}},
+              "ratio": Interval(0.8, 0.7, 0.9, 0.95, 24),     # an Interval handed to summary() as it is
+              "pair": verdicts.claims(), "count": 7, "word": "beats", "flag": True, "orphan_low": 1.5}
+    s = notebook_session(executed(claims), "09_demo.ipynb", {})
+    s.save(tmp_path / "s")
+    m = Session.load(tmp_path / "s").metrics
+    assert m["tau"] == {"value": 2.5, "low": 2.2, "high": 2.8, "level": 0.95, "units": 8, "unit": "tokens per round"}
+    assert m["speed.main"] == {"value": 1.2, "low": 1.1, "high": 1.3, "level": 0.9, "units": 12, "unit": "x no speculation"}
+    assert m["ratio"] == {"value": 0.8, "low": 0.7, "high": 0.9, "level": 0.95, "units": 24}
+    # a verdict's claims: its value and its paired difference, each one interval (no level: its claims do not say one)
+    b, diff = verdicts["b"], verdicts["b"].diff
+    assert m["pair.b"] == {"value": b.value.value, "low": b.value.low, "high": b.value.high}
+    assert m["pair.b.diff"] == {"value": diff.value, "low": diff.low, "high": diff.high}
+    assert m["pair.a"] == {"value": verdicts["a"].value.value, "low": verdicts["a"].value.low,
+                           "high": verdicts["a"].value.high}
+    assert "pair.b.value" not in m and "pair.b.low" not in m and "tau_low" not in m and "tau_level" not in m
+    assert m["count"] == {"value": 7} and m["orphan_low"] == {"value": 1.5} and not {"word", "flag"} & set(m)
+    assert Session.load(tmp_path / "s").interval("ratio") == Interval(0.8, 0.7, 0.9, 0.95, 24)
+
+
+def test_an_old_notebook_session_still_loads_its_bare_triples_read_as_one_interval(tmp_path):
+    """Format /2 as notebook sessions were written before: no level, units or unit, a claim object's interval as
+    three bare numbers. It loads; each triple reads as one interval, comparable with a newer session's."""
+    folder = tmp_path / "old"
+    folder.mkdir()
+    record = {"format": "eagle3lab-session/2", "name": "05", "command": {"kind": "notebook"}, "parameters": {},
+              "models": {}, "environment": {}, "notes": [""], "failure": None, "tables": [], "figures": [], "tensors": [],
+              "metrics": {"tau": {"value": 2.0, "low": 1.9, "high": 2.1}, "c": {"value": 0.1},
+                          "chain_tau.chain 2.value": {"value": 2.3}, "chain_tau.chain 2.low": {"value": 2.2},
+                          "chain_tau.chain 2.high": {"value": 2.5}, "chain_tau.chain 2.by": {"value": 0.4},
+                          "lone.value": {"value": 1.0}}}
+    (folder / "session.json").write_text(json.dumps(record))
+    old = Session.load(folder)
+    assert list(old.metrics) == ["tau", "c", "chain_tau.chain 2", "chain_tau.chain 2.by", "lone.value"]
+    assert old.interval("chain_tau.chain 2") == Interval(2.3, 2.2, 2.5, None, None)
+    assert old.interval("tau") == Interval(2.0, 1.9, 2.1, None, None) and old.interval("c") is None
+    new = Session("05")
+    new.metric("tau", Interval(2.05, 1.95, 2.15, 0.95, 8), unit="tokens per round")
+    new.metric("chain_tau.chain 2", Interval(3.0, 2.8, 3.2, 0.95, 8), unit="tokens per round")
+    diff = diff_sessions(old, new).set_index("name")
+    assert diff.loc["tau", "change"] == "within noise" and diff.loc["chain_tau.chain 2", "change"] == "beyond noise"
