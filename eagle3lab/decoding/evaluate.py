@@ -57,8 +57,9 @@ def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: i
     ``skip_fc``: pass 1 reads ``aux`` [B, L, H] as a state past fc, as SGLang's plain EAGLE path
     does when the fed state is as wide as the draft (sglang#21272). ``logits_at`` ([B, L-1] bool): every
     pass's logits only at those rows, ``[N, V]`` (the draft's ``logits_at``); passes 2.. then run only on the
-    window of rows that holds them (a later pass's row is attended by no other row: nothing else needs it),
-    so their ``hidden`` is ``[B, W, H]``.
+    window t0..t1-1 of rows that holds them (a later pass's row is attended by no other row: nothing else
+    needs it), so their ``hidden`` is ``[B, W, H]``, and pass 1 computes only keys and values at the rows
+    before t0 (later rows attend them; nothing else reads them), so its ``hidden`` starts at row t0.
     """
     from eagle3lab.models.draft import DraftCache
 
@@ -67,16 +68,19 @@ def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: i
     if rows < 1:
         raise bad_input("sequences", None, "at least 2 tokens per sequence", L)
     cache = DraftCache()
-    first = {"recycled_hidden": aux[:, :-1]} if skip_fc else {"aux_hidden_states": aux[:, :-1]}
-    outs = [draft(input_ids[:, 1:], **first, cache=cache, logits_at=logits_at)]
-    pad = torch.full((B, num_steps), pad_id, dtype=input_ids.dtype, device=input_ids.device)
-    ids_ext = torch.cat([input_ids, pad], dim=1)
+    key = "recycled_hidden" if skip_fc else "aux_hidden_states"
     t0, t1, at = 0, rows, logits_at
-    if logits_at is not None and num_steps > 1:
+    if logits_at is not None:
         used = logits_at.any(0).nonzero().flatten()
         t0, t1 = (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 1)
         at = logits_at[:, t0:t1]
-    recycled = outs[-1].hidden[:, t0:t1]
+    if t0 > 0:   # rows before the first logit read (the prompt): only their keys and values are ever used
+        draft(input_ids[:, 1:t0 + 1], **{key: aux[:, :t0]}, cache=cache, keys_only=True)
+    outs = [draft(input_ids[:, t0 + 1:], **{key: aux[:, t0:-1]}, cache=cache,
+                  logits_at=None if logits_at is None else logits_at[:, t0:])]
+    pad = torch.full((B, num_steps), pad_id, dtype=input_ids.dtype, device=input_ids.device)
+    ids_ext = torch.cat([input_ids, pad], dim=1)
+    recycled = outs[-1].hidden[:, :t1 - t0]
     for k in range(2, num_steps + 1):
         pos = (torch.arange(t0, t1, device=input_ids.device) + k - 1)[None]
         mask = pass_mask(rows, k, input_ids.device, window=(t0, t1) if logits_at is not None else None)

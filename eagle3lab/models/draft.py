@@ -242,9 +242,11 @@ class DecoderLayer(nn.Module):
         """(resid: what the attention output is added to, attn_in: what q/k/v read)."""
         return h, self.input_layernorm(h)
 
-    def forward(self, h, emb, s: DraftSettings, cos, sin, mask, cache):
+    def forward(self, h, emb, s: DraftSettings, cos, sin, mask, cache, keys_only: bool = False):
         resid, attn_in = self.input_step(h, emb, s)
         resid, attn_in = self.hook_residual(resid), self.hook_attn_in(attn_in)
+        if keys_only:   # rows only later queries read: their keys and values are all that is needed
+            return self.self_attn(attn_in, s, cos, sin, mask, cache, keys_only=True)
         # self attention
         attn_out = self.hook_attn_out(self.self_attn(attn_in, s, cos, sin, mask, cache))
         resid = self.hook_resid_mid(resid + attn_out)
@@ -412,11 +414,13 @@ class Eagle3Draft(nn.Module):
     # -- the math ----------------------------------------------------------------------------
     def forward(self, input_ids, aux_hidden_states=None, *, recycled_hidden=None, position_ids=None,
                 attention_mask=None, cache: DraftCache | None = None, logits_to_keep: int = 0,
-                logits_at: torch.Tensor | None = None) -> DraftOutput:
+                logits_at: torch.Tensor | None = None, keys_only: bool = False) -> DraftOutput | None:
         """``logits_to_keep`` n > 0: logits for the last n rows only (decoding reads one; the LM head
         over every row of a long extend is the costliest waste), and so ``hook_logits`` sees
         ``[B, n, V]``; ``logits_at`` ([B, T] bool): logits only at those rows, ``[N, V]`` in row order (offline
-        scoring reads only the anchors after each prompt). ``hidden`` keeps every row."""
+        scoring reads only the anchors after each prompt). ``hidden`` keeps every row. ``keys_only``: these
+        rows only fill ``cache`` for later rows (the last layer computes its keys and values, nothing after
+        them) and None is returned: offline scoring's prompt rows, which no logit is read at."""
         s, cfg = self.settings, self.config
         B, T = input_ids.shape
         if logits_to_keep < 0:
@@ -442,8 +446,12 @@ class Eagle3Draft(nn.Module):
         cos, sin = self._rope(past, T, position_ids, h.dtype, input_ids.device)   # [B|1, 1, T, head_dim]
         mask = self._mask(attention_mask, T, past, input_ids.device)
 
-        for layer in self.layers:
-            h = layer(h, emb, s, cos, sin, mask, cache)
+        if keys_only and cache is None:
+            raise bad_input("draft forward", "keys_only", "a cache to fill", "cache=None")
+        for i, layer in enumerate(self.layers):
+            h = layer(h, emb, s, cos, sin, mask, cache, keys_only=keys_only and i == len(self.layers) - 1)
+        if keys_only:
+            return None
         prenorm = self.hook_prenorm_out(h)
         normed = self.hook_normed_out(self.norm(prenorm) if s.final_norm else prenorm)
         kept = normed[logits_at] if logits_at is not None else normed[:, -logits_to_keep:] if logits_to_keep else normed

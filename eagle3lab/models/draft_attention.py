@@ -45,18 +45,22 @@ class Attention(nn.Module):
             self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()   # after RoPE, per head
 
-    def forward(self, x, s, cos, sin, mask, cache):
+    def forward(self, x, s, cos, sin, mask, cache, keys_only: bool = False):
+        """``keys_only``: only this layer's keys and values go into ``cache`` (rows that no query reads here)."""
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(B, T, self.n_kv, self.head_dim)
         v = self.v_proj(x).view(B, T, self.n_kv, self.head_dim)
         if s.qk_norm:   # over each head's vector, before RoPE (Qwen3)
-            q, k = self.q_norm(q), self.k_norm(k)
-        q = self.hook_q(apply_rope(q.transpose(1, 2), cos, sin))   # [B, heads, T, head_dim]
-        k = self.hook_k(apply_rope(k.transpose(1, 2), cos, sin))
+            k = self.k_norm(k)
+        if not keys_only:
+            q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim)
+            q = self.hook_q(apply_rope((self.q_norm(q) if s.qk_norm else q).transpose(1, 2), cos, sin))
+        k = self.hook_k(apply_rope(k.transpose(1, 2), cos, sin))   # [B, heads, T, head_dim]
         v = self.hook_v(v.transpose(1, 2))
         if cache is not None:
             k, v = cache.update(self.layer, k, v)
+        if keys_only:
+            return None
         # grouped-query attention: each kv head serves n_heads / n_kv query heads (SDPA expands them)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
@@ -111,19 +115,22 @@ class MLAAttention(nn.Module):
             return self.q_proj(x)
         return self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
 
-    def forward(self, x, s, cos, sin, mask, cache):
+    def forward(self, x, s, cos, sin, mask, cache, keys_only: bool = False):
+        """``keys_only``: only this layer's keys and values go into ``cache`` (rows that no query reads here)."""
         B, T, _ = x.shape
-        q = self.project_q(x).view(B, T, self.n_heads, -1).transpose(1, 2)        # [B, heads, T, nope + rope]
-        q_nope, q_rot = q.split([self.nope_dim, self.rope_dim], dim=-1)
         latent, k_rot = self.kv_a_proj_with_mqa(x).split([self.latent_dim, self.rope_dim], dim=-1)
         kv = self.kv_b_proj(self.kv_a_layernorm(latent)).view(B, T, self.n_heads, -1).transpose(1, 2)
         k_nope, v = kv.split([self.nope_dim, self.v_dim], dim=-1)
-        q_rot = rotate_interleaved(q_rot, cos, sin)
+        if not keys_only:
+            q = self.project_q(x).view(B, T, self.n_heads, -1).transpose(1, 2)    # [B, heads, T, nope + rope]
+            q_nope, q_rot = q.split([self.nope_dim, self.rope_dim], dim=-1)
+            q = self.hook_q(torch.cat([q_nope, rotate_interleaved(q_rot, cos, sin)], dim=-1))
         k_rot = rotate_interleaved(k_rot[:, None], cos, sin)                     # [B, 1, T, rope]: one key for all heads
-        q = self.hook_q(torch.cat([q_nope, q_rot], dim=-1))
         k = self.hook_k(torch.cat([k_nope, k_rot.expand(-1, self.n_heads, -1, -1)], dim=-1))
         v = self.hook_v(v)
         if cache is not None:   # per-head keys/values: kv_b_proj acts row by row, so this equals a latent cache
             k, v = cache.update(self.layer, k, v)
+        if keys_only:
+            return None
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.v_dim))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from helpers.tiny_models import prompts, tiny_pair
+from helpers.tiny_models import prompts, tiny_draft, tiny_pair, tiny_spec_target
 
 from eagle3lab import bundled
 from eagle3lab.decoding.evaluate import draft_passes, evaluate_offline, greedy_dataset, pass_mask
@@ -51,6 +51,38 @@ def test_logits_at_scores_only_those_rows_and_matches_every_row():
         assert kept.logits.shape == (int(at.sum()), full.logits.shape[-1])
         torch.testing.assert_close(kept.logits, full.logits[at], atol=1e-5, rtol=1e-5)
     assert some[1].hidden.shape[1] == 11 - 5                                # the window of rows 5..10
+    assert some[0].hidden.shape[1] == 13 - 5                                # pass 1 from row 5: keys only before
+
+
+# the attention kinds and depths a draft can have (MLA and Qwen3 sizes as tests/models/family_cases.py states them)
+KINDS = {"llama": {}, "two layers": {"num_hidden_layers": 2}, "qwen3": {"attention": "qwen3", "head_dim": 8},
+         "mla": {"attention": "mla", "num_key_value_heads": 4, "q_lora_rank": 12, "kv_lora_rank": 16,
+                 "qk_nope_head_dim": 6, "qk_rope_head_dim": 4, "v_head_dim": 5}}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_keys_only_rows_fill_the_cache_as_a_full_forward_does(kind):
+    """Rows 0..t0-1 run keys_only (their keys and values only), then rows t0.. attend them from the cache:
+    the same logits and hidden states there as one forward over every row, for every attention kind and a
+    two-layer draft (whose first layer must run whole for the second's keys)."""
+    from eagle3lab.models.capture import ResidCapture
+
+    target = tiny_spec_target()
+    draft = tiny_draft(target, train_steps=0, **KINDS[kind])
+    ids = torch.tensor(prompts(2, 14))
+    points = list(draft.aux_resid)
+    with torch.no_grad(), ResidCapture(target.model, sorted(points)) as cap:
+        target.model(ids)
+        aux = torch.cat([cap.states[k] for k in points], -1)
+        every = draft(ids[:, 1:], aux[:, :-1])
+        t0, cache = 6, DraftCache()
+        assert draft(ids[:, 1:t0 + 1], aux[:, :t0], cache=cache, keys_only=True) is None
+        assert cache.seq_len == t0 and len(cache.keys) == draft.config.num_hidden_layers
+        rest = draft(ids[:, t0 + 1:], aux[:, t0:-1], cache=cache)
+    torch.testing.assert_close(rest.logits, every.logits[:, t0:], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(rest.hidden, every.hidden[:, t0:], atol=1e-5, rtol=1e-5)
+    with pytest.raises(Eagle3LabError, match="keys_only"):
+        draft(ids[:, 1:t0 + 1], aux[:, :t0], keys_only=True)
 
 
 def test_pass_k_row_equals_the_loops_incremental_draft_step():
