@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import torch
@@ -58,7 +58,10 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
     greedy loop and the speculative loop, interleaved so that machine noise hits all three alike),
     then the cost model measured in the same time window, which projects that repetition's decode
     speedup. Reported numbers are medians over repetitions (rates: tokens / seconds summed over
-    prompts); ``projection.error`` is the median of the per-repetition errors.
+    prompts); ``projection.error`` is the median of the per-repetition errors. ``speed_ratio`` (decode and
+    e2e) is the speedup over the greedy loop with its paired bootstrap interval over prompts, every
+    repetition pooled (``DecodeSweep.speed_ratio``), and ``acceptance.tau_low`` / ``tau_high`` tau's
+    interval over prompts: what a verdict is worded from (``verdicts.speed_word``), never a median.
     """
     tgt = as_target(target)
     d = draft_for(draft, tgt, profile)
@@ -87,6 +90,11 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
            "spec_decode": med(sw.decode_tps["speculative"] for sw in sweeps)}
     measured_speedup = med(m for _, _, m in projections)
     context = sweeps[0].context_len
+    # every repetition's (prompt) units in one sweep: the speed intervals resample prompts, repetitions summed
+    pooled = replace(sweeps[0], timed={kind: {n: [u for sw in sweeps for u in sw.timed[kind][n]] for n in names}
+                                       for kind, names in sweeps[0].timed.items()})
+    speed = {kind: pooled.speed_ratio("speculative", kind=kind) for kind in ("decode", "e2e")}
+    tau = sweeps[0].tau_interval("speculative")
     return {
         "target": display_path(tgt.path), "profile": d.profile.name, "aux_resid": list(d.aux_resid),
         "norm_before_residual": d.settings.norm_before_residual,
@@ -98,8 +106,12 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
                          "speculative_decode": tps["spec_decode"]},
         "speedup": {"vs_generate": tps["spec"] / tps["generate"], "vs_greedy_loop": tps["spec"] / tps["greedy"],
                     "decode_vs_greedy_loop": measured_speedup},
+        # over the plain greedy loop, paired bootstrap over prompts (DecodeSweep.speed_ratio), per speed definition
+        "speed_ratio": {kind: {"value": i.value, "low": i.low, "high": i.high, "level": i.level, "units": i.units}
+                        for kind, i in speed.items()},
         "lossless": {"identical_to_generate": sweeps[0].identical("speculative"), "prompts": len(prompts)},
-        "acceptance": {"tau": stats.tau, "vllm_mean_acceptance_length": stats.vllm_mean_acceptance_length,
+        "acceptance": {"tau": stats.tau, "tau_low": tau.low, "tau_high": tau.high, "tau_level": tau.level,
+                       "vllm_mean_acceptance_length": stats.vllm_mean_acceptance_length,
                        "vllm_draft_acceptance_rate": stats.vllm_draft_acceptance_rate,
                        "conditional": list(stats.conditional), "survival": list(stats.survival),
                        "accepted_per_pos": list(stats.accepted_per_pos), "num_drafts": stats.rounds,
@@ -119,6 +131,9 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
                        "speedup": med(p.speedup for _, p, _ in projections), "measured_speedup": measured_speedup,
                        "error": med(p.speedup / m - 1 for _, p, m in projections)},
     }
+
+
+GENERATE = "generate"   # ``transformers`` ``generate``'s (tokens, seconds) units in ``DecodeSweep.timed["e2e"]``
 
 
 @dataclass
@@ -172,7 +187,8 @@ class DecodeSweep:
 
     def speed_ratio(self, a: str, b: str = "no speculation", kind: str = "decode", level: float = 0.95) -> Interval:
         """rate(a) / rate(b) (a speedup when b is "no speculation") with a paired bootstrap interval over the
-        prompts both decoded side by side; ``kind``: "decode" or "e2e". A prompt's repetitions decode the same
+        prompts both decoded side by side; ``kind``: "decode" or "e2e" (``b = GENERATE``, ``transformers``
+        ``generate`` timed whole, is end to end only). A prompt's repetitions decode the same
         tokens, so they are one unit (their tokens and seconds summed), not independent draws."""
         if not self.timed or a not in self.timed[kind] or b not in self.timed[kind]:
             raise bad_input("decode_sweep", f"case {a!r} / {b!r}", f"cases timed in this sweep ({kind})",
@@ -253,6 +269,7 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
     names = ["no speculation", *cases] if baseline else list(cases)
     rates: dict[str, dict[str, list[float]]] = {"decode": {n: [] for n in names}, "e2e": {n: [] for n in names}}
     timed: dict[str, dict[str, list[tuple[int, float]]]] = {kind: {n: [] for n in names} for kind in rates}
+    timed["e2e"][GENERATE] = []        # generate is timed whole: end to end only
     generate_rates: list[float] = []
     bar = tqdm(total=repeats * len(prompts), desc="decode sweep", disable=not progress)
     for rep in range(repeats):
@@ -261,6 +278,7 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
         for prompt in prompts:
             ref = hf_generate(tgt, prompt, max_new_tokens)    # timed whole, prefill included
             generated = _add(generated, len(ref.tokens), ref.decode_s)
+            timed["e2e"][GENERATE].append((len(ref.tokens), ref.decode_s))   # speed_ratio(case, GENERATE, "e2e")
             outs = {"no speculation": target_greedy(tgt, prompt, max_new_tokens)} if baseline else {}
             for name, kw in cases.items():
                 outs[name] = speculative_generate(tgt, prompt=prompt, **{**kw, "max_new_tokens": max_new_tokens})

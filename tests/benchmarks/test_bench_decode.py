@@ -38,4 +38,11 @@ def test_one_step_cases_priced_here_and_served(tmp_path, capsys):
     assert row["round_cost"] == pytest.approx(row["c"] + row["v_verify"] + row["overhead"])
     for name in (bench_decode.HALF_FIXED, "case as SGLang, chain 1"):
         assert f"{name}: tau" in printed
+        # the speedup over the greedy loop with its paired interval over the prompts, both speed definitions
+        r = payload["results"][name]
+        for kind in ("decode", "e2e"):
+            i = r["speed_ratio"][kind]
+            assert i["low"] <= i["value"] <= i["high"] and i["level"] == 0.95 and i["units"] == 1
+        assert r["acceptance"]["tau_low"] <= r["acceptance"]["tau"] <= r["acceptance"]["tau_high"]
+        assert f"{r['speed_ratio']['decode']['value']:.2f}x [" in printed
     assert "implies a served round cost" in printed
