@@ -23,6 +23,8 @@ import pandas as pd
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
 
 WORDS = ("beats", "within noise", "loses", "identical")
+# what a compared quantity is counted in (a session stores it beside the interval; units = prompts resampled)
+UNIT_OF = {"tau": "tokens per round", "step-1 agreement": "share of positions"}
 
 
 def word_of(diff: Interval) -> str:
@@ -119,10 +121,12 @@ class Verdict:
 
     def claims(self) -> dict:
         v, d = self.value, self.diff
-        out = {"value": v.value, "low": v.low, "high": v.high, "word": self.word}
+        out = {"value": v.value, "low": v.low, "high": v.high, "word": self.word, "level": v.level,
+               "units": v.units, "unit": UNIT_OF.get(self.quantity, self.quantity)}
         if d is not None:
             lo, hi = (-d.high, -d.low) if self.word == "loses" else (d.low, d.high)
-            out.update(diff=d.value, diff_low=d.low, diff_high=d.high, by=abs(d.value), by_low=lo, by_high=hi)
+            out.update(diff=d.value, diff_low=d.low, diff_high=d.high, diff_level=d.level, diff_units=d.units,
+                       diff_unit=out["unit"], by=abs(d.value), by_low=lo, by_high=hi)
         # a negative bound after "[" reads as its magnitude to the workbook's decimal check
         out["magnitudes"] = [abs(x) for x in (v.low, v.high) + (() if d is None else (d.low, d.high))]
         return out

@@ -165,12 +165,13 @@ def test_a_notebook_session_stores_each_claimed_interval_whole_with_its_level_an
     assert m["tau"] == {"value": 2.5, "low": 2.2, "high": 2.8, "level": 0.95, "units": 8, "unit": "tokens per round"}
     assert m["speed.main"] == {"value": 1.2, "low": 1.1, "high": 1.3, "level": 0.9, "units": 12, "unit": "x no speculation"}
     assert m["ratio"] == {"value": 0.8, "low": 0.7, "high": 0.9, "level": 0.95, "units": 24}
-    # a verdict's claims: its value and its paired difference, each one interval (no level: its claims do not say one)
+    # a verdict's claims: its value and its paired difference, each one interval with the level, prompts and unit
     b, diff = verdicts["b"], verdicts["b"].diff
-    assert m["pair.b"] == {"value": b.value.value, "low": b.value.low, "high": b.value.high}
-    assert m["pair.b.diff"] == {"value": diff.value, "low": diff.low, "high": diff.high}
+    said = {"level": 0.95, "units": b.value.units, "unit": "tokens per round"}
+    assert m["pair.b"] == {"value": b.value.value, "low": b.value.low, "high": b.value.high, **said}
+    assert m["pair.b.diff"] == {"value": diff.value, "low": diff.low, "high": diff.high, **said}
     assert m["pair.a"] == {"value": verdicts["a"].value.value, "low": verdicts["a"].value.low,
-                           "high": verdicts["a"].value.high}
+                           "high": verdicts["a"].value.high, **said}
     assert "pair.b.value" not in m and "pair.b.low" not in m and "tau_low" not in m and "tau_level" not in m
     assert m["count"] == {"value": 7} and m["orphan_low"] == {"value": 1.5} and not {"word", "flag"} & set(m)
     assert Session.load(tmp_path / "s").interval("ratio") == Interval(0.8, 0.7, 0.9, 0.95, 24)
