@@ -81,13 +81,6 @@ def equivalent_alpha(tau: float, gamma: int) -> float:
     return (lo + hi) / 2
 
 
-def verdict(tau: float, break_even: float, margin: float = 0.05) -> str:
-    """'wins' / 'loses' beyond ``margin`` of the break-even tau; within it, 'breaks even' (one run's noise)."""
-    if tau > break_even * (1 + margin):
-        return "wins"
-    return "loses" if tau < break_even * (1 - margin) else "breaks even"
-
-
 @dataclass
 class CostModel:
     """Measured costs (seconds) of every piece of a round, at ``context_len`` tokens of KV cache."""

@@ -15,7 +15,6 @@ from eagle3lab.analysis.cost_model import (
     leviathan_speedup,
     leviathan_tokens_per_step,
     tokens_per_round,
-    verdict,
 )
 from eagle3lab.analysis.timing import measure_costs
 from eagle3lab.engines.acceptance import acceptance_stats
@@ -60,13 +59,6 @@ def test_explain_table_by_hand():
     served = explain([{"name": "served", "tau": 1.3, "c": 0.1, "num_steps": 1, "v": 1.05, "overhead": 0.2}])
     assert served.loc["served", "round_cost"] == pytest.approx(0.1 + 1.05 + 0.2)
     assert served.loc["served", "overhead"] == 0.2 and df.loc["long chain", "overhead"] == 0
-
-
-def test_verdict_has_a_noise_band():
-
-    assert verdict(1.50, 1.30) == "wins" and verdict(1.20, 1.30) == "loses"
-    assert verdict(1.33, 1.30) == "breaks even" == verdict(1.27, 1.30)
-    assert verdict(1.33, 1.30, margin=0.0) == "wins"
 
 
 def test_tree_projection_uses_measured_tree_phases():
