@@ -35,19 +35,29 @@ def first_sentence(doc: str | None, width: int = 150) -> str:
     return sentence if len(sentence) <= width else sentence[:width - 3] + "..."
 
 
+def buys(nodeid: str) -> str:
+    """What a test buys: its docstring's first sentence, else its module's, read from the source (under
+    pytest-xdist the collected items live in the workers, not in this process)."""
+    import ast
+
+    path, _, name = nodeid.partition("::")
+    try:
+        tree = ast.parse(Path(path).read_text())
+    except (OSError, SyntaxError):
+        return ""
+    func = name.split("::")[-1].split("[")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
+            return first_sentence(ast.get_docstring(node)) or first_sentence(ast.get_docstring(tree))
+    return first_sentence(ast.get_docstring(tree))
+
+
 class SuiteTimes:
-    """A pytest plugin: seconds per test (all phases) and the docstring that says what each test buys."""
+    """A pytest plugin: seconds per test (all phases); ``buys`` says what each test buys."""
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
         self.outcome: dict[str, str] = {}
-        self.buys: dict[str, str] = {}
-
-    def pytest_collection_modifyitems(self, items):
-        for item in items:
-            obj, module = getattr(item, "obj", None), getattr(item, "module", None)
-            self.buys[item.nodeid] = first_sentence(getattr(obj, "__doc__", None)) or first_sentence(
-                getattr(module, "__doc__", None))
 
     def pytest_runtest_logreport(self, report):
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
@@ -102,7 +112,7 @@ def main(argv=None) -> int:
     print(f"\nslowest {len(slowest)} tests (setup + call + teardown):")
     for nodeid, secs in slowest:
         print(f"  {secs:7.1f} s  {100 * secs / wall:4.1f}%  {times.outcome.get(nodeid, '?'):<7} {nodeid}\n"
-              f"{'':26}buys: {times.buys.get(nodeid) or '(no docstring)'}")
+              f"{'':26}buys: {buys(nodeid) or '(no docstring)'}")
     print("\nnotebook executions:")
     for call in notebooks:
         print(f"  {call['seconds']:7.1f} s  {100 * call['seconds'] / wall:4.1f}%  "
@@ -114,7 +124,7 @@ def main(argv=None) -> int:
                                  "load_before": list(load_before), "load_after": list(load_after),
                                  "pytest_args": pytest_args, "notebooks": notebooks,
                                  "slowest": [{"test": n, "seconds": s, "outcome": times.outcome.get(n),
-                                              "buys": times.buys.get(n)} for n, s in slowest],
+                                              "buys": buys(n)} for n, s in slowest],
                                  "tests": times.seconds}))
     print(f"\nwritten: {out}")
     return rc
