@@ -456,16 +456,25 @@ class WhatIf:
         return out
 
 
+def served_round_costs(num_steps: int, verified: int, *, roofline: str, c: float, overhead: float,
+                       batch: int) -> dict:
+    """A round of ``num_steps`` drafts and ``verified`` tokens priced on ``roofline`` from stated costs, in target
+    steps (the break-even tau): at batch 1, at ``batch``, and at ``batch`` with the overhead hidden by an overlap
+    scheduler. No tau is needed: the price is the round's, whatever it emits."""
+    case = {"round": {"tau": float("nan"), "num_steps": num_steps, "num_draft_tokens": verified}}
+    served = {}
+    for label, b, o in (("served, batch 1", 1, overhead), (f"served, batch {batch}", batch, overhead),
+                        (f"served, batch {batch}, overlap on", batch, 0.0)):
+        served[label] = float(price_on_served(case, roofline, c=c, overhead=o, batches=(b,))["break_even_tau"].iloc[0])
+    return served
+
+
 def what_if(reading: SpeedReading, name: str, *, roofline: str, c: float, overhead: float, batch: int,
             recorded: dict | None = None) -> WhatIf:
     """``name`` here and priced on ``roofline`` at batch 1 and ``batch`` (and at ``batch`` with the per-round
     overhead hidden by an overlap scheduler). ``recorded``: one run of ``recorded_benchmarks``, if any."""
     r = reading[name]
-    case = {name: {"tau": r.tau.value, "num_steps": r.num_steps, "num_draft_tokens": r.verified}}
-    served = {}
-    for label, b, o in (("served, batch 1", 1, overhead), (f"served, batch {batch}", batch, overhead),
-                        (f"served, batch {batch}, overlap on", batch, 0.0)):
-        served[label] = float(price_on_served(case, roofline, c=c, overhead=o, batches=(b,))["break_even_tau"].iloc[0])
+    served = served_round_costs(r.num_steps, r.verified, roofline=roofline, c=c, overhead=overhead, batch=batch)
     rec = None
     if recorded:
         rec = {"prompts": recorded["settings"]["prompts"], "tokens": recorded["settings"]["max_new_tokens"],
@@ -507,7 +516,7 @@ class TrackReading:
                 "lost_next_layer": float(slots.tau_lost_next_layer.mean()),
                 "within_noise": float(slots.within_noise.mean() / (m.layers + 2)),
                 "lossless": sum(m.sweep.identical(n) == len(m.sweep.reference) for n in m.cases), "cases": len(m.cases),
-                "device": m.device}
+                "device": m.device, "vs_generate": {n: m.vs_generate_interval(n) for n in m.cases}}
 
     def words(self) -> str:
         parts = []
@@ -516,8 +525,12 @@ class TrackReading:
             parts.append(f"{name} ({r['layers']} layers) c = {r['c']:.3f}, {self.chain} tau {fmt(r['tau'])}, "
                          f"{r['tree_vs_chain']} ({signed(r['tree_minus_chain'])}), a slot fed the next layer lost "
                          f"{r['lost_next_layer']:.2f} tau, {100 * r['within_noise']:.0f}% of the points within noise of "
-                         "a slot's best")
+                         f"a slot's best, and end to end against generate {self.generate_words(r)}")
         return "; ".join(parts)
+
+    def generate_words(self, r: dict) -> str:
+        """Each case's end-to-end speed over ``generate`` with its paired interval over prompts, and its word."""
+        return ", ".join(f"{n} {fmt(i, unit='x')} ({speed_word(i)})" for n, i in r["vs_generate"].items())
 
     def claims(self) -> dict:
         out = {}
@@ -528,7 +541,8 @@ class TrackReading:
                          "tree_minus_chain": r["tree_minus_chain"].value,
                          "tree_minus_chain_interval": interval_claims(r["tree_minus_chain"]),
                          "lost_next_layer": r["lost_next_layer"], "within_noise": r["within_noise"],
-                         "lossless": r["lossless"], "cases": r["cases"]}
+                         "lossless": r["lossless"], "cases": r["cases"],
+                         "vs_generate": {n: {**interval_claims(i), "word": speed_word(i)} for n, i in r["vs_generate"].items()}}
         return out
 
 
@@ -537,8 +551,10 @@ class TrackReading:
 def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, trees: TreeReading, sampled: dict,
                        offline, speeds: SpeedReading, costs, cases=(), retry_steps: int | None = None,
                        case_profile: str | None = None, half: WhatIf | None = None, half_ids: dict | None = None,
-                       tracks: TrackReading | None = None, side_size: tuple | None = None) -> tuple[str, dict]:
-    """Notebook 05's summary: (text, claims), every number and word in the text taken from the readings."""
+                       tracks: TrackReading | None = None, side_size: tuple | None = None,
+                       skipped=()) -> tuple[str, dict]:
+    """Notebook 05's summary with its target loaded (live mode): (text, claims), every number and word in the text
+    taken from the readings; ``skipped``: sections that did not run (``offline_reading.SkipLog``), named."""
     from eagle3lab.engines.profiles import PROFILES
 
     stats, main_tau = sweep.stats(main), sweep.tau_interval(main)
@@ -547,7 +563,7 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
     tree_names = trees.trees()
     best_tree = max(tree_names, key=lambda n: trees.rows[n]["tau"].value) if tree_names else None
     m = speeds[main]
-    text = (f"Real speculative decoding on {prompts} held-out prompts was token-identical to `generate` in "
+    text = (f"Live mode (the target loaded here). Real speculative decoding on {prompts} held-out prompts was token-identical to `generate` in "
             f"{same}/{len(greedy)} greedy settings. The healthy draft's {main} accepted c_k = "
             f"{', '.join(f'{c:.2f}' for c in stats.conditional)} per position: tau **{fmt(main_tau)}** (= 1 + sum of "
             f"survival, = SGLang's accept len and vLLM's mean acceptance length; vLLM's per-position rates are the "
@@ -608,4 +624,6 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
     if tracks is not None and tracks.tracks:
         text += f" Side by side on {side_size[0]} short prompts x {side_size[1]} tokens: {tracks.words()}."
         claims["side"] = tracks.claims()
+    text += (" Skipped: " + "; ".join(skipped) + ".") if skipped else " Nothing was skipped."
+    claims.update(mode="live", skipped=list(skipped))
     return text, claims

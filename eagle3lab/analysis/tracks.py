@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from eagle3lab.analysis.benchmark import DecodeSweep, decode_sweep
+from eagle3lab.analysis.benchmark import GENERATE, DecodeSweep, decode_sweep
 from eagle3lab.analysis.timing import measure_costs
+from eagle3lab.analysis.verdicts import speed_word
 from eagle3lab.analysis.wiring_search import WiringSearch, search_wiring
 from eagle3lab.models.state_bank import capture_bank
 
@@ -40,8 +41,12 @@ class TrackMeasure:
         return list(self.sweep.results)
 
     def vs_generate(self, name: str) -> float:
-        """End-to-end tokens/s of a case over ``generate(do_sample=False)``, timed in the same rounds."""
+        """End-to-end tokens/s of a case over ``generate(do_sample=False)``, timed in the same rounds (a median)."""
         return float(self.sweep.e2e_tps[name] / self.sweep.generate_tps)
+
+    def vs_generate_interval(self, name: str):
+        """The same ratio with a paired bootstrap interval over prompts (``DecodeSweep.speed_ratio``, end to end)."""
+        return self.sweep.speed_ratio(name, GENERATE, kind="e2e")
 
     def slot_table(self) -> pd.DataFrame:
         """Per slot of the best wiring: points within noise of it, tau lost one layer away (mean of the
@@ -67,6 +72,8 @@ class TrackMeasure:
             cases[name] = {"tau": tau.value, "tau_low": tau.low, "tau_high": tau.high,
                            "conditional": list(self.sweep.stats(name).conditional),
                            "vs_generate": self.vs_generate(name), "identical": self.sweep.identical(name),
+                           "vs_generate_interval": [self.vs_generate_interval(name).low,
+                                                    self.vs_generate_interval(name).high],
                            "prompts": len(self.sweep.results[name])}
         return {"layers": self.layers, "hidden": self.hidden, "device": self.device, "c": self.c,
                 "generate_tps": self.sweep.generate_tps, "cases": cases,
@@ -104,7 +111,8 @@ def side_by_side(measures: dict[str, TrackMeasure]) -> pd.DataFrame:
             tau = m.sweep.tau_interval(name)
             col[f"{name}: tau [95%]"] = f"{tau.value:.2f} [{tau.low:.2f}, {tau.high:.2f}]"
             col[f"{name}: c_k"] = ", ".join(f"{c:.2f}" for c in m.sweep.stats(name).conditional)
-            col[f"{name}: vs generate"] = f"{m.vs_generate(name):.2f}x"
+            r = m.vs_generate_interval(name)
+            col[f"{name}: vs generate [95%]"] = f"{r.value:.2f}x [{r.low:.2f}, {r.high:.2f}], {speed_word(r)}"
         for slot, s in m.slot_table().iterrows():
             col[f"slot {slot}: points within noise"] = f"{s.within_noise} of {m.layers + 2}"
             col[f"slot {slot}: tau lost one layer away / at worst"] = f"{s.tau_lost_next_layer:.2f} / {s.tau_lost_worst:.2f}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from helpers.notebooks import notebook_claims, notebook_summary
+from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
 from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
 
 import eagle3lab
@@ -196,6 +196,12 @@ def test_toy_and_real_target_side_by_side(nb, text):
         words = {"the tree beat the chain 4": 1, "the chain 4 beat the tree": -1, "tree and chain 4 within noise": 0}
         assert words[r["tree_vs_chain"]] == (1 if d["low"] > 0 else -1 if d["high"] < 0 else 0)
         assert 0 <= r["within_noise"] <= 1
+        # the speed over generate: a paired interval over the prompts, and the word that interval earns
+        assert set(r["vs_generate"]) == {"chain 2", "chain 4", "tree 5/4/8"}, name
+        for case, g in r["vs_generate"].items():
+            assert g["low"] <= g["value"] <= g["high"] and g["low"] < g["high"], (name, case)
+            assert g["word"] == speed_word(g), (name, case)
+            assert f"{case} {fmt(g, 'x')} ({g['word']})" in text.split(f"{name} (")[1], (name, case)
     # in the deeper target a slot moved to the next layer loses less (more neighbours carry its state)
     assert real["lost_next_layer"] < toy["lost_next_layer"] + 0.05
 
@@ -213,6 +219,131 @@ def test_the_parameters_cell_holds_the_seeds_ids_layers_flags_and_costs():
         assert literal not in after, literal
     for cell in below:
         assert "90" not in cell.source.replace("0.90", ""), cell.source
+
+
+def test_the_live_summary_states_its_mode_and_that_nothing_was_skipped(nb, text):
+    assert nb["mode"] == "live" and nb["skipped"] == []
+    assert text.startswith("Live mode (the target loaded here).") and text.endswith("Nothing was skipped.")
+
+
+def test_the_dump_and_config_only_parameters_default_to_loading_the_target():
+    params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    for key in ("DUMP_DIR", "TARGET_HEAD", "DUMP_LAYER_IDS", "NUM_LAYERS", "ARCH"):
+        assert params[key] is None, key
+
+
+# every section that decodes or times, as the notebook names it when it skips one
+DECODING_SECTIONS = ("the decode sweep", "section 1, lossless decoding", "section 2, per-position rates",
+                     "section 3, every engine's number", "section 5, chain or tree", "section 6, greedy or sampling",
+                     "section 7, the cost model timed", "the measured speedups", "section 8, the seed's symptom",
+                     "the speedup measured here", "section 10, the tracks side by side")
+
+
+def _assert_skips_named(mode, claims, text, printed):
+    for what in DECODING_SECTIONS:
+        assert any(s.startswith(what) for s in claims["skipped"]), what
+    for what in claims["skipped"]:
+        assert f"{what}: needs the loaded target; skipped ({mode} mode" in printed, what
+    assert text.endswith("Skipped, for want of the loaded target: " + "; ".join(claims["skipped"]) + ".")
+    assert "speed" not in claims and "side" not in claims      # nothing measured a speed
+
+
+def _assert_served_prices(claims, params, taus=None):
+    from eagle3lab.analysis.speed_reading import served_round_costs
+
+    assert set(claims["served"]) == {"case (sglang) as launched", "case (sglang) half fixed, chain 1"}
+    for name, p in claims["served"].items():
+        assert (p["num_steps"], p["verified"]) == (1, 2), name          # SGLang's topk-1 rule: steps + 1 verified
+        costs = served_round_costs(1, 2, roofline=params["SERVED_ROOFLINE"], c=params["SERVED_C"],
+                                   overhead=params["SERVED_OVERHEAD"], batch=params["SERVED_BATCH"])
+        assert {k: v["round_cost"] for k, v in p["served"].items()} == pytest.approx(costs), name
+        for label, s in p["served"].items():
+            if taus is None:
+                assert s["word"] == "no tau here to place against it" and "tau" not in p
+                continue
+            lo, hi = p["tau"]["low"], p["tau"]["high"]
+            assert s["word"] == ("projected faster" if lo > s["round_cost"] else "projected slower"
+                                 if hi < s["round_cost"] else "projected within noise"), (name, label)
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(600)
+def test_config_only_mode_prices_the_served_round_and_names_what_it_skips(bundled_models):
+    """NUM_LAYERS / ARCH: no target loaded (TARGET points nowhere); the half fix's ids per build and the served
+    round's price run, every section that decodes or times says why it does not."""
+    params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    claims, text, printed = run_with_parameters(NOTEBOOK, {"TARGET": "/nonexistent/target", "NUM_LAYERS": 12,
+                                                           "ARCH": "LlamaForCausalLM"})
+    assert claims["mode"] == "config-only" and (claims["num_layers"], claims["arch"]) == (12, "LlamaForCausalLM")
+    assert text.startswith("Config-only mode (a LlamaForCausalLM (N = 12, config only);")
+    assert claims["half_ids"] == {"0.5.21": None, "0.5.23": [-1, 2, 6]}
+    assert "SGLang 0.5.21: no ids feed it; SGLang 0.5.23: ids [-1, 2, 6]." in text
+    assert any(s.startswith("section 4, tau against chain length") for s in claims["skipped"])
+    assert "teacher_forced" not in claims
+    _assert_skips_named("config-only", claims, text, printed)
+    _assert_served_prices(claims, params)
+    b = params["SERVED_BATCH"]
+    cost = claims["served"]["case (sglang) as launched"]["served"][f"served, batch {b}"]["round_cost"]
+    assert f"a 1-step round costs {cost:.2f} target steps" in text
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_dump_mode_scores_teacher_forced_what_the_dump_holds_and_skips_the_rest(bundled_models, tmp_path):
+    """DUMP_DIR + TARGET_HEAD: every resid point dumped for the notebook's prompts with the target's greedy
+    continuations; tau against chain length and the case draft as SGLang serves it are teacher-forced on the dump,
+    and equal the same scores on the live target's states (the dump path loses nothing); nothing decodes."""
+    from eagle3lab.analysis.offline_reading import teacher_forced_chains, teacher_forced_tau
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.hidden_dump import dump_hidden_states
+    from eagle3lab.models.state_bank import capture_bank
+
+    params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    target = eagle3lab.load_target(bundled.TARGET, device="cpu")
+    seqs, lens = greedy_dataset(target, bundled.load_prompts(n=params["N_PROMPTS"]),
+                                max_new_tokens=params["MAX_NEW_TOKENS"])
+    dump_hidden_states(target, seqs, tmp_path / "dump", points=list(range(target.num_layers + 1)), prompt_lens=lens,
+                       greedy=True, batch_size=2, progress=False)
+    claims, text, printed = run_with_parameters(NOTEBOOK, {"TARGET": "/nonexistent/target",
+                                                           "DUMP_DIR": str(tmp_path / "dump"),
+                                                           "TARGET_HEAD": str(bundled.TARGET)})
+    assert claims["mode"] == "dump" and claims["num_layers"] == 12
+    assert text.startswith(f"Dump mode (the dump dump ({params['N_PROMPTS']} samples")
+    assert "section 4, tau against chain length (decoded, or teacher-forced on a dump)" not in claims["skipped"]
+    _assert_skips_named("dump", claims, text, printed)
+
+    # the same scores on the live target's states of the same sequences
+    live_bank = capture_bank(target, seqs, lens)
+    healthy = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")
+    ks = sorted(set(params["CHAIN_STEPS"]) | {params["NUM_STEPS"]})
+    live, _ = teacher_forced_chains(live_bank, healthy, ks)
+    tf = claims["teacher_forced"]
+    assert tf["chain_ks"] == ks
+    for name in live.names:
+        for bound in ("value", "low", "high"):
+            assert tf["chain_tau"][name][bound] == pytest.approx(getattr(live.tau[name], bound), abs=1e-6), name
+    for name, g in tf["chain_gain"].items():
+        assert g["value"] == pytest.approx(live.gain[name].value, abs=1e-6) and g["word"] == tau_word(g), name
+    assert tf["chain_predicted"][-1] == pytest.approx(tf["chain_taus"][-1])      # the longest predicts itself
+    assert tf["chain_taus"][0] < tf["chain_taus"][-1] - 1                          # the healthy draft's chain pays
+    beats = [n for n, g in tf["chain_gain"].items() if g["word"] == "beats"]
+    assert "chain 2" in beats and f"beats the chain before it for {', '.join(beats)}" in text
+    assert (f"Teacher-forced on the dump's {params['N_PROMPTS']} prompts (the draft's own wiring): tau grows from "
+            f"{fmt(tf['chain_tau']['chain 1'])} (chain 1)") in text
+
+    # the case draft as SGLang serves it, as launched and half fixed, teacher-forced; priced on the served target
+    case = load_draft(bundled.DRAFT_CASE, target=target, device="cpu")
+    trained = bundled.recorded_resid(bundled.DRAFT_CASE)
+    live_case = {"case (sglang) as launched": case.under("sglang"),
+                 "case (sglang) half fixed, chain 1": case.rewired(aux_resid=trained).under("sglang")}
+    _assert_served_prices(claims, params, taus=True)
+    for name, d in live_case.items():
+        tau = teacher_forced_tau(live_bank, d, 1)
+        assert claims["served"][name]["tau"]["value"] == pytest.approx(tau.value, abs=1e-6), name
+        assert f"{name} (teacher-forced tau {fmt(claims['served'][name]['tau'])})" in text
+    launched, half = (claims["served"][n]["tau"]["value"] for n in live_case)
+    assert launched < 1.2 < half, "served as shipped the case draft is rejected at position 1; half fixed, less so"
+    assert claims["half_ids"] == {"0.5.21": None, "0.5.23": [-1, 2, 6]}
 
 
 def test_the_words_no_longer_claim_what_the_numbers_contradict(text):

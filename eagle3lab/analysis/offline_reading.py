@@ -1,0 +1,159 @@
+"""Notebook 05 without a loaded target: what a hidden-state dump or a config alone still answers, in words.
+
+A dump (``models.target_source``, dump mode) holds the target's states for prompts and their continuations:
+enough to score a draft **teacher-forced** (``decoding.evaluate.evaluate_on_bank``: the accept decisions a
+greedy chain makes at every anchor, no target forward), so tau against chain length and the case draft's tau as
+its engine serves it come with their intervals over prompts (``engines.acceptance.tau_interval`` /
+``tau_difference``, worded by ``verdicts.word_of``). Nothing decodes and nothing is timed, so every measured
+speed is skipped and said to be. A served target's costs are stated assumptions (``analysis.roofline``): they
+price a round in any mode, and a tau interval, where the dump gives one, is placed against that price
+("projected", ``speed_reading.projected_word``). Config-only mode has the price and no tau.
+
+:class:`SkipLog` records the sections a mode skips (each printed by ``TargetSource.skip``) for the summary;
+:func:`offline_summary` writes it: the mode, what ran, what was skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from eagle3lab.analysis.speed_reading import (
+    ChainReading,
+    fmt,
+    interval_claims,
+    projected_word,
+    served_round_costs,
+)
+from eagle3lab.engines.acceptance import Interval, tau_difference, tau_interval
+
+
+@dataclass
+class SkipLog:
+    """``skips(what)``: True (and ``source.skip``'s line) when the section needs the loaded target; kept in order."""
+
+    source: object
+    skipped: list = field(default_factory=list)
+
+    def __call__(self, what: str) -> bool:
+        if self.source.skip(what):
+            self.skipped.append(what)
+            return True
+        return False
+
+
+def chain_name(k: int) -> str:
+    return f"chain {k}"
+
+
+def teacher_forced_chains(bank, draft, ks, *, level: float = 0.95) -> tuple[ChainReading, dict]:
+    """tau per chain length K, teacher-forced on ``bank`` with the draft's own wiring and settings: each K's
+    interval over the bank's prompts, each K's gain over the next shorter one paired over the same prompts, and
+    the longest chain's 1 + sum a_k as the prediction. Returns the reading and each K's ``BankScore``."""
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+
+    ks = sorted(set(int(k) for k in ks))
+    names = [chain_name(k) for k in ks]
+    scores = {n: evaluate_on_bank(bank, draft, tuple(draft.aux_resid), num_steps=k) for n, k in zip(names, ks)}
+    tau = {n: tau_interval(scores[n].accept, level=level) for n in names}
+    gain = {b: tau_difference(scores[b].accept, scores[a].accept, level=level) for a, b in zip(names, names[1:])}
+    survival = scores[names[-1]].stats.survival
+    return ChainReading(names, ks, tau, [1 + sum(survival[:k]) for k in ks], gain), scores
+
+
+def plot_teacher_forced_chains(chains: ChainReading, where: str):
+    """``plots.plot_tau_vs_chain``, titled as what it is: teacher-forced on ``where``'s states, not decoded."""
+    from eagle3lab.analysis.plots import plot_tau_vs_chain
+
+    fig = plot_tau_vs_chain(chains.plot_table())
+    fig.axes[0].set_title(f"tau against chain length, teacher-forced on {where}\n(no decoding: the accept "
+                          "decisions a greedy chain makes at every anchor)", fontsize=9)
+    return fig
+
+
+@dataclass
+class ServedPrice:
+    """One setting priced on a served target from stated costs, and its teacher-forced tau (dump mode) or none."""
+
+    name: str
+    num_steps: int
+    verified: int
+    served: dict                 # label -> round cost in target steps (= the break-even tau), projected
+    assumptions: dict
+    tau: Interval | None = None  # teacher-forced on a dump, with its interval over prompts
+
+    def words_for(self, label: str) -> str:
+        return "no tau here to place against it" if self.tau is None else projected_word(self.tau, self.served[label])
+
+    def table(self) -> pd.DataFrame:
+        rows = [{"where": f"{label}, projected", "round cost = break-even tau (target steps)": round(be, 3),
+                 "tau 95% (teacher-forced)": fmt(self.tau) if self.tau is not None else "not measured here",
+                 "verdict": self.words_for(label)} for label, be in self.served.items()]
+        return pd.DataFrame(rows).set_index("where")
+
+    def words(self) -> str:
+        a = self.assumptions
+        served = "; ".join(f"{label}: round {be:.2f} target steps, {self.words_for(label)}" for label, be in self.served.items())
+        tau = f"teacher-forced tau {fmt(self.tau)}" if self.tau is not None else "no tau measured here"
+        return (f"{self.name} ({self.num_steps}-step chain, {self.verified} verified; {tau}). Priced on the served "
+                f"{a['roofline']} (c = {a['c']}, overhead {a['overhead']} target steps per round; stated assumptions, "
+                f"projected): {served}.")
+
+    def claims(self) -> dict:
+        out = {"num_steps": self.num_steps, "verified": self.verified, "assumptions": dict(self.assumptions),
+               "served": {label: {"round_cost": be, "word": self.words_for(label)} for label, be in self.served.items()}}
+        if self.tau is not None:
+            out["tau"] = interval_claims(self.tau)
+        return out
+
+
+def price_served(name: str, num_steps: int, verified: int, *, roofline: str, c: float, overhead: float, batch: int,
+                 tau: Interval | None = None) -> ServedPrice:
+    """``name``'s round on ``roofline`` at batch 1, at ``batch`` and at ``batch`` with the overlap scheduler on
+    (``speed_reading.served_round_costs``, the rule ``speed_reading.what_if`` prices with)."""
+    served = served_round_costs(num_steps, verified, roofline=roofline, c=c, overhead=overhead, batch=batch)
+    return ServedPrice(name, int(num_steps), int(verified), served,
+                       {"roofline": roofline, "c": c, "overhead": overhead, "batch": batch}, tau)
+
+
+def teacher_forced_tau(bank, draft, num_steps: int, *, level: float = 0.95) -> Interval:
+    """``draft`` (as its engine runs it: ``draft.under(profile)``) teacher-forced on ``bank``: tau and its interval."""
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+
+    return tau_interval(evaluate_on_bank(bank, draft, tuple(draft.aux_resid), num_steps=num_steps).accept, level=level)
+
+
+def offline_summary(*, source, skipped, chains: ChainReading | None = None, prices: dict | None = None,
+                    half_ids: dict | None = None, case_engine: str | None = None,
+                    batch: int | None = None) -> tuple[str, dict]:
+    """Notebook 05's summary in dump or config-only mode: (text, claims). States the mode and the source, what
+    ran (teacher-forced tau against chain length, the case draft's tau as served, the served prices, the ids
+    each build has for the half fix) and every section skipped."""
+    prices = prices or {}
+    text = f"{source.mode.capitalize()} mode ({source.name}; no target loaded here, nothing decoded or timed). "
+    claims = {"mode": source.mode, "num_layers": source.num_layers, "arch": source.arch, "skipped": list(skipped)}
+    if chains is not None:
+        b = source.dump
+        text += f"Teacher-forced on the dump's {len(b)} prompts (the draft's own wiring): {chains.words()} "
+        claims["teacher_forced"] = chains.claims()
+    if half_ids:
+        ids = "; ".join(f"{case_engine} {v}: " + (f"ids {i}" if i is not None else "no ids feed it")
+                        for v, i in half_ids.items())
+        text += f"For the half fix (the trained wiring) at N = {source.num_layers}: {ids}. "
+        claims["half_ids"] = half_ids
+    for name, p in prices.items():
+        label = f"served, batch {batch}"
+        where = f"on the served {p.assumptions['roofline']} at batch {batch}, under stated costs (projected)"
+        if p.tau is None:
+            text += (f"{name}: {where}, a {p.num_steps}-step round costs {p.served[label]:.2f} target steps, "
+                     f"{p.served[label + ', overlap on']:.2f} with the overlap scheduler on: the tau it must exceed "
+                     "to pay there (no tau measured here to place against it). ")
+            continue
+        text += (f"{name} (teacher-forced tau {fmt(p.tau)}): {where}, a round costs {p.served[label]:.2f} target "
+                 f"steps ({p.words_for(label)}), {p.served[label + ', overlap on']:.2f} with the overlap scheduler on "
+                 f"({p.words_for(label + ', overlap on')}). ")
+    if prices:
+        claims["served"] = {name: p.claims() for name, p in prices.items()}
+    text += ("Skipped, for want of the loaded target: " + "; ".join(skipped) + "." if skipped else "Nothing was skipped.")
+    return text, claims
