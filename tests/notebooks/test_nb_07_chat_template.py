@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from helpers.notebooks import notebook_claims, notebook_summary
+from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
+from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
+
+from eagle3lab.app.workbook import NOTEBOOKS
+from eagle3lab.engines.profiles import PROFILES
+from eagle3lab.models.checkpoint import load_draft
 
 NOTEBOOK = "07_chat_template.ipynb"
 
@@ -36,3 +41,94 @@ def test_the_chat_trained_draft_is_at_least_as_good_on_the_requests_it_was_train
     # measured finding on SmolLM2 (its card: 1.69 vs 1.47 at chain 2, 6 prompts): trained on this kind of
     # request, the chat draft beats the raw-text draft on it, whichever way it is rendered
     assert nb["tau_chat_chat"] > nb["tau_raw_draft_chat"] and nb["tau_chat_raw"] > nb["tau_raw_draft_raw"]
+
+
+def test_the_parameters_cell_holds_the_models_engine_and_loading_defaults():
+    """DTYPE / DEVICE_MAP / TRUST_REMOTE_CODE at the loading defaults, the dump and config-only parameters off, and
+    nothing below the parameters cell names a model, an architecture, ids, an engine or a chain length."""
+    assert_parameters_hold_the_literals(NOTEBOOKS / NOTEBOOK, set(PROFILES) | {"LlamaForCausalLM",
+                                                                                "smollm2-135m-instruct"})
+    params, below = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    for key in ("DUMP_DIR", "TARGET_HEAD", "DUMP_LAYER_IDS", "NUM_LAYERS", "ARCH"):
+        assert params[key] is None, key
+    assert params["SERVING_ENGINE"] in PROFILES
+    for cell in below:   # the loading wired through the parameters, as notebook 05 does
+        if "open_target(" in cell.source:
+            for kw in ("dtype=DTYPE", "device_map=DEVICE_MAP", "trust_remote_code=TRUST_REMOTE_CODE"):
+                assert kw in cell.source, kw
+            assert cell.source.count("dtype=DTYPE") == 3     # the target and both drafts
+            break
+    else:
+        raise AssertionError("no cell opens the target through open_target")
+
+
+def test_the_speed_over_generate_carries_its_interval_and_word(nb):
+    assert len(nb["vs_generate"]) == 4 and nb["mode"] == "live" and nb["skipped"] == []
+    for name, g in nb["vs_generate"].items():
+        assert g["low"] <= g["value"] <= g["high"], name
+        assert g["word"] == ("faster" if g["low"] > 1 else "slower" if g["high"] < 1 else "within noise"), name
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(600)
+def test_config_only_mode_says_what_the_engine_feeds_and_scores_nothing(bundled_models):
+    params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    claims, text, printed = run_with_parameters(NOTEBOOK, {"TARGET": "/nonexistent/target", "NUM_LAYERS": 30,
+                                                           "ARCH": "LlamaForCausalLM"})
+    assert claims["mode"] == "config-only" and (claims["num_layers"], claims["arch"]) == (30, "LlamaForCausalLM")
+    for label, draft in (("chat-trained draft", params["CHAT_DRAFT"]), ("raw-text draft", params["RAW_DRAFT"])):
+        d = load_draft(NOTEBOOKS / draft, num_target_layers=30, require_embedding=False)
+        assert claims["fed"][label] == list(d.under(params["SERVING_ENGINE"]).aux_resid), label
+    assert "teacher_forced" not in claims and "tau_chat_chat" not in claims
+    for what in ("section 1, the two renderings", "section 2, both drafts decoding", "section 3, both drafts teacher-forced"):
+        assert any(s.startswith(what) for s in claims["skipped"]), what
+    for what in claims["skipped"]:
+        assert f"{what}: needs the loaded target; skipped (config-only mode" in printed, what
+    assert text.startswith("Config-only mode (a LlamaForCausalLM (N = 30, config only);")
+    assert text.endswith("Skipped, for want of the loaded target: " + "; ".join(claims["skipped"]) + ".")
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_dump_mode_scores_both_drafts_teacher_forced_on_the_dump(real_target, bundled_models, tmp_path):
+    """DUMP_DIR + TARGET_HEAD: the target's states for the chat-templated requests and its greedy answers; both
+    drafts are scored teacher-forced on them, equal to the same scores on the live target's states (within 1e-6),
+    and the renderings' comparison, which needs the target, says why it skips."""
+    from eagle3lab import bundled, chat_prompt, heldout_chat_requests
+    from eagle3lab.analysis.chat_reading import teacher_forced_drafts
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.hidden_dump import dump_hidden_states
+    from eagle3lab.models.state_bank import capture_bank
+
+    params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    drafts = {label: load_draft(NOTEBOOKS / params[key], target=real_target, device="cpu")
+              for label, key in (("chat-trained draft", "CHAT_DRAFT"), ("raw-text draft", "RAW_DRAFT"))}
+    prompts = [chat_prompt(real_target.tokenizer, r) for r in heldout_chat_requests(params["N_PROMPTS"])]
+    seqs, lens = greedy_dataset(real_target, prompts, max_new_tokens=params["MAX_NEW_TOKENS"])
+    n = real_target.num_layers
+    points = sorted({n, *(k for d in drafts.values() for k in d.aux_resid)})
+    dump_hidden_states(real_target, seqs, tmp_path / "dump", points=points, prompt_lens=lens, greedy=True,
+                       batch_size=2, progress=False)
+    head = bundled.REAL_TARGETS[params["TARGET"]]
+    claims, text, printed = run_with_parameters(NOTEBOOK, {"TARGET": "/nonexistent/target",
+                                                           "DUMP_DIR": str(tmp_path / "dump"), "TARGET_HEAD": str(head)})
+    assert claims["mode"] == "dump" and claims["num_layers"] == n
+    assert "tau_chat_chat" not in claims and "vs_generate" not in claims     # nothing decoded, nothing timed
+    for what in ("section 1, the two renderings", "section 2, both drafts decoding"):
+        assert any(s.startswith(what) for s in claims["skipped"]), what
+        assert f"{what}" in printed and "skipped (dump mode" in printed
+    assert not any(s.startswith("section 3") for s in claims["skipped"])
+    live = teacher_forced_drafts(capture_bank(real_target, seqs, lens), drafts, params["NUM_STEPS"])
+    tf = claims["teacher_forced"]
+    assert tf["prompts"] == params["N_PROMPTS"] and tf["anchors"] == live.anchors
+    for label, iv in live.tau.items():
+        for bound in ("value", "low", "high"):
+            assert tf["tau"][label][bound] == pytest.approx(getattr(iv, bound), abs=1e-6), (label, bound)
+    assert tf["diff"]["value"] == pytest.approx(live.diff.value, abs=1e-6)
+    d = tf["diff"]
+    assert tf["word"] == ("beats" if d["low"] > 0 else "loses" if d["high"] < 0 else "within noise")
+    assert f"Teacher-forced on the dump's {params['N_PROMPTS']} prompts ({tf['anchors']} anchors" in text
+    against = {"beats": "beats", "loses": "loses to", "within noise": "is within noise of"}[tf["word"]]
+    assert (f"the chat-trained draft (tau {tf['tau']['chat-trained draft']['value']:.2f} "
+            f"[{tf['tau']['chat-trained draft']['low']:.2f}, {tf['tau']['chat-trained draft']['high']:.2f}]) "
+            f"{against} the raw-text draft") in text
