@@ -75,7 +75,7 @@ _WRITTEN_BESIDE_THE_FIXES = {"VOCAB_ABSOLUTE_IDS", "DRAFT_CONTEXT_SHORT"}
 
 MAX_PROMPTS = 48    # the default cap of the sequential rule (fix_choice.settle): the bundled pool
 PROMPT_STEP = 8
-# prompts decoded at once for the evidence (greedy_dataset): the same step as the bank grows by
+# prompts decoded at once for the evidence (greedy_bank): the same step as the bank grows by
 GREEDY_BATCH = PROMPT_STEP
 
 
@@ -266,9 +266,8 @@ def gather_evidence(draft_path, target, *, dump=None, dump_layer_ids=None, promp
 
 def _live_case(draft_path, target, pool, first_n: int, cap: int, *, seed, bank, max_new_tokens: int, device: str,
                progress: bool) -> Case:
-    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.decoding.greedy_bank import greedy_bank
     from eagle3lab.models.checkpoint import load_draft
-    from eagle3lab.models.state_bank import capture_bank
     from eagle3lab.models.target import Target, load_target
 
     tgt = target if isinstance(target, Target) else load_target(target, device=device)
@@ -278,9 +277,7 @@ def _live_case(draft_path, target, pool, first_n: int, cap: int, *, seed, bank, 
         evidence = from_pool_bank(bank, first_n, seed)
     else:
         def decode(some):
-            seqs, lens = greedy_dataset(tgt, some, max_new_tokens=max_new_tokens, progress=progress,
-                                        batch_size=GREEDY_BATCH)
-            return capture_bank(tgt, seqs, lens, progress=progress)
+            return greedy_bank(tgt, some, max_new_tokens=max_new_tokens, batch_size=GREEDY_BATCH, progress=progress)
 
         order = draw_prompts(pool, seed)
         evidence = Evidence(decode(order[:first_n]), pool=order[first_n:cap], decode=decode)

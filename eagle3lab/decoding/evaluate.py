@@ -226,12 +226,12 @@ def greedy_dataset(target, prompts, max_new_tokens: int = 64, eos_token_id="auto
         conts = []
         for start in tqdm(range(0, len(ids), batch_size), desc=f"greedy continuations ({batch_size} at once)",
                           disable=not progress):
-            conts += _greedy_batch(tgt, ids[start:start + batch_size], max_new_tokens, eos_ids(tgt, eos_token_id))
+            conts += greedy_batch(tgt, ids[start:start + batch_size], max_new_tokens, eos_ids(tgt, eos_token_id))
     return [x + c for x, c in zip(ids, conts)], [len(x) for x in ids]
 
 
 @torch.inference_mode()
-def _greedy_batch(tgt, ids: list[list[int]], max_new_tokens: int, stop: set[int]) -> list[list[int]]:
+def greedy_batch(tgt, ids: list[list[int]], max_new_tokens: int, stop: set[int]) -> list[list[int]]:
     """Each prompt's greedy continuation, up to and with its first stop token, decoded together."""
     config = greedy_config(max_new_tokens, stop)
     width, pad = max(len(x) for x in ids), config.pad_token_id
