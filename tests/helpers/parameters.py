@@ -23,16 +23,26 @@ def literal_names(source: str, banned: set) -> list:
     """What a code cell writes out that belongs in the parameters: an engine, architecture or model path, a
     list of ids (two or more integer literals), a chain length or prompt count given as a number."""
     found = []
-    for n in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    # a figure's layout is no parameter: figsize=(9, 4), xlim=(0, 8), subplots(1, 2) sizes
+    layout = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg in LAYOUT_KEYWORDS}
+    for n in ast.walk(tree):
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and (n.value in banned or "data/models" in n.value):
             found.append(n.value)
-        if isinstance(n, (ast.List, ast.Tuple)) and len(n.elts) >= 2 and all(
+        if isinstance(n, (ast.List, ast.Tuple)) and len(n.elts) >= 2 and id(n) not in layout and all(
                 isinstance(e, ast.Constant) and type(e.value) is int for e in n.elts):
             found.append(ast.unparse(n))
-        if isinstance(n, ast.keyword) and n.arg in ("num_steps", "max_new_tokens", "n", "engine_version") and \
-                isinstance(n.value, ast.Constant):
+        if isinstance(n, ast.keyword) and n.arg in SETTING_KEYWORDS and isinstance(n.value, ast.Constant) and \
+                n.value.value is not None:
             found.append(ast.unparse(n))
     return found
+
+
+# keywords whose literal value is a setting of the model or engine under study (a chain length, a residual rule,
+# an engine, a build), so it belongs in the parameters cell; and keywords that only lay out a figure
+SETTING_KEYWORDS = ("num_steps", "max_new_tokens", "n", "engine_version", "engine", "profile", "rule",
+                    "norm_before_residual", "topk", "num_draft_tokens", "num_prompts")
+LAYOUT_KEYWORDS = ("figsize", "xlim", "ylim", "xticks", "yticks", "bbox_to_anchor", "gridspec_kw")
 
 
 def assert_parameters_hold_the_literals(path, banned: set) -> None:
