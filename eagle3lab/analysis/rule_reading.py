@@ -113,8 +113,8 @@ def probe_positions(prompt_lens, lengths, width: int, num_steps: int, device=Non
 def rule_summary(*, study: str, control: str, scale: pd.DataFrame, cos_h_normed: float, patch_diff: float,
                  rules: RuleComparison, engines: Verdicts, engine_rule: dict, serving_engine: str,
                  agreement: dict, scale_sweep: Verdicts, h_scale: float, num_steps: int,
-                 mla: dict) -> tuple[str, dict]:
-    """Notebook 04's summary: (text, claims)."""
+                 mla: dict, states_from: str = "the as-trained set notebook 03 uses") -> tuple[str, dict]:
+    """Notebook 04's summary: (text, claims); ``states_from`` says whose sequences the acceptance was scored on."""
     s = scale.xs(study, level="draft")["median"]
     embed, fc, emb_n, hid_n = (float(s.iloc[i]) for i in range(4))
     honour = [e for e, v in engine_rule.items() if v == rules.preferred[study]]
@@ -129,7 +129,7 @@ def rule_summary(*, study: str, control: str, scale: pd.DataFrame, cos_h_normed:
             f"flag-off run reproduces the flag-on logits (max difference {patch_diff:.1g}). Scaling the flag-on residual "
             f"by c = {h_scale:.2f} (the median rms(h)), step-1 agreement {at_scale.value.value:.3f} "
             f"{at_scale.against(3, reference='the flag-off run')}. Teacher-forced {num_steps}-step chains with the trained "
-            f"wiring, on {rules.verdict(study).value.units} prompts (the as-trained set notebook 03 uses): ")
+            f"wiring, on {rules.verdict(study).value.units} prompts ({states_from}): ")
     for name in (study, control):
         v, best = rules.verdict(name), rules.preferred[name]
         d = v.claims()

@@ -48,6 +48,14 @@ class TargetSource:
         print(f"{what}: needs the loaded target; skipped ({self.mode} mode: {self.why}).")
         return True
 
+    def skip_states(self, what: str) -> bool:
+        """True (and one line saying so) when ``what`` needs the target's states and this source has none
+        (config-only: a live target or a dump has them)."""
+        if self.live or self.dump is not None:
+            return False
+        print(f"{what}: needs the target's states; skipped ({self.mode} mode: {self.why}).")
+        return True
+
     def describe(self) -> dict:
         if self.live:
             return {"mode": self.mode, **self.target.describe()}

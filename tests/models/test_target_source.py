@@ -26,6 +26,8 @@ def test_config_only_loads_nothing_and_every_model_cell_says_why(capsys):
     assert source.skip("the capture") is True
     assert capsys.readouterr().out == ("the capture: needs the loaded target; skipped (config-only mode: NUM_LAYERS = 61, "
                                        "ARCH = DeepseekV3ForCausalLM, no weights here).\n")
+    assert source.skip_states("the scores") is True
+    assert capsys.readouterr().out.startswith("the scores: needs the target's states; skipped (config-only mode: ")
     assert source.describe() == {"mode": "config-only", "arch": "DeepseekV3ForCausalLM", "num_layers": 61,
                                  "source": "a DeepseekV3ForCausalLM (N = 61, config only)"}
     with pytest.raises(Eagle3LabError, match="DUMP_DIR"):
@@ -39,6 +41,7 @@ def test_nothing_given_is_refused_and_a_missing_folder_takes_the_stand_in():
 
     source = open_target("/nowhere", missing=lambda: tiny_target("llama", num_layers=2, hidden_size=32))
     assert source.live and source.num_layers == 2 and source.notes and not source.skip("x")
+    assert not source.skip_states("x")
 
 
 def test_a_dump_stands_for_the_target_its_depth_from_the_head(target, tmp_path):
@@ -56,6 +59,7 @@ def test_a_dump_stands_for_the_target_its_depth_from_the_head(target, tmp_path):
         torch.testing.assert_close(states[k] * mask[..., None], live[k].cpu() * mask[..., None], atol=1e-4, rtol=1e-4)
     bank = source.bank()
     assert bank.points == (0, 3, n) and bank.num_layers == n
+    assert source.skip("the capture") and not source.skip_states("the scores")   # a dump has states, no model
     draft = source.load_draft(bundled.DRAFT_HEALTHY)
     assert draft.under("sglang").aux_resid == tuple(bundled.recorded_resid(bundled.DRAFT_HEALTHY))
     with pytest.raises(Eagle3LabError, match=r"num_hidden_layers.*NUM_LAYERS states \(61\)"):

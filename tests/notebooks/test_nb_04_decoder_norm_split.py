@@ -250,3 +250,47 @@ def test_the_mla_draft_config_is_built_only_by_the_engines_with_an_mla_first_lay
     # vLLM's deepseek_eagle3.py (0.18.0+) build it; speculators, SpecForge 0.2.0 and EAGLE's cnets.py cannot
     assert nb["mla_attention"] == "MLA" and nb["mla_rope"] == "yarn"
     assert nb["mla_runs_in"] == ["sglang", "vllm", "vllm-legacy"]
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(600)
+def test_dump_mode_runs_every_measurement_on_the_states_a_cluster_wrote(nb, models, tmp_path):
+    """DUMP_DIR + TARGET_HEAD (TARGET points nowhere): the notebook's own prompts and the target's continuations,
+    every resid point dumped; each draft under each rule reaches the live run's tau, and the summary says whose
+    sequences it scored."""
+    from helpers.notebooks import run_with_parameters
+
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.hidden_dump import dump_hidden_states
+
+    params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
+    target = models[0]
+    prompts = load_prompts(NOTEBOOKS / params["PROMPTS_FILE"], n=params["N_PROMPTS"], length=params["PROMPT_LENGTH"])
+    seqs, lens = greedy_dataset(target, prompts, max_new_tokens=params["MAX_NEW_TOKENS"])
+    dump_hidden_states(target, seqs, tmp_path / "dump", points=list(range(target.num_layers + 1)), prompt_lens=lens,
+                       greedy=True, batch_size=4, progress=False)
+    claims, text, printed = run_with_parameters(NAME, {"TARGET": "/nonexistent/target", "DUMP_DIR": str(tmp_path / "dump"),
+                                                       "TARGET_HEAD": str(bundled.TARGET)})
+    assert claims["mode"] == "dump" and claims["eval_set"] == {"dump": str(tmp_path / "dump"), "num_steps": NUM_STEPS}
+    assert claims["tau"].keys() == nb["tau"].keys()
+    for key, tau in nb["tau"].items():       # the same sequences, the states of another forward: the same rounds
+        assert claims["tau"][key] == pytest.approx(tau, abs=1e-6), key
+    assert claims["preferred"] == nb["preferred"] and claims["patch_diff"] < 1e-4
+    assert "the dump's sequences, hidden-state dump dump" in text and "dump mode: the dump dump" in printed
+    assert "skipped" not in printed
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(600)
+def test_config_only_mode_reads_the_engines_rules_and_measures_nothing():
+    """NUM_LAYERS / ARCH: nothing is loaded; the engines' rules and the MLA reading run, every measurement says
+    why it is skipped, and the summary says nothing was measured."""
+    from helpers.notebooks import run_with_parameters
+
+    claims, text, printed = run_with_parameters(NAME, {"TARGET": "/nonexistent/target", "NUM_LAYERS": 12,
+                                                       "ARCH": "LlamaForCausalLM"})
+    assert claims == {"mode": "config-only"}
+    for what in ("the drafts' first-layer activations", "the two halves' scales", "acceptance under each rule",
+                 "each engine's rule", "the residual patch", "the residual scale sweep"):
+        assert f"{what}: needs the target's states; skipped (config-only mode: NUM_LAYERS = 12" in printed, what
+    assert "Config-only mode (a LlamaForCausalLM (N = 12, config only))" in text and "nothing was measured" in text
