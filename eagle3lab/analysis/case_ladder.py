@@ -6,6 +6,11 @@ checkpoint format) and the doctor finding that motivated its change. :func:`clim
 state that the build can run in ONE interleaved :func:`~eagle3lab.analysis.benchmark.decode_sweep`
 (the machine's noise hits all rungs alike) and returns a :class:`CaseLadder`, whose ``table()``,
 ``plot()``, ``words()`` and ``claims()`` a notebook cell calls once each.
+
+A target known only through a serving cluster's hidden-state dump (``models.target_source``, dump mode) cannot
+decode: :func:`score_rungs` scores the same rungs teacher-forced on the dump's states (``StateBank``; tau with
+bootstrap intervals over the dumped prompts, as doctor's ladder does) and times nothing. What each mode skips,
+and the words for it, live here (:data:`SKIPS`, :func:`skipped`).
 """
 
 from __future__ import annotations
@@ -15,8 +20,33 @@ from dataclasses import asdict, dataclass, field, replace
 import pandas as pd
 
 from eagle3lab.analysis.verdicts import speed_word, word_of
-from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, simulated_acc_len
+from eagle3lab.engines.acceptance import (
+    Interval,
+    bootstrap_ratio,
+    bootstrap_ratio_difference,
+    simulated_acc_len,
+)
 from eagle3lab.engines.layer_ids import resid_label
+from eagle3lab.models.target_source import CONFIG_ONLY, LIVE
+
+# what a step needs that a target known by its dump (states, no weights) or its config alone lacks: the skip line
+# each cell prints (TargetSource.skip) and the summary's list
+SKIPS = {
+    "search": "step 3, scoring the candidate wirings (states to score the draft on)",
+    "costs": "step 4, timing the round costs the chain verdict prices",
+    "ladder": "step 4, the ladder's rungs (states to score them on)",
+    "decode": "step 4, decoding and timing the rungs (tokens/s, the lossless check)",
+    "real": "step 5b, the real engine serving the last rung",
+}
+NEEDS_TARGET = ("costs", "decode", "real")       # the rest needs states, which a dump holds
+
+
+def skipped(mode: str) -> list[str]:
+    """What a run in ``mode`` skips, in the notebook's order (none live; a dump lacks the target's weights;
+    the config alone lacks states too)."""
+    if mode == LIVE:
+        return []
+    return [w for k, w in SKIPS.items() if mode == CONFIG_ONLY or k in NEEDS_TARGET]
 
 KNOBS = ("engine", "flags", "wiring", "rule")   # what a user turns: ids count by the wiring they feed (a new
 # engine writes the same wiring in its own numbering)
@@ -116,15 +146,43 @@ def interval_word(diff: Interval | None) -> str:
     return "not run" if diff is None else word_of(diff)
 
 
+class TeacherForced:
+    """Rungs scored teacher-forced on one bank (``decoding.evaluate.BankScore`` per rung name): tau and paired
+    differences over the bank's prompts, read the way ``DecodeSweep`` reads decoded ones."""
+
+    def __init__(self, scores: dict, bank):
+        self.scores, self.prompts = scores, len(bank.lengths)
+        self.anchors = {name: sum(sc.tau_sums[1]) for name, sc in scores.items()}
+
+    def tau_interval(self, name: str) -> Interval:
+        return bootstrap_ratio(*self.scores[name].tau_sums)
+
+    def tau_difference(self, a: str, b: str) -> Interval:
+        return bootstrap_ratio_difference(*self.scores[a].tau_sums, *self.scores[b].tau_sums)
+
+
 @dataclass
 class CaseLadder:
     rungs: list[Rung]
-    sweep: object                  # the DecodeSweep every run rung came from
+    sweep: object                  # the DecodeSweep every run rung came from (score_rungs: a TeacherForced)
     repeats: int
     device: str
     dtype: str
     trainer: dict = field(default_factory=dict)
     speed_kind: str = "e2e"        # the rates every speed ratio compares ("e2e" or "decode")
+    scored_on: str = ""            # score_rungs: what the teacher-forced taus were scored on ("" = decoded)
+    untimed: str = ""              # why no rung was timed ("" = every run rung timed)
+
+    @property
+    def decoded(self) -> bool:
+        return not self.scored_on
+
+    @property
+    def lossless(self) -> bool | None:
+        """Every decoded rung token-identical to the target's greedy output; None when nothing was decoded."""
+        if not self.decoded:
+            return None
+        return all(r.identical.split("/")[0] == r.identical.split("/")[1] for r in self.run)
 
     # -------------------------------------------------------------- reading
     def rung(self, name: str) -> Rung:
@@ -177,8 +235,9 @@ class CaseLadder:
              "tau": t["tau_est"], "how": "trainer's tau_est: 1 + mean leading agreeing steps"},
             {"source": "trainer (teacher-forced, held-out)", "agreement per step": t["agree"],
              "tau": t["tau_implied"], "how": "1 + sum of running products of the agreements (SpecForge acc_i)"},
-            {"source": f"served: {last.name}", "agreement per step": "",
-             "tau": last.tau.value, "how": f"decoded, {last.state.num_steps}-step chain, 95% {last.tau}"},
+            {"source": f"{'served' if self.decoded else 'scored'}: {last.name}", "agreement per step": "",
+             "tau": last.tau.value, "how": f"{'decoded' if self.decoded else 'teacher-forced on ' + self.scored_on}, "
+             f"{last.state.num_steps}-step chain, 95% {last.tau}"},
         ]).set_index("source").assign(**{"against the served interval": [
             self.against_served(t["tau_est"]), self.against_served(t["tau_implied"]), ""]})
 
@@ -193,11 +252,16 @@ class CaseLadder:
         for i, r in enumerate(self.rungs):
             if r.tau is None:       # first: a rung not run (even the first) has no speed to state
                 out.append(f"{r.name} ({r.finding}): not run: {r.note}")
+            elif r.speed is None and (i == 0 or r.word == "start"):
+                out.append(f"{r.name}: tau {r.tau} (teacher-forced).")
             elif i == 0 or r.word == "start":
                 out.append(f"{r.name}: tau {r.tau}, {ratio_text(r.speed)} no speculation "
                            f"({self.speed_word(r)}).")
             elif r.word == "no change":
                 out.append(f"{r.name} ({r.finding}): nothing changes on this build ({r.note}).")
+            elif r.speed is None:
+                out.append(f"{r.name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
+                           f"change {r.gain} - {r.word}{' of' if r.word == 'within noise' else ''} the rung before.")
             else:
                 out.append(f"{r.name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
                            f"change {r.gain} - {r.word}{' of' if r.word == 'within noise' else ''} the rung before; {ratio_text(r.speed)} no speculation "
@@ -210,7 +274,9 @@ class CaseLadder:
                            "ran": r.tau is not None, "measured_as": r.measured_as,
                            "tau": None if r.tau is None else [r.tau.value, r.tau.low, r.tau.high],
                            "gain": None if r.gain is None else [r.gain.value, r.gain.low, r.gain.high],
-                           "speedup": r.speedup, "e2e_tps": r.e2e_tps, "identical": r.identical,
+                           # untimed (or not run): None, not NaN (JSON has no NaN)
+                           "speedup": None if r.speed is None else r.speedup,
+                           "e2e_tps": None if r.speed is None else r.e2e_tps, "identical": r.identical,
                            "speed": None if r.speed is None else [r.speed.value, r.speed.low, r.speed.high],
                            "speed_word": r.speed_verdict,
                            "step_speed": None if r.step_speed is None else
@@ -220,6 +286,8 @@ class CaseLadder:
                           for r in self.rungs],
                 "overall": [*(lambda d: [d.value, d.low, d.high])(self.overall())],
                 "overall_word": interval_word(self.overall()), "repeats": self.repeats, "speed_kind": self.speed_kind,
+                "scored": "decoded" if self.decoded else "teacher-forced", "scored_on": self.scored_on or None,
+                "untimed": self.untimed or None,
                 # a negative bound printed after "[" reads as its magnitude to a decimal scan of the text
                 "bounds_abs": [abs(x) for r in self.rungs for iv in (r.tau, r.gain, r.speed, r.step_speed) if iv is not None
                                for x in (iv.value, iv.low, iv.high)] + [abs(self.overall().low)],
@@ -229,11 +297,16 @@ class CaseLadder:
 
     def plot(self):
         """Two panels on one y axis: tau per rung (colour: its verdict against the rung before) and the measured
-        speed over no speculation (colour: faster / slower / within noise of it), each with its 95% interval."""
+        speed over no speculation (colour: faster / slower / within noise of it), each with its 95% interval.
+        Untimed (teacher-forced on a dump): the tau panel alone, the title saying why no speed is shown."""
         import matplotlib.pyplot as plt
 
-        fig, (ax, bx) = plt.subplots(1, 2, sharey=True, figsize=(12, 0.5 * len(self.rungs) + 2),
-                                     gridspec_kw={"width_ratios": [3, 2]})
+        if self.untimed:
+            fig, ax = plt.subplots(figsize=(8, 0.5 * len(self.rungs) + 2))
+            bx = None
+        else:
+            fig, (ax, bx) = plt.subplots(1, 2, sharey=True, figsize=(12, 0.5 * len(self.rungs) + 2),
+                                         gridspec_kw={"width_ratios": [3, 2]})
         names = [f"{i}. {r.name}" for i, r in enumerate(self.rungs)]
         for y, r in enumerate(self.rungs):
             if r.tau is None:
@@ -242,23 +315,34 @@ class CaseLadder:
             color = {"beats": "tab:green", "loses": "tab:red"}.get(r.word, "tab:grey")
             ax.errorbar(r.tau.value, y, xerr=[[r.tau.value - r.tau.low], [r.tau.high - r.tau.value]], fmt="o",
                         color=color, capsize=3)
+            if bx is None:
+                continue
             s = r.speed
             color = {"faster": "tab:green", "slower": "tab:red"}.get(r.speed_verdict, "tab:grey")
             bx.errorbar(s.value, y, xerr=[[s.value - s.low], [s.high - s.value]], fmt="o", color=color, capsize=3)
         ax.set_yticks(range(len(names)), names)
         ax.set_ylabel("rung (one change each)")
-        bx.set_ylabel("the same rungs", fontsize=8)
         ax.invert_yaxis()
         ax.axvline(1, color="k", lw=0.5)
+        engines = sorted({"emulated " + r.state.engine for r in self.run})
+        if bx is None:
+            ax.set_xlabel(f"accept length tau (tokens per verify round), teacher-forced on {self.scored_on}\n"
+                          "95% paired bootstrap over prompts")
+            ax.set_title(f"tau; green / red: beats / loses the rung before, grey: within noise or no change\n"
+                         f"tokens/s not measured: {self.untimed}", fontsize=9)
+            fig.suptitle(f"The ladder, one change a rung, teacher-forced ({', '.join(engines)} arithmetic; "
+                         f"{self.device}, {self.dtype})", fontsize=10)
+            fig.tight_layout()
+            return fig
         ax.set_xlabel("accept length tau (tokens per verify round)\n95% paired bootstrap over prompts")
         ax.set_title("tau; green / red: beats / loses the rung before,\ngrey: within noise or no change", fontsize=9)
+        bx.set_ylabel("the same rungs", fontsize=8)
         bx.axvline(1, color="k", lw=0.8, ls="--")
         kind = "end to end" if self.speed_kind == "e2e" else "decode"
         bx.set_xlabel(f"measured {kind} tokens/s over no speculation (x)\n95% paired bootstrap over "
                       f"{self.repeats} repeats x prompts")
         bx.set_title("measured speed; green / red: faster / slower than\nno speculation, grey: within noise",
                      fontsize=9)
-        engines = sorted({"emulated " + r.state.engine for r in self.run})
         fig.suptitle(f"The ladder, one change a rung ({', '.join(engines)}; {self.device}, {self.dtype}, batch 1)",
                      fontsize=10)
         fig.tight_layout()
@@ -288,32 +372,76 @@ def climb(target, specs: list[RungSpec], prompts, *, max_new_tokens: int, repeat
             cases[sp.name] = dict(draft=sp.draft, num_steps=sp.state.num_steps, topk=1,
                                   num_draft_tokens=sp.state.num_draft_tokens, profile=sp.profile)
     sweep = decode_sweep(target, cases, prompts, max_new_tokens=max_new_tokens, repeats=repeats, progress=progress)
+
+    def timed(r: Rung, prev_run: Rung | None) -> None:
+        r.e2e_tps = sweep.e2e_tps[r.measured_as]
+        r.speed = sweep.speed_ratio(r.measured_as, kind=speed_kind)
+        if prev_run is not None:
+            r.step_speed = sweep.speed_ratio(r.measured_as, prev_run.measured_as, kind=speed_kind)
+        r.identical = f"{sweep.identical(r.measured_as)}/{len(sweep.reference)}"
+
+    rungs = _read_rungs(specs, by_key, sweep, timed)
+    device = str(getattr(target, "device", "cpu"))
+    return CaseLadder(rungs, sweep, repeats, device, dtype, trainer or {}, speed_kind)
+
+
+def score_rungs(bank, specs: list[RungSpec], *, trainer: dict | None = None, scored_on: str, untimed: str,
+                batch_size: int = 2) -> CaseLadder:
+    """The rungs of :func:`climb` scored teacher-forced on ``bank`` (a dump's states: no target to decode or
+    time with): each distinct state's draft as its engine runs it (``spec.draft.under(spec.profile)``), fed
+    what that build feeds, over a chain of ``num_steps`` capped by ``num_draft_tokens - 1`` (what the flag line
+    lets the engine accept); each rung's change against the previous scored rung paired over the bank's
+    prompts. A rung whose states the bank does not hold is not run, saying which. ``scored_on``: what the bank
+    is, for the words; ``untimed``: why no tokens/s."""
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+
+    scores, by_key, kept = {}, {}, []
+    for sp in specs:
+        view = sp.draft.under(sp.profile) if sp.profile is not None else sp.draft
+        if view.num_target_layers is None:
+            view = view.bound(num_target_layers=bank.num_layers)
+        wiring = tuple(view.aux_resid)
+        missing = [k for k in wiring if k not in bank.points]
+        if sp.state.runs and missing:
+            sp = replace(sp, state=replace(sp.state, runs=False),
+                         note=f"the bank ({scored_on}) holds no {resid_label(missing)}; {sp.note}")
+        if sp.state.runs and sp.state.key() not in by_key:
+            by_key[sp.state.key()] = sp.name
+            chain = min(sp.state.num_steps, sp.state.num_draft_tokens - 1)
+            scores[sp.name] = evaluate_on_bank(bank, view, wiring, chain, batch_size=batch_size)
+        kept.append(sp)
+    measure = TeacherForced(scores, bank)
+    rungs = _read_rungs(kept, by_key, measure, None)
+    some = next(iter(specs)).draft
+    return CaseLadder(rungs, measure, 0, str(some.fc.weight.device), str(some.fc.weight.dtype), trainer or {}, None,
+                      scored_on=scored_on, untimed=untimed)
+
+
+def _read_rungs(specs: list[RungSpec], by_key: dict, measure, timed) -> list[Rung]:
+    """Each spec as a rung: what changed against the previous runnable state, its tau and its change against
+    the previous run rung (``measure``: ``tau_interval`` / ``tau_difference`` by case name); ``timed(rung,
+    previous run rung)`` fills its speeds (None: not timed)."""
     rungs, prev_state, prev_run = [], None, None
     for sp in specs:
         changed = () if prev_state is None else sp.state.changed(prev_state)
         r = Rung(sp.name, sp.state, sp.finding, sp.note, changed, by_key.get(sp.state.key()) if sp.state.runs else None)
         if r.measured_as is not None:
-            r.tau = sweep.tau_interval(r.measured_as)
-            r.e2e_tps = sweep.e2e_tps[r.measured_as]
-            r.speed = sweep.speed_ratio(r.measured_as, kind=speed_kind)
-            if prev_run is not None:
-                r.step_speed = sweep.speed_ratio(r.measured_as, prev_run.measured_as, kind=speed_kind)
-            same = sweep.identical(r.measured_as)
-            r.identical = f"{same}/{len(sweep.reference)}"
+            r.tau = measure.tau_interval(r.measured_as)
+            if timed is not None:
+                timed(r, prev_run)
             if prev_run is None:
                 r.word = "start"
             elif not changed or prev_run.measured_as == r.measured_as:
-                r.gain, r.word = sweep.tau_difference(r.measured_as, prev_run.measured_as), "no change"
+                r.gain, r.word = measure.tau_difference(r.measured_as, prev_run.measured_as), "no change"
             else:
-                r.gain = sweep.tau_difference(r.measured_as, prev_run.measured_as)
+                r.gain = measure.tau_difference(r.measured_as, prev_run.measured_as)
                 r.word = interval_word(r.gain)
             prev_run = r
         else:
             r.word = "not run"
         rungs.append(r)
         prev_state = sp.state if sp.state.runs else prev_state
-    device = str(getattr(target, "device", "cpu"))
-    return CaseLadder(rungs, sweep, repeats, device, dtype, trainer or {}, speed_kind)
+    return rungs
 
 
 def with_state(spec: RungSpec, **changes) -> RungState:
@@ -501,16 +629,82 @@ def choose_chain(costs_runs, agree: list[float], launched: int | None = None) ->
     return ChainChoice(projected, taus, launched)
 
 
-def case_summary(ladder: CaseLadder, *, lossless: bool, chain: ChainChoice | None, fix_steps: int,
-                 serve_engine: str, real: dict | None = None) -> tuple[str, dict]:
+def stated_wiring(draft, trained_resid, trained_rule, num_layers: int) -> tuple[tuple, bool, str]:
+    """Without states to score the candidates on (config-only mode): the wiring and rule the checklist serves,
+    as stated (``TRAINED_RESID`` / ``TRAINED_NORM_BEFORE_RESIDUAL``), else the checkpoint's own word: the wiring
+    its format's trainer reads its ids as, and the flag its config writes. The third item says which."""
+    from eagle3lab.models.checkpoint import trained_resid as format_reading
+
+    if trained_resid is not None:
+        wiring, said = tuple(int(k) for k in trained_resid), "as stated (TRAINED_RESID)"
+    else:
+        claimed, trainer = format_reading(draft, num_layers)
+        if claimed is None:
+            raise ValueError("config-only mode: the checkpoint's ids say nothing its trainer reads; set TRAINED_RESID "
+                             "to the wiring its trainer fed")
+        wiring, said = tuple(claimed), f"as {trainer.engine} (the checkpoint format's trainer) reads its ids"
+    if trained_rule is not None:
+        rule, rule_said = bool(trained_rule), "as stated (TRAINED_NORM_BEFORE_RESIDUAL)"
+    else:
+        rule, rule_said = bool(draft.config.norm_before_residual), "as the draft's config writes it"
+    return wiring, rule, (f"{resid_label(wiring)} {said}, norm_before_residual={rule} {rule_said}; not scored "
+                          "(no states)")
+
+
+def case_summary(ladder: CaseLadder | None, *, chain: ChainChoice | None, fix_steps: int, serve_engine: str,
+                 real: dict | None = None, mode: str = LIVE, target: str = "", wiring: str = "") -> tuple[str, dict]:
     """Notebook 06's summary: (text, claims), every number and word in the text read from the claims.
-    ``chain``: the chain verdict (None without a training record); ``fix_steps``: the chain launched;
-    ``real``: ``eagle3lab serve-check --json``'s report when the real engine served the last rung."""
+    ``chain``: the chain verdict (None without a training record or a loaded target); ``fix_steps``: the chain
+    launched; ``real``: ``eagle3lab serve-check --json``'s report when the real engine served the last rung;
+    ``mode``: the target source's (live / dump / config-only), ``target`` its name; ``wiring``: config-only, what
+    the checklist serves (``stated_wiring``'s words). A dump-mode ``ladder`` is ``score_rungs``'; config-only has
+    none."""
+    skips = skipped(mode)
+    head = (f"**{mode.capitalize()} mode** ({target}" + ("; nothing skipped). " if not skips else
+                                                         f"; skipped: {'; '.join(skips)}). "))
+    if ladder is None:
+        text = (head + f"From the config alone nothing was scored, decoded or timed: the checklist answers per engine "
+                f"and build for the trained wiring {wiring}, with a chain of {steps(fix_steps)}.")
+        claims = dict(mode=mode, skipped=skips, ladder=None, lossless=None, chain=fix_steps, chain_choice=None,
+                      real_vllm_verdict=None, real_vllm_tau=None)
+        return text, claims
+    if ladder.decoded:
+        text = head + _decoded_words(ladder, chain, fix_steps)
+    else:
+        overall = ladder.overall()
+        text = (head + f"The ladder, one change a rung, scored teacher-forced on {ladder.scored_on} (no rung decoded or "
+                f"timed: {ladder.untimed}):\n\n{ladder.words()}\n\nFrom as launched to the last rung tau changed by "
+                f"{overall} (**{interval_word(overall)}** as launched, teacher-forced). The chain to launch is set to "
+                f"{steps(fix_steps)} (FIX_STEPS: no round costs timed without the target)")
+    t, last = ladder.trainer, ladder.run[-1]
+    if t:
+        where = "the served interval" if ladder.decoded else "the last rung's teacher-forced interval"
+        text += (f". The trainer's teacher-forced agreement implies tau {t['tau_implied']:.2f} (its own estimate "
+                 f"{t['tau_est']:.2f}), {ladder.against_served(t['tau_implied'])} {where} {last.tau}")
+    if real is not None:
+        engine = real["engine"]
+        agrees = real["verdict"] == "AGREES"
+        text += (f"; served by the real {engine} {real['engine_version']} ({real['engine_platform']} build): tau "
+                 f"{real[engine]['tau']:.2f}, its counters "
+                 + ("equal to eagle3lab's emulation" if agrees else
+                    f"DIFFERENT from eagle3lab's emulation ({', '.join(real['differs'])})"))
+    elif ladder.decoded:
+        text += f" (the real {serve_engine} is not installed here: emulated only)"
+    claims = dict(mode=mode, skipped=skips, ladder=ladder.claims(), lossless=ladder.lossless, chain=fix_steps,
+                  chain_choice=None if chain is None else {**chain.claims(),
+                                                           "best_speedup": float(chain.projected[chain.best].mean())},
+                  real_vllm_verdict=real["verdict"] if real else None,
+                  real_vllm_tau=real[real["engine"]]["tau"] if real else None)
+    return text + ".", claims
+
+
+def _decoded_words(ladder: CaseLadder, chain: ChainChoice | None, fix_steps: int) -> str:
+    """The decoded ladder's words: the symptom, each rung, the overall change, the chain verdict."""
     first, last = ladder.run[0], ladder.run[-1]
     overall = ladder.overall()
     kind = "end to end" if ladder.speed_kind == "e2e" else "decode"
     text = (f"As launched the draft was **{ladder.speed_word(first)}** ({ratio_text(first.speed)} {kind}, "
-            f"tau {first.tau}) while every output stayed " + ("token-identical" if lossless else "NOT identical")
+            f"tau {first.tau}) while every output stayed " + ("token-identical" if ladder.lossless else "NOT identical")
             + f". The ladder, one change a rung, decoded in one run:\n\n{ladder.words()}\n\n"
             f"From as launched to the last rung tau changed by {overall} (**{interval_word(overall)}** as launched), "
             f"and the last rung runs {ratio_text(last.speed)} no speculation {kind}: **{ladder.speed_word(last)}**")
@@ -519,22 +713,4 @@ def case_summary(ladder: CaseLadder, *, lossless: bool, chain: ChainChoice | Non
                                          f" (FIX_STEPS = {fix_steps})"))
     else:
         text += f". The chain to launch is set to {fix_steps} steps (no training record to price chains with)"
-    t = ladder.trainer
-    if t:
-        text += (f". The trainer's teacher-forced agreement implies tau {t['tau_implied']:.2f} (its own estimate "
-                 f"{t['tau_est']:.2f}), {ladder.against_served(t['tau_implied'])} the served interval {last.tau}")
-    if real is not None:
-        engine = real["engine"]
-        agrees = real["verdict"] == "AGREES"
-        text += (f"; served by the real {engine} {real['engine_version']} ({real['engine_platform']} build): tau "
-                 f"{real[engine]['tau']:.2f}, its counters "
-                 + ("equal to eagle3lab's emulation" if agrees else
-                    f"DIFFERENT from eagle3lab's emulation ({', '.join(real['differs'])})"))
-    else:
-        text += f" (the real {serve_engine} is not installed here: emulated only)"
-    claims = dict(ladder=ladder.claims(), lossless=lossless, chain=fix_steps,
-                  chain_choice=None if chain is None else {**chain.claims(),
-                                                           "best_speedup": float(chain.projected[chain.best].mean())},
-                  real_vllm_verdict=real["verdict"] if real else None,
-                  real_vllm_tau=real[real["engine"]]["tau"] if real else None)
-    return text + ".", claims
+    return text

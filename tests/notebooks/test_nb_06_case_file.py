@@ -11,17 +11,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.notebooks import notebook_claims, notebook_summary
+from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
 from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
 
 import eagle3lab
 from eagle3lab import bundled
 from eagle3lab.analysis.case_ladder import (
+    SKIPS,
     SPEED_WORDS,
     STEP_WORDS,
     checklist,
     interval_word,
     ratio_text,
+    skipped,
     steps,
 )
 from eagle3lab.analysis.verdicts import speed_word
@@ -36,9 +38,12 @@ LAUNCH = ("python -m sglang.launch_server --model-path data/models/target --spec
           "--speculative-eagle-topk 1 --speculative-num-draft-tokens 16")
 
 
+NAME = "06_case_file.ipynb"
+
+
 @pytest.fixture(scope="module")
 def nb(bundled_models):
-    return notebook_claims("06_case_file.ipynb")
+    return notebook_claims(NAME)
 
 
 def test_step1_flags_cap_accept_length_at_two(bundled_models):
@@ -383,3 +388,127 @@ def test_chain_choice_from_repeated_costs():
     assert choose_chain([model(0.4)] * 3, agree).chain == 2          # launched None: the best
     with pytest.raises(ValueError, match="at least two"):
         choose_chain([model(0.4)], agree)
+
+
+def test_the_default_run_is_live_and_says_so(nb):
+    params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
+    for key in ("DUMP_DIR", "TARGET_HEAD", "DUMP_LAYER_IDS", "NUM_LAYERS", "ARCH", "TRAINED_RESID",
+                "TRAINED_NORM_BEFORE_RESIDUAL"):
+        assert params[key] is None, key
+    assert nb["mode"] == "live" and nb["skipped"] == [] and nb["ladder"]["scored"] == "decoded"
+    assert notebook_summary(NAME).startswith("**Live mode** (data/models/target; nothing skipped). As launched")
+
+
+def test_what_each_mode_skips():
+    """One list, in the notebook's order: nothing live; what needs the target's weights with a dump; everything
+    that needs states too with the config alone."""
+    assert skipped("live") == []
+    assert skipped("dump") == [SKIPS["costs"], SKIPS["decode"], SKIPS["real"]]
+    assert skipped("config-only") == list(SKIPS.values()) and len(SKIPS) == 5
+
+
+def test_stated_wiring_without_states(bundled_models):
+    """Config-only: the wiring the checklist serves is the stated one, else the checkpoint's format's trainer's
+    reading of its ids (SpecForge reads [2, 6, 10] as resid[3, 7, 11]) and its config's flag."""
+    from eagle3lab.analysis.case_ladder import stated_wiring
+    from eagle3lab.models.target_source import open_target
+
+    draft = open_target(num_layers=12).load_draft(bundled.DRAFT_CASE)
+    assert stated_wiring(draft, [0, 3, 7], False, 12)[:2] == ((0, 3, 7), False)
+    wiring, rule, said = stated_wiring(draft, None, None, 12)
+    assert (wiring, rule) == ((3, 7, 11), True)
+    assert "as SpecForge (the checkpoint format's trainer) reads its ids" in said and "config writes" in said
+
+
+def _write_dump(folder):
+    """The bundled target's states at every resid point for 4 prompts with its greedy continuations, as a
+    serving cluster would dump them; and the sequences."""
+    from eagle3lab.decoding.evaluate import greedy_dataset
+    from eagle3lab.models.hidden_dump import dump_hidden_states
+
+    target = eagle3lab.load_target(bundled.TARGET, device="cpu")
+    seqs, lens = greedy_dataset(target, bundled.load_prompts(n=4), max_new_tokens=24)
+    dump_hidden_states(target, seqs, folder, points=list(range(target.num_layers + 1)), prompt_lens=lens,
+                       greedy=True, batch_size=2, progress=False)
+    return target, seqs, lens
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_dump_mode_scores_every_rung_teacher_forced_and_times_none(nb, bundled_models, tmp_path):
+    """DUMP_DIR + TARGET_HEAD, TARGET pointing nowhere: the same rungs as the live run, each scored teacher-forced
+    on the dump with the tau the live target's own states give on the same sequences; nothing decoded or timed,
+    and the summary says so; the checklists come out as in the live run."""
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+    from eagle3lab.engines.acceptance import bootstrap_ratio
+    from eagle3lab.models.state_bank import capture_bank
+
+    target, seqs, lens = _write_dump(tmp_path / "dump")
+    claims, text, printed = run_with_parameters(NAME, {"TARGET": "/nonexistent/target", "DUMP_DIR": str(tmp_path / "dump"),
+                                                      "TARGET_HEAD": str(bundled.TARGET)})
+    assert claims["mode"] == "dump" and claims["skipped"] == skipped("dump")
+    for what in claims["skipped"]:           # each timed or target-only step names itself as skipped, and why
+        assert f"{what}: needs the loaded target; skipped (dump mode: states from {tmp_path / 'dump'}" in printed
+    assert text.startswith("**Dump mode** (the dump dump (4 samples, resid[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]); "
+                           f"skipped: {'; '.join(skipped('dump'))}). The ladder, one change a rung, scored "
+                           "teacher-forced on the hidden-state dump dump (4 prompts) (no rung decoded or timed: dump mode")
+    ladder, live = claims["ladder"], nb["ladder"]
+    assert ladder["scored"] == "teacher-forced" and ladder["untimed"].startswith("dump mode, states from")
+    rungs = ladder["rungs"]
+    assert [r["name"] for r in rungs] == RUNGS and all(r["ran"] for r in rungs)
+    assert [r["state"] for r in rungs] == [r["state"] for r in live["rungs"]]          # the same rungs
+    assert [r["changed"] for r in rungs] == [r["changed"] for r in live["rungs"]]
+    assert [r["word"] for r in rungs][4] == "no change" == live["rungs"][4]["word"]
+    # the weights pick the trained wiring and rule on the dump too (step 3 on the dumped states)
+    assert claims["best"] == nb["best"] == [0, 3, 7] and claims["best_rule"] is True and claims["tau_best"] > 2
+    # each rung's tau: the live target's states on the same sequences, the draft as that rung's engine runs it
+    bank = capture_bank(target, seqs, lens)
+    draft = load_draft(bundled.DRAFT_CASE, target=target, device="cpu")
+    by_name = {r["name"]: r for r in rungs}
+    for r in rungs:
+        s = r["state"]
+        view = draft.rewired(aux_resid=s["fed"], norm_before_residual=s["rule"]).under(s["engine"])
+        score = evaluate_on_bank(bank, view, tuple(s["fed"]), min(s["num_steps"], s["num_draft_tokens"] - 1))
+        tau = bootstrap_ratio(*score.tau_sums)
+        assert r["tau"] == pytest.approx([tau.value, tau.low, tau.high], abs=1e-9), r["name"]
+        assert by_name[r["measured_as"]]["tau"] == r["tau"]
+    for r in rungs[1:]:                       # every word from its paired interval, stated in the text
+        g = _iv(r["gain"])
+        assert g.low <= g.value <= g.high
+        if r["word"] != "no change":
+            assert r["word"] == interval_word(g)
+            of = " of" if r["word"] == "within noise" else ""
+            assert f"change {g} - {r['word']}{of} the rung before." in text, r["name"]
+    assert rungs[0]["word"] == "start" and f"- as launched: tau {_iv(rungs[0]['tau'])} (teacher-forced)." in text
+    overall = _iv(ladder["overall"])
+    assert f"tau changed by {overall} (**{ladder['overall_word']}** as launched, teacher-forced)" in text
+    assert ladder["overall_word"] == interval_word(overall) == "beats"        # the fix is found on the dump too
+    # nothing timed: no speed anywhere, no lossless claim, no chain verdict (FIX_STEPS is the chain)
+    assert all(r[k] is None for r in rungs for k in ("speed", "step_speed", "speed_word", "e2e_tps", "speedup"))
+    assert claims["lossless"] is None and claims["chain_choice"] is None and claims["chain"] == nb["chain"] == 4
+    assert "no speculation" not in text and "tok/s" not in text
+    assert claims["checklist"] == nb["checklist"] and claims["seed_checklist"] == nb["seed_checklist"]
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(600)
+def test_config_only_mode_answers_the_flags_ids_and_checklists_and_scores_nothing(nb, bundled_models):
+    """NUM_LAYERS / ARCH (TARGET points nowhere) with the wiring and rule stated: steps 1 and 2 and both checklists
+    answer as in the live run; every step that needs states or the target says it is skipped."""
+    claims, text, printed = run_with_parameters(NAME, {"TARGET": "/nonexistent/target", "NUM_LAYERS": 12,
+                                                      "ARCH": "LlamaForCausalLM", "TRAINED_RESID": [0, 3, 7],
+                                                      "TRAINED_NORM_BEFORE_RESIDUAL": True})
+    assert claims["mode"] == "config-only" and claims["skipped"] == skipped("config-only")
+    for what in claims["skipped"]:
+        assert (f"{what}: needs the loaded target; skipped (config-only mode: NUM_LAYERS = 12, "
+                "ARCH = LlamaForCausalLM, no weights here).") in printed
+    assert claims["ladder"] is None and claims["tau_best"] is None and claims["lossless"] is None
+    for key in ("max_accept_length", "served", "flag_code", "team_ids", "team_fatal", "trained_ids", "ids_written",
+                "chain", "checklist", "seed_checklist"):
+        assert claims[key] == nb[key], key
+    assert (claims["best"], claims["best_rule"]) == (nb["best"], nb["best_rule"]) == ([0, 3, 7], True)
+    assert text == ("**Config-only mode** (a LlamaForCausalLM (N = 12, config only); skipped: "
+                    f"{'; '.join(skipped('config-only'))}). From the config alone nothing was scored, decoded or "
+                    "timed: the checklist answers per engine and build for the trained wiring [resid[0] (embedding), "
+                    "resid[3], resid[7]] as stated (TRAINED_RESID), norm_before_residual=True as stated "
+                    "(TRAINED_NORM_BEFORE_RESIDUAL); not scored (no states), with a chain of 4 steps.")
