@@ -59,7 +59,8 @@ def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: i
     pass's logits only at those rows, ``[N, V]`` (the draft's ``logits_at``); passes 2.. then run only on the
     window t0..t1-1 of rows that holds them (a later pass's row is attended by no other row: nothing else
     needs it), so their ``hidden`` is ``[B, W, H]``, and pass 1 computes only keys and values at the rows
-    before t0 (later rows attend them; nothing else reads them), so its ``hidden`` starts at row t0.
+    before t0 (later rows attend them; nothing else reads them), so its ``hidden`` starts at row t0 (for a
+    length-dependent RoPE whose frequencies those shorter forwards would change, every pass runs on every row).
     """
     from eagle3lab.models.draft import DraftCache
 
@@ -72,8 +73,12 @@ def draft_passes(draft, input_ids: torch.Tensor, aux: torch.Tensor, num_steps: i
     t0, t1, at = 0, rows, logits_at
     if logits_at is not None:
         used = logits_at.any(0).nonzero().flatten()
-        t0, t1 = (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 1)
-        at = logits_at[:, t0:t1]
+        w0, w1 = (int(used[0]), int(used[-1]) + 1) if len(used) else (0, 1)
+        # a RoPE that depends on the length (dynamic, longrope) picks its frequencies per forward: rows are
+        # left out only where every shorter forward picks the same set as the passes over every row
+        ends = [(w0, rows)] + [(w1 + k - 1, rows + k - 1) for k in range(2, num_steps + 1)]
+        if all(draft.rope.regime(a) == draft.rope.regime(b) for a, b in ends):
+            t0, t1, at = w0, w1, logits_at[:, w0:w1]
     if t0 > 0:   # rows before the first logit read (the prompt): only their keys and values are ever used
         draft(input_ids[:, 1:t0 + 1], **{key: aux[:, :t0]}, cache=cache, keys_only=True)
     outs = [draft(input_ids[:, t0 + 1:], **{key: aux[:, t0:-1]}, cache=cache,

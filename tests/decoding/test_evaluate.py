@@ -151,3 +151,26 @@ def test_offline_agrees_with_loop_on_bundled_models():
                                                                      max_new_tokens=budget).rounds]
     loop_tau = 1 + sum(loop) / len(loop)
     assert abs(ev.replay(max_new_tokens=budget).tau - loop_tau) <= 0.02 * loop_tau
+
+
+def test_logits_at_is_exact_for_a_rope_that_depends_on_the_length():
+    """A dynamic RoPE picks its frequencies from each forward's length: past max_position_embeddings neither are
+    the prompt rows split off nor the later passes cut to the window (a shorter forward would turn its rows by
+    another set), and every pass's logits at the anchors stay those of passes over every row."""
+    from eagle3lab.models.capture import ResidCapture
+
+    target = tiny_spec_target()
+    draft = tiny_draft(target, train_steps=0, max_position_embeddings=8,
+                       rope_scaling={"rope_type": "dynamic", "factor": 2.0})
+    ids = torch.tensor(prompts(2, 14))
+    at = torch.zeros(2, 13, dtype=torch.bool)
+    at[:, 6:10] = True
+    points = list(draft.aux_resid)
+    with torch.no_grad(), ResidCapture(target.model, sorted(points)) as cap:
+        target.model(ids)
+        aux = torch.cat([cap.states[k] for k in points], -1)
+        every = draft_passes(draft, ids, aux, 3)
+        some = draft_passes(draft, ids, aux, 3, logits_at=at)
+    assert draft.rope.regime(6) != draft.rope.regime(13)
+    for full, kept in zip(every, some):
+        torch.testing.assert_close(kept.logits, full.logits[at], atol=1e-5, rtol=1e-5)
