@@ -629,6 +629,22 @@ def choose_chain(costs_runs, agree: list[float], launched: int | None = None) ->
     return ChainChoice(projected, taus, launched)
 
 
+def candidates_held(bank, draft) -> tuple[dict, list]:
+    """Step 3's candidate wirings (``diagnosis.wiring_hypotheses``) that ``bank`` holds every point of, and those
+    it does not (a dump need not hold every resid[k]: the cluster dumps what it was asked to), each left-out one
+    as ``(label, missing points)``."""
+    from eagle3lab.analysis.diagnosis import wiring_hypotheses
+
+    held, left_out = {}, []
+    for wiring, why in wiring_hypotheses(draft, bank.num_layers).items():
+        missing = [k for k in wiring if k not in bank.points]
+        if missing:
+            left_out.append((resid_label(wiring), resid_label(missing)))
+        else:
+            held[wiring] = why
+    return held, left_out
+
+
 def stated_wiring(draft, trained_resid, trained_rule, num_layers: int) -> tuple[tuple, bool, str]:
     """Without states to score the candidates on (config-only mode): the wiring and rule the checklist serves,
     as stated (``TRAINED_RESID`` / ``TRAINED_NORM_BEFORE_RESIDUAL``), else the checkpoint's own word: the wiring

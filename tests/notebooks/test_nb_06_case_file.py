@@ -512,3 +512,49 @@ def test_config_only_mode_answers_the_flags_ids_and_checklists_and_scores_nothin
                     "timed: the checklist answers per engine and build for the trained wiring [resid[0] (embedding), "
                     "resid[3], resid[7]] as stated (TRAINED_RESID), norm_before_residual=True as stated "
                     "(TRAINED_NORM_BEFORE_RESIDUAL); not scored (no states), with a chain of 4 steps.")
+
+
+def test_score_rungs_on_a_dump_that_holds_some_points(bundled_models, tmp_path):
+    """Without the notebook: a dump of resid[0, 3, 7] and the last, resid[12], only. Step 3 keeps the candidates it holds and names the
+    rest; a rung fed a point it lacks is not run (saying which), the others teacher-forced with the tau the
+    evaluator gives on that bank, each change read from its paired interval; nothing timed, the figure says so."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from eagle3lab.analysis.case_ladder import RungSpec, RungState, candidates_held, score_rungs
+    from eagle3lab.decoding.evaluate import evaluate_on_bank, greedy_dataset
+    from eagle3lab.engines.acceptance import bootstrap_ratio
+    from eagle3lab.models.hidden_dump import dump_hidden_states
+    from eagle3lab.models.state_bank import TargetHead, bank_from_dump
+
+    target = eagle3lab.load_target(bundled.TARGET, device="cpu")
+    seqs, lens = greedy_dataset(target, bundled.load_prompts(n=3), max_new_tokens=12)
+    dump_hidden_states(target, seqs, tmp_path / "d", points=[0, 3, 7, 12], prompt_lens=lens, greedy=True, progress=False)
+    bank = bank_from_dump(tmp_path / "d", TargetHead.from_folder(bundled.TARGET))
+    draft = load_draft(bundled.DRAFT_CASE, target=str(bundled.TARGET), check_vocab=False)
+    held, left_out = candidates_held(bank, draft)
+    assert held and all(set(w) <= {0, 3, 7, 12} for w in held) and (0, 3, 7) in held
+    assert ("[resid[3], resid[7], resid[11]]", "[resid[11]]") in left_out
+
+    def state(fed, rule):
+        return RungState("sglang", None, 4, 5, (), fed, rule, "fmt")
+
+    specs = [RungSpec("served", state((3, 7, 11), False), "start", "", draft.rewired(aux_resid=(3, 7, 11)), "sglang"),
+             RungSpec("wiring", state((0, 3, 7), False), "WIRING", "",
+                      draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=False), "sglang"),
+             RungSpec("rule", state((0, 3, 7), True), "FIRST_LAYER_RULE", "",
+                      draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=True), "sglang")]
+    ladder = score_rungs(bank, specs, scored_on="a test dump", untimed="no target here")
+    served, wiring, rule = ladder.rungs
+    assert served.tau is None and served.word == "not run" and "holds no [resid[11]]" in served.note
+    assert wiring.word == "start" and rule.changed == ("rule",) and rule.word == interval_word(rule.gain)
+    for r, on in ((wiring, False), (rule, True)):
+        score = evaluate_on_bank(bank, draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=on).under("sglang"),
+                                 (0, 3, 7), 4)
+        assert r.tau == bootstrap_ratio(*score.tau_sums)
+    claims = ladder.claims()
+    assert claims["scored"] == "teacher-forced" and claims["untimed"] == "no target here"
+    assert all(r["speed"] is None and r["e2e_tps"] is None for r in claims["rungs"])
+    assert ladder.lossless is None and "served (start): not run: the bank (a test dump) holds no" in ladder.words()
+    fig = ladder.plot()
+    assert len(fig.axes) == 1 and "tokens/s not measured: no target here" in fig.axes[0].get_title()
