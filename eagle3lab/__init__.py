@@ -55,7 +55,7 @@ _HOMES = {
     "eagle3lab.decoding.speculative": ("speculative_generate", "target_greedy", "hf_generate"),
     "eagle3lab.decoding.evaluate": ("evaluate_offline", "evaluate_on_bank", "greedy_dataset"),
     # analysis
-    "eagle3lab.analysis.cost_model": ("implied_round_cost", "verdict", "explain"),
+    "eagle3lab.analysis.cost_model": ("implied_round_cost", "explain"),
     "eagle3lab.analysis.timing": ("measure_costs",),
     "eagle3lab.analysis.roofline": ("SERVED", "price_on_served", "here_and_served"),
     "eagle3lab.analysis.benchmark": ("decode_sweep", "run_benchmark", "recorded_benchmarks"),

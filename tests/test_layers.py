@@ -147,3 +147,13 @@ except ImportError:
     assert out.returncode == 0 and out.stdout.startswith("ok"), out.stderr[-2000:]
     assert len(mods) >= 10
 
+
+
+def test_every_public_name_resolves_to_its_home():
+    """``eagle3lab.NAME`` for every name in the lazy table: a name whose home lost it fails here, not at a user's
+    ``from eagle3lab import *``."""
+    import importlib
+
+    missing = [(name, module) for name, module in PUBLIC.items()
+               if not hasattr(importlib.import_module(module), name)]
+    assert missing == []

@@ -49,6 +49,15 @@ def finite_json(obj):
     return obj
 
 
+def pooled_speed_ratios(sweeps, case: str) -> dict:
+    """``case`` over no speculation, decode and end to end, with the paired interval over prompts: every
+    repetition's units in one sweep (``DecodeSweep.speed_ratio`` sums a prompt's repetitions into one unit)."""
+    first = sweeps[0]
+    pooled = replace(first, timed={kind: {n: [u for sw in sweeps for u in sw.timed[kind][n]] for n in names}
+                                   for kind, names in first.timed.items()})
+    return {kind: pooled.speed_ratio(case, kind=kind) for kind in ("decode", "e2e")}
+
+
 def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, num_draft_tokens: int | None = None,
                   profile=None, max_new_tokens: int = 64, repeats: int = 3, measure_repeats: int = 5,
                   progress: bool = False) -> dict:
@@ -90,10 +99,7 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
            "spec_decode": med(sw.decode_tps["speculative"] for sw in sweeps)}
     measured_speedup = med(m for _, _, m in projections)
     context = sweeps[0].context_len
-    # every repetition's (prompt) units in one sweep: the speed intervals resample prompts, repetitions summed
-    pooled = replace(sweeps[0], timed={kind: {n: [u for sw in sweeps for u in sw.timed[kind][n]] for n in names}
-                                       for kind, names in sweeps[0].timed.items()})
-    speed = {kind: pooled.speed_ratio("speculative", kind=kind) for kind in ("decode", "e2e")}
+    speed = pooled_speed_ratios(sweeps, "speculative")
     tau = sweeps[0].tau_interval("speculative")
     return {
         "target": display_path(tgt.path), "profile": d.profile.name, "aux_resid": list(d.aux_resid),

@@ -84,11 +84,6 @@ def notebook_summary(name: str) -> str:
     return find_summary(executed_notebook(name)) or ""
 
 
-# the words notebooks 05 and 06 use for a measured speed verdict (eagle3lab.verdict)
-SPEED_WORDS = {"wins": "faster than no speculation", "loses": "slower than no speculation",
-               "breaks even": "no faster than no speculation"}
-
-
 def run_with_parameters(name: str, parameters: dict, timeout: int = 600) -> tuple[dict, str, str]:
     """A fresh execution of notebook ``name`` with ``parameters`` injected (not the shared one), checked free
     of errors: its summary claims, its summary text and everything its cells printed."""
