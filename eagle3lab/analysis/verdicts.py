@@ -28,15 +28,18 @@ UNIT_OF = {"tau": "tokens per round", "step-1 agreement": "share of positions"}
 
 
 def word_of(diff: Interval) -> str:
-    """"beats" / "loses" when the whole interval lies above / below 0, else "within noise"."""
+    """"beats" / "loses" when the whole interval lies above / below 0, else "within noise" (and from one prompt)."""
     return {1: "beats", -1: "loses", 0: "within noise"}[diff.sign()]
 
 
 def speed_word(ratio: Interval) -> str:
     """A measured speed ratio (``DecodeSweep.speed_ratio``): "faster" / "slower" when the whole interval lies
-    above / below 1x, else "within noise" (never ranked inside its own interval); "not measured" for NaN."""
+    above / below 1x, else "within noise" (never ranked inside its own interval, nor from one prompt: its
+    bootstrap is the point); "not measured" for NaN."""
     if any(math.isnan(x) for x in (ratio.value, ratio.low, ratio.high)):
         return "not measured"
+    if ratio.single:
+        return "within noise"
     return "faster" if ratio.low > 1 else "slower" if ratio.high < 1 else "within noise"
 
 

@@ -151,8 +151,15 @@ class Interval:
     def __str__(self) -> str:
         return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
+    @property
+    def single(self) -> bool:
+        """Resampled from one unit: the bootstrap collapses to the point, and the interval supports no ranking."""
+        return self.units is not None and self.units < 2
+
     def sign(self) -> int:
-        """+1 / -1 when the whole interval lies above / below 0, else 0 (within noise)."""
+        """+1 / -1 when the whole interval lies above / below 0, else 0 (within noise; also from a single unit)."""
+        if self.single:
+            return 0
         return 1 if self.low > 0 else -1 if self.high < 0 else 0
 
 

@@ -83,3 +83,15 @@ def test_speed_words_need_the_whole_interval_past_one():
     assert verdicts.speed_word(Interval(0.7, 0.6, 0.9, 0.95, 8)) == "slower"
     assert verdicts.speed_word(Interval(1.3, 0.95, 1.6, 0.95, 8)) == "within noise"
     assert verdicts.speed_word(Interval(float("nan"), float("nan"), float("nan"), 0.95, 8)) == "not measured"
+
+
+def test_one_prompt_ranks_nothing():
+    """A bootstrap over one prompt is the point itself: 1.02 [1.02, 1.02] is no evidence of a speedup."""
+    from eagle3lab.engines.acceptance import Interval, bootstrap_rate_ratio
+
+    one = bootstrap_rate_ratio([10], [1.0], [10], [1.02])
+    assert one.units == 1 and one.low == one.high and one.low > 1
+    assert verdicts.speed_word(one) == "within noise"
+    assert verdicts.word_of(Interval(0.3, 0.3, 0.3, 0.95, 1)) == "within noise"
+    assert verdicts.word_of(Interval(0.3, 0.1, 0.5, 0.95, 2)) == "beats"
+    assert verdicts.speed_word(Interval(1.3, 1.1, 1.5, 0.95, None)) == "faster"   # units unknown: the interval rules
