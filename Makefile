@@ -43,12 +43,14 @@ lint: $(STAMP)
 # ruff + the whole pytest suite (unit tests, every notebook executed, the engine parity tests).
 # Two workers (pytest-xdist), whole files per worker: notebooks, engines and vLLM run in single-threaded
 # subprocesses, so two at once use both cores; TEST_WORKERS=0 runs in one process.
-# The three environments install side by side: pip waits on disk and unpacking much of the time (on this
-# 2-core machine: 161 s side by side with another job running, against 78 + 67 + 71 s one after the other).
+# `make test` alone installs the three environments side by side: pip waits on disk and unpacking much of the
+# time (on this 2-core machine: 161 s side by side with another job running, against 78 + 67 + 71 s one after
+# the other); each target's output is kept together.
 TEST_WORKERS ?= 2
-test:
-	$(MAKE) --no-print-directory -j3 $(STAMP) $(ENGINES_STAMP) $(VLLM_STAMP)
-	$(MAKE) --no-print-directory lint
+ifeq ($(MAKECMDGOALS),test)
+MAKEFLAGS += -j3 --output-sync=target
+endif
+test: lint engines
 	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests; that is a failure, not a pass" >&2; fi; \
 	exit $$rc
