@@ -14,7 +14,6 @@ from __future__ import annotations
 import torch
 from tqdm.auto import tqdm
 
-from eagle3lab.decoding.evaluate import greedy_batch
 from eagle3lab.decoding.speculative import eos_ids, greedy_config, prompt_ids
 from eagle3lab.models.capture import ResidCapture
 from eagle3lab.models.state_bank import FINAL_NORMED, StateBank, TargetHead, capture_bank, check_prompt_lens
@@ -27,7 +26,8 @@ def greedy_bank(target, prompts, max_new_tokens: int = 48, eos_token_id="auto", 
     """Prompts -> a ``StateBank`` of prompt + the target's greedy continuation (up to and with its first stop
     token), every resid point captured. ``batch_size`` prompts decode together (left-padded, as
     ``greedy_dataset(batch_size=)``: the same continuations). A batch whose rows all stopped before the last
-    one's stop token was read is captured again by ``capture_bank`` (its states are then a full forward's)."""
+    one's stop token was read is captured by ``capture_bank`` from the text decoded (its states are then a
+    full forward's: two target passes for that batch, the decode and the capture)."""
     tgt = as_target(target)
     ids = [prompt_ids(tgt, p) for p in prompts]
     stop = eos_ids(tgt, eos_token_id)
@@ -37,9 +37,8 @@ def greedy_bank(target, prompts, max_new_tokens: int = 48, eos_token_id="auto", 
     for start in tqdm(range(0, len(ids), batch_size), desc=f"greedy continuations and states ({batch_size} at once)",
                       disable=not progress):
         batch = ids[start:start + batch_size]
-        got = _decode_capturing(tgt, batch, max_new_tokens, stop)
+        got, conts = _decode_capturing(tgt, batch, max_new_tokens, stop)
         if got is None:   # every row stopped before its stop token was read: read the text once more
-            conts = greedy_batch(tgt, batch, max_new_tokens, stop)
             bank = capture_bank(tgt, [x + c for x, c in zip(batch, conts)], [len(x) for x in batch])
             got = [(x + c, {k: bank.states[k][i, :len(x) + len(c)] for k in range(n + 1)})
                    for i, (x, c) in enumerate(zip(batch, conts))]
@@ -63,8 +62,8 @@ def greedy_bank(target, prompts, max_new_tokens: int = 48, eos_token_id="auto", 
 
 
 def _decode_capturing(tgt, batch: list[list[int]], max_new_tokens: int, stop: set[int]):
-    """[(prompt + continuation, {k: [T, H]})] for one left-padded batch; None when a kept token was never read
-    (every row stopped before the last)."""
+    """([(prompt + continuation, {k: [T, H]})], continuations) for one left-padded batch; the first is None
+    when a kept token was never read (every row stopped before the last)."""
     config = greedy_config(max_new_tokens + 1, stop)   # one more: the last kept token is read by a step
     width, pad = max(len(x) for x in batch), config.pad_token_id
     x = torch.tensor([[pad] * (width - len(r)) + r for r in batch], device=tgt.device)
@@ -84,7 +83,7 @@ def _decode_capturing(tgt, batch: list[list[int]], max_new_tokens: int, stop: se
         conts.append(row[:end])
     read = width + len(forwards) - 1          # positions the forwards covered (the prefill is `width` wide)
     if any(width + len(c) > read for c in conts):
-        return None
+        return None, conts
     joined = {k: torch.cat([f[k] for f in forwards], dim=1) for k in forwards[0]}   # [B, read, H]
     return [(r + c, {k: s[i, width - len(r):width + len(c)] for k, s in joined.items()})
-            for i, (r, c) in enumerate(zip(batch, conts))]
+            for i, (r, c) in enumerate(zip(batch, conts))], conts
