@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]   # pytest's rootdir: node ids are relative to it
 BUDGET_S = 15 * 60      # `make test` on this 2-core machine (developers' guide)
 MAKE_ENV = {"PYTHONHASHSEED": "0", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}   # the Makefile's
 
@@ -42,7 +43,7 @@ def buys(nodeid: str) -> str:
 
     path, _, name = nodeid.partition("::")
     try:
-        tree = ast.parse(Path(path).read_text())
+        tree = ast.parse((ROOT / path).read_text())
     except (OSError, SyntaxError):
         return ""
     func = name.split("::")[-1].split("[")[0]
@@ -114,6 +115,8 @@ def main(argv=None) -> int:
         print(f"  {secs:7.1f} s  {100 * secs / wall:4.1f}%  {times.outcome.get(nodeid, '?'):<7} {nodeid}\n"
               f"{'':26}buys: {buys(nodeid) or '(no docstring)'}")
     print("\nnotebook executions:")
+    if not notebooks and any(a == "-n" or a.startswith("-n") or a.startswith("--numprocesses") for a in pytest_args):
+        print("  (not timed under pytest-xdist: the notebooks run in the workers; their tests' seconds are above)")
     for call in notebooks:
         print(f"  {call['seconds']:7.1f} s  {100 * call['seconds'] / wall:4.1f}%  "
               f"{'ok' if call['ok'] else 'FAILED':<7} {call['notebook']}")
