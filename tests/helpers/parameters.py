@@ -24,8 +24,9 @@ def literal_names(source: str, banned: set) -> list:
     list of ids (two or more integer literals), a chain length or prompt count given as a number."""
     found = []
     tree = ast.parse(source)
-    # a figure's layout is no parameter: figsize=(9, 4), xlim=(0, 8), subplots(1, 2) sizes
-    layout = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg in LAYOUT_KEYWORDS}
+    # a figure's layout is no parameter: figsize=(9, 4), xlim=(0, 8), gridspec_kw={"width_ratios": [3, 1]}
+    layout = {id(m) for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg in LAYOUT_KEYWORDS
+              for m in ast.walk(n.value)}
     for n in ast.walk(tree):
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and (n.value in banned or "data/models" in n.value):
             found.append(n.value)

@@ -120,7 +120,9 @@ def test_config_only_and_dump_modes(bundled_models, tmp_path):
                        prompt_lens=lens, greedy=True, batch_size=1, progress=False)
     claims, text, printed = run_with_parameters(NAME, {
         "NUM_LAYERS": 40, "ARCH": "Qwen3ForCausalLM", "DEMO_TARGET": "/nonexistent/target",
-        "DUMP_DIR": str(tmp_path / "dump"), "TARGET_HEAD": str(bundled.TARGET)})
+        "DUMP_DIR": str(tmp_path / "dump"), "TARGET_HEAD": str(bundled.TARGET), "FIX_TOPK": 2})
+    # a dump verifies no tree: the fixed launch's topk 2 is scored as its chain, and the notebook says so
+    assert "topk 2 scored as a chain of" in printed and "give TARGET to decode it" in printed
     config_only = resolve_flags("sglang", SEED_COMMAND, target_config={"architectures": ["Qwen3ForCausalLM"],
                                 "num_hidden_layers": 40}, draft_config=SEED_DRAFT_CONFIG, engine_version="0.5.4")
     seed = resolve_flags("sglang", SEED_COMMAND, target_config=SEED_TARGET_CONFIG, draft_config=SEED_DRAFT_CONFIG,

@@ -22,5 +22,6 @@ def test_the_literal_check_sees_settings_and_skips_a_figures_layout():
     assert sorted(literal_names("d.under(engine='vllm')", BANNED)) == ["engine='vllm'", "vllm"]
     assert literal_names("launch(topk=1, num_draft_tokens=16)", BANNED) == ["topk=1", "num_draft_tokens=16"]
     assert literal_names("fig, ax = plt.subplots(figsize=(9, 4)); ax.set(xlim=(0, 8))", BANNED) == []
+    assert literal_names("plt.subplots(1, 2, gridspec_kw={'width_ratios': [3, 1]})", BANNED) == []
     assert literal_names("ax.plot([1, 2], [3, 4], figsize=(9, 4))", BANNED) == ["[1, 2]", "[3, 4]"]
     assert literal_names("run(num_steps=None, engine=ENGINE)", BANNED) == []
