@@ -265,6 +265,10 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
     if not prompts or not cases:
         raise bad_input("decode_sweep", "prompts / cases", "at least one prompt and one case",
                         f"{len(prompts)} prompts, {len(cases)} cases")
+    taken = {GENERATE, "no speculation"} & set(cases)
+    if taken:   # the sweep's own rows: a case of that name would share their timings
+        raise bad_input("decode_sweep", "cases", f"case names other than {GENERATE!r} and 'no speculation'",
+                        sorted(taken))
     hf_generate(tgt, prompts[0], 8)    # warm-up: first calls pay one-off allocation costs
     if baseline:
         target_greedy(tgt, prompts[0], 8)

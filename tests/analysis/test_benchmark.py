@@ -8,7 +8,7 @@ import pytest
 import torch
 from helpers.tiny_models import hand_costs, prompts, tiny_pair
 
-from eagle3lab.analysis.benchmark import decode_sweep, recorded_benchmarks
+from eagle3lab.analysis.benchmark import GENERATE, decode_sweep, recorded_benchmarks
 from eagle3lab.analysis.plots import plot_speedup_vs_c
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
@@ -139,3 +139,10 @@ def test_decode_sweep_keeps_the_two_speed_definitions_apart(monkeypatch):
     # a prompt's repetitions decode the same tokens: one unit, not two
     twice = decode_sweep(object(), {"spec": {}}, [[1, 2]] * 3, max_new_tokens=5, repeats=2, progress=False)
     assert twice.speed_ratio("spec").units == 3 and twice.speed_ratio("spec").value == pytest.approx(4.0)
+
+
+def test_a_case_may_not_take_a_name_the_sweep_uses_for_its_own_rows():
+    target, draft = tiny_pair()
+    for name in (GENERATE, "no speculation"):
+        with pytest.raises(Eagle3LabError, match="case names other than"):
+            decode_sweep(target, {name: dict(draft=draft, num_steps=2)}, [[1, 2, 3]], max_new_tokens=4)
