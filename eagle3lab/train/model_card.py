@@ -181,19 +181,28 @@ def acceptance_section(acc: dict, bench: dict | None = None) -> str:
         lines += ["", "### Throughput on the machine that built the card", "",
                   "`eagle3lab bench` (baseline and speculative decoding timed side by side in one run; ratios, not "
                   "absolute rates, are what carries over):", "",
-                  "| run | chain K | tau | end to end vs `generate` | decode vs own greedy loop: measured | "
-                  "projected (cost model) | projection error | c |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| run | chain K | tau | end to end vs `generate` | decode vs own greedy loop: median of repetitions "
+                  "| the same, paired 95% interval over prompts | projected (cost model) | projection error | c |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for label, b in bench.items():
             if b.get("overrides"):   # a what-if run (bench --aux-resid ...), not the checkpoint as shipped
                 label += " (what-if: " + ", ".join(f"{k}={v}" for k, v in b["overrides"].items()) + ")"
             lines.append(f"| {label} | {b['settings']['num_steps']} | {b['acceptance']['tau']:.2f} | "
                          f"{b['speedup']['vs_generate']:.2f}x | {b['speedup']['decode_vs_greedy_loop']:.2f}x | "
+                         f"{_interval_cell((b.get('speed_ratio') or {}).get('decode'))} | "
                          f"{b['projection']['speedup']:.2f}x | {b['projection']['error']:+.0%} | "
                          f"{b['cost_model']['c']:.3f} |")
         commands = sorted({b["command"] for b in bench.values() if b.get("command")})
         lines += ["", "Command: " + "; ".join(f"`{c}`" for c in commands)]
     lines.append(ACCEPT_END)
     return "\n".join(lines)
+
+
+def _interval_cell(i: dict | None) -> str:
+    """``1.31x [1.12, 1.52] (8 prompts)`` from a recorded ``speed_ratio`` entry; "-" for a record without one."""
+    if not i:
+        return "- (recorded before intervals)"
+    return f"{i['value']:.2f}x [{i['low']:.2f}, {i['high']:.2f}] ({i['units']} prompts)"
 
 
 def render_acceptance(model_dir: str | Path) -> None:
