@@ -8,8 +8,10 @@ its healthy draft) and ``smollm2`` (SmolLM2-135M-Instruct, 30 layers, the Q4_1 G
 dequantized, and its healthy draft trained here). For each, in one run:
 
 - real lossless decoding beside ``transformers`` ``generate``: tau with a bootstrap interval over
-  prompts, conditional acceptance per position, and the end-to-end speed ratio (medians over
-  ``--repeats`` interleaved repetitions), for chains of 2 and 4 and SGLang's Llama tree (5, 4, 8);
+  prompts, conditional acceptance per position, and the end-to-end speed ratio over ``generate`` with its
+  paired bootstrap interval over prompts (``--repeats`` interleaved repetitions pooled, each prompt one unit;
+  recorded whole as ``vs_generate``: value, low, high, level, units, word), for chains of 2 and 4 and SGLang's
+  Llama tree (5, 4, 8);
 - the cost ratio c (a draft step over a target step) on this machine (``measure_costs``);
 - how interchangeable adjacent layers are: ``search_wiring`` on the healthy draft, per slot the
   number of points within noise of the best, the tau lost one layer away and at the worst point.

@@ -43,6 +43,49 @@ class SkipLog:
         return False
 
 
+@dataclass(frozen=True)
+class ScoredFrom:
+    """Where a dump's teacher-forced anchors lie, from what the dump states (``models.hidden_dump.HiddenDump``):
+    ``prompt_len`` per sample (its manifest's samples; a bare vLLM dump has no manifest, so none) says where the
+    continuation starts, and the manifest's ``continuation: "greedy"`` that the target wrote it greedily. Without
+    prompt_len the bank anchors from the second token on (``check_prompt_lens``' default), the prompt and any chat
+    template scored as if answered; a continuation not stated greedy is scored on text the target may not have
+    written, so past the first position a chain is not what a greedy decoding would accept."""
+
+    dump: str                # the dump's folder, as the words name it
+    prompt_lens: bool        # every sample states its prompt_len
+    greedy: bool             # the manifest states continuation "greedy"
+
+    @property
+    def what(self) -> str:
+        if not self.prompt_lens:
+            return "every position (no prompt_len)"
+        return "the greedy answers" if self.greedy else "the answers (continuation not stated greedy)"
+
+    def words(self) -> str:
+        """One sentence: what the anchors cover, and for a dump that does not say, which field it lacks."""
+        if self.prompt_lens and self.greedy:
+            return (f"Scored from each sample's prompt_len on: the target's greedy answers ({self.dump} states both).")
+        parts = []
+        if not self.prompt_lens:
+            parts.append(f"{self.dump} states no prompt_len per sample (a bare vLLM dump has no manifest.json), so "
+                         "every position from the second token on is an anchor: the prompt (and any chat template) is "
+                         "scored with the answer, and these taus are not the answers' alone")
+        if not self.greedy:
+            parts.append(f"{self.dump} does not state its continuation as the target's greedy output (manifest "
+                         "continuation: \"greedy\"), so each chain is scored on text the target may not have written, "
+                         "not on what a greedy decoding of these prompts would accept")
+        return "; ".join(parts) + "."
+
+    def claims(self) -> dict:
+        return {"scored_from": self.what, "prompt_lens_stated": self.prompt_lens, "continuation_greedy": self.greedy}
+
+
+def scored_from(dump) -> ScoredFrom:
+    """What ``dump`` (a ``HiddenDump``) states about where its anchors lie (:class:`ScoredFrom`)."""
+    return ScoredFrom(dump.path.name, dump.prompt_lens is not None, dump.continuation == "greedy")
+
+
 def chain_name(k: int) -> str:
     return f"chain {k}"
 
@@ -58,8 +101,9 @@ def teacher_forced_chains(bank, draft, ks, *, level: float = 0.95) -> tuple[Chai
     scores = {n: evaluate_on_bank(bank, draft, tuple(draft.aux_resid), num_steps=k) for n, k in zip(names, ks)}
     tau = {n: tau_interval(scores[n].accept, level=level) for n in names}
     gain = {b: tau_difference(scores[b].accept, scores[a].accept, level=level) for a, b in zip(names, names[1:])}
+    span = tau_difference(scores[names[-1]].accept, scores[names[0]].accept, level=level) if len(names) > 1 else None
     survival = scores[names[-1]].stats.survival
-    return ChainReading(names, ks, tau, [1 + sum(survival[:k]) for k in ks], gain), scores
+    return ChainReading(names, ks, tau, [1 + sum(survival[:k]) for k in ks], gain, span), scores
 
 
 def plot_teacher_forced_chains(chains: ChainReading, where: str):
@@ -133,6 +177,10 @@ def offline_summary(*, source, skipped, chains: ChainReading | None = None, pric
     prices = prices or {}
     text = f"{source.mode.capitalize()} mode ({source.name}; no target loaded here, nothing decoded or timed). "
     claims = {"mode": source.mode, "num_layers": source.num_layers, "arch": source.arch, "skipped": list(skipped)}
+    if source.dump is not None:   # what the anchors cover, before any tau scored on them
+        where = scored_from(source.dump)
+        text += where.words() + " "
+        claims.update(where.claims())
     if chains is not None:
         b = source.dump
         text += f"Teacher-forced on the dump's {len(b)} prompts (the draft's own wiring): {chains.words()} "

@@ -37,6 +37,13 @@ def interval_claims(i: Interval) -> dict:
     return {"value": i.value, "low": i.low, "high": i.high, "magnitudes": [abs(i.value), abs(i.low), abs(i.high)]}
 
 
+def interval_record(i: Interval, unit: str | None = None) -> dict:
+    """An interval whole, as a session stores it (``app.workbook.claim_metrics``): value, low, high, level, units
+    (the units its bootstrap resampled), its unit when given, and the magnitudes of ``interval_claims``."""
+    out = {**interval_claims(i), "level": i.level, "units": i.units}
+    return out if unit is None else {**out, "unit": unit}
+
+
 def speed_context(device: str, dtype: str, engines) -> str:
     """What every speed figure states: device, dtype, batch 1, and that the engine is emulated."""
     return f"{device}, {dtype}, batch 1, emulated {' / '.join(dict.fromkeys(engines))} (eagle3lab's loop, not a server)"
@@ -65,6 +72,7 @@ class ChainReading:
     tau: dict                 # name -> Interval
     predicted: list
     gain: dict                # name -> Interval (tau minus the previous chain's), first chain absent
+    span: Interval | None = None   # the longest chain's tau minus the shortest's, paired over the same prompts
 
     def table(self) -> pd.DataFrame:
         rows = []
@@ -82,17 +90,27 @@ class ChainReading:
                             index=pd.Index(self.ks, name="K"))
 
     def words(self) -> str:
-        ups = [n for n in self.names[1:] if word_of(self.gain[n]) == "beats"]
-        flat = [n for n in self.names[1:] if word_of(self.gain[n]) != "beats"]
-        return (f"tau grows from {fmt(self.tau[self.names[0]])} ({self.names[0]}) to {fmt(self.tau[self.names[-1]])} "
-                f"({self.names[-1]}); one position more beats the chain before it for "
-                f"{', '.join(ups) or 'none'}, and is within noise of it (or loses) for {', '.join(flat) or 'none'}.")
+        """From the paired intervals: whether tau rises, falls or stays within noise from the shortest chain to the
+        longest (teacher-forced chains of different K score slightly different anchors, so it can fall), and which
+        position added beats, is within noise of or loses to the chain before it."""
+        first, last = self.names[0], self.names[-1]
+        by = {w: [n for n in self.names[1:] if word_of(self.gain[n]) == w] for w in ("beats", "within noise", "loses")}
+        if self.span is None:
+            move = f"tau goes from {fmt(self.tau[first])} ({first}) to {fmt(self.tau[last])} ({last})"
+        else:
+            verb = {"beats": "rises", "loses": "falls", "within noise": "stays within noise"}[word_of(self.span)]
+            move = (f"tau {verb} from {fmt(self.tau[first])} ({first}) to {fmt(self.tau[last])} ({last}), "
+                    f"{signed(self.span)} paired over the same prompts")
+        return (f"{move}; one position more beats the chain before it for {', '.join(by['beats']) or 'none'}, is "
+                f"within noise of it for {', '.join(by['within noise']) or 'none'} and loses to it for "
+                f"{', '.join(by['loses']) or 'none'}.")
 
     def claims(self) -> dict:
         return {"chain_ks": list(self.ks), "chain_taus": [self.tau[n].value for n in self.names],
                 "chain_predicted": list(self.predicted),
                 "chain_tau": {n: interval_claims(self.tau[n]) for n in self.names},
-                "chain_gain": {n: {**interval_claims(g), "word": word_of(g)} for n, g in self.gain.items()}}
+                "chain_gain": {n: {**interval_claims(g), "word": word_of(g)} for n, g in self.gain.items()},
+                **({} if self.span is None else {"chain_span": {**interval_record(self.span), "word": word_of(self.span)}})}
 
 
 def read_chains(sweep, names) -> ChainReading:
@@ -101,7 +119,8 @@ def read_chains(sweep, names) -> ChainReading:
     predicted = [1 + sum(longest.survival[:k]) for k in ks]
     tau = {n: sweep.tau_interval(n) for n in names}
     gain = {b: sweep.tau_difference(b, a) for a, b in zip(names, names[1:])}
-    return ChainReading(list(names), ks, tau, predicted, gain)
+    span = sweep.tau_difference(names[-1], names[0]) if len(names) > 1 else None
+    return ChainReading(list(names), ks, tau, predicted, gain, span)
 
 
 # ------------------------------------------------------------------ section 5: chain or tree
@@ -422,25 +441,50 @@ class WhatIf:
         row |= {f"break-even {label}, projected": be for label, be in self.served.items()}
         return pd.DataFrame([row], index=[self.name])
 
+    def recorded_agrees(self) -> bool | None:
+        """The recorded run against this one: its interval (``run_benchmark``'s ``speed_ratio``) overlapping this
+        run's (two runs on other prompts: not paired, so only disjoint intervals show a difference), or, for a
+        record older than that, its median inside this run's interval; None without a record."""
+        if not self.recorded:
+            return None
+        b, r = self.recorded, self.row
+        if "speed" in b:
+            return b["speed"]["low"] <= r.speed.high and r.speed.low <= b["speed"]["high"]
+        return b["speedup"] in r.speed
+
     def recorded_words(self) -> str:
         if not self.recorded:
             return ""
         b, r = self.recorded, self.row
-        speed_in = b["speedup"] in r.speed
-        why = [f"other prompts ({b['prompts']} x {b['tokens']} tokens: tau {b['tau']:.2f}, "
-               f"{'inside' if b['tau'] in r.tau else 'outside'} this run's {fmt(r.tau)})",
-               "its timings ran at another time on this shared machine, one median without an interval"]
+        agrees = self.recorded_agrees()
+        if "tau_interval" in b:
+            t = Interval(**{k: b["tau_interval"][k] for k in ("value", "low", "high", "level", "units")})
+            overlap = t.low <= r.tau.high and r.tau.low <= t.high
+            tau = f"tau {fmt(t)}, {'overlapping' if overlap else 'apart from'} this run's {fmt(r.tau)}"
+        else:
+            tau = f"tau {b['tau']:.2f}, {'inside' if b['tau'] in r.tau else 'outside'} this run's {fmt(r.tau)}"
+        if "speed" in b:
+            s = Interval(**{k: b["speed"][k] for k in ("value", "low", "high", "level", "units")})
+            measured = (f"{b['repeats']} repetitions pooled) measured {fmt(s, unit='x')} (its paired interval over "
+                        "its prompts), ")
+            where = ("overlapping this run's interval: the two agree. " if agrees else
+                     f"apart from this run's interval {fmt(r.speed, unit='x')}; the two differ by ")
+            timing = "its timings ran at another time on this shared machine"
+        else:
+            measured = f"median of {b['repeats']}) measured {b['speedup']:.2f}x, "
+            where = ("inside this run's interval: the two agree. " if agrees else
+                     f"outside this run's interval {fmt(r.speed, unit='x')}; the two differ by ")
+            timing = "its timings ran at another time on this shared machine, one median without an interval"
+        why = [f"other prompts ({b['prompts']} x {b['tokens']} tokens: {tau})", timing]
         return (f"A recorded run of the same what-if (benchmarks/bench_decode.py, {b['prompts']} prompts x {b['tokens']} "
-                f"tokens, median of {b['repeats']}) measured {b['speedup']:.2f}x, "
-                + ("inside this run's interval: the two agree. " if speed_in else
-                   f"outside this run's interval {fmt(r.speed, unit='x')}; the two differ by {'; '.join(why)}. ")
+                f"tokens, {measured}" + (where if agrees else where + "; ".join(why) + ". ")
                 + "It is context, not a second verdict: the verdict is this run's, with its interval.")
 
     def words(self) -> str:
         r, a = self.row, self.assumptions
         served = "; ".join(f"{label}: round {be:.2f} target steps, {projected_word(r.tau, be)}"
                            for label, be in self.served.items())
-        return (f"{self.name}: tau {fmt(r.tau)}. Here a 1-step round paid {fmt(r.paid_cost)} target steps (tau / the measured "
+        return (f"{self.name}: tau {fmt(r.tau)}. Here a {r.num_steps}-step round paid {fmt(r.paid_cost)} target steps (tau / the measured "
                 f"{fmt(r.speed, unit='x')}): {r.word}. Priced on the served {a['roofline']} (c = {a['c']}, overhead "
                 f"{a['overhead']} target steps per round; stated assumptions, projected, no interval but tau's): {served}.")
 
@@ -451,7 +495,7 @@ class WhatIf:
                                   "speedup": self.row.tau.value / be} for label, be in self.served.items()},
                "assumptions": dict(self.assumptions)}
         if self.recorded:
-            out["recorded"] = {**self.recorded, "inside_speed": self.recorded["speedup"] in self.row.speed,
+            out["recorded"] = {**self.recorded, "agrees": self.recorded_agrees(),
                                "inside_tau": self.recorded["tau"] in self.row.tau}
         return out
 
@@ -477,9 +521,16 @@ def what_if(reading: SpeedReading, name: str, *, roofline: str, c: float, overhe
     served = served_round_costs(r.num_steps, r.verified, roofline=roofline, c=c, overhead=overhead, batch=batch)
     rec = None
     if recorded:
+        acc = recorded["acceptance"]
         rec = {"prompts": recorded["settings"]["prompts"], "tokens": recorded["settings"]["max_new_tokens"],
-               "repeats": recorded["settings"]["repeats"], "tau": recorded["acceptance"]["tau"],
-               "speedup": recorded["projection"]["measured_speedup"]}
+               "repeats": recorded["settings"]["repeats"], "tau": acc["tau"],
+               "speedup": recorded["projection"]["measured_speedup"]}   # a median: the old records' only number
+        ratio = (recorded.get("speed_ratio") or {}).get(reading.kind)
+        if ratio is not None:    # run_benchmark's pooled interval over prompts, the same speed definition as this run
+            rec["speed"] = {k: ratio[k] for k in ("value", "low", "high", "level", "units")}
+        if acc.get("tau_low") is not None:
+            rec["tau_interval"] = {"value": acc["tau"], "low": acc["tau_low"], "high": acc["tau_high"],
+                                   "level": acc.get("tau_level", 0.95), "units": rec["prompts"]}
     roof = ROOFLINE_EXAMPLES[roofline]
     experts = {n: roof.touched_experts(n) for n in (batch, batch * r.verified)}   # tokens in one forward
     return WhatIf(name, r, pd.Series(served), {"roofline": roofline, "c": c, "overhead": overhead, "batch": batch,
@@ -612,7 +663,7 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
                       for v, i in (half_ids or {}).items())
         b = half.assumptions["batch"]
         served = half.served_words()
-        text += (f" Half fixed (trained wiring, {case_profile}'s residual rule{ids}), its 1-step chain had tau "
+        text += (f" Half fixed (trained wiring, {case_profile}'s residual rule{ids}), its {half.row.num_steps}-step chain had tau "
                  f"{fmt(half.row.tau)}: here {fmt(half.row.speed, unit='x')} ({half.row.word}, measured); on the served "
                  f"{half.assumptions['roofline']} at batch {b}, under stated costs, a round costs "
                  f"{half.served[f'served, batch {b}']:.2f} target steps ({served[f'served, batch {b}']}), "

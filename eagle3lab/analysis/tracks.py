@@ -40,12 +40,10 @@ class TrackMeasure:
     def cases(self) -> list[str]:
         return list(self.sweep.results)
 
-    def vs_generate(self, name: str) -> float:
-        """End-to-end tokens/s of a case over ``generate(do_sample=False)``, timed in the same rounds (a median)."""
-        return float(self.sweep.e2e_tps[name] / self.sweep.generate_tps)
-
     def vs_generate_interval(self, name: str):
-        """The same ratio with a paired bootstrap interval over prompts (``DecodeSweep.speed_ratio``, end to end)."""
+        """End-to-end tokens/s of a case over ``generate(do_sample=False)``, timed in the same rounds, with its paired
+        bootstrap interval over prompts, every repetition pooled (``DecodeSweep.speed_ratio``, end to end): the one
+        speed over ``generate`` a track states (a ratio of per-repetition medians could lie outside it)."""
         return self.sweep.speed_ratio(name, GENERATE, kind="e2e")
 
     def slot_table(self) -> pd.DataFrame:
@@ -69,12 +67,12 @@ class TrackMeasure:
         cases = {}
         for name in self.cases:
             tau = self.sweep.tau_interval(name)
+            speed = self.vs_generate_interval(name)
             cases[name] = {"tau": tau.value, "tau_low": tau.low, "tau_high": tau.high,
                            "conditional": list(self.sweep.stats(name).conditional),
-                           "vs_generate": self.vs_generate(name), "identical": self.sweep.identical(name),
-                           "vs_generate_interval": [self.vs_generate_interval(name).low,
-                                                    self.vs_generate_interval(name).high],
-                           "prompts": len(self.sweep.results[name])}
+                           "vs_generate": {"value": speed.value, "low": speed.low, "high": speed.high,
+                                           "level": speed.level, "units": speed.units, "word": speed_word(speed)},
+                           "identical": self.sweep.identical(name), "prompts": len(self.sweep.results[name])}
         return {"layers": self.layers, "hidden": self.hidden, "device": self.device, "c": self.c,
                 "generate_tps": self.sweep.generate_tps, "cases": cases,
                 "search": {"summary": self.search.summary(), "identifiable": self.search.identifiable,

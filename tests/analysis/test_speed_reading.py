@@ -146,3 +146,73 @@ def test_a_what_if_has_one_verdict_and_places_a_recorded_run_against_it(sweep):
     assert "outside this run's interval" in words and f"tau {r.tau.high + 1:.2f}, outside this run's" in words
     assert "one median without an interval" in words
     assert "experts per layer" in reading.experts_words(w2)
+
+
+def test_a_recorded_run_with_its_interval_is_placed_by_overlap_not_by_its_median(sweep):
+    """run_benchmark records ``speed_ratio`` (decode, e2e) with its pooled interval and tau's bounds: the what-if
+    reads the interval of its own speed definition, and words the two runs from whether the intervals overlap."""
+    speeds = reading.read_speeds(sweep, hand_costs(), device="cpu", dtype="float32", repeats=2)
+    r = speeds["case"]
+    s = r.speed
+
+    def record(lo, hi, median):
+        return {"settings": {"prompts": 12, "max_new_tokens": 64, "repeats": 3},
+                "acceptance": {"tau": r.tau.value, "tau_low": r.tau.low, "tau_high": r.tau.high, "tau_level": 0.95},
+                "projection": {"measured_speedup": median},
+                "speed_ratio": {"decode": {"value": (lo + hi) / 2, "low": lo, "high": hi, "level": 0.95, "units": 12},
+                                "e2e": {"value": 9.0, "low": 8.0, "high": 10.0, "level": 0.95, "units": 12}}}
+
+    # the median lies outside this run's interval, the recorded interval overlaps it: the two agree
+    w = reading.what_if(speeds, "case", roofline="kimi-k2 fp8, 8 GPUs (H200-class)", c=0.1, overhead=0.2, batch=48,
+                        recorded=record(s.high - 0.01, s.high + 0.5, s.high + 0.3))
+    rec = w.claims()["recorded"]
+    assert rec["speed"] == {"value": s.high + 0.245, "low": s.high - 0.01, "high": s.high + 0.5, "level": 0.95,
+                            "units": 12}
+    assert rec["agrees"] is True
+    words = w.recorded_words()
+    assert f"measured {s.high + 0.245:.2f}x [{s.high - 0.01:.2f}, {s.high + 0.5:.2f}] (its paired interval" in words
+    assert "overlapping this run's interval: the two agree" in words and "median" not in words
+    # disjoint: the two differ, and why (its tau's interval against this run's)
+    w = reading.what_if(speeds, "case", roofline="kimi-k2 fp8, 8 GPUs (H200-class)", c=0.1, overhead=0.2, batch=48,
+                        recorded=record(s.high + 0.2, s.high + 0.6, s.value))
+    assert w.claims()["recorded"]["agrees"] is False
+    words = w.recorded_words()
+    assert f"apart from this run's interval {reading.fmt(s, unit='x')}; the two differ by other prompts" in words
+    assert f"tau {reading.fmt(r.tau)}, overlapping this run's {reading.fmt(r.tau)}" in words
+    # an old record (no speed_ratio): its median against this run's interval, said to be one median
+    old = {"settings": {"prompts": 12, "max_new_tokens": 64, "repeats": 3}, "acceptance": {"tau": r.tau.value},
+           "projection": {"measured_speedup": s.high + 1}}
+    w = reading.what_if(speeds, "case", roofline="kimi-k2 fp8, 8 GPUs (H200-class)", c=0.1, overhead=0.2, batch=48,
+                        recorded=old)
+    assert "speed" not in w.claims()["recorded"] and w.claims()["recorded"]["agrees"] is False
+    assert "one median without an interval" in w.recorded_words()
+
+
+def test_a_what_ifs_words_name_its_own_chain_length(sweep):
+    speeds = reading.read_speeds(sweep, hand_costs(), device="cpu", dtype="float32", repeats=2)
+    w = reading.what_if(speeds, "chain 2", roofline="kimi-k2 fp8, 8 GPUs (H200-class)", c=0.1, overhead=0.2, batch=48)
+    assert "Here a 2-step round paid" in w.words() and "1-step" not in w.words()
+
+
+def _chains(taus, gains, span):
+    names = [f"chain {k}" for k in range(1, len(taus) + 1)]
+    return reading.ChainReading(names, list(range(1, len(taus) + 1)), {n: iv(*t) for n, t in zip(names, taus)},
+                                [t[0] for t in taus], {n: iv(*g) for n, g in zip(names[1:], gains)},
+                                None if span is None else iv(*span))
+
+
+def test_chain_words_follow_the_paired_intervals_not_the_order_of_k():
+    """Teacher-forced chains of different K score different anchors: tau can fall, and the words say so."""
+    falling = _chains([(2.10, 2.00, 2.20), (2.05, 1.95, 2.15), (1.90, 1.80, 2.00)],
+                      [(-0.05, -0.10, 0.01), (-0.15, -0.20, -0.10)], (-0.20, -0.26, -0.14))
+    words = falling.words()
+    assert words.startswith("tau falls from 2.10 [2.00, 2.20] (chain 1) to 1.90 [1.80, 2.00] (chain 3), "
+                            "-0.20 [-0.26, -0.14] paired over the same prompts;")
+    assert "grows" not in words
+    assert ("beats the chain before it for none, is within noise of it for chain 2 and loses to it for chain 3."
+            in words)
+    assert falling.claims()["chain_span"]["word"] == "loses"
+    flat = _chains([(2.0, 1.9, 2.1), (2.02, 1.9, 2.1)], [(0.02, -0.03, 0.07)], (0.02, -0.03, 0.07))
+    assert flat.words().startswith("tau stays within noise from 2.00")
+    rising = _chains([(1.5, 1.4, 1.6), (2.0, 1.9, 2.1)], [(0.5, 0.4, 0.6)], (0.5, 0.4, 0.6))
+    assert rising.words().startswith("tau rises from 1.50") and "beats the chain before it for chain 2," in rising.words()

@@ -10,6 +10,7 @@ from eagle3lab import bundled
 from eagle3lab.analysis.benchmark import finite_json
 from eagle3lab.analysis.plots import plot_tracks
 from eagle3lab.analysis.tracks import TRACK_CASES, measure_track, side_by_side
+from eagle3lab.analysis.verdicts import speed_word
 from eagle3lab.models.checkpoint import load_draft
 from eagle3lab.models.target import load_target
 
@@ -55,3 +56,16 @@ def test_side_by_side_json_and_plot(measured):
     fig = plot_tracks({"a": measured})
     assert len(fig.axes) == 3 and "cpu" in fig._suptitle.get_text()
 
+
+
+def test_the_recorded_speed_over_generate_is_the_pooled_interval_whole(measured):
+    """to_json's ``vs_generate`` is the paired interval over prompts (every repetition pooled) with its own point,
+    not a ratio of per-repetition medians beside an interval it may lie outside."""
+    record = json.loads(json.dumps(finite_json(measured.to_json())))
+    for name in measured.cases:
+        r = measured.sweep.speed_ratio(name, "generate", kind="e2e")
+        g = record["cases"][name]["vs_generate"]
+        assert g == {"value": r.value, "low": r.low, "high": r.high, "level": r.level, "units": r.units,
+                     "word": speed_word(r)}, name
+        assert g["low"] <= g["value"] <= g["high"] and g["units"] == 3, name
+        assert "vs_generate_interval" not in record["cases"][name]

@@ -22,19 +22,34 @@ def test_every_output_is_lossless_and_tau_is_a_real_accept_length(nb):
     assert nb["lossless"] is True and nb["prompts"] >= 3
     for key in ("tau_chat_chat", "tau_chat_raw", "tau_raw_draft_chat", "tau_raw_draft_raw"):
         assert 1.0 <= nb[key] <= 3.0, key                      # a 2-step chain accepts at most 2 + the bonus
-    assert nb["chat_interval"][0] <= nb["tau_chat_chat"] <= nb["chat_interval"][1]
-    assert nb["raw_interval"][0] <= nb["tau_chat_raw"] <= nb["raw_interval"][1]
+    for key, tau in (("chat_interval", "tau_chat_chat"), ("raw_interval", "tau_chat_raw")):
+        c = nb[key]           # stored whole: a session keeps value, low, high, level and units together
+        assert c["value"] == nb[tau] and c["low"] <= c["value"] <= c["high"], key
+        assert (c["level"], c["units"]) == (0.95, nb["prompts"]), key
 
 
-def test_the_verdict_follows_the_intervals(nb):
+AGAINST = {"beats": "beats", "loses": "loses to", "within noise": "is within noise of"}
+
+
+def signed(c):
+    return f"{c['value']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]"
+
+
+def test_both_gaps_are_paired_differences_worded_by_their_own_interval(nb):
+    """The renderings' gap pairs each request with itself (the same requests in both sweeps), the drafts' gap
+    both drafts on each request of one sweep: "beats" / "loses" only when the paired interval excludes 0."""
     text = notebook_summary(NOTEBOOK)
-    separated = nb["chat_interval"][0] > nb["raw_interval"][1]
-    assert nb["separated"] is separated
-    gap = f"a gap of {nb['gap']:.2f}, " + ("beyond both intervals" if separated else "inside the noise of this many prompts")
-    assert gap in text, text
-    assert nb["gap"] == pytest.approx(nb["tau_chat_chat"] - nb["tau_chat_raw"])
-    lead = f"leads it by {nb['drafts_gap']:.2f}, " + ("beyond both intervals" if nb["drafts_separated"] else "inside the noise")
-    assert lead in text, text
+    for key, point in (("gap", nb["tau_chat_chat"] - nb["tau_chat_raw"]),
+                       ("drafts_gap", nb["tau_chat_chat"] - nb["tau_raw_draft_chat"])):
+        g = nb[key]
+        assert g["value"] == pytest.approx(point), key     # a paired difference of ratios of sums: the same point
+        assert g["low"] <= g["value"] <= g["high"] and (g["level"], g["units"]) == (0.95, nb["prompts"]), key
+        assert g["word"] == ("beats" if g["low"] > 0 else "loses" if g["high"] < 0 else "within noise"), key
+    assert (f"rendered with the chat template it {AGAINST[nb['gap']['word']]} the raw rendering "
+            f"({signed(nb['gap'])}, paired over the same requests)") in text, text
+    assert (f"on chat-templated requests the chat-trained draft {AGAINST[nb['drafts_gap']['word']]} it "
+            f"({signed(nb['drafts_gap'])}, paired over the same requests)") in text, text
+    assert "leads it by" not in text and "beyond both intervals" not in text
 
 
 def test_the_chat_trained_draft_is_at_least_as_good_on_the_requests_it_was_trained_for(nb):
@@ -65,7 +80,7 @@ def test_the_parameters_cell_holds_the_models_engine_and_loading_defaults():
 def test_the_speed_over_generate_carries_its_interval_and_word(nb):
     assert len(nb["vs_generate"]) == 4 and nb["mode"] == "live" and nb["skipped"] == []
     for name, g in nb["vs_generate"].items():
-        assert g["low"] <= g["value"] <= g["high"], name
+        assert g["low"] <= g["value"] <= g["high"] and g["units"] == nb["prompts"], name
         assert g["word"] == ("faster" if g["low"] > 1 else "slower" if g["high"] < 1 else "within noise"), name
 
 
@@ -128,6 +143,12 @@ def test_dump_mode_scores_both_drafts_teacher_forced_on_the_dump(real_target, bu
     d = tf["diff"]
     assert tf["word"] == ("beats" if d["low"] > 0 else "loses" if d["high"] < 0 else "within noise")
     assert f"Teacher-forced on the dump's {params['N_PROMPTS']} prompts ({tf['anchors']} anchors" in text
+    # scored from each sample's prompt_len on, the target's greedy answers (the dump states both), with each
+    # draft's own wiring, named
+    assert tf["scored_from"] == "the greedy answers" and tf["prompt_lens_stated"] and tf["continuation_greedy"]
+    assert "Scored from each sample's prompt_len on: the target's greedy answers" in text
+    assert tf["wiring"] == {label: list(d.aux_resid) for label, d in drafts.items()} and tf["scored_as"] == "trained"
+    assert "each draft with its own wiring and settings: the chat-trained draft resid" in text
     against = {"beats": "beats", "loses": "loses to", "within noise": "is within noise of"}[tf["word"]]
     assert (f"the chat-trained draft (tau {tf['tau']['chat-trained draft']['value']:.2f} "
             f"[{tf['tau']['chat-trained draft']['low']:.2f}, {tf['tau']['chat-trained draft']['high']:.2f}]) "
