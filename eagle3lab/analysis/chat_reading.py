@@ -101,8 +101,9 @@ def rendering_summary(table: pd.DataFrame, gaps: dict, *, prompts: int, num_step
 
 @dataclass
 class TeacherForcedDrafts:
-    """Both drafts teacher-forced on one bank (a dump's states) with each draft's own wiring and settings (as
-    trained, as the live sections decode them): tau per draft, the paired difference, and what the anchors cover."""
+    """Both drafts teacher-forced on one bank (a dump's states) with each draft's own wiring and settings (as its
+    checkpoint states them, as the live sections decode it): tau per draft, the paired difference, and what the
+    anchors cover."""
 
     tau: dict              # draft label -> Interval
     diff: Interval         # the chat-trained draft minus the raw-text draft, paired over the same prompts
@@ -135,7 +136,7 @@ class TeacherForcedDrafts:
     def claims(self) -> dict:
         return {"tau": {label: interval_record(iv, "tokens per round") for label, iv in self.tau.items()},
                 "diff": interval_record(self.diff, "tokens per round"), "word": self.word, "num_steps": self.num_steps,
-                "prompts": self.prompts, "anchors": self.anchors, "wiring": dict(self.wiring), "scored_as": "trained",
+                "prompts": self.prompts, "anchors": self.anchors, "wiring": dict(self.wiring), "scored_as": "own wiring",
                 **({} if self.where is None else self.where.claims())}
 
 
@@ -159,22 +160,22 @@ def _arithmetic(settings) -> dict:
 
 def offline_summary(*, source, skipped, drafts: dict, engine: str, scored: TeacherForcedDrafts | None = None
                     ) -> tuple[str, dict]:
-    """Dump or config-only mode: the mode, what ``engine`` feeds each draft against what it was trained on, the
+    """Dump or config-only mode: the mode, what ``engine`` feeds each draft against its own wiring, the
     teacher-forced comparison (dump mode: which wiring was scored, what the anchors cover) and every section
     skipped; (text, claims)."""
     served = {label: d.under(engine) for label, d in drafts.items()}
     fed = {label: list(d.aux_resid) for label, d in served.items()}
-    as_trained = {label: fed[label] == list(d.aux_resid) and _arithmetic(served[label].settings) == _arithmetic(d.settings)
-                  for label, d in drafts.items()}
+    as_scored = {label: fed[label] == list(d.aux_resid) and _arithmetic(served[label].settings) == _arithmetic(d.settings)
+                 for label, d in drafts.items()}
     text = (f"{source.mode.capitalize()} mode ({source.name}; no target loaded here, nothing decoded). {engine} feeds "
             + "; ".join(f"the {label} {resid_label(r, source.num_layers)}"
-                        + (" (its trained wiring)" if r == list(drafts[label].aux_resid) else
-                           f" (trained on {resid_label(drafts[label].aux_resid, source.num_layers)})")
+                        + (" (its own wiring)" if r == list(drafts[label].aux_resid) else
+                           f" (its own: {resid_label(drafts[label].aux_resid, source.num_layers)})")
                         for label, r in fed.items()) + ". ")
     claims = {"mode": source.mode, "num_layers": source.num_layers, "arch": source.arch, "fed": fed,
-              "served_as_trained": as_trained, "skipped": list(skipped)}
+              "served_as_scored": as_scored, "skipped": list(skipped)}
     if scored is not None:
-        differs = [label for label, same in as_trained.items() if not same]
+        differs = [label for label, same in as_scored.items() if not same]
         said = scored.comparison()
         text += (said[0].upper() + said[1:] + " (as the cluster rendered them). "
                  + ("" if scored.where is None else scored.where.words() + " ")

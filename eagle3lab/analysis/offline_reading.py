@@ -65,16 +65,17 @@ class ScoredFrom:
     def words(self) -> str:
         """One sentence: what the anchors cover, and for a dump that does not say, which field it lacks."""
         if self.prompt_lens and self.greedy:
-            return (f"Scored from each sample's prompt_len on: the target's greedy answers ({self.dump} states both).")
+            return f"Scored from each sample's prompt_len on: the target's greedy answers (the dump {self.dump} states both)."
         parts = []
         if not self.prompt_lens:
-            parts.append(f"{self.dump} states no prompt_len per sample (a bare vLLM dump has no manifest.json), so "
+            parts.append(f"The dump {self.dump} states no prompt_len per sample (a bare vLLM dump has no manifest.json), so "
                          "every position from the second token on is an anchor: the prompt (and any chat template) is "
                          "scored with the answer, and these taus are not the answers' alone")
         if not self.greedy:
-            parts.append(f"{self.dump} does not state its continuation as the target's greedy output (manifest "
-                         "continuation: \"greedy\"), so each chain is scored on text the target may not have written, "
-                         "not on what a greedy decoding of these prompts would accept")
+            parts.append(("it" if parts else f"The dump {self.dump}") + " does not state its continuation as the "
+                         "target's greedy output (no continuation: \"greedy\" in a manifest), so each chain is scored on "
+                         "text the target may not have written, not on what a greedy decoding of these prompts would "
+                         "accept")
         return "; ".join(parts) + "."
 
     def claims(self) -> dict:

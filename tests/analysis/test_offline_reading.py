@@ -44,8 +44,8 @@ def test_a_dump_without_prompt_lens_says_its_anchors_include_the_prompt(target, 
     where = offline_reading.scored_from(source.dump)
     assert where.claims() == {"scored_from": "every position (no prompt_len)", "prompt_lens_stated": False,
                               "continuation_greedy": False}
-    assert "bare states no prompt_len per sample" in where.words() and "the prompt (and any chat template)" in where.words()
-    assert "does not state its continuation as the target's greedy output" in where.words()
+    assert "The dump bare states no prompt_len per sample" in where.words() and "the prompt (and any chat template)" in where.words()
+    assert "; it does not state its continuation as the target's greedy output" in where.words()
     bank = source.bank()
     assert bank.prompt_lens == [1] * len(seqs)                      # what the bank silently defaults to
 
@@ -69,7 +69,7 @@ def test_a_dump_with_prompt_lens_and_greedy_answers_is_scored_from_them(target, 
     source = _dump(target, seqs, tmp_path / "answers", prompt_lens=lens, greedy=True)
     where = offline_reading.scored_from(source.dump)
     assert where.what == "the greedy answers" and where.claims()["prompt_lens_stated"] is True
-    assert where.words() == "Scored from each sample's prompt_len on: the target's greedy answers (answers states both)."
+    assert where.words() == "Scored from each sample's prompt_len on: the target's greedy answers (the dump answers states both)."
     bare = _dump(target, seqs, tmp_path / "bare")
     draft = source.load_draft(bundled.DRAFT_HEALTHY)
     answers, _ = offline_reading.teacher_forced_chains(source.bank(), draft, [1])
@@ -88,21 +88,21 @@ def test_07s_dump_summary_names_the_wiring_it_scored_and_whether_the_engine_serv
     drafts = _drafts(source)
     scored = chat_reading.teacher_forced_drafts(source.bank(), drafts, 2, where=offline_reading.scored_from(source.dump))
     own = {label: list(d.aux_resid) for label, d in drafts.items()}
-    assert scored.claims()["wiring"] == own and scored.claims()["scored_as"] == "trained"
+    assert scored.claims()["wiring"] == own and scored.claims()["scored_as"] == "own wiring"
     assert f"the chat-trained draft resid{own['chat-trained draft']}" in scored.words()
     text, claims = chat_reading.offline_summary(source=source, skipped=["x"], drafts=drafts, engine="sglang",
                                                 scored=scored)
     # SGLang reads both bundled drafts' ids and arithmetic as their own (SpecForge) profile does
-    assert claims["served_as_trained"] == {"chat-trained draft": True, "raw-text draft": True}
+    assert claims["served_as_scored"] == {"chat-trained draft": True, "raw-text draft": True}
     assert "These are the drafts as sglang serves them too (the same wiring and settings)." in text
-    assert f"the raw-text draft {chat_reading.resid_label(own['raw-text draft'], 12)} (its trained wiring)" in text
+    assert f"the raw-text draft {chat_reading.resid_label(own['raw-text draft'], 12)} (its own wiring)" in text
     # vLLM reads the case draft's ids otherwise, and both drafts' arithmetic: the taus are not as it serves them
     text, claims = chat_reading.offline_summary(source=source, skipped=["x"], drafts=drafts, engine="vllm",
                                                 scored=scored)
     fed = list(drafts["raw-text draft"].under("vllm").aux_resid)
     assert fed != own["raw-text draft"] and claims["fed"]["raw-text draft"] == fed
-    assert claims["served_as_trained"] == {"chat-trained draft": False, "raw-text draft": False}
-    assert (f"the raw-text draft {chat_reading.resid_label(fed, 12)} (trained on "
+    assert claims["served_as_scored"] == {"chat-trained draft": False, "raw-text draft": False}
+    assert (f"the raw-text draft {chat_reading.resid_label(fed, 12)} (its own: "
             f"{chat_reading.resid_label(own['raw-text draft'], 12)})") in text
     assert ("Not as vllm serves them: its wiring or settings differ for the chat-trained draft and the "
             "raw-text draft.") in text

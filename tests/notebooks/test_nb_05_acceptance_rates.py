@@ -345,7 +345,7 @@ def test_dump_mode_scores_teacher_forced_what_the_dump_holds_and_skips_the_rest(
             f"{fmt(tf['chain_tau']['chain 1'])} (chain 1)") in text
     # the dump states each sample's prompt_len and a greedy continuation: scored on the greedy answers, said so
     assert claims["scored_from"] == "the greedy answers" and claims["prompt_lens_stated"] is True
-    assert "Scored from each sample's prompt_len on: the target's greedy answers (dump states both)." in text
+    assert "Scored from each sample's prompt_len on: the target's greedy answers (the dump dump states both)." in text
     assert "Scored from each sample's prompt_len on" in printed
 
     # the case draft as SGLang serves it, as launched and half fixed, teacher-forced; priced on the served target

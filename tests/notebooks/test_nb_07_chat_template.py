@@ -147,7 +147,7 @@ def test_dump_mode_scores_both_drafts_teacher_forced_on_the_dump(real_target, bu
     # draft's own wiring, named
     assert tf["scored_from"] == "the greedy answers" and tf["prompt_lens_stated"] and tf["continuation_greedy"]
     assert "Scored from each sample's prompt_len on: the target's greedy answers" in text
-    assert tf["wiring"] == {label: list(d.aux_resid) for label, d in drafts.items()} and tf["scored_as"] == "trained"
+    assert tf["wiring"] == {label: list(d.aux_resid) for label, d in drafts.items()} and tf["scored_as"] == "own wiring"
     assert "each draft with its own wiring and settings: the chat-trained draft resid" in text
     against = {"beats": "beats", "loses": "loses to", "within noise": "is within noise of"}[tf["word"]]
     assert (f"the chat-trained draft (tau {tf['tau']['chat-trained draft']['value']:.2f} "
