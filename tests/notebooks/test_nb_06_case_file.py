@@ -61,7 +61,7 @@ def test_step2_engines_feed_this_checkpoint_different_states(bundled_models):
 
 
 def _iv(triple) -> Interval:
-    return Interval(*triple, level=0.95, units=0)
+    return Interval(*triple, level=0.95, units=None)   # the units are the prompts the claims state elsewhere
 
 
 RUNGS = ["as launched", "flags as the team fixed them", "chain length to launch", "the team's ids",
