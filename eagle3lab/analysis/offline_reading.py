@@ -7,7 +7,7 @@ its engine serves it come with their intervals over prompts (``engines.acceptanc
 ``tau_difference``, worded by ``verdicts.word_of``). Nothing decodes and nothing is timed, so every measured
 speed is skipped and said to be. A served target's costs are stated assumptions (``analysis.roofline``): they
 price a round in any mode, and a tau interval, where the dump gives one, is placed against that price
-("projected", ``speed_reading.projected_word``). Config-only mode has the price and no tau.
+("projected", ``verdicts.projected_word``). Config-only mode has the price and no tau.
 
 :class:`SkipLog` records the sections a mode skips (each printed by ``TargetSource.skip``) for the summary;
 :func:`offline_summary` writes it: the mode, what ran, what was skipped.
@@ -23,9 +23,9 @@ from eagle3lab.analysis.speed_reading import (
     ChainReading,
     fmt,
     interval_claims,
-    projected_word,
     served_round_costs,
 )
+from eagle3lab.analysis.verdicts import projected_word
 from eagle3lab.engines.acceptance import Interval, tau_difference, tau_interval
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from eagle3lab.analysis.cost_model import explain
-from eagle3lab.analysis.verdicts import speed_word
+from eagle3lab.analysis.verdicts import projected_word, speed_word
 from eagle3lab.engines.acceptance import Interval
 
 NO_INTERVAL = "not measured with an interval"     # a bare speedup: one median, nothing to tell noise from a change
@@ -112,17 +112,6 @@ def _measured(x) -> Interval | None:
     return None
 
 
-def _served_word(tau: Interval | None, break_even: float) -> str:
-    """A served column is a projection (stated assumptions, no timing): tau's interval over the projected
-    break-even is a projected speedup interval, worded by ``speed_word`` ("projected faster" exactly when tau's
-    whole interval lies above the break-even, as ``speed_reading.projected_word``); without tau's interval,
-    said to have none rather than ranked on a point."""
-    if tau is None:
-        return "projected, no tau interval"
-    return "projected " + speed_word(Interval(tau.value / break_even, tau.low / break_even, tau.high / break_even,
-                                              tau.level, tau.units))
-
-
 def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: float = SERVED["overhead"],
                     batch: int = SERVED["batch"]) -> pd.DataFrame:
     """Each case's verdict here (from its measured speedup and its interval) and its projection on the served
@@ -158,6 +147,7 @@ def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: fl
             be = float(table.loc[table.index.str.startswith(f"{name} | "), "break_even_tau"].iloc[0])
             row[f"break-even served, {label}"] = be
             row[f"projected speedup served, {label}"] = case["tau"] / be
-            row[f"verdict served, {label}"] = _served_word(tau, be)
+            # a projection from stated assumptions: tau's interval against it, never a point
+            row[f"verdict served, {label}"] = "projected, no tau interval" if tau is None else projected_word(tau, be)
         rows.append(row)
     return pd.DataFrame(rows).set_index("case")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, price_on_served
-from eagle3lab.analysis.verdicts import speed_word, word_of
+from eagle3lab.analysis.verdicts import projected_word, speed_word, word_of
 from eagle3lab.engines.acceptance import Interval
 
 
@@ -47,11 +47,6 @@ def interval_record(i: Interval, unit: str | None = None) -> dict:
 def speed_context(device: str, dtype: str, engines) -> str:
     """What every speed figure states: device, dtype, batch 1, and that the engine is emulated."""
     return f"{device}, {dtype}, batch 1, emulated {' / '.join(dict.fromkeys(engines))} (eagle3lab's loop, not a server)"
-
-
-def projected_word(tau: Interval, cost: float) -> str:
-    """A projection's verdict: tau's whole interval above / below a round cost priced without an interval."""
-    return "projected faster" if tau.low > cost else "projected slower" if tau.high < cost else "projected within noise"
 
 
 def _engine(sweep, name: str) -> str:

@@ -43,6 +43,14 @@ def speed_word(ratio: Interval) -> str:
     return "faster" if ratio.low > 1 else "slower" if ratio.high < 1 else "within noise"
 
 
+def projected_word(tau: Interval, cost: float) -> str:
+    """A projection's verdict: tau's whole interval above / below a round cost priced without an interval (the
+    break-even tau), as ``speed_word`` reads a measured ratio against 1x; from one prompt, within noise."""
+    if tau.single:
+        return "projected within noise"
+    return "projected faster" if tau.low > cost else "projected slower" if tau.high < cost else "projected within noise"
+
+
 def short(wiring) -> str:
     """``[0, 3, 7]``: a wiring as resid indices, for tables and sentences."""
     return "[" + ", ".join(str(int(k)) for k in wiring) + "]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, Roofline, here_and_served, price_on_served
-from eagle3lab.analysis.speed_reading import projected_word
+from eagle3lab.analysis.verdicts import projected_word
 from eagle3lab.engines.acceptance import Interval, bootstrap_rate_ratio
 
 
@@ -90,7 +90,7 @@ def test_here_and_served_served_columns_are_projections_worded_from_taus_interva
     words = where[[f"verdict served, {b}" for b in ("batch 1", "batch 48")]]
     assert list(words.loc["bad, measured"]) == ["projected within noise", "projected slower"]   # [1.30, 1.50]
     assert list(words.loc["bad, tight"]) == ["projected faster", "projected slower"]          # [1.40, 1.47]
-    # the same rule as the what-if's (speed_reading.projected_word, notebook 05)
+    # the same rule as the what-if's (verdicts.projected_word, notebook 05)
     for name in ("bad, measured", "bad, tight", "useless"):
         tau = Interval(*where.loc[name, ["tau", "tau_low", "tau_high"]], 0.95, 8)
         for b in ("batch 1", "batch 48", "batch 48, overlap on"):

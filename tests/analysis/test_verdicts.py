@@ -95,3 +95,5 @@ def test_one_prompt_ranks_nothing():
     assert verdicts.word_of(Interval(0.3, 0.3, 0.3, 0.95, 1)) == "within noise"
     assert verdicts.word_of(Interval(0.3, 0.1, 0.5, 0.95, 2)) == "beats"
     assert verdicts.speed_word(Interval(1.3, 1.1, 1.5, 0.95, None)) == "faster"   # units unknown: the interval rules
+    assert verdicts.projected_word(Interval(3.0, 3.0, 3.0, 0.95, 1), 2.0) == "projected within noise"
+    assert verdicts.projected_word(Interval(3.0, 2.5, 3.5, 0.95, 8), 2.0) == "projected faster"
