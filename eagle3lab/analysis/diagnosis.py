@@ -14,7 +14,7 @@ from itertools import permutations
 import pandas as pd
 from tqdm.auto import tqdm
 
-from eagle3lab.engines.layer_ids import default_resid, resid_label, resid_name
+from eagle3lab.engines.layer_ids import CHANGES, default_resid, resid_label, resid_name
 from eagle3lab.errors import bad_input
 
 
@@ -134,7 +134,8 @@ SYMPTOMS = pd.DataFrame([
      "fc width is not num_aux x the target's hidden size (a draft for another target, a wrong num_aux; vLLM's "
      "llama_eagle3.py builds fc for 3 unless num_aux_hidden_states says otherwise, vllm#54526), an id SGLang "
      "never reaches (N-1; Qwen3-MoE fails at start-up with an IndexError) or crashes on (loop index 0, where the "
-     "residual is still None, a TypeError at the first forward: id -1 in llama.py up to 0.5.21, id -1 in "
+     "residual is still None, a TypeError at the first forward: id -1 in llama.py up to "
+     f"{CHANGES['sglang-llama-boundary'].last_without}, id -1 in "
      "deepseek_v2.py up to 0.5.12 (from 0.5.13, PR #25454, a list starting with -1 is used as is and a state goes "
      "missing; only a first id 0 reaches the TypeError in 0.5.13); later releases feed the embedding output "
      "there), "

@@ -199,17 +199,19 @@ SGLANG_ROWS = (
 # Changes every file's rows are placed after (a build before PR #25454, 0.5.13, lacks each file's later change).
 _SGLANG_LANDED_AFTER = {"llama.py": ("sglang#25454",), "gpt_oss.py": ("sglang#25454",)}
 
-# The versions of each file read (said in the notes about loop index 0).
+# The versions of each file read (said in the notes about loop index 0); each release boundary is its row's.
+_LLAMA, _DEEPSEEK = CHANGES["sglang-llama-boundary"], CHANGES["sglang-deepseek-capture"]
+_GLM4_LITE, _GPT_OSS = CHANGES["sglang-glm4-lite-boundary"], CHANGES["sglang#32334"]
 _SGLANG_READ = {
-    "llama.py": ("00239548f1cd and bf7a0e237e8d (2025 main), the release wheels 0.5.4-0.5.21, and 0.5.22-"
-                 "{newest} (layer boundary; {newest} run on CPU)"),
+    "llama.py": ("00239548f1cd and bf7a0e237e8d (2025 main), the release wheels 0.5.4-" + _LLAMA.last_without
+                 + ", and " + _LLAMA.first_with + "-{newest} (layer boundary; {newest} run on CPU)"),
     "deepseek_v2.py": ("up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; the "
                        "release wheels 0.5.12 (before PR #25454) and 0.5.13 (since it); 0.5.14-"
                        "{newest} capture the prepared residual"),
-    "glm4_moe_lite.py": ("release wheels 0.5.13-0.5.20 (0.5.12 runs deepseek_v2.py's loop) and 0.5.21-{newest} "
-                         "(layer boundary)"),
-    "gpt_oss.py": ("release wheels 0.5.4-0.5.16, and 0.5.17-{newest} (boundary 0 guarded, then the layer "
-                   "boundary)"),
+    "glm4_moe_lite.py": ("release wheels 0.5.13-" + _GLM4_LITE.last_without + " (0.5.12 runs deepseek_v2.py's loop) and "
+                         + _GLM4_LITE.first_with + "-{newest} (layer boundary)"),
+    "gpt_oss.py": ("release wheels 0.5.4-" + _GPT_OSS.last_without + ", and " + _GPT_OSS.first_with
+                   + "-{newest} (boundary 0 guarded, then the layer boundary)"),
     "qwen2.py": ("the hook came with PR #9216 (Aug 2025, modelled on Qwen3's PR #7745); its capture line "
                  "was read in the fork copy Fridge003/sglang@40cef40f2757, qwen3.py at 28aa91cd0565, the "
                  "release wheels 0.5.4-{newest} ({newest} run on CPU)"),
@@ -217,8 +219,9 @@ _SGLANG_READ = {
                      "{newest} ({newest} run on CPU)"),
 }
 
-_INDEX0_READ = ("llama.py (up to 0.5.21), deepseek_v2.py (up to 0.5.13), glm4_moe_lite.py (0.5.13-0.5.20) and "
-                "gpt_oss.py (up to 0.5.16) raise TypeError there, later releases of each capture resid[0]; qwen2.py "
+_INDEX0_READ = (f"llama.py (up to {_LLAMA.last_without}), deepseek_v2.py (up to {_DEEPSEEK.last_without}), "
+                f"glm4_moe_lite.py (0.5.13-{_GLM4_LITE.last_without}) and gpt_oss.py (up to {_GPT_OSS.last_without}) "
+                "raise TypeError there, later releases of each capture resid[0]; qwen2.py "
                 "(Qwen2, Qwen3) and qwen2_moe.py (Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
 
 
