@@ -27,6 +27,7 @@ from eagle3lab.engines.acceptance import (
     simulated_acc_len,
 )
 from eagle3lab.engines.layer_ids import resid_label
+from eagle3lab.errors import bad_input
 from eagle3lab.models.target_source import CONFIG_ONLY, LIVE
 
 # what a step needs that a target known by its dump (states, no weights) or its config alone lacks: the skip line
@@ -621,7 +622,8 @@ def choose_chain(costs_runs, agree: list[float], launched: int | None = None) ->
     """Every chain the trainer measured (K up to ``len(agree)``) priced on each of ``costs_runs`` (``CostModel``
     timed independently, one per repeat): the fastest, and the chains within noise of it."""
     if len(costs_runs) < 2:
-        raise ValueError(f"choose_chain needs at least two timed cost models to say what is noise; got {len(costs_runs)}")
+        raise bad_input("choose_chain", "costs_runs", "at least two timed cost models (to say what is noise)",
+                        len(costs_runs))
     ks = range(1, len(agree) + 1)
     taus = {k: chain_tau(agree, k) for k in ks}
     projected = pd.DataFrame([{k: c.project(taus[k], k).speedup for k in ks} for c in costs_runs])
@@ -656,8 +658,8 @@ def stated_wiring(draft, trained_resid, trained_rule, num_layers: int) -> tuple[
     else:
         claimed, trainer = format_reading(draft, num_layers)
         if claimed is None:
-            raise ValueError("config-only mode: the checkpoint's ids say nothing its trainer reads; set TRAINED_RESID "
-                             "to the wiring its trainer fed")
+            raise bad_input("parameters", "TRAINED_RESID", "the wiring the draft's trainer fed (config-only mode: no "
+                            "states to find it from)", None, "The checkpoint's ids say nothing its trainer reads.")
         wiring, said = tuple(claimed), f"as {trainer.engine} (the checkpoint format's trainer) reads its ids"
     if trained_rule is not None:
         rule, rule_said = bool(trained_rule), "as stated (TRAINED_NORM_BEFORE_RESIDUAL)"
