@@ -45,10 +45,10 @@ lint: $(STAMP)
 # subprocesses, so two at once use both cores; TEST_WORKERS=0 runs in one process.
 # `make test` alone installs the three environments side by side: pip waits on disk and unpacking much of the
 # time (on this 2-core machine: 161 s side by side with another job running, against 78 + 67 + 71 s one after
-# the other); each target's output is kept together.
+# the other). No --output-sync: it would hold pytest's progress back until the whole suite ends.
 TEST_WORKERS ?= 2
 ifeq ($(MAKECMDGOALS),test)
-MAKEFLAGS += -j3 --output-sync=target
+MAKEFLAGS += -j3
 endif
 test: lint engines
 	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile); rc=$$?; \
