@@ -45,7 +45,8 @@ import math
 import re
 from dataclasses import asdict, dataclass
 
-from eagle3lab.engines.acceptance import Interval
+from eagle3lab.engines.acceptance import Interval, bootstrap_ratio
+from eagle3lab.engines.counters import COUNTER_FIELDS, RejectionReading, field_span, fields
 from eagle3lab.errors import bad_input
 
 # Absolute slack on tau when judging agreement. SGLang prints accept len to 2 decimals and pools only
@@ -93,6 +94,7 @@ class ServerEvidence:
     drafts: int | None             # verify rounds behind the numbers, where the format counts them
     note: str
     source: str = "<pasted>"
+    interval: Interval | None = None   # tau with a bootstrap interval over requests (per-request statistics)
 
     @property
     def conditional(self) -> list[float] | None:
@@ -104,6 +106,16 @@ class ServerEvidence:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "conditional": self.conditional}
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request's spec-decode statistics, converted by the meaning of the keys it carries."""
+
+    rounds: int                      # verify rounds
+    drafts: float                    # accepted drafts, bonus excluded
+    histogram: tuple[int, ...] | None   # index j: rounds that accepted exactly j drafts
+    keys: tuple[str, ...]            # the keys read (CounterField.key), for the note
 
 
 def _first_line(lines: list[str]) -> str:
@@ -247,6 +259,150 @@ def _vllm_counters(obj, source: str) -> ServerEvidence:
                           1, round(drafts), note, source)
 
 
+# ------------------------------------------------------------------ per-request statistics
+# SGLang's meta_info (every release read; the keys renamed at 0.5.6, 0.5.11, 0.5.12) or its OpenAI
+# sglext.spec_tokens_details (#33518), vLLM's metrics.speculative_decoding (#48915, 0.29.0 on) or offline
+# RequestOutput.outputs[i].spec_decode_metrics: one record per request, read by engines.counters' rows.
+_REQUEST_MARKS = ("spec_verify_ct", "num_spec_steps", "num_accepted_draft_tokens", "acceptance_histogram")
+_REQUEST_KV = re.compile(r"""['"]?(spec_\w+|num_spec_steps|num_accepted_draft_tokens|num_draft_tokens|num_spec_tokens|"""
+                         r"""acceptance_histogram|histogram|per_step_accepted)['"]?\s*[:=]\s*"""
+                         r"""(\[[-\d.,\s]*\]|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)""")
+
+
+def _request_engine(d: dict) -> str | None:
+    if "spec_verify_ct" in d:
+        return "sglang"
+    if "num_spec_steps" in d or "acceptance_histogram" in d or ("histogram" in d and "num_spec_tokens" in d):
+        return "vllm"
+    return None
+
+
+def _request_dicts(obj, found: list) -> None:
+    """Every per-request statistics mapping in a JSON value (a response, a list of them, a log record)."""
+    if isinstance(obj, dict):
+        engine = _request_engine(obj)
+        if engine:
+            found.append((engine, obj))
+            return
+        for value in obj.values():
+            _request_dicts(value, found)
+    elif isinstance(obj, list):
+        for value in obj:
+            _request_dicts(value, found)
+
+
+def _kv_value(raw: str):
+    if raw.startswith("["):
+        return [float(x) for x in re.split(r",\s*", raw.strip("[] ")) if x.strip()]
+    return float(raw)
+
+
+def _requests_in(text: str, as_json) -> list:
+    """(engine, mapping) per request: from a whole JSON text, JSON lines (a log prefix allowed) or Python
+    dict reprs in a log line (SGLang's --log-requests prints meta_info so)."""
+    found: list = []
+    if as_json is not None:
+        _request_dicts(as_json, found)
+        return found
+    for ln in text.splitlines():
+        if not any(m in ln for m in _REQUEST_MARKS):
+            continue
+        brace = ln.find("{")
+        obj = _as_json(ln[brace:]) if brace >= 0 else None
+        if obj is not None:
+            _request_dicts(obj, found)
+            continue
+        d = {k: _kv_value(v) for k, v in _REQUEST_KV.findall(ln)}
+        if engine := _request_engine(d):
+            found.append((engine, d))
+    return found
+
+
+def _first_of(d: dict, rows, source: str, what):
+    """The first key of ``rows`` present in ``d``: (row, value checked by ``what``), or (None, None)."""
+    for row in rows:
+        if d.get(row.key) is not None:
+            value = d[row.key]
+            if not what(value):
+                raise bad_input(source, row.key, f"{row.meaning} as {field_span(row)}", repr(value))
+            return row, value
+    return None, None
+
+
+def _is_count(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
+def _is_counts(x) -> bool:
+    return isinstance(x, list) and all(_is_count(v) for v in x)
+
+
+def _record(engine: str, d: dict, source: str) -> RequestRecord | None:
+    """One request's record by the meaning of its keys; None when it ran no verify round."""
+    hist_row, hist = _first_of(d, fields(engine, "histogram"), source, _is_counts)
+    rounds_row, rounds = _first_of(d, fields(engine, "rounds"), source, _is_count)
+    if rounds is None and hist is not None:
+        rounds = sum(hist)
+    if rounds is None:
+        raise bad_input(source, fields(engine, "rounds")[0].key, "the number of verify rounds of each request",
+                        f"a record with only {sorted(d)}")
+    if rounds == 0:
+        return None
+    keys = [r.key for r in (hist_row, rounds_row) if r is not None]
+    row, drafts = _first_of(d, fields(engine, "drafts"), source, _is_count)
+    if drafts is None and hist is not None:
+        drafts = sum(j * h for j, h in enumerate(hist))
+    if drafts is None:
+        row, per_step = _first_of(d, fields(engine, "drafts_per_round"), source, _is_counts)
+        drafts = sum(per_step) if per_step is not None else None
+    if drafts is None:   # only a bonus-included mean per round (SGLang spec_accept_length)
+        row, per_round = _first_of(d, fields(engine, "tokens_per_round"), source, _is_count)
+        if per_round is None:
+            raise bad_input(source, fields(engine, "drafts")[0].key, "an accepted-drafts count, a histogram or "
+                            "an accept length per request", f"a record with only {sorted(d)}")
+        drafts = max(per_round * rounds - rounds, 0.0)
+    keys += [row.key] if row is not None else []
+    return RequestRecord(int(rounds), float(drafts), tuple(int(h) for h in hist) if hist is not None else None,
+                         tuple(keys))
+
+
+def _pooled_survival(records: list[RequestRecord]) -> list[float] | None:
+    """a_k = rounds with at least k accepted / rounds, from the pooled histograms (None unless all have one
+    of the same length)."""
+    if any(r.histogram is None for r in records) or len({len(r.histogram) for r in records}) != 1:
+        return None
+    pooled = [sum(col) for col in zip(*(r.histogram for r in records))]
+    total = sum(pooled)
+    return [sum(pooled[k:]) / total for k in range(1, len(pooled))] if total else None
+
+
+def _requests(found: list, source: str) -> ServerEvidence:
+    engines = {e for e, _ in found}
+    if len(engines) > 1:
+        raise bad_input(source, None, "per-request statistics of one engine", "both SGLang and vLLM records",
+                        "Paste one server's responses at a time.")
+    engine = engines.pop()
+    records = [r for r in (_record(engine, d, source) for _, d in found) if r is not None]
+    skipped = len(found) - len(records)
+    if not records:
+        raise bad_input(source, None, "a request with at least one verify round", f"{len(found)} with none")
+    rounds = [r.rounds for r in records]
+    drafts = [r.drafts for r in records]
+    interval = bootstrap_ratio([d + n for d, n in zip(drafts, rounds)], rounds)
+    keys = sorted({k for r in records for k in r.keys})
+    rows = [f for f in COUNTER_FIELDS if f.engine == engine and f.key in keys]
+    note = (f"per-request statistics of {len(records)} request(s) ({'; '.join(field_span(f) for f in rows)}): "
+            f"tau = 1 + accepted drafts / verify rounds pooled over requests, with a {interval.level:.0%} "
+            "bootstrap interval over requests.")
+    if any(f.meaning == "tokens_per_round" for f in rows):
+        note += (" Where a request gave only spec_accept_length (completion tokens / verify rounds: the prefill's "
+                 "token counted too), its drafts are that times the rounds minus the rounds: slightly high.")
+    if skipped:
+        note += f" {skipped} request(s) with no verify round were skipped."
+    return ServerEvidence(engine, f"{engine} requests", interval.value, _pooled_survival(records), len(records),
+                          sum(rounds), note, source, interval)
+
+
 def _as_json(text: str):
     stripped = text.strip()
     if not stripped or stripped[0] not in "[{":
@@ -264,8 +420,9 @@ def parse_server_evidence(text: str, source: str = "<pasted>") -> ServerEvidence
     the lines come from an engine version whose numbers do not determine tau.
     """
     as_json = _as_json(text)
+    requests = _requests_in(_ANSI.sub("", text), as_json)
     if as_json is not None:
-        return _vllm_counters(as_json, source)
+        return _requests(requests, source) if requests else _vllm_counters(as_json, source)
     lines = [_ANSI.sub("", ln).strip() for ln in text.splitlines()]
     sglang: list[float] = []
     vllm: list[tuple[float, int, int, list[float]]] = []
@@ -290,10 +447,14 @@ def parse_server_evidence(text: str, source: str = "<pasted>") -> ServerEvidence
             labels = dict(_PROM_LABEL.findall(m.group(2) or ""))
             prom.append((m.group(1).removeprefix("vllm:spec_decode_"), labels, float(m.group(3))))
             first_of.setdefault("vllm prometheus", ln)
+    if requests:
+        first_of.setdefault(f"{requests[0][0]} requests", str(requests[0][1])[:80])
     if len(first_of) > 1:
         found = "; ".join(f"{fmt} ({ln[:80]!r})" for fmt, ln in first_of.items())
         raise bad_input(source, None, "evidence in one format", f"several: {found}",
                         "Paste one server's log or one /metrics scrape at a time.")
+    if requests:
+        return _requests(requests, source)
     if sglang:
         return _sglang(sglang, source)
     if vllm:
@@ -325,24 +486,65 @@ def parse_server_evidence(text: str, source: str = "<pasted>") -> ServerEvidence
                     "--disable-log-stats), or the text of GET /metrics from a vLLM server.")
 
 
-def compare_with_prediction(evidence: ServerEvidence, predicted: Interval | float) -> dict:
-    """Does the server's tau lie in the predicted as-served interval, widened by AGREEMENT_TOLERANCE?"""
+def _observed_words(evidence: ServerEvidence) -> str:
+    obs = evidence.interval
+    said = f"The server's tau {evidence.tau:.2f}"
+    if obs is not None:
+        said += f" [{obs.low:.2f}, {obs.high:.2f}] ({obs.level:.0%} bootstrap over {obs.units} requests)"
+    return said + f" ({evidence.format}, {evidence.lines} record(s) from {evidence.source})"
+
+
+def _agreement(evidence: ServerEvidence, low: float, high: float) -> tuple[bool, str, str]:
+    """(agrees, side, basis): the observed interval against the predicted one when the server gave
+    per-request statistics from two or more requests (they agree when the two, widened, overlap), else the
+    pooled tau against the predicted interval."""
+    obs = evidence.interval
+    if obs is not None and not obs.single:
+        agrees = obs.low <= high + AGREEMENT_TOLERANCE and obs.high >= low - AGREEMENT_TOLERANCE
+        side = "below" if obs.high < low else "above" if obs.low > high else "apart from"
+        return agrees, side, "intervals"
+    observed = evidence.tau
+    agrees = low - AGREEMENT_TOLERANCE <= observed <= high + AGREEMENT_TOLERANCE
+    side = "below" if observed < low else "above" if observed > high else "not comparable with"
+    return agrees, side, "point"
+
+
+def compare_with_prediction(evidence: ServerEvidence, predicted: Interval | float,
+                            rejection: RejectionReading | None = None) -> dict:
+    """Does the server's tau agree with the predicted as-served interval, widened by AGREEMENT_TOLERANCE?
+
+    With per-request statistics the server's own bootstrap interval is set against the prediction's
+    (``basis`` "intervals"); otherwise its pooled tau must lie in the widened prediction (``basis`` "point").
+    ``rejection`` (``engines.counters.rejection_reading`` of the server's launch): when its counters do not
+    measure the draft (synthetic rates) or the greedy prediction does not apply (temperature > 0), the
+    verdict is "not comparable" and ``agrees`` None, whatever the numbers.
+    """
     if isinstance(predicted, Interval):
         value, low, high = predicted.value, predicted.low, predicted.high
         about = f" ({predicted.level:.0%} interval over {predicted.units} units)"
     else:
         value = low = high = float(predicted)
         about = ""
-    observed = evidence.tau
-    agrees = low - AGREEMENT_TOLERANCE <= observed <= high + AGREEMENT_TOLERANCE
-    said = f"The server's tau {observed:.2f} ({evidence.format}, {evidence.lines} record(s) from {evidence.source})"
+    agrees, side, basis = _agreement(evidence, low, high)
+    said = _observed_words(evidence)
     pred = f"the predicted {value:.2f} [{low:.2f}, {high:.2f}]{about}, widened by {AGREEMENT_TOLERANCE}"
-    if agrees:
-        message = f"{said} lies within {pred}: the emulation reproduces what the deployment serves."
+    verb = "overlaps" if basis == "intervals" else "lies within"
+    if rejection is not None and rejection.prediction != "exact":
+        agrees, verdict = None, "not comparable"
+        target = (f" against the synthetic rates' {rejection.synthetic_tau:.2f}" if rejection.synthetic_tau
+                  is not None else "")
+        message = (f"{said}{target}. {rejection.words} So it does not check {pred}.")
+    elif agrees:
+        verdict = "agrees"
+        message = f"{said} {verb} {pred}: the emulation reproduces what the deployment serves."
     else:
-        side = "below" if observed < low else "above" if observed > high else "not comparable with"
+        verdict = "disagrees"
         message = (f"{said} lies {side} {pred}: the emulation and the deployment differ. Check the flags the "
                    "server really ran, the target layers it feeds the draft, the draft weights it loaded, and "
                    "whether it served the same kind of prompts.")
-    return {"observed": observed, "predicted": value, "low": low, "high": high,
-            "tolerance": AGREEMENT_TOLERANCE, "agrees": agrees, "message": message}
+    obs = evidence.interval
+    return {"observed": evidence.tau, "predicted": value, "low": low, "high": high,
+            "tolerance": AGREEMENT_TOLERANCE, "agrees": agrees, "verdict": verdict, "basis": basis,
+            "observed_interval": None if obs is None else {"value": obs.value, "low": obs.low, "high": obs.high,
+                                                           "level": obs.level, "units": obs.units},
+            "rejection": None if rejection is None else rejection.to_dict(), "message": message}
