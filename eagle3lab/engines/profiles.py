@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from eagle3lab.engines.config_view import Written, rope_type_of
 from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, resolve_aux_layers
 from eagle3lab.engines.versions import release_row
 from eagle3lab.engines.vllm_runner import (
@@ -38,6 +39,9 @@ NUM_AUX_KEY = "num_aux_hidden_states"
 # them. The families themselves (attention class and words, config detection, the switches whose weights they own,
 # their variants) are eagle3lab.models.families, registered under these names.
 LLAMA, QWEN3, MLA = "llama", "qwen3", "mla"
+# How an engine applies a draft's sliding window (WINDOW rows): never; through the draft config's layer_types (with
+# sliding_window); only through a launch flag, whatever the config says.
+NO_WINDOW, BY_LAYER_TYPES, BY_FLAG = "none", "layer_types", "launch flag"
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,15 @@ class EngineProfile:
     notes: tuple[str, ...] = ()
     # the release whose rows (ROWS) its honours and RoPE fields were read from (None: written out, one build)
     release: str | None = None
+    # where it reads each flag (FLAG_KEYS rows): flag -> places tried in turn ("nested": eagle_config, "top"), first
+    # written wins; a flag absent here is read at the top level only
+    flag_keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    flag_keys_how: dict[str, str] = field(default_factory=dict)   # flag -> since when / where, in words
+    nested_unread_formats: tuple[str, ...] = ()   # formats whose eagle_config never reaches its draft model
+    family_ignores: dict[str, dict[str, str]] = field(default_factory=dict)  # family -> {flag its model never reads: where}
+    draft_window: str = NO_WINDOW                 # how it applies a draft's sliding window (WINDOW rows)
+    draft_window_how: str = ""                    # in words, since when / where read
+    build_families: DraftFamilies | None = None   # for_build: the families of the build asked
 
     @property
     def label(self) -> str:
@@ -80,8 +93,14 @@ class EngineProfile:
 
     @property
     def families(self) -> DraftFamilies:
-        """Which draft families (attention kinds, aux counts) it serves or trains, and since when."""
-        return FAMILIES.get(self.name, DraftFamilies())
+        """Which draft families (attention kinds, aux counts) it serves or trains, and since when (the build's,
+        for a profile from ``for_build``)."""
+        return self.build_families or FAMILIES.get(self.name, DraftFamilies())
+
+    def flag_places(self, flag: str, fmt: str | None) -> tuple[str, ...]:
+        """Where this build reads ``flag`` in a config of format ``fmt``, in the order tried."""
+        places = self.flag_keys.get(flag, ("top",))
+        return tuple(p for p in places if p != "nested" or fmt not in self.nested_unread_formats) or ("top",)
 
     def runner(self, arch: str | None = None):
         """vLLM's model runner for this profile's build and target (``vllm_runner``), or None where no runner rule
@@ -160,6 +179,7 @@ _SGLANG_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_
 # id_engine ("speculators", "vllm", "sglang"); SpecForge and EAGLE are one build each, their dicts written out.
 ALL = "0"   # a row's since: every release read
 FLAG, ROPE, ROPE_IGNORES, ROPE_LENGTH, FAMILY = "flag", "rope", "rope_ignores", "rope_length", "family"
+FLAG_KEYS, FAMILY_IGNORES, WINDOW = "flag_keys", "family_ignores", "window"
 SPECULATORS_READ = "0.9.0"   # the newest speculators tag read (its arithmetic is checked against it)
 # SGLang's -legacy profile: a build before EAGLE 3.1 (0.5.12) and proportional RoPE (0.5.11), with mrope (0.5.2)
 SGLANG_LEGACY_RELEASE = "0.5.10"
@@ -176,7 +196,9 @@ class Row:
     "": the engine) does ``value`` with ``name``, by ``kind``: FLAG honours the flag (value True; a flag with several
     readers is honoured where every reader has it), ROPE applies the rope type, ROPE_IGNORES drops the rope_scaling
     keys in ``value`` (() = reads them all), ROPE_LENGTH picks dynamic/longrope frequencies by the rule ``value``
-    (eagle3lab.models.rope.LENGTH_RULES), FAMILY serves the draft family. ``source``: the PR(s) or note it came with;
+    (eagle3lab.models.rope.LENGTH_RULES), FAMILY serves the draft family, FLAG_KEYS reads the flag at the places in
+    ``value`` in turn ("nested": eagle_config, "top"), FAMILY_IGNORES: the family's draft model never reads the flags
+    in ``value``, WINDOW applies a draft's sliding window by the rule ``value`` (NO_WINDOW, BY_LAYER_TYPES, BY_FLAG). ``source``: the PR(s) or note it came with;
     ``before``: what a build before it does, in words ({since} is filled in)."""
 
     engine: str
@@ -228,8 +250,10 @@ ROWS: tuple[Row, ...] = (
     Row("vllm", ROPE_LENGTH, "dynamic", "0.22.0", value="max_positions"),
     Row("vllm", ROPE_LENGTH, "longrope", value="last_position"),   # 0.10.1.1: per batch, any position > original
     Row("vllm", ROPE_LENGTH, "longrope", "0.12.0", value="max_positions"),
+    # 0.24.0 read in the 0.23.0 (no qwen3_eagle3.py, update_eagle3 names every draft Eagle3LlamaForCausalLM) and
+    # 0.24.0 wheels (qwen3_eagle3.py, the qwen3 map)
     Row("vllm", FAMILY, QWEN3, "0.24.0", reader="qwen3_eagle3.py",
-        source="update_eagle3 maps layer model_type qwen3 to Eagle3Qwen3ForCausalLM",
+        source="PR #43132: update_eagle3 maps layer model_type qwen3 to Eagle3Qwen3ForCausalLM",
         before="update_eagle3 names every speculators draft Eagle3LlamaForCausalLM before {since}, and "
                "llama_eagle3.py has no q_norm/k_norm parameter: loading fails"),
     Row("vllm", FAMILY, MLA, "0.18.0", reader="deepseek_eagle3.py (Eagle3DeepseekV2ForCausalLM / "
@@ -255,6 +279,33 @@ ROWS: tuple[Row, ...] = (
     Row("sglang", ROPE_LENGTH, "longrope", value="last_position"),
     Row("sglang", FAMILY, MLA, "0.5.12", reader="kimi_k25_eagle3.py (Eagle3DeepseekV2ForCausalLM)",
         before="no kimi_k25_eagle3.py before {since}"),
+    # Where norm_before_fc is read. vLLM llama_eagle3.py: eagle_config.norm_before_fc, else the top-level key, since
+    # 0.22.0 (PR #42143; read in the 0.22.0, 0.23.0, 0.24.0 and 0.32.0 wheels), qwen3_eagle3.py likewise since it
+    # exists (0.24.0); a speculators config's eagle_config never reaches the model (update_eagle3 passes top-level
+    # keys only: nested_unread_formats). SGLang llama_eagle3.py: eagle_config.norm_before_fc, else the top-level key,
+    # from 0.5.17 (PR #32334; absent from every model file in the 0.5.4-0.5.16 wheels). Every other reader: top level.
+    Row("vllm", FLAG_KEYS, "norm_before_fc", value=("top",), reader="llama_eagle3.py", source="PR #36545"),
+    Row("vllm", FLAG_KEYS, "norm_before_fc", "0.22.0", value=("nested", "top"), reader="llama_eagle3.py",
+        source="PR #42143"),
+    Row("sglang", FLAG_KEYS, "norm_before_fc", value=("top",), reader="llama_eagle3.py"),
+    Row("sglang", FLAG_KEYS, "norm_before_fc", "0.5.17", value=("nested", "top"), reader="llama_eagle3.py",
+        source="PR #32334"),
+    # MLA draft models never read norm_before_fc: vLLM deepseek_eagle3.py (0.18.0, 0.24.0 and 0.32.0 wheels: no
+    # input_norm, fc reads the raw concatenation), SGLang kimi_k25_eagle3.py (0.5.12-SGLANG_NEWEST_READ wheels)
+    Row("vllm", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="deepseek_eagle3.py"),
+    Row("sglang", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="kimi_k25_eagle3.py"),
+    # A draft's sliding window (speculators#684 made sliding_window 2048 with layer_types the default for new draft
+    # layers; speculators trains the window on the layers layer_types names sliding_attention, eagle3/core.py, 0.9.0).
+    # vLLM: llama.py's LlamaAttention (which llama_eagle3.py builds) and qwen3_eagle3.py apply sliding_window only to
+    # the layers layer_types names, indexed from target_layer_count (read in the 0.23.0 and 0.32.0 wheels); without
+    # layer_types the window falls through to the verifier's. SGLang: llama_eagle3.py never reads the config's
+    # window; --speculative-draft-window-size sets one for the draft's attention from 0.5.12 (0.5.12-SGLANG_NEWEST_READ wheels).
+    Row("speculators", WINDOW, "draft", value=BY_LAYER_TYPES, reader="eagle3/core.py", source="speculators#684"),
+    Row("vllm", WINDOW, "draft", value=BY_LAYER_TYPES, reader="llama.py LlamaAttention / qwen3_eagle3.py",
+        source="read in the 0.23.0 and 0.32.0 wheels"),
+    Row("sglang", WINDOW, "draft", value=NO_WINDOW, reader="llama_eagle3.py"),
+    Row("sglang", WINDOW, "draft", "0.5.12", value=BY_FLAG, reader="llama_eagle3.py",
+        source="--speculative-draft-window-size"),
 )
 
 
@@ -333,9 +384,26 @@ def families_at(engine: str, release: str, rows=None) -> tuple[dict[str, str], d
     return served, other
 
 
+def reading_at(engine: str, release: str, rows=None) -> dict:
+    """The EngineProfile fields flag_keys, flag_keys_how, family_ignores, draft_window and draft_window_how of
+    ``engine``'s build ``release``, from the FLAG_KEYS, FAMILY_IGNORES and WINDOW rows."""
+    def held(kind):
+        return {name: readers[0][0] for name, readers in rows_at(engine, kind, release, rows).items()
+                if readers[0][0] is not None}
+
+    keys = held(FLAG_KEYS)
+    window = held(WINDOW).get("draft")
+    return {"flag_keys": {flag: tuple(row.value) for flag, row in keys.items()},
+            "flag_keys_how": {flag: _since(row) for flag, row in keys.items()},
+            "family_ignores": {family: {flag: row.reader for flag in row.value}
+                               for family, row in held(FAMILY_IGNORES).items()},
+            **({"draft_window": window.value, "draft_window_how": _since(window)} if window else {})}
+
+
 def release_fields(engine: str, release: str, rows=None) -> dict:
     """The EngineProfile fields that are release rows, as ``engine``'s build ``release`` has them."""
-    return {"release": release, "honours": honours_at(engine, release, rows), **rope_at(engine, release, rows)}
+    return {"release": release, "honours": honours_at(engine, release, rows), **rope_at(engine, release, rows),
+            **reading_at(engine, release, rows)}
 
 
 PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
@@ -343,6 +411,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         name="speculators", engine="speculators", versions="0.1-0.9.0, Eagle3DraftModel; arithmetic checked against 0.9.0",
         id_engine="speculators", id_keys=(IDS_TOP,),
         release=SPECULATORS_READ, honours=honours_at("speculators", SPECULATORS_READ),   # the speculators rows
+        **reading_at("speculators", SPECULATORS_READ),
         missing_rule={"norm_before_residual": "speculators config default False "
                                               "(its training CLI default is True)"},
         # eagle3/model_definitions.py (v0.3.0), models/base_components.py (c05b95b3): the layer config's own
@@ -356,6 +425,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         id_engine="vllm", id_keys=(IDS_TOP,), runner_rule="vllm",
         **release_fields("vllm", VLLM_NEWEST_READ),   # honours and RoPE: the vLLM rows
         missing_by_format={"speculators": {"norm_before_residual": True}},
+        nested_unread_formats=("speculators",),   # update_eagle3 passes a speculators config's top-level keys only
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
@@ -378,6 +448,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         id_engine="vllm", id_keys=(IDS_TOP,),
         **release_fields("vllm", VLLM_LEGACY_RELEASE),
         missing_by_format={"speculators": {"norm_before_residual": True}},
+        nested_unread_formats=("speculators",),   # update_eagle3 passes a speculators config's top-level keys only
         missing_rule={"norm_before_residual": "vLLM speculators adapter: a missing key in a speculators "
                                               "config is True (update_eagle3); other configs: False"},
         rope_other="get_rope raises ValueError('Unknown RoPE scaling type')",
@@ -441,6 +512,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
         rope_fails_how=("yarn: None in arithmetic, TypeError at yarn_find_correction_dim / yarn_get_mscale; llama3: "
                         "KeyError in transformers 5.8.1's LlamaConfig, before llama3_eagle.py sees it"),
         yarn_scale_ratio=True,
+        draft_window_how="llama3_eagle.py (0.2.0) builds full attention; the config's window is not read",
         notes=("SpecForge's llama3_eagle.py applies Llama-3 RoPE scaling since PR #287 (41bdd2a2, 2025-11-12; before "
                "it plain RoPE), yarn since PR #224 and mrope since PR #102; any other type raises ValueError.",
                "yarn (LlamaYarnRotaryEmbedding) always scales cos/sin by yarn_get_mscale(factor, mscale) / "
@@ -459,6 +531,7 @@ PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
         name="eagle", engine="EAGLE official", versions="SafeAILab/EAGLE cnets.py",
         id_engine="eagle", id_keys=(), honours={}, uses_target_embedding=True,
+        draft_window_how="cnets.py builds full attention",
         rope_types=frozenset({"default", "linear", "dynamic"}), rope_other="cnets.py raises for it",
         notes=("Capture points are hard-coded (resid[2], resid[N//2], resid[N-3]); config ids are not read.",
                "cnets.py builds RoPE for rope_scaling types linear/dynamic only and raises for 'llama3'; shown "
@@ -673,8 +746,36 @@ def for_build(profile: str | EngineProfile, engine_version=None, engine_platform
     if platform is not None and profile.runner_rule is None:
         raise bad_input("engine_platform", None, f"a vLLM profile (the platform decides vLLM's model runner), not "
                         f"{profile.name}", repr(engine_platform))
-    return replace(profile, engine_version=parse_engine_version(engine_version, "engine_version") or
-                   profile.engine_version, engine_platform=platform or profile.engine_platform)
+    version = parse_engine_version(engine_version, "engine_version")
+    built = replace(profile, engine_version=version or profile.engine_version,
+                    engine_platform=platform or profile.engine_platform)
+    return _at_release(built, version)
+
+
+# The profile whose aux-count fields (fc width rule) a build of each engine has, by the release that changed them:
+# vLLM llama_eagle3.py / deepseek_eagle3.py size fc from the count from 0.22.0, SGLang llama_eagle3.py from 0.5.12.
+_NUM_AUX_SINCE = {"vllm": ("0.22.0", "vllm", "vllm-legacy"), "sglang": ("0.5.12", "sglang", "sglang-legacy")}
+
+
+def _at_release(profile: EngineProfile, version: str | None) -> EngineProfile:
+    """``profile`` with the release rows (honours, RoPE, flag places, window, families) of release ``version``; a
+    date, PR mark or no version keeps the profile's own (the newest read: the layer-id rows place those)."""
+    from packaging.version import InvalidVersion, Version
+
+    if version is None or profile.release is None or profile.id_engine not in _NUM_AUX_SINCE:
+        return profile
+    try:
+        release = Version(version)
+    except InvalidVersion:
+        return profile
+    release = min(release, Version(_NEWEST[profile.id_engine]))
+    first, newer, older = _NUM_AUX_SINCE[profile.id_engine]
+    counts = FAMILIES[newer if release >= Version(first) else older]
+    served, before = families_at(profile.id_engine, str(release))
+    families = replace(counts, attention=served, attention_other={
+        **{k: v for k, v in counts.attention_other.items() if k not in served}, **before})
+    return replace(profile, **release_fields(profile.id_engine, str(release)), build_families=families,
+                   versions=f"build {version}")
 
 
 def engine_builds(engine: str | None = None, engine_version=None, engine_platform=None) -> dict[str, EngineProfile]:
@@ -753,16 +854,21 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     profile = get_profile(profile)
     values: dict[str, bool] = {}
     decisions: dict[str, Decision] = {}
+    kind = getattr(config, "attention", LLAMA)
     for flag in FLAGS:
-        written = getattr(config, flag)
-        if flag not in profile.honours:
-            value = False
-            how = f"ignored by {profile.label}" + (f" (written: {written})" if written is not None else "")
+        places = written_places(config, flag)
+        written, at = places.at(profile.flag_places(flag, fmt))
+        unread = profile.family_ignores.get(kind, {}).get(flag)
+        if flag not in profile.honours or unread:
+            value, shown = False, places.at(("nested", "top"))[0]
+            how = (f"ignored by {profile.label}" + (f" ({unread} never reads it)" if unread else "")
+                   + (f" (written: {shown})" if shown is not None else ""))
         elif written is None:
             value, rule = profile.default_for(flag, fmt)
-            how = f"missing, defaulted by {rule}"
+            how = f"missing, defaulted by {rule}" + _unread_place(places, profile, flag, fmt)
         else:
-            value, how = bool(written), f"explicit in the checkpoint, honoured by {profile.engine}"
+            value, how = bool(written), (f"explicit in the checkpoint ({place_key(flag, at)}), honoured by "
+                                         f"{profile.engine}")
         values[flag] = value
         decisions[flag] = Decision(value, how)
     for flag in ("norm_before_fc", "fc_norm"):  # these need weights the checkpoint may not have
@@ -781,7 +887,6 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
     if profile.norm_output_gates_final_norm:
         decisions["final_norm"] = Decision(final_norm, f"{profile.engine}: norm_output {str(final_norm).lower()}, "
                                            f"lm_head reads the {'normed' if final_norm else 'un-normed'} state")
-    kind = getattr(config, "attention", LLAMA)
     qk_norm = kind == QWEN3 and kind in profile.families.attention   # its q/k norms run where it is served
     if kind != LLAMA:
         served = kind in profile.families.attention
@@ -840,6 +945,33 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
                          qk_norm=qk_norm, decisions=decisions)
 
 
+# DraftConfig.extra key: a flag's top-level value where eagle_config also states it (the config's flag field then holds
+# the value read first where both are read, eagle_config's)
+TOP_FLAGS = "flags_top"
+
+
+def written_places(config, flag: str) -> Written:
+    """Where a draft config (a ``DraftConfig``) writes ``flag``: its top-level and eagle_config values."""
+    extra = getattr(config, "extra", None) or {}
+    nested = (extra.get("eagle_config") or {}).get(flag)
+    if nested is None:
+        return Written(top=getattr(config, flag))
+    return Written(top=(extra.get(TOP_FLAGS) or {}).get(flag), nested=nested)
+
+
+def place_key(flag: str, place: str | None) -> str:
+    return f"eagle_config.{flag}" if place == "nested" else flag
+
+
+def _unread_place(places: Written, profile: EngineProfile, flag: str, fmt: str | None) -> str:
+    """Words for a flag written only where this build does not read it ("" when it is not written at all)."""
+    value, at = places.at(("nested", "top"))
+    if value is None:
+        return ""
+    reads = " or ".join(place_key(flag, p) for p in profile.flag_places(flag, fmt))
+    return f"; {place_key(flag, at)} = {value} is written, but {profile.label} reads only {reads}"
+
+
 def yarn_mscale(factor: float, mscale) -> float:
     """DeepSeek's yarn_get_mscale (SGLang, vLLM, SpecForge and transformers write the same formula)."""
     return 1.0 if factor <= 1 else 0.1 * float(mscale) * math.log(factor) + 1.0
@@ -876,13 +1008,3 @@ def mla_rope(config, profile: str | EngineProfile) -> tuple[dict | None, str, li
            f"{built['original_max_position_embeddings']} positions, cos/sin x {scale:.6g} "
            f"(mscale {given['mscale']:g} / mscale_all_dim {given['mscale_all_dim']:g}); {fam.mla_rope_rule}")
     return built, how, lacking
-
-
-def rope_type_of(rope_scaling: dict | None) -> str:
-    """The RoPE type as the engines read it: rope_type, else the legacy type; "mrope" also for rope_type default with
-    mrope_section, transformers 5's spelling (vLLM's transformers_utils/config.py rewrites a legacy 'type: mrope' to
-    it and builds MRotaryEmbedding; SGLang's llama_eagle3.py keys mrope on mrope_section)."""
-    if not rope_scaling:
-        return "default"
-    kind = str(rope_scaling.get("rope_type", rope_scaling.get("type", "default")))
-    return "mrope" if kind == "default" and "mrope_section" in rope_scaling else kind

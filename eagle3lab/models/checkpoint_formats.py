@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import MISSING, fields
 
+from eagle3lab.engines.config_view import read_draft
 from eagle3lab.engines.profiles import (
     FLAGS,
     IDS_NESTED,
@@ -32,9 +33,9 @@ from eagle3lab.engines.profiles import (
     MLA,
     MLA_CONFIG_KEYS,
     NUM_AUX_KEY,
+    TOP_FLAGS,
     mla_config_notes,
     modelopt_switch_notes,
-    rope_type_of,
 )
 from eagle3lab.errors import bad_input
 from eagle3lab.models.draft import MLA_SIZES, DraftConfig, check_sizes
@@ -116,14 +117,15 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
         if not isinstance(geo_src.get(key), int):
             prefix = "transformer_layer_config." if fmt == "speculators" else ""
             raise bad_input(where, prefix + key, "an integer", repr(geo_src.get(key)))
-    geo = {k: geo_src[k] for k in GEOMETRY if geo_src.get(k) is not None}
+    view = read_draft(cfg, FLAGS, where)
+    geo = {k: geo_src[k] for k in GEOMETRY if geo_src.get(k) is not None and k not in ("rope_theta", "rope_scaling")}
     family = detect_family(cfg)[0]
     attention = family.name
-    rope_params = geo_src.get("rope_parameters")  # transformers 5 writes theta and scaling together here
-    if isinstance(rope_params, dict):
-        geo.setdefault("rope_theta", rope_params.get("rope_theta", 10000.0))
-        if rope_type_of(rope_params) != "default":   # mrope: default + mrope_section
-            geo.setdefault("rope_scaling", {k: v for k, v in rope_params.items() if k != "rope_theta"})
+    # RoPE as transformers 5 reads it (rope_scaling, else rope_parameters; theta from the chosen dict, else rope_theta)
+    if view.rope.theta_from != "default":
+        geo["rope_theta"] = view.rope.theta
+    if view.rope.scaling is not None:
+        geo["rope_scaling"] = dict(view.rope.scaling)
     for key, rule in (("rope_theta", "Llama default 10000.0 (key missing, as in the EAGLE official template)"),
                       ("rms_norm_eps", "Llama default 1e-6"), ("num_key_value_heads", "= num_attention_heads"),
                       ("head_dim", "= hidden_size // num_attention_heads"),
@@ -145,7 +147,7 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
     target_hidden = cfg.get("target_hidden_size")
     ids, ids_key = None, None
     nested = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
-    for key, value in ((IDS_TOP, cfg.get(IDS_TOP)), (IDS_NESTED, nested.get("eagle_aux_hidden_state_layer_ids"))):
+    for key, value in ((IDS_TOP, view.ids.top), (IDS_NESTED, view.ids.nested)):
         if value:
             if not (isinstance(value, list) and all(isinstance(i, int) for i in value)):
                 raise bad_input(where, key, "a list of integer layer ids", repr(value))
@@ -160,13 +162,10 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
         if not isinstance(num_aux, int) or num_aux < 1 or (ids is not None and num_aux != len(ids)):
             raise bad_input(where, num_aux_key, "a positive integer" + (f" equal to the {len(ids)} ids at {ids_key}"
                                                                       if ids is not None else ""), repr(num_aux))
-    flags = {}
-    for flag in FLAGS:
-        value = cfg.get(flag)
-        if value is not None and not isinstance(value, bool):
-            raise bad_input(where, flag, "true, false or absent", repr(value))
-        flags[flag] = value
+    flags, tops = _read_flags(view, where, defaulted)
     extra = {k: cfg[k] for k in PASSTHROUGH if k in cfg}
+    if tops:
+        extra[TOP_FLAGS] = tops
     if num_aux is not None:
         extra[NUM_AUX_KEY] = num_aux
     if model_type not in {None, *layer_model_types()}:
@@ -197,6 +196,23 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
     except TypeError as err:
         raise bad_input(where, None, "a Llama-style draft config", str(err)) from None
     return config, defaulted
+
+
+def _read_flags(view, where: str, defaulted: list) -> tuple[dict, dict]:
+    """Each flag as the engines that read both places read it (eagle_config's, else the top-level key), and the
+    top-level values of the flags eagle_config also states (each engine's own reading: profiles.resolve_settings)."""
+    flags, tops = {}, {}
+    for flag, places in view.flags.items():
+        for key, value in ((flag, places.top), (f"eagle_config.{flag}", places.nested)):
+            if value is not None and not isinstance(value, bool):
+                raise bad_input(where, key, "true, false or absent", repr(value))
+        flags[flag] = places.at(("nested", "top"))[0]
+        if places.nested is not None:
+            tops[flag] = places.top
+            if places.top is not None and places.top != places.nested:
+                defaulted.append((flag, places.top, f"eagle_config.{flag} is {places.nested}: engines that read "
+                                                    "eagle_config first (vLLM 0.22.0+, SGLang 0.5.17+) use it"))
+    return flags, tops
 
 
 def draft_to_config(cfg: DraftConfig, fmt: str, ids: list[int] | None, flags: dict[str, bool]) -> dict:
@@ -243,6 +259,9 @@ def draft_to_config(cfg: DraftConfig, fmt: str, ids: list[int] | None, flags: di
     out.update({k: v for k, v in flags.items() if v})  # only the flags that are on, as SpecForge writes them
     if fmt == "sglang":
         out["eagle_config"] = {"use_aux_hidden_state": True, **cfg.extra.get("eagle_config", {})}
+        for flag in FLAGS:   # a flag eagle_config states is written there too, with the value written at the top
+            if flag in out["eagle_config"] and flag in flags:
+                out["eagle_config"][flag] = bool(flags[flag])
         if ids is not None:
             out["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = list(ids)
     return out

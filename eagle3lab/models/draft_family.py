@@ -7,14 +7,16 @@
                  transformer_layer_config; vLLM's algos.py maps it to Eagle3Qwen3ForCausalLM)
                - llama: everything else (LlamaForCausalLMEagle3, Eagle3Speculator with a llama layer, ...)
     attention  MLA | GQA (fewer kv heads than heads) | MHA
-    rope_type  rope_scaling / rope_parameters type as every engine reads it ("default" when absent)
+    rope_type  the RoPE type as transformers 5 and so every engine reads it (eagle3lab.engines.config_view.read_rope:
+               rope_scaling, else rope_parameters; "default" when plain)
     num_aux    number of aux states fc reads: the written ids, else num_aux_hidden_states, else 3
 """
 
 from __future__ import annotations
 
-from eagle3lab.engines.profiles import IDS_TOP, MLA, NUM_AUX_KEY, rope_type_of
-from eagle3lab.models.families import detect_family, layer_config
+from eagle3lab.engines.config_view import layer_config, read_draft
+from eagle3lab.engines.profiles import MLA, NUM_AUX_KEY
+from eagle3lab.models.families import detect_family
 
 
 def written_aux_count(raw: dict) -> tuple[object, str | None]:
@@ -26,22 +28,15 @@ def written_aux_count(raw: dict) -> tuple[object, str | None]:
     return (value, ("transformer_layer_config." if inner else "") + NUM_AUX_KEY) if value is not None else (None, None)
 
 
-def _rope(layer: dict) -> tuple[str, dict | None]:
-    params = layer.get("rope_parameters") if isinstance(layer.get("rope_parameters"), dict) else None
-    scaling = layer.get("rope_scaling") if isinstance(layer.get("rope_scaling"), dict) else None
-    rope = scaling or params
-    return rope_type_of(rope), rope
-
-
 def describe_draft_config(raw: dict) -> dict:
     """``{"family", "attention", "rope_type", "rope_scaling", "num_aux", "num_aux_from", "reasons"}``."""
     layer = layer_config(raw)
     family, reason = detect_family(raw)
     heads, kv = layer.get("num_attention_heads"), layer.get("num_key_value_heads") or layer.get("num_attention_heads")
     attention = "MLA" if family.name == MLA else ("GQA" if heads and kv and kv < heads else "MHA")
-    rope_type, rope = _rope(layer)
-    nested = raw.get("eagle_config") if isinstance(raw.get("eagle_config"), dict) else {}
-    ids = raw.get(IDS_TOP) or nested.get("eagle_aux_hidden_state_layer_ids")
+    view = read_draft(raw, ())
+    rope_type, rope = view.rope.kind, view.rope.scaling
+    ids = view.ids.top or view.ids.nested
     if isinstance(ids, list) and ids:
         num_aux, source = len(ids), "the aux layer ids written"
     elif isinstance(written_aux_count(raw)[0], int):

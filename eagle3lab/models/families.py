@@ -29,6 +29,7 @@ from itertools import product
 
 from torch import nn
 
+from eagle3lab.engines.config_view import layer_config
 from eagle3lab.engines.profiles import LLAMA, MLA, QWEN3
 from eagle3lab.errors import bad_input
 from eagle3lab.models.draft_attention import Attention, MLAAttention
@@ -65,12 +66,6 @@ class DraftFamily:
         one_layer = raw.get("num_hidden_layers", 1) == 1
         return bool(self.draft_archs) and (any(a in self.draft_archs for a in archs) or
                                            (one_layer and "draft_vocab_size" in raw))
-
-
-def layer_config(raw: dict) -> dict:
-    """Where the layer geometry lives: speculators' transformer_layer_config, else the top level."""
-    inner = raw.get("transformer_layer_config")
-    return inner if isinstance(inner, dict) else raw
 
 
 def architectures(raw: dict) -> list[str]:

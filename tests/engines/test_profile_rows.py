@@ -70,7 +70,7 @@ def test_rope_rows_give_types_dropped_keys_and_length_rules_per_release():
 def test_family_support_is_rows():
     served, other = families_at("vllm", "0.23.0")
     assert MLA in served and QWEN3 not in served and "before 0.24.0" in other[QWEN3]
-    assert families_at("vllm", "0.24.0")[0][QWEN3] == ("qwen3_eagle3.py since 0.24.0 (update_eagle3 maps layer "
+    assert families_at("vllm", "0.24.0")[0][QWEN3] == ("qwen3_eagle3.py since 0.24.0 (PR #43132: update_eagle3 maps layer "
                                                        "model_type qwen3 to Eagle3Qwen3ForCausalLM)")
     assert families_at("vllm", "0.17.0")[1][MLA] == "no deepseek_eagle3.py before 0.18.0"
     assert families_at("sglang", "0.5.11")[1][MLA] == "no kimi_k25_eagle3.py before 0.5.12"
