@@ -335,6 +335,7 @@ NOTE_CODES = {
     "SGLANG_PAST_END_INDEXERROR": "qwen2_moe.py: an id past the layers raises IndexError at start-up",
     "SGLANG_FINAL_UNREACHED": "loop index N is never reached: resid[N] is missing",
     "SPECFORGE_HF_FINAL_NORM": "SpecForge's old HF backend trained on norm(resid[N]) for id N-1",
+    "SPECFORGE_IDS_REJECTED": "SpecForge takes exactly three non-negative ids: training refuses these (-1 included)",
     "VLLM_AUX_IDS_DEFAULTED": "no ids where vLLM reads them: its default (2, N//2, N-3)",
     "VLLM_AUX_IDS_NESTED_IGNORED": "ids at a key this build's model runner does not read: its default",
     "VLLM_AUX_IDS_NESTED_READ": "nested (SGLang-numbered) ids read as vLLM ids: one point lower",
@@ -643,6 +644,12 @@ class _FileRule:
         return self.get("index0") != "TypeError"
 
 
+# SpecForge 0.2.0 (the release read), specforge/algorithms/model_providers.py resolve_eagle_capture_layers.
+_SPECFORGE_CHECK = ("specforge/algorithms/model_providers.py resolve_eagle_capture_layers (SpecForge 0.2.0, the release "
+                    "read) raises ValueError 'resolved EAGLE capture layers must contain exactly three non-negative "
+                    "integers' before training starts")
+
+
 def _sglang_points(engine, written, n, arch, notes):
     """SGLang, and SpecForge (which captures through SGLang's hook): the row of the target's model file for this
     build (``SGLANG_ROWS``) applied to the ids, with a note for everything that breaks or is assumed."""
@@ -732,6 +739,10 @@ def _sglang_points(engine, written, n, arch, notes):
     if engine == "specforge" and n is not None and (n - 1) in ids:
         notes.add(f"SpecForge's old HF backend took hidden_states[{n}] for id {n - 1}: HF applies the final norm to "
                   "that entry, so training saw norm(resid[N]), not resid[N].", code="SPECFORGE_HF_FINAL_NORM")
+    if engine == "specforge" and (len(ids) != 3 or min(ids) < 0):
+        notes.add(f"SpecForge refuses {ids}: {_SPECFORGE_CHECK}. Under the +1 rule it cannot express resid[0] (id "
+                  "-1): train on resid[1] (id 0) instead, or train with speculators, whose id 0 is resid[0].",
+                  "breaks", code="SPECFORGE_IDS_REJECTED")
     return text, points
 
 
@@ -908,7 +919,8 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
         unsure = [n.text for n in res.notes if n.code == "SGLANG_ID_MINUS1_UNCONFIRMED"]
         if list(res.resid) == target and not res.fatal and not unsure:
             return list(res.resid) if ids is None else ids
-        why = list(res.fatal[:1]) or unsure[:1]
+        # SpecForge's own refusal comes first: no SGLang build can make it train on those ids
+        why = [n.text for n in res.notes if n.code == "SPECFORGE_IDS_REJECTED"] or list(res.fatal[:1]) or unsure[:1]
         tried.append(f"{ids if ids is not None else '(hard-coded)'} -> {res.label}" + (f" ({why[0]})" if why else ""))
     raise Eagle3LabError(
         f"{engine}: cannot capture {[resid_name(k, n) for k in target]} for N = {n}"

@@ -167,10 +167,15 @@ def test_sglang_id_minus_one_per_model_file(engine, arch, file, captures):
     assert note.code == ("SGLANG_ID_MINUS1_RESID0" if captures else "SGLANG_ID_MINUS1_TYPEERROR")
     assert note.confirmed and res.to_dict()["confirmed"] and not res.unconfirmed  # read in the file
     assert "read: " in note.text and "release wheels" in note.text  # the versions read
-    assert bool(res.fatal) is not captures
+    # SpecForge 0.2.0 refuses any negative id before training, whatever SGLang's file does with it
+    assert bool(res.fatal) is (not captures or engine == "specforge")
+    assert ("SPECFORGE_IDS_REJECTED" in res.fatal_codes) is (engine == "specforge")
     assert ("resid[0] (the embedding output), so -1 works" in note.text) is captures
     assert ("TypeError" in note.text) is not captures
-    if captures:
+    if engine == "specforge":
+        with pytest.raises(Eagle3LabError, match="three non-negative"):
+            to_engine_ids(engine, [0, 3, 31], 61, arch=arch, engine_version="pre-#25454")
+    elif captures:
         assert to_engine_ids(engine, [0, 3, 31], 61, arch=arch, engine_version="pre-#25454") == [-1, 2, 30]
     else:
         with pytest.raises(Eagle3LabError, match=f"{file}.*TypeError"):
@@ -192,14 +197,14 @@ def test_sglang_loop_index_0_captures_the_embedding_from_a_release_per_file(engi
     ids = [1, -1, 30] if file in ("deepseek_v2.py", "glm4_moe_lite.py") else [-1, 2, 30]  # +1 on: first id 1
     for version, crashes in [(last_crash, True), (first_capture, False), ("0.5.23", False), (None, False)]:
         res = resolve_aux_layers(engine, ids, 61, arch=arch, engine_version=version)
-        assert 0 in res.resid and bool(res.fatal) is crashes, version
+        assert 0 in res.resid and bool(res.fatal) is (crashes or engine == "specforge"), version
         [note] = [n for n in res.notes if n.code.startswith("SGLANG_ID_MINUS1_")]
         assert file in note.text and ("TypeError" in note.text) is crashes and note.confirmed, version
         assert f"<= {last_crash}" in note.text if crashes else f"from release {first_capture}" in note.text
     # a PR mark before #25454 (0.5.13) lacks each of these later changes; a date after it cannot be placed
     assert resolve_aux_layers(engine, ids, 61, arch=arch, engine_version="pre-#25454").fatal
     dated = resolve_aux_layers(engine, ids, 61, arch=arch, engine_version="2026-07-01")
-    assert not dated.fatal and [n for n in dated.notes if n.kind == "version" and file.split(".")[0] in n.text]
+    assert bool(dated.fatal) is (engine == "specforge") and [n for n in dated.notes if n.kind == "version" and file.split(".")[0] in n.text]
 
 
 @pytest.mark.parametrize("engine", ["sglang", "specforge"])
@@ -436,6 +441,10 @@ def test_to_dict_is_json():
 @pytest.mark.parametrize("n, arch, version", [(61, KIMI, "pre-#25454"), (61, KIMI, "post-#25454"), (32, LLAMA, None)])
 def test_to_engine_ids_round_trips(engine, n, arch, version):
     for resid in ([2, n // 2, n - 3], [1, 3, n - 1], [5]):
+        if engine == "specforge" and len(resid) != 3:   # SpecForge 0.2.0 takes exactly three ids
+            with pytest.raises(Eagle3LabError, match="three non-negative"):
+                to_engine_ids(engine, resid, n, arch=arch, engine_version=version)
+            continue
         ids = to_engine_ids(engine, resid, n, arch=arch, engine_version=version)
         back = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=version)
         assert list(back.resid) == resid and not back.fatal, (engine, resid, ids)

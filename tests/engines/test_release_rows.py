@@ -131,3 +131,20 @@ def test_vllm_deepseek_rows_place_a_build_by_their_order():
     before = resolve_aux_layers("vllm", [2, 30, 61], 61, arch="DeepseekV3ForCausalLM", engine_version="pre-#46973")
     assert before.resid == (2, 30) and "VLLM_DEEPSEEK_FINAL_UNREACHED" in before.codes
     assert [n.change for n in before.notes if n.kind == "version"] == [CHANGES["vllm-deepseek-eagle3"]]
+
+
+# ----------------------------------------------------------------------------- corrected facts (issue 32)
+
+def test_specforge_never_proposes_id_minus_1():
+    """SpecForge 0.2.0's model_providers.py resolve_eagle_capture_layers takes exactly three non-negative ids: -1
+    (resid[0] under the +1 rule) is refused before training, so to_engine_ids must not propose it."""
+    from eagle3lab.engines.layer_ids import to_engine_ids
+
+    with pytest.raises(Eagle3LabError, match="three non-negative"):
+        to_engine_ids("specforge", [0, 3, 11], N, arch=LLAMA, engine_version="0.5.23")
+    res = resolve_aux_layers("specforge", [-1, 2, 10], N, arch=LLAMA, engine_version="0.5.23")
+    assert "SPECFORGE_IDS_REJECTED" in res.fatal_codes and "resid[1] (id 0)" in res.fatal[-1]
+    assert "SPECFORGE_IDS_REJECTED" in resolve_aux_layers("specforge", [2, 10], N, arch=LLAMA).fatal_codes
+    assert to_engine_ids("specforge", [1, 4, 11], N, arch=LLAMA) == [0, 3, 10]
+    # SGLang itself serves id -1 from llama.py 0.5.22 on: only SpecForge refuses it
+    assert to_engine_ids("sglang", [0, 3, 11], N, arch=LLAMA, engine_version="0.5.23") == [-1, 2, 10]
