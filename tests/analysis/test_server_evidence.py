@@ -13,7 +13,8 @@ from eagle3lab.analysis.server_evidence import (
     compare_with_prediction,
     parse_server_evidence,
 )
-from eagle3lab.engines.acceptance import Interval, acceptance_stats, engine_log_lines
+from eagle3lab.engines.acceptance import Interval, acceptance_stats, bootstrap_ratio, engine_log_lines
+from eagle3lab.engines.counters import rejection_reading
 from eagle3lab.errors import Eagle3LabError
 
 # Hand-made rounds, 3 positions. A: 12 accepted in 7 rounds, tau 19/7; survival 6/7, 4/7, 2/7.
@@ -241,3 +242,91 @@ def test_sources_without_a_spec_decode_record_say_so():
         parse_server_evidence((REAL / "vllm-0.32.0-cpu-no-draft-metrics.txt").read_text())
     with pytest.raises(Eagle3LabError, match=r"counters.json: expected vLLM's spec-decode counters.*found none"):
         parse_server_evidence(json.dumps({"vllm:num_requests_running": 0}), source="counters.json")
+
+
+# ------------------------------------------------------------------ per-request statistics
+# The fixtures' three requests (3 positions): a accepted 3,1,0,2,2,1,3 (7 rounds, 12 drafts); b 0,1,0,1,0 (5, 2);
+# c 3,3,2,3 (4, 11). Pooled: 25 drafts in 16 rounds, tau 1 + 25/16; histogram [4, 4, 3, 5].
+PER_REQUEST = dict(rounds=[7, 5, 4], drafts=[12, 2, 11], survival=[12 / 16, 8 / 16, 5 / 16])
+
+
+def _expected_interval():
+    return bootstrap_ratio([d + r for d, r in zip(PER_REQUEST["drafts"], PER_REQUEST["rounds"])],
+                           PER_REQUEST["rounds"])
+
+
+@pytest.mark.parametrize("name, engine, survival", [
+    ("sglang-0.5.8-generate.jsonl", "sglang", None),          # spec_accept_token_num: drafts only, whatever its name
+    ("sglang-0.5.12-generate.jsonl", "sglang", PER_REQUEST["survival"]),
+    ("sglang-0.5.23-openai-sglext.json", "sglang", PER_REQUEST["survival"]),
+    ("vllm-0.32.0-per-request.jsonl", "vllm", PER_REQUEST["survival"]),
+])
+def test_per_request_statistics_give_tau_with_an_interval_over_requests(name, engine, survival):
+    ev = parse_server_evidence((REAL / name).read_text(), source=name)
+    assert (ev.engine, ev.format, ev.lines, ev.drafts) == (engine, f"{engine} requests", 3, 16)
+    assert ev.tau == pytest.approx(1 + 25 / 16)
+    assert ev.interval == _expected_interval() and ev.interval.units == 3 and ev.interval.low < ev.tau < ev.interval.high
+    assert ev.survival == (pytest.approx(survival) if survival else None)
+
+
+def test_sglang_keys_are_read_by_their_meaning_not_their_name():
+    # read as bonus-included (the #23530 naming rule: 'accept' without 'draft'), 0.5.8's spec_accept_token_num
+    # would give 25 / 16; spec_accept_length (completion tokens / rounds) counts the prefill's token too
+    ev = parse_server_evidence((REAL / "sglang-0.5.8-generate.jsonl").read_text())
+    assert ev.tau == pytest.approx(1 + 25 / 16) and "spec_accept_token_num (SGLang 0.5.6-0.5.10: drafts" in ev.note
+    only_length = "\n".join(json.dumps({"meta_info": {"spec_verify_ct": n, "spec_accept_length": (1 + d + n) / n}})
+                            for n, d in zip(PER_REQUEST["rounds"], PER_REQUEST["drafts"]))
+    approx = parse_server_evidence(only_length)
+    assert approx.tau == pytest.approx(1 + 28 / 16) and "slightly high" in approx.note
+    # a Python dict repr in a log line (SGLang logs meta_info so) reads the same as JSON
+    line = "[2026-05-20 10:00:00] Finish: out={'meta_info': {'spec_verify_ct': 7, 'spec_num_correct_drafts': 12}}"
+    assert parse_server_evidence(line).tau == pytest.approx(1 + 12 / 7)
+    with pytest.raises(Eagle3LabError, match="spec_num_correct_drafts"):
+        parse_server_evidence(json.dumps({"spec_verify_ct": 3, "spec_num_correct_drafts": "x"}))
+
+
+def test_vllm_per_request_skips_requests_without_a_round_and_mixed_engines_are_refused():
+    ev = parse_server_evidence((REAL / "vllm-0.32.0-per-request.jsonl").read_text())
+    assert "1 request(s) with no verify round were skipped" in ev.note   # cmpl-one; cmpl-n2 (n=2) carries null
+    mixed = (REAL / "vllm-0.32.0-per-request.jsonl").read_text() + (REAL / "sglang-0.5.12-generate.jsonl").read_text()
+    with pytest.raises(Eagle3LabError, match="one engine"):
+        parse_server_evidence(mixed)
+    with pytest.raises(Eagle3LabError, match="several"):
+        parse_server_evidence((REAL / "sglang-0.5.23-decode-batch.log").read_text()
+                              + (REAL / "sglang-0.5.12-generate.jsonl").read_text())
+
+
+def test_sglang_decode_batch_lines_of_0_5_23_pool_as_a_plain_mean():
+    ev = parse_server_evidence((REAL / "sglang-0.5.23-decode-batch.log").read_text())
+    assert ev.format == "sglang log" and ev.tau == pytest.approx((2.71 + 1.40 + 3.75) / 3)
+    # the same three requests' own statistics: exact, and not the plain mean of intervals
+    assert abs(ev.tau - (1 + 25 / 16)) > 0.05
+
+
+def test_compare_from_intervals_when_the_server_gives_requests():
+    ev = parse_server_evidence((REAL / "vllm-0.32.0-per-request.jsonl").read_text())
+    lo, hi = ev.interval.low, ev.interval.high
+    # a prediction whose interval overlaps the server's agrees, though the pooled tau lies outside it
+    near = compare_with_prediction(ev, Interval(hi + 0.02, hi + 0.01, hi + 0.30, 0.95, 8))
+    assert near["basis"] == "intervals" and near["agrees"] is True and near["verdict"] == "agrees"
+    assert near["observed_interval"]["units"] == 3 and "overlaps" in near["message"]
+    far = compare_with_prediction(ev, Interval(hi + 0.5, hi + 0.4, hi + 0.6, 0.95, 8))
+    assert far["agrees"] is False and far["verdict"] == "disagrees" and "lies below" in far["message"]
+    below = compare_with_prediction(ev, Interval(lo - 0.5, lo - 0.6, lo - 0.4, 0.95, 8))
+    assert below["agrees"] is False and "lies above" in below["message"]
+    # a pooled source still compares its point
+    assert compare_with_prediction(_evidence(2.62), Interval(2.5, 2.4, 2.7, 0.95, 8))["basis"] == "point"
+
+
+def test_synthetic_counters_are_not_compared_with_the_draft():
+    synthetic = rejection_reading({"num_speculative_tokens": 3, "rejection_sample_method": "synthetic",
+                                   "synthetic_acceptance_length": 2.6})
+    ev = _evidence(2.6)
+    cmp = compare_with_prediction(ev, Interval(2.6, 2.5, 2.7, 0.95, 8), rejection=synthetic)
+    assert cmp["agrees"] is None and cmp["verdict"] == "not comparable"   # even though the numbers match
+    assert "draft was not measured" in cmp["message"] and "synthetic rates' 2.60" in cmp["message"]
+    assert cmp["rejection"]["method"] == "synthetic" and cmp["rejection"]["measures_draft"] is False
+    standard = compare_with_prediction(ev, Interval(2.6, 2.5, 2.7, 0.95, 8), rejection=rejection_reading(None))
+    assert standard["agrees"] is True and standard["rejection"]["prediction"] == "exact"
+    hot = compare_with_prediction(ev, 2.6, rejection=rejection_reading(None, temperature=1.0))
+    assert hot["verdict"] == "not comparable" and "compare at temperature 0" in hot["message"]
