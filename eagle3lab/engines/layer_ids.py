@@ -68,8 +68,12 @@ CHANGES = {
                                    "k25)", last_without="0.17.1", first_with="0.18.0"),
     "vllm#46973": Change("vllm", "deepseek_v2 backbone: id N (final layer output) captured", 46973, "2026-06-28",
                          last_without="0.24.0", first_with="0.25.0"),
-    "vllm-deepseek-v32": Change("vllm", "DeepseekV32ForCausalLM served by vllm/models/deepseek_v32 (registry.py), "
-                                "not deepseek_v2.py", last_without="0.28.0", first_with="0.29.0"),
+    "vllm-deepseek-v32": Change("vllm", "DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM served by vllm/models/"
+                                "deepseek_v32 on CUDA (registry.py), not deepseek_v2.py", last_without="0.28.0",
+                                first_with="0.29.0"),
+    "vllm-eagle3-any-model-type": Change("vllm", "config/speculative.py drops aux_hidden_states_supported, the "
+                                         "model_type list eagle3 targets had to match", last_without="0.21.0",
+                                         first_with="0.22.0"),
     "vllm#50170": Change("vllm", "a warning when the aux layers fall back to the default ids", 50170,
                          landed=False),  # open as of 2026-07-28
     # SGLang's capture at loop index 0 (before layer 0, where the residual is still None), read per model file in the
@@ -241,8 +245,9 @@ _RULES = {  # the rules that are not release rows (SGLang's are in SGLANG_ROWS)
                       f"loop, not EagleModelMixin; every release read, 0.18.0-{VLLM_NEWEST_READ}): appends `hidden_states + "
                       "residual` before layer k runs, so id k = resid[k] for k < N, and id N after the last layer "
                       "since PR #46973 (release 0.25.0); id 0 meets residual None there (TypeError)."),
-    "vllm-deepseek-v32": ("vLLM DeepseekV32ForCausalLM since release 0.29.0 (registry.py -> vllm/models/deepseek_v32; "
-                          "CUDA: nvidia/model.py, ROCm: amd/model.py, other platforms: deepseek_v2.py; read up to "
+    "vllm-deepseek-v32": ("vLLM DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM on CUDA since release 0.29.0 "
+                          "(registry.py -> vllm/models/deepseek_v32; CUDA: nvidia/model.py, ROCm: amd/model.py, CPU and "
+                          "XPU: deepseek_v2.py, whose rule then applies; read up to "
                           f"{VLLM_NEWEST_READ}): captures before layer k runs, so id k = resid[k] for k < N; id N is never "
                           "captured; id 0 depends on the platform."),
     "vllm-default": ("vLLM (get_eagle3_aux_hidden_state_layers when the draft config has no ids vLLM reads): "
@@ -279,10 +284,26 @@ class FileRow:
     arch: str
     since: str | None
     file: str
+    platform: str | None = None   # the row holds on this platform only (None: every platform)
 
 
-VLLM_FILE_ROWS = (FileRow("vllm", "deepseekv32forcausallm", None, "deepseek_v2.py"),
-                  FileRow("vllm", "deepseekv32forcausallm", "vllm-deepseek-v32", "deepseek_v32"))
+# vLLM's DeepSeek-family targets (registry.py, read in the wheels 0.18.0-0.32.0): the architectures whose class is, or
+# subclasses, deepseek_v2.py's DeepseekV2ForCausalLM and so runs its loop, not EagleModelMixin's. DeepseekForCausalLM
+# and GlmMoeDsaForCausalLM are classes of deepseek_v2.py; mistral_large_3.py's MistralLarge3ForCausalLM subclasses
+# its DeepseekV3ForCausalLM; kimi_k25.py wraps DeepseekV3ForCausalLM.
+_VLLM_DEEPSEEK_ARCHS = frozenset({"deepseekforcausallm", "deepseekv2forcausallm", "deepseekv3forcausallm",
+                                  "deepseekv32forcausallm", "kimik25forconditionalgeneration",
+                                  "mistrallarge3forcausallm", "glmmoedsaforcausallm"})
+# DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM (the same DSA model, registry.py) come from vllm/models/deepseek_v32
+# from 0.29.0, whose __init__.py picks nvidia/model.py on CUDA (amd/model.py on ROCm from 0.30.0; deepseek_v2.py there
+# in 0.29.0) and deepseek_v2.py's classes on CPU and XPU: the CPU build runs deepseek_v2.py's loop in every release.
+VLLM_FILE_ROWS = tuple(row for arch in ("deepseekv32forcausallm", "glmmoedsaforcausallm") for row in (
+    FileRow("vllm", arch, None, "deepseek_v2.py"),
+    FileRow("vllm", arch, "vllm-deepseek-v32", "deepseek_v32", platform="cuda")))
+# vLLM 0.18.0-0.21.0 config/speculative.py serves eagle3 only for a target whose model_type CONTAINS one of
+# aux_hidden_states_supported (llama, qwen, ..., deepseek_v2, deepseek_v3, kimi_k2, kimi_k25): these architectures'
+# model_type matches none and the launch raises ValueError; 0.22.0 drops the list (SupportsEagle3 decides).
+VLLM_EAGLE3_MODEL_TYPES = {"deepseekforcausallm": "deepseek", "glmmoedsaforcausallm": "glm_moe_dsa"}
 VLLM_ROWS = (
     IdRow("vllm", "deepseek_v2.py", None, AS_WRITTEN, "TypeError", False, "missing", "vllm-deepseek", eagle3=False),
     IdRow("vllm", "deepseek_v2.py", "vllm-deepseek-eagle3", AS_WRITTEN, "TypeError", False, "missing",
@@ -544,24 +565,35 @@ def _transformerlens_points(written, n, notes):
 # into a warning_once; its text is in the copy of eagle3_utils.py at vllm-project/vllm 0cfdd2e15d69, in no release read.
 
 
-def _vllm_deepseek_file(arch, notes) -> str | None:
-    """vLLM's file with the capture loop for a DeepSeek-family ``arch``: 'deepseek_v2.py', 'deepseek_v32'
-    (DeepseekV32ForCausalLM since release 0.29.0) or None (not DeepSeek-family)."""
-    if not is_deepseek_family(arch):
+def vllm_deepseek_family(arch: str | None) -> bool:
+    """vLLM serves ``arch`` with deepseek_v2.py's classes (or, for DSA targets on CUDA from 0.29.0, deepseek_v32's)."""
+    return (arch or "").strip().lower() in _VLLM_DEEPSEEK_ARCHS
+
+
+def _vllm_deepseek_file(arch, notes, platform=None) -> str | None:
+    """vLLM's file with the capture loop for a DeepSeek-family ``arch`` on ``platform`` (None: a CUDA build, as
+    vllm_runner assumes): 'deepseek_v2.py', 'deepseek_v32' (DSA targets on CUDA since 0.29.0) or None."""
+    if not vllm_deepseek_family(arch):
         return None
-    rows = [r for r in VLLM_FILE_ROWS if r.arch == arch.strip().lower()]
+    where = platform or "cuda"
+    rows = [r for r in VLLM_FILE_ROWS if r.arch == arch.strip().lower() and r.platform in (None, where)]
     return _FileRule(None, notes, rows).get("file") if rows else "deepseek_v2.py"
 
 
-def _vllm_points(engine, written, n, arch, notes, runner=None):
+def _vllm_points(engine, written, n, arch, notes, runner=None, platform=None):
     """vLLM and speculators (served by vLLM): id k = resid[k], with DeepSeek-family exceptions. ``runner``: the
     ``vllm_runner`` choice whose fallback log the default note names (None: both runners' are named)."""
-    deepseek = _vllm_deepseek_file(arch, notes)
+    deepseek = _vllm_deepseek_file(arch, notes, platform)
     rows = _FileRule(None, notes, [r for r in VLLM_ROWS if r.file == deepseek]) if deepseek else None
+    model_type = VLLM_EAGLE3_MODEL_TYPES.get((arch or "").strip().lower())
     if rows and not rows.get("eagle3"):
         notes.add(f"vLLM before 0.18.0 serves no EAGLE-3 draft on {arch}: config/speculative.py raises ValueError "
                   "('eagle3 is only supported for [...] models'; DeepSeek model types join the list in 0.18.0) and "
                   "deepseek_v2.py has no capture hook.", "breaks", code="VLLM_DEEPSEEK_NO_EAGLE3")
+    elif model_type and not notes.after("vllm-eagle3-any-model-type"):
+        notes.add(f"vLLM 0.18.0-0.21.0 serves no EAGLE-3 draft on {arch}: config/speculative.py raises ValueError "
+                  f"('eagle3 is only supported for [...] models') because its model_type {model_type!r} contains none "
+                  "of aux_hidden_states_supported (0.22.0 drops the list).", "breaks", code="VLLM_DEEPSEEK_NO_EAGLE3")
     if written is None:
         warns = notes.after("vllm#50170")
         if runner is None:
@@ -604,18 +636,21 @@ def _vllm_points(engine, written, n, arch, notes, runner=None):
             points = [p for p in points if p != n]
     elif rows:   # deepseek_v32: id 0 depends on the platform
         if 0 in points:
-            notes.add("Id 0 on DeepseekV32ForCausalLM (vLLM 0.29.0 on, vllm/models/deepseek_v32, releases read up to "
+            notes.add(f"Id 0 on {arch} (vLLM 0.29.0 on, vllm/models/deepseek_v32, releases read up to "
                       f"{VLLM_NEWEST_READ}) depends on the platform: CUDA's nvidia/model.py appends the bare hidden states when the "
                       "residual is None (resid[0]); ROCm's amd/model.py (and deepseek_v2.py on other platforms) "
                       "computes `hidden_states + residual` and raises TypeError at the first forward.",
                       code="VLLM_DEEPSEEK_V32_ID0_PLATFORM")
         if n is not None and n in points and not rows.get("final"):
-            notes.add(f"id {n} (final layer output) is never captured by vLLM's vllm/models/deepseek_v32 (0.29.0-"
-                      f"{VLLM_NEWEST_READ} read): it captures before each layer only; one state fewer comes back than configured.",
+            notes.add(f"id {n} (final layer output) is never captured by vLLM's vllm/models/deepseek_v32 on CUDA "
+                      f"(0.29.0-{VLLM_NEWEST_READ} read): it captures before each layer only; one state fewer comes "
+                      "back than configured. The CPU build falls back to deepseek_v2.py's classes, which capture it"
+                      + (" (a CUDA build assumed: engine_platform not given)." if platform is None else "."),
                       "breaks", code="VLLM_DEEPSEEK_V32_FINAL_UNREACHED")
             points = [p for p in points if p != n]
     elif arch is None and 0 in points:
-        notes.add("If the target is DeepSeek-family (DeepseekV2/V3/V32, Kimi-K2/K2.5), id 0 crashes vLLM: "
+        notes.add("If the target is DeepSeek-family (DeepseekV2/V3/V32, Kimi-K2/K2.5, DeepseekForCausalLM, "
+                  "MistralLarge3ForCausalLM, GlmMoeDsaForCausalLM), id 0 crashes vLLM: "
                   f"deepseek_v2.py adds a None residual at layer 0 (TypeError, releases 0.18.0-{VLLM_NEWEST_READ}). Other model "
                   f"files (EagleModelMixin) capture resid[0]. To decide, {_PASS_ARCH}.", code="VLLM_ID0_ARCH_NEEDED")
     return rule, points
@@ -820,7 +855,7 @@ def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arc
     elif engine == "transformerlens":
         rule, points = _transformerlens_points(written, n, notes)
     elif engine in ("vllm", "speculators"):
-        rule, points = _vllm_points(engine, written, n, arch, notes, runner)
+        rule, points = _vllm_points(engine, written, n, arch, notes, runner, platform)
     else:
         rule, points = _sglang_points(engine, written, n, arch, notes)
     defaulted = written is None or engine == "eagle"

@@ -148,3 +148,31 @@ def test_specforge_never_proposes_id_minus_1():
     assert to_engine_ids("specforge", [1, 4, 11], N, arch=LLAMA) == [0, 3, 10]
     # SGLang itself serves id -1 from llama.py 0.5.22 on: only SpecForge refuses it
     assert to_engine_ids("sglang", [0, 3, 11], N, arch=LLAMA, engine_version="0.5.23") == [-1, 2, 10]
+
+
+@pytest.mark.parametrize("arch", ["MistralLarge3ForCausalLM", "DeepseekForCausalLM", "GlmMoeDsaForCausalLM"])
+def test_vllm_deepseek_subclasses_run_deepseek_v2_loop(arch):
+    """vLLM wheels 0.18.0-0.32.0: MistralLarge3ForCausalLM (mistral_large_3.py) subclasses deepseek_v2.py's
+    DeepseekV3ForCausalLM, DeepseekForCausalLM and GlmMoeDsaForCausalLM are deepseek_v2.py classes: id 0 is the
+    unguarded-residual TypeError, id N is captured only from PR #46973 (0.25.0) (GlmMoeDsa on CUDA runs
+    deepseek_v32 from 0.29.0: its rule, below)."""
+    res = resolve_aux_layers("vllm", [0, 3, 31], 61, arch=arch, engine_version="0.28.0", engine_platform="cpu")
+    assert "VLLM_DEEPSEEK_ID0_TYPEERROR" in res.fatal_codes and "deepseek_v2.py" in res.rule
+    final = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=arch, engine_version="0.24.0")
+    assert final.resid == (2, 30) and "VLLM_DEEPSEEK_FINAL_UNREACHED" in final.fatal_codes
+    # 0.18.0-0.21.0: an eagle3 target's model_type must contain a listed name (config/speculative.py)
+    refused = resolve_aux_layers("vllm", [2, 30, 58], 61, arch=arch, engine_version="0.21.0")
+    assert ("VLLM_DEEPSEEK_NO_EAGLE3" in refused.fatal_codes) is (arch != "MistralLarge3ForCausalLM")
+    assert not resolve_aux_layers("vllm", [2, 30, 58], 61, arch=arch, engine_version="0.22.0").fatal
+
+
+@pytest.mark.parametrize("arch", ["DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"])
+def test_vllm_dsa_final_layer_depends_on_the_platform(arch):
+    """vllm/models/deepseek_v32/__init__.py (0.29.0-0.32.0): nvidia/model.py on CUDA never captures id N; CPU and
+    XPU import deepseek_v2.py's classes, which capture it (since PR #46973)."""
+    cuda = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=arch, engine_version="0.32.0", engine_platform="cuda")
+    assert cuda.resid == (2, 30) and "VLLM_DEEPSEEK_V32_FINAL_UNREACHED" in cuda.fatal_codes
+    cpu = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=arch, engine_version="0.32.0", engine_platform="cpu")
+    assert cpu.resid == (2, 30, 61) and not cpu.fatal and "deepseek_v2.py" in cpu.rule
+    assumed = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=arch, engine_version="0.32.0")
+    assert "CUDA build assumed" in assumed.fatal[0]
