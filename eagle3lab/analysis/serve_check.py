@@ -184,6 +184,16 @@ def compare(served: dict, baseline: dict, ours: dict, *, num_steps: int, whatif=
     }
 
 
+def rejection_terms(speculative_config: dict | None = None, engine_version=None) -> dict:
+    """The rejection method the served run used and what it does to our prediction
+    (``engines.counters.rejection_reading``): ``vllm_serve.py`` writes no rejection key and serves greedily, so
+    vLLM runs 'standard' at temperature 0, where the greedy emulation predicts its counters exactly."""
+    from eagle3lab.engines.counters import rejection_reading
+
+    return rejection_reading(speculative_config, temperature=0.0, engine_version=engine_version,
+                             where="vllm_serve.py speculative_config").to_dict()
+
+
 def prompt_token_ids(target, prompts) -> list[list[int]]:
     from eagle3lab.decoding.speculative import prompt_ids
 
@@ -224,4 +234,5 @@ def serve_check(target_path, draft_path, *, prompts=None, num_steps: int = 4, ma
     return {"engine": "vllm", "engine_version": answer["version"], "engine_platform": answer["platform"],
             "target": display_path(target_path), "draft": display_path(draft_path), "dtype": dtype,
             "settings": {"num_speculative_tokens": num_steps, "max_new_tokens": max_new_tokens,
-                         "prompts": len(ids), "greedy": True, "ignore_eos": True}, **report}
+                         "prompts": len(ids), "greedy": True, "ignore_eos": True,
+                         "rejection": rejection_terms(None, answer["version"])}, **report}

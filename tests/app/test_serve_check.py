@@ -32,3 +32,18 @@ def test_a_python_without_vllm_is_named(capsys, bundled_models):
 def test_bad_num_steps_is_bad_input(capsys, tmp_path):
     assert main(["serve-check", "--num-steps", "0", "--engine-python", sys.executable]) == 2
     assert "--num-steps" in capsys.readouterr().err
+
+
+def test_the_served_runs_rejection_method_is_stated_with_the_prediction():
+    """vllm_serve.py writes no rejection key and serves greedily: vLLM 0.32 runs 'standard' at temperature 0,
+    where the emulation predicts the counters exactly; a synthetic run's counters would not measure the draft."""
+    from eagle3lab.analysis.serve_check import rejection_terms
+
+    served = rejection_terms(None, "0.32.0")
+    assert (served["method"], served["draft_sample"], served["prediction"], served["measures_draft"]) == (
+        "standard", "greedy", "exact", True)
+    synthetic = rejection_terms({"num_speculative_tokens": 4, "rejection_sample_method": "synthetic",
+                                 "synthetic_acceptance_rates": [0.8, 0.6, 0.4, 0.2]}, "0.32.0")
+    assert synthetic["prediction"] == "replayed" and synthetic["measures_draft"] is False
+    assert synthetic["synthetic_tau"] == 3.0
+    assert rejection_terms(None, "0.20.0")["method"] == "strict"   # MRv2's default before #40651
