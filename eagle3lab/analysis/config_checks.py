@@ -1,6 +1,8 @@
 """Static checks of a draft's config against its target's ``config.json`` and against the serving engine: the
-doctor findings that need no measurement (fc width, sizes, context length, RoPE, sliding window, dtype; a draft
-family or RoPE the engine does not run as trained)."""
+doctor findings that need no measurement (fc width and the aux count, sizes, context length, RoPE, sliding window,
+dtype; a draft family, flag, window or RoPE the engine build does not run as trained). Both configs are read
+through one reader (eagle3lab.engines.config_view): RoPE is compared by what it computes, and every fix is written
+in the keys the draft's format and its engines read (``data["config_fix"]``: dotted config.json key -> value)."""
 
 from __future__ import annotations
 
@@ -11,93 +13,141 @@ from dataclasses import replace
 import torch
 
 from eagle3lab.analysis.findings import DoctorFinding
-from eagle3lab.engines.profiles import get_profile, serving_problems
+from eagle3lab.engines.config_view import WINDOW_KEYS, Rope, Window, read_rope, read_target, read_window
+from eagle3lab.engines.config_view import text_config as text_config  # doctor reads it from here
+from eagle3lab.engines.draft_checks import ConfigProblem, aux_fc_problem, flag_problems, window_problem
+from eagle3lab.engines.profiles import for_build, get_profile, serving_problems
 from eagle3lab.models.families import ATTENTION_KINDS
 
 
-def text_config(raw: dict) -> dict:
-    return raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+def draft_rope(cfg) -> Rope:
+    """A loaded draft's RoPE (``DraftConfig``), through the one reader."""
+    return read_rope({"rope_theta": cfg.rope_theta, "rope_scaling": cfg.rope_scaling,
+                      "max_position_embeddings": cfg.max_position_embeddings})
 
 
-def _sliding_window(cfg: dict):
-    if cfg.get("use_sliding_window") is False:
-        return None
-    if "layer_types" in cfg and not any("sliding" in str(t) for t in cfg["layer_types"] or ()):
-        return None
-    return cfg.get("sliding_window")
+def read_draft_window(draft) -> Window:
+    """A loaded draft's sliding window (kept in its config's extra as written), through the one reader."""
+    return read_window({k: draft.config.extra[k] for k in WINDOW_KEYS if k in draft.config.extra})
 
 
-def _rope_key(scaling) -> tuple | None:
-    """rope_scaling as what it computes: the type (``rope_type`` or the older ``type``) and its numbers."""
-    if not scaling:
-        return None
-    kind = scaling.get("rope_type", scaling.get("type"))
-    return (kind, *sorted((k, v) for k, v in scaling.items() if k not in ("type", "rope_type")))
+def layer_prefix(draft) -> str:
+    """Where the draft's format keeps the layer's keys (speculators: transformer_layer_config)."""
+    return "transformer_layer_config." if getattr(draft, "format", None) == "speculators" else ""
+
+
+def rope_fix(rope: Rope, prefix: str) -> dict:
+    """``rope`` written so that transformers 4 and 5 (and so every engine) read exactly it: rope_scaling (transformers 5
+    prefers it to rope_parameters; null = plain), rope_theta, and rope_parameters as transformers 5 writes them."""
+    legacy = rope.legacy_keys()
+    scaling = rope.filled_scaling()
+    params = {"rope_type": "default", **(scaling or {}), "rope_theta": rope.theta}
+    params.pop("type", None)
+    return {prefix + "rope_scaling": scaling, prefix + "rope_theta": legacy["rope_theta"],
+            prefix + "rope_parameters": params}
+
+
+def _rope_findings(draft, target, where: str) -> list[DoctorFinding]:
+    mine, theirs, prefix = draft_rope(draft.config), target.rope, layer_prefix(draft)
+    if mine.computes() == theirs.computes():
+        return []
+    code, what = (("ROPE_THETA", "rope_theta") if mine.computes()[1:] == theirs.computes()[1:] else
+                  ("ROPE_SCALING", "RoPE scaling"))
+    fix = rope_fix(theirs, prefix)
+    return [DoctorFinding(
+        code, "warning", f"the draft's {what} differs from the target's",
+        f"{where}: {mine.words()}; target {theirs.words()}. Positions rotate differently wherever they differ "
+        "(speculators#574: a converter dropped rope_scaling; SpecForge PR #742: an export kept only rope_parameters)",
+        "In the draft's config.json: " + ", ".join(f"{k}: {json.dumps(v)}" for k, v in fix.items())
+        + " (every transformers, and so every engine, reads these)", "config", data={"config_fix": fix})]
+
+
+def _context_finding(draft, target, where: str) -> list[DoctorFinding]:
+    cfg, prefix = draft.config, layer_prefix(draft)
+    t_ctx, d_ctx = target.max_positions, cfg.max_position_embeddings
+    if not (t_ctx and d_ctx and d_ctx < t_ctx):
+        return []
+    fix = {prefix + "max_position_embeddings": t_ctx}
+    rope = draft_rope(cfg)
+    if rope.scaling is not None and rope.filled_scaling() != rope.scaling:   # keep what the RoPE computes
+        fix.update(rope_fix(rope, prefix))
+    return [DoctorFinding(
+        "DRAFT_CONTEXT_SHORT", "warning", "the draft's context is shorter than the target's",
+        f"{where}: max_position_embeddings {d_ctx}; target {t_ctx}. Past {d_ctx} tokens the draft runs outside "
+        "its positions (sglang#6783: prompts over 2k slower than no speculation)",
+        "In the draft's config.json: " + ", ".join(f"{k}: {json.dumps(v)}" for k, v in fix.items())
+        + " (SGLang: also --context-length applies to both)", "config", data={"config_fix": fix})]
 
 
 def config_findings(draft, target_config: dict, where: str = "draft config.json") -> list[DoctorFinding]:
     """Static checks of a loaded draft's config against the target's ``config.json`` (a dict)."""
     out = []
-    cfg, tgt = draft.config, text_config(target_config)
-    t_hidden, t_vocab = tgt.get("hidden_size"), tgt.get("vocab_size")
+    cfg, tgt = draft.config, read_target(target_config)
+    t_hidden, t_vocab = tgt.hidden_size, tgt.vocab_size
     fc_in = draft.fc.weight.shape[1]
     width = replace(cfg, target_hidden_size=t_hidden).fc_width if t_hidden else None   # the rule: DraftConfig.fc_width
-    if t_hidden and fc_in != width:
+    count = aux_fc_problem(cfg.num_aux, _count_key(cfg), fc_in, t_hidden or 0, ("vllm", "sglang")) \
+        if cfg.aux_layer_ids is not None or "num_aux_hidden_states" in cfg.extra else None
+    if count is not None:
+        out.append(_from_problem(count))
+    elif t_hidden and fc_in != width:
         out.append(DoctorFinding(
             "FC_WIDTH", "critical", "fc input width is not num_aux x target hidden size",
             f"fc.weight takes {fc_in} inputs; {cfg.num_aux} aux states of a {t_hidden}-wide target give "
             f"{width}", "Retrain or reconvert: the draft was made for another target.", "config"))
-    if t_hidden and cfg.target_hidden_size != t_hidden:
+    if t_hidden and cfg.target_hidden_size != t_hidden and count is None:
         out.append(DoctorFinding(
             "TARGET_HIDDEN_SIZE", "critical", "draft target_hidden_size differs from the target's hidden_size",
             f"{where}: target_hidden_size {cfg.target_hidden_size}; target hidden_size {t_hidden}",
-            f"config key target_hidden_size: {t_hidden}", "config"))
+            f"config key target_hidden_size: {t_hidden}", "config", data={"config_fix": {"target_hidden_size": t_hidden}}))
     if t_vocab and cfg.vocab_size != t_vocab:
+        key = layer_prefix(draft) + "vocab_size"
         out.append(DoctorFinding(
             "VOCAB_SIZE", "critical", "draft vocab_size differs from the target's",
-            f"{where}: vocab_size {cfg.vocab_size}; target {t_vocab}", f"config key vocab_size: {t_vocab}", "config"))
-    t_ctx, d_ctx = tgt.get("max_position_embeddings"), cfg.max_position_embeddings
-    if t_ctx and d_ctx and d_ctx < t_ctx:
-        out.append(DoctorFinding(
-            "DRAFT_CONTEXT_SHORT", "warning", "the draft's context is shorter than the target's",
-            f"{where}: max_position_embeddings {d_ctx}; target {t_ctx}. Past {d_ctx} tokens the draft runs outside "
-            "its positions (sglang#6783: prompts over 2k slower than no speculation)",
-            f"config key max_position_embeddings: {t_ctx} (SGLang: also --context-length applies to both)", "config"))
-    t_rope, d_rope = tgt.get("rope_scaling"), cfg.rope_scaling
-    if _rope_key(t_rope) != _rope_key(d_rope):
-        out.append(DoctorFinding(
-            "ROPE_SCALING", "warning", "the draft's rope_scaling differs from the target's",
-            f"{where}: rope_scaling {json.dumps(d_rope)}; target {json.dumps(t_rope)} (speculators#574: a converter "
-            "dropped it; positions past the original context then rotate differently)",
-            f"config key rope_scaling: {json.dumps(t_rope)}", "config"))
-    t_theta = tgt.get("rope_theta")
-    if t_theta and cfg.rope_theta and float(t_theta) != float(cfg.rope_theta):
-        out.append(DoctorFinding(
-            "ROPE_THETA", "warning", "the draft's rope_theta differs from the target's",
-            f"{where}: rope_theta {cfg.rope_theta}; target {t_theta}", f"config key rope_theta: {t_theta}", "config"))
-    window = _sliding_window(tgt)
-    if window:
+            f"{where}: vocab_size {cfg.vocab_size}; target {t_vocab}", f"config key {key}: {t_vocab}", "config",
+            data={"config_fix": {key: t_vocab}}))
+    out += _context_finding(draft, tgt, where) + _rope_findings(draft, tgt, where)
+    sliding = tgt.window.sliding_layers(tgt.num_layers or 0)
+    if sliding:
         out.append(DoctorFinding(
             "TARGET_SLIDING_WINDOW", "info", "the target uses a sliding window; the draft attends to everything",
-            f"target sliding_window {window}. Acceptance can fall on prompts longer than the window "
-            "(speculators#684: tau 2.30 at 2k -> 1.08 at 20k)", "Measure acceptance by prompt length.", "config"))
-    t_dtype = tgt.get("torch_dtype") or tgt.get("dtype")
+            f"target sliding_window {tgt.window.size} on {len(sliding)} of {tgt.num_layers} layers. Acceptance can "
+            "fall on prompts longer than the window (speculators#684: tau 2.30 at 2k -> 1.08 at 20k)",
+            "Measure acceptance by prompt length.", "config"))
     d_dtype = str(draft.fc.weight.dtype).replace("torch.", "")
-    if t_dtype and str(t_dtype) not in (d_dtype, "auto") and draft.load_report is not None:
+    if tgt.dtype and str(tgt.dtype) not in (d_dtype, "auto") and draft.load_report is not None:
         out.append(DoctorFinding(
             "DTYPE", "info", "the draft is loaded in another dtype than the target's",
-            f"draft {d_dtype} here; target {t_dtype}", None, "config"))
+            f"draft {d_dtype} here; target {tgt.dtype}", None, "config"))
     return out
 
 
-def engine_findings(draft, engine: str) -> list[DoctorFinding]:
-    """What the serving ``engine`` (a profile name) cannot run as written, and a RoPE it applies otherwise than
-    the draft's trainer (``draft.profile``, the format's trainer) did: both silent in the server's log."""
-    served = get_profile(engine)
+def _count_key(cfg) -> str:
+    """Where the draft's aux count is written: num_aux_hidden_states, else the key of its ids."""
+    return "num_aux_hidden_states" if "num_aux_hidden_states" in cfg.extra else cfg.aux_ids_key
+
+
+def _from_problem(p: ConfigProblem) -> DoctorFinding:
+    return DoctorFinding(p.code, p.severity, p.title, p.evidence, p.fix, "config", data={"engine": p.engine})
+
+
+def engine_findings(draft, engine, engine_version=None, engine_platform=None,
+                    launch_window: int | None = None) -> list[DoctorFinding]:
+    """What the serving ``engine`` (a profile name or an ``EngineProfile``; with ``engine_version`` /
+    ``engine_platform`` the profile of that build, ``for_build``) cannot run as written, a flag or sliding window it
+    runs otherwise, and a RoPE it applies otherwise than the draft's trainer (``draft.profile``, the format's
+    trainer) did: all silent in the server's log. ``launch_window``: SGLang's --speculative-draft-window-size."""
+    served = (for_build(engine, engine_version, engine_platform) if engine_version or engine_platform
+              else get_profile(engine))
     out = [DoctorFinding(
         "ENGINE_CANNOT_RUN_DRAFT", "critical", f"{served.engine} has no model for this draft as written", problem,
         "Serve it with an engine that builds this draft family (eagle3lab inspect lists them under 'runs in'), or "
         "convert / retrain it for one this engine builds.", "config") for problem in serving_problems(draft.config, served, ATTENTION_KINDS)]
+    out += [_from_problem(p) for p in flag_problems(draft.config, served, draft.format)]
+    window = read_draft_window(draft)
+    problem = window_problem(window, draft.config.num_hidden_layers, draft.profile, served, launch_window)
+    if problem is not None:
+        out.append(_from_problem(problem))
     twin = draft.under(served)
     trained, run = draft.settings, twin.settings
     # compared by what they compute (frequencies, cos/sin scale, which length picks them), not by the dicts

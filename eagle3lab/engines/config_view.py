@@ -96,6 +96,14 @@ class Rope:
         extra = (("max_position_embeddings", self.max_positions),) if kind == "dynamic" else ()
         return (float(self.theta), kind, numbers + extra)
 
+    def filled_scaling(self) -> dict | None:
+        """The scaling with original_max_position_embeddings filled as transformers 5 fills it (llama3, yarn,
+        longrope: max_position_embeddings), so that it computes the same under another max_position_embeddings."""
+        if self.scaling is None or self.kind not in _ORIGINAL_FILLED or self.max_positions is None:
+            return None if self.scaling is None else dict(self.scaling)
+        return {**self.scaling, "original_max_position_embeddings":
+                self.scaling.get("original_max_position_embeddings") or self.max_positions}
+
     def words(self) -> str:
         scaling = "plain" if self.scaling is None else f"{self.kind} {_short(self.scaling)}"
         return f"theta {self.theta:g} ({self.theta_from}), {scaling}" + (
@@ -159,6 +167,9 @@ class Window:
         if not self.size or self.layer_types is None:
             return ()
         return tuple(i for i, t in enumerate(self.layer_types[:num_layers]) if t == "sliding_attention")
+
+
+WINDOW_KEYS = ("sliding_window", "layer_types", "use_sliding_window")
 
 
 def read_window(layer: dict) -> Window:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import MISSING, fields
 
-from eagle3lab.engines.config_view import read_draft
+from eagle3lab.engines.config_view import WINDOW_KEYS, read_draft
 from eagle3lab.engines.profiles import (
     FLAGS,
     IDS_NESTED,
@@ -164,6 +164,7 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
                                                                       if ids is not None else ""), repr(num_aux))
     flags, tops = _read_flags(view, where, defaulted)
     extra = {k: cfg[k] for k in PASSTHROUGH if k in cfg}
+    extra.update({k: geo_src[k] for k in WINDOW_KEYS if geo_src.get(k) is not None})   # each engine reads it its way
     if tops:
         extra[TOP_FLAGS] = tops
     if num_aux is not None:
@@ -234,6 +235,7 @@ def draft_to_config(cfg: DraftConfig, fmt: str, ids: list[int] | None, flags: di
         # (vllm#54526); in a speculators config only transformer_layer_config reaches the model
         geo[NUM_AUX_KEY] = cfg.num_aux
     passthrough = {k: cfg.extra[k] for k in PASSTHROUGH if k in cfg.extra}
+    geo.update({k: cfg.extra[k] for k in WINDOW_KEYS if k in cfg.extra})
     if fmt == "speculators":
         out = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
                "speculators_version": "0.1.0", "draft_vocab_size": cfg.draft_vocab_size,

@@ -1,0 +1,154 @@
+"""Static checks of a draft's config against one engine build, from the config alone (pure Python, no weights run):
+flags the build does not read where they are written, a sliding window it runs otherwise than the trainer, aux ids
+that do not fit the fc the weights hold. Each ``ConfigProblem`` carries a code, what the build does, the release
+range (from the rows of eagle3lab.engines.profiles) and the fix in the engine's own syntax; ``inspect`` lists them
+and doctor's static findings (eagle3lab.analysis.config_checks) are made from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from eagle3lab.engines.config_view import Window
+from eagle3lab.engines.profiles import (
+    BY_FLAG,
+    BY_LAYER_TYPES,
+    FLAG,
+    FLAGS,
+    NUM_AUX_KEY,
+    EngineProfile,
+    get_profile,
+    place_key,
+    rows_at,
+    written_places,
+)
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One thing an engine build does with this config other than its trainer did."""
+
+    code: str
+    severity: str          # critical: it does not load or run; warning: it runs other arithmetic
+    engine: str            # the profile's label (engine and build)
+    title: str
+    evidence: str          # what is written, what the build does, its release range and source
+    fix: str               # in the engine's syntax (a config key, a launch flag, a release)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _first_honouring(profile: EngineProfile, flag: str) -> str | None:
+    """The release from which ``profile``'s engine honours ``flag`` where this build does not (None: no later row)."""
+    if profile.release is None:
+        return None
+    later = [nxt for held, nxt in rows_at(profile.id_engine, FLAG, profile.release).get(flag, [])
+             if (held is None or not held.value) and nxt is not None]
+    if not later:
+        return None
+    row = max(later, key=lambda r: Version(r.since))
+    return f"{row.since}" + (f" ({row.source})" if row.source else "") + (f", {row.reader}" if row.reader else "")
+
+
+def flag_problems(config, profile: str | EngineProfile, fmt: str | None) -> list[ConfigProblem]:
+    """Each flag written true that this build does not apply: its family's draft model never reads it, the build
+    predates the release that reads it, or it is written only where the build does not look."""
+    profile, out = get_profile(profile), []
+    kind = getattr(config, "attention", "llama")
+    for flag in FLAGS:
+        places = written_places(config, flag)
+        value, at = places.at(("nested", "top"))
+        if not value:
+            continue
+        key, label = place_key(flag, at), profile.label
+        unread = profile.family_ignores.get(kind, {}).get(flag)
+        since = _first_honouring(profile, flag) if flag not in profile.honours else None
+        if unread:
+            out.append(ConfigProblem(
+                "FLAG_UNREAD_FOR_FAMILY", "warning", label, f"{profile.engine} never applies {flag} to this draft family",
+                f"{key} = true; {label} serves a {kind} draft with {unread}, which never reads {flag} (every release "
+                f"read): fc reads the aux states without that norm, other arithmetic than trained",
+                f"Serve it where {flag} is applied to a {kind} draft (none of {profile.engine}'s releases read), or "
+                f"retrain without {flag}."))
+        elif since:
+            out.append(ConfigProblem(
+                "FLAG_UNREAD_BY_BUILD", "warning", label, f"this {profile.engine} build does not apply {flag}",
+                f"{key} = true; {label} ignores it (runs the draft as if false; a norm weight it has no module for "
+                f"is not loaded); {profile.engine} applies it from {since}",
+                f"Serve with {profile.engine} >= {since.split(' ')[0]}."))
+        elif flag in profile.honours and places.at(profile.flag_places(flag, fmt))[0] is None:
+            reads = " or ".join(place_key(flag, p) for p in profile.flag_places(flag, fmt))
+            how = profile.flag_keys_how.get(flag, "")
+            out.append(ConfigProblem(
+                "FLAG_WRITTEN_WHERE_UNREAD", "warning", label, f"{flag} is written where {profile.engine} does not "
+                f"read it", f"{key} = true only; {label} reads {reads}" + (f" ({how})" if how else "")
+                + f": it runs the draft with {flag} missing (defaulted)",
+                f"Also write {flag}: true at the top level of config.json (every build that applies it reads the "
+                "top level; those that read eagle_config read it first, so the two agree)."))
+    return out
+
+
+def _window_layers(rule: str, window: Window, num_layers: int, launch_window: int | None) -> tuple[int | None, tuple]:
+    """(window size, layers it applies to) for a window rule."""
+    if rule == BY_LAYER_TYPES:
+        return window.size, window.by_layer_types(num_layers)
+    if rule == BY_FLAG and launch_window:
+        return launch_window, tuple(range(num_layers))
+    return None, ()
+
+
+def window_problem(window: Window, num_layers: int, trainer: str | EngineProfile, profile: str | EngineProfile,
+                   launch_window: int | None = None) -> ConfigProblem | None:
+    """A draft's sliding window as its trainer ran it vs as this build runs it (``launch_window``: SGLang's
+    --speculative-draft-window-size on the launch line, when known)."""
+    trainer, profile = get_profile(trainer), get_profile(profile)
+    if not window.written:
+        return None
+    trained = _window_layers(trainer.draft_window, window, num_layers, None)
+    served = _window_layers(profile.draft_window, window, num_layers, launch_window)
+    if (trained[1] and trained) == (served[1] and served):
+        return None
+    words = lambda s: f"a {s[0]}-token window on layer(s) {list(s[1])}" if s[1] else "full attention"
+    if profile.draft_window == BY_FLAG:
+        fix = (f"Launch with --speculative-draft-window-size {trained[0]}" if trained[1] else
+               "Launch without --speculative-draft-window-size")
+    elif trained[1]:
+        fix = ("Serve with SGLang >= 0.5.12 and --speculative-draft-window-size "
+               f"{trained[0]}, or with vLLM (it applies the window through layer_types)")
+    else:
+        fix = "Remove sliding_window / layer_types from the draft's config (it was trained with full attention)"
+    return ConfigProblem(
+        "DRAFT_WINDOW", "warning", profile.label, f"{profile.engine} runs the draft's sliding window otherwise than "
+        "its trainer", f"sliding_window {window.size}, layer_types {list(window.layer_types or []) or 'not written'}: "
+        f"trained ({trainer.label}, {trainer.draft_window_how}) with {words(trained)}; served ({profile.label}, "
+        f"{profile.draft_window_how}) with {words(served)}. Past the window the draft attends otherwise than "
+        "trained (speculators#684: tau 2.30 at 2k -> 1.08 at 20k without it)", fix + ".")
+
+
+def aux_fc_problem(count: int, count_key: str, fc_in: int, target_hidden: int,
+                   profiles=()) -> ConfigProblem | None:
+    """``count`` aux ids (or num_aux_hidden_states) written at ``count_key`` while fc.weight takes ``fc_in`` inputs,
+    a whole multiple of ``target_hidden`` other than ``count``: the fc was built for another number of states
+    (vllm#54526, #54598). ``profiles``: the engines to say what each does."""
+    if not target_hidden or fc_in % target_hidden or fc_in // target_hidden == count:
+        return None
+    built = fc_in // target_hidden
+    lines = []
+    for profile in map(get_profile, profiles):
+        if not profile.id_keys:
+            continue   # hard-coded capture points: no ids read
+        keys = profile.families.num_aux_keys.get("llama") or ()
+        lines.append(f"{profile.label}: " + (
+            f"sizes fc for {count} from {count_key}: loading fails (shape mismatch)"
+            if count_key.removeprefix("transformer_layer_config.") in keys else
+            f"builds fc for 3 and feeds it {count} captured states: the first forward fails"))
+    return ConfigProblem(
+        "AUX_IDS_FC_WIDTH", "critical", "every engine", f"{count} aux ids, an fc built for {built}",
+        f"{count_key} gives {count} aux states, but fc.weight takes {fc_in} inputs = {built} x {target_hidden} (the "
+        f"target's hidden size): the fc was trained on {built} states. " + "; ".join(lines),
+        f"Write the {built} ids the fc was trained on at {count_key}" + (
+            f" (and {NUM_AUX_KEY}: {built} where it is written)" if NUM_AUX_KEY not in count_key else "")
+        + "; `eagle3lab doctor` searches which states fit the weights.")
