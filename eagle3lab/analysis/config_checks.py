@@ -6,24 +6,25 @@ in the keys the draft's format and its engines read (``data["config_fix"]``: dot
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 
 import torch
 
 from eagle3lab.analysis.findings import DoctorFinding
-from eagle3lab.engines.config_view import WINDOW_KEYS, Rope, Window, read_rope, read_target, read_window
+from eagle3lab.engines.config_view import WINDOW_KEYS, Window, read_target, read_window
 from eagle3lab.engines.config_view import text_config as text_config  # doctor reads it from here
-from eagle3lab.engines.draft_checks import ConfigProblem, aux_fc_problem, flag_problems, window_problem
+from eagle3lab.engines.draft_checks import (
+    ConfigProblem,
+    aux_fc_problem,
+    config_rope,
+    context_problem,
+    flag_problems,
+    rope_problem,
+    window_problem,
+)
 from eagle3lab.engines.profiles import for_build, get_profile, serving_problems
 from eagle3lab.models.families import ATTENTION_KINDS
-
-
-def draft_rope(cfg) -> Rope:
-    """A loaded draft's RoPE (``DraftConfig``), through the one reader."""
-    return read_rope({"rope_theta": cfg.rope_theta, "rope_scaling": cfg.rope_scaling,
-                      "max_position_embeddings": cfg.max_position_embeddings})
 
 
 def read_draft_window(draft) -> Window:
@@ -36,47 +37,14 @@ def layer_prefix(draft) -> str:
     return "transformer_layer_config." if getattr(draft, "format", None) == "speculators" else ""
 
 
-def rope_fix(rope: Rope, prefix: str) -> dict:
-    """``rope`` written so that transformers 4 and 5 (and so every engine) read exactly it: rope_scaling (transformers 5
-    prefers it to rope_parameters; null = plain), rope_theta, and rope_parameters as transformers 5 writes them."""
-    legacy = rope.legacy_keys()
-    scaling = rope.filled_scaling()
-    params = {"rope_type": "default", **(scaling or {}), "rope_theta": rope.theta}
-    params.pop("type", None)
-    return {prefix + "rope_scaling": scaling, prefix + "rope_theta": legacy["rope_theta"],
-            prefix + "rope_parameters": params}
-
-
 def _rope_findings(draft, target, where: str) -> list[DoctorFinding]:
-    mine, theirs, prefix = draft_rope(draft.config), target.rope, layer_prefix(draft)
-    if mine.computes() == theirs.computes():
-        return []
-    code, what = (("ROPE_THETA", "rope_theta") if mine.computes()[1:] == theirs.computes()[1:] else
-                  ("ROPE_SCALING", "RoPE scaling"))
-    fix = rope_fix(theirs, prefix)
-    return [DoctorFinding(
-        code, "warning", f"the draft's {what} differs from the target's",
-        f"{where}: {mine.words()}; target {theirs.words()}. Positions rotate differently wherever they differ "
-        "(speculators#574: a converter dropped rope_scaling; SpecForge PR #742: an export kept only rope_parameters)",
-        "In the draft's config.json: " + ", ".join(f"{k}: {json.dumps(v)}" for k, v in fix.items())
-        + " (every transformers, and so every engine, reads these)", "config", data={"config_fix": fix})]
+    found = rope_problem(config_rope(draft.config), target.rope, layer_prefix(draft), where)
+    return [_from_problem(found)] if found else []
 
 
 def _context_finding(draft, target, where: str) -> list[DoctorFinding]:
-    cfg, prefix = draft.config, layer_prefix(draft)
-    t_ctx, d_ctx = target.max_positions, cfg.max_position_embeddings
-    if not (t_ctx and d_ctx and d_ctx < t_ctx):
-        return []
-    fix = {prefix + "max_position_embeddings": t_ctx}
-    rope = draft_rope(cfg)
-    if rope.scaling is not None and rope.filled_scaling() != rope.scaling:   # keep what the RoPE computes
-        fix.update(rope_fix(rope, prefix))
-    return [DoctorFinding(
-        "DRAFT_CONTEXT_SHORT", "warning", "the draft's context is shorter than the target's",
-        f"{where}: max_position_embeddings {d_ctx}; target {t_ctx}. Past {d_ctx} tokens the draft runs outside "
-        "its positions (sglang#6783: prompts over 2k slower than no speculation)",
-        "In the draft's config.json: " + ", ".join(f"{k}: {json.dumps(v)}" for k, v in fix.items())
-        + " (SGLang: also --context-length applies to both)", "config", data={"config_fix": fix})]
+    found = context_problem(config_rope(draft.config), target.max_positions, layer_prefix(draft), where)
+    return [_from_problem(found)] if found else []
 
 
 def config_findings(draft, target_config: dict, where: str = "draft config.json") -> list[DoctorFinding]:
@@ -128,7 +96,8 @@ def _count_key(cfg) -> str:
 
 
 def _from_problem(p: ConfigProblem) -> DoctorFinding:
-    return DoctorFinding(p.code, p.severity, p.title, p.evidence, p.fix, "config", data={"engine": p.engine})
+    data = {"engine": p.engine, **({"config_fix": p.config_fix} if p.config_fix else {})}
+    return DoctorFinding(p.code, p.severity, p.title, p.evidence, p.fix, "config", data=data)
 
 
 def engine_findings(draft, engine, engine_version=None, engine_platform=None,

@@ -7,11 +7,12 @@ and doctor's static findings (eagle3lab.analysis.config_checks) are made from th
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from packaging.version import Version
 
-from eagle3lab.engines.config_view import Window
+from eagle3lab.engines.config_view import Rope, Window, read_rope
 from eagle3lab.engines.profiles import (
     BY_FLAG,
     BY_LAYER_TYPES,
@@ -36,6 +37,7 @@ class ConfigProblem:
     title: str
     evidence: str          # what is written, what the build does, its release range and source
     fix: str               # in the engine's syntax (a config key, a launch flag, a release)
+    config_fix: dict | None = None   # the fix as config.json edits: dotted key -> value (None: not a config edit)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -152,3 +154,52 @@ def aux_fc_problem(count: int, count_key: str, fc_in: int, target_hidden: int,
         f"Write the {built} ids the fc was trained on at {count_key}" + (
             f" (and {NUM_AUX_KEY}: {built} where it is written)" if NUM_AUX_KEY not in count_key else "")
         + "; `eagle3lab doctor` searches which states fit the weights.")
+
+
+def config_rope(cfg) -> Rope:
+    """A draft's RoPE from its ``DraftConfig`` (theta, scaling, max_position_embeddings), through the one reader."""
+    return read_rope({"rope_theta": cfg.rope_theta, "rope_scaling": cfg.rope_scaling,
+                      "max_position_embeddings": cfg.max_position_embeddings})
+
+
+def rope_fix(rope: Rope, prefix: str) -> dict:
+    """``rope`` written so that transformers 4 and 5 (and so every engine) read exactly it: rope_scaling (transformers 5
+    prefers it to rope_parameters; null = plain), rope_theta, and rope_parameters as transformers 5 writes them, the
+    scaling's original_max_position_embeddings filled as transformers fills it (so it holds under any context)."""
+    scaling = rope.filled_scaling()
+    params = {"rope_type": "default", **(scaling or {}), "rope_theta": rope.theta}
+    params.pop("type", None)
+    return {prefix + "rope_scaling": scaling, prefix + "rope_theta": rope.theta, prefix + "rope_parameters": params}
+
+
+def _edit_words(fix: dict) -> str:
+    return "In the draft's config.json: " + ", ".join(f"{k}: {json.dumps(v)}" for k, v in fix.items())
+
+
+def rope_problem(mine: Rope, theirs: Rope, prefix: str, where: str) -> ConfigProblem | None:
+    """The draft's RoPE (``mine``) against the target's, by what each computes (``Rope.computes``)."""
+    if mine.computes() == theirs.computes():
+        return None
+    code, what = (("ROPE_THETA", "rope_theta") if mine.computes()[1:] == theirs.computes()[1:] else
+                  ("ROPE_SCALING", "RoPE scaling"))
+    fix = rope_fix(theirs, prefix)
+    return ConfigProblem(
+        code, "warning", "every engine", f"the draft's {what} differs from the target's",
+        f"{where}: {mine.words()}; target {theirs.words()}. Positions rotate differently wherever they differ "
+        "(speculators#574: a converter dropped rope_scaling; SpecForge PR #742: an export kept only rope_parameters)",
+        _edit_words(fix) + " (every transformers, and so every engine, reads these)", fix)
+
+
+def context_problem(mine: Rope, target_positions: int | None, prefix: str, where: str) -> ConfigProblem | None:
+    """A draft context (max_position_embeddings) shorter than the target's; the fix keeps what its RoPE computes."""
+    d_ctx = mine.max_positions
+    if not (target_positions and d_ctx and d_ctx < target_positions):
+        return None
+    fix = {prefix + "max_position_embeddings": target_positions}
+    if mine.scaling is not None and mine.filled_scaling() != mine.scaling:   # original_max was filled from it
+        fix.update(rope_fix(mine, prefix))
+    return ConfigProblem(
+        "DRAFT_CONTEXT_SHORT", "warning", "every engine", "the draft's context is shorter than the target's",
+        f"{where}: max_position_embeddings {d_ctx}; target {target_positions}. Past {d_ctx} tokens the draft runs "
+        "outside its positions (sglang#6783: prompts over 2k slower than no speculation)",
+        _edit_words(fix) + " (SGLang: also --context-length applies to both)", fix)

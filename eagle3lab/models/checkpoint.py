@@ -626,8 +626,60 @@ def convert_draft(src, out_dir, to: str, target=None, num_target_layers: int | N
 
 # ---------------------------------------------------------------------------- inspect
 
-def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) -> dict:
-    """Everything ``eagle3lab inspect`` reports, as a dict (works on a folder holding only config.json).
+def _target_view(target):
+    """The target's config.json through the one reader (a folder or config path, or a loaded model's config)."""
+    from eagle3lab.engines.config_view import read_target
+
+    if target is None:
+        return None
+    if isinstance(target, (str, os.PathLike)):
+        raw, file = read_config(target)
+        return read_target(raw, str(file))
+    config = getattr(getattr(target, "model", target), "config", None)
+    return read_target(config.to_dict(), "target") if hasattr(config, "to_dict") else None
+
+
+def _fc_inputs(files: list[Path]) -> int | None:
+    """fc.weight's input width from the weight files' headers (no tensor read), None when absent."""
+    try:
+        shapes = weight_shapes(files)
+    except Eagle3LabError:
+        return None
+    found = [shape for key, (shape, _) in shapes.items() if cf.canonical_key(key) == "fc.weight" and len(shape) == 2]
+    return found[0][1] if found else None
+
+
+def static_problems(raw: dict, cfg: DraftConfig, kind: str, profiles: dict, target_view, files, where: str) -> list:
+    """inspect's ``findings``: each profile's ``ConfigProblem`` for this config (flags, window), the aux count against
+    fc's width, and with a target its RoPE and context against the draft's (eagle3lab.engines.draft_checks)."""
+    from eagle3lab.engines import draft_checks as dc
+    from eagle3lab.engines.config_view import read_draft
+    from eagle3lab.engines.profiles import FLAGS
+
+    view = read_draft(raw, FLAGS, where)
+    out = []
+    for profile in profiles.values():
+        out += dc.flag_problems(cfg, profile, kind)
+        out += [p for p in [dc.window_problem(view.window, view.num_layers, FORMAT_PROFILE[kind], profile)] if p]
+    count_key = view.num_aux_key or cfg.aux_ids_key
+    count = view.num_aux if view.num_aux is not None else (len(cfg.aux_layer_ids) if cfg.aux_layer_ids else None)
+    hidden = (target_view.hidden_size if target_view is not None else None) or \
+        raw.get("target_hidden_size") or view.layer.get("hidden_size")
+    fc_in = _fc_inputs(files) if files else None
+    if isinstance(count, int) and count_key and fc_in and isinstance(hidden, int):
+        out += [p for p in [dc.aux_fc_problem(count, count_key, fc_in, hidden, [p for n, p in profiles.items()
+                                                                               if n in ("vllm", "sglang")])] if p]
+    if target_view is not None:
+        prefix, mine = ("transformer_layer_config." if kind == "speculators" else ""), dc.config_rope(cfg)
+        out += [p for p in (dc.rope_problem(mine, target_view.rope, prefix, where),
+                            dc.context_problem(mine, target_view.max_positions, prefix, where)) if p]
+    return out
+
+
+def inspect_checkpoint(path, target=None, num_target_layers: int | None = None, builds: dict | None = None) -> dict:
+    """Everything ``eagle3lab inspect`` reports, as a dict (works on a folder holding only config.json). ``builds``:
+    profile name -> the profile of the engine build asked (``engines.profiles.engine_builds``), used for serving,
+    flags and findings in place of the newest.
 
     Never raises on a bad checkpoint: problems are listed under ``errors``; what could not be
     checked (no weights, no layer count) under ``not_checked``.
@@ -712,16 +764,22 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None) 
     out["aux_ids"] = {"as_written": list(cfg.aux_layer_ids) if cfg.aux_layer_ids is not None else None,
                       "key": cfg.aux_ids_key, "num_target_layers": n, "target_arch": facts.arch,
                       "by_engine": engines}
-    # which engines can run this draft family at all (attention kind, needed fields, aux count)
+    # which engines can run this draft family at all (attention kind, needed fields, aux count), the builds asked
+    profiles = {**PROFILES, **(builds or {})}
     out["serving"] = {name: {"engine": profile.label, "problems": serving_problems(cfg, profile, ATTENTION_KINDS)}
-                      for name, profile in PROFILES.items()}
+                      for name, profile in profiles.items()}
+    try:
+        found = static_problems(raw, cfg, kind, profiles, _target_view(target), files, str(config_file))
+    except Eagle3LabError as err:
+        found, _ = [], out["errors"].append(str(err))
+    out["findings"] = [p.to_dict() for p in found]
     if n is None:
         out["not_checked"].append("resid points of default ids and range checks: the target's layer count is "
                                   "unknown (pass --target DIR or --num-target-layers N)")
     flags = {}
     for flag in FLAGS:
         flags[flag] = {"written": getattr(cfg, flag), "by_engine": {}}
-    for name, profile in PROFILES.items():
+    for name, profile in profiles.items():
         try:
             # serving always has the target, so engines that swap in its embedding do
             settings = resolve_settings(cfg, profile, kind, has_target_embedding=True)

@@ -35,7 +35,8 @@ def run(args) -> int:
         raise bad_input("--engine-platform", None, "--engine vllm (the platform decides vLLM's model runner)",
                         args.engine)
     builds = engine_builds(args.engine, args.engine_version, args.engine_platform)
-    report = inspect_checkpoint(args.draft, target=args.target, num_target_layers=args.num_target_layers)
+    report = inspect_checkpoint(args.draft, target=args.target, num_target_layers=args.num_target_layers,
+                                builds=builds)
     with_builds(report, builds)
     if args.json:
         print(json.dumps(report, indent=2, default=str))
@@ -106,6 +107,9 @@ def render(r: dict) -> str:
             lines.append(f"    {flag:<20} written {written!s:<5} -> {values}")
     for d in r.get("defaulted", []):
         lines.append(f"  defaulted {d['field']}" + (f" = {d['value']}" if d["value"] is not None else "") + f": {d['rule']}")
+    for f in r.get("findings", []):
+        lines.append(f"  {f['severity']} {f['code']} [{f['engine']}]: {f['title']}")
+        lines += [f"    {f['evidence']}", f"    fix: {f['fix']}"]
     for f in r.get("vocab", {}).get("findings", []):
         lines.append(f"  vocab {f['severity']}: {f['key']}: {f['message']}")
     lines += [f"  warning: {w}" for w in r["warnings"]]
