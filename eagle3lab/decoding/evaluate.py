@@ -279,24 +279,60 @@ class BankScore:
         return [sum(a) + len(a) for a in self.accept], [len(a) for a in self.accept]
 
 
+# hook points the fused fc path passes by (it feeds fc's output where the recycled state enters): with a hook
+# on one of them the exact path runs, so the hook sees what it always saw
+_FC_HOOKS = ("hook_fc_in", "hook_fc_normed", "hook_fc_out", "hook_recycled_in")
+
+
+def fc_is_linear(draft) -> bool:
+    """fc's output is the sum of its slots' projections for this draft as it runs: no norm before fc
+    (``norm_before_fc``, ``fc_norm``: a norm over the whole input or per slot is not linear in a slot) and
+    no hook on the way in or out of fc."""
+    s = draft.settings
+    return not (s.norm_before_fc or s.fc_norm or draft.fc.bias is not None
+                or any(draft.hook_points[n].fns for n in _FC_HOOKS if n in draft.hook_points))
+
+
+def _fc_feed(bank, draft, wiring, fuse_fc: bool):
+    """(rows, length) -> (what pass 1 reads, whether it is fc's output already). Fused: the sum of the slots'
+    projections cached in the bank (``StateBank.fc_projection``), summed in fp32 and rounded once to the
+    draft's dtype, as one fc product is; else the wiring's states side by side, through fc in the draft."""
+    from eagle3lab.models.state_bank import FINAL_NORMED
+
+    dev, dtype = draft.fc.weight.device, draft.fc.weight.dtype
+    if wiring and fuse_fc and fc_is_linear(draft):
+        slots = [bank.fc_projection(draft.fc.weight, i, p) for i, p in enumerate(wiring)]
+
+        def fused(sl, length):
+            idx = sl.to(dev)
+            h = slots[0][idx, :length]
+            for proj in slots[1:]:
+                h = h + proj[idx, :length]
+            return h.to(dtype), True
+        return fused
+    aux = bank.fc_input(wiring) if wiring else bank.states[FINAL_NORMED]
+    if not wiring and aux.shape[-1] != draft.config.hidden_size:
+        raise bad_input("wiring", None, f"aux states for a draft {draft.config.hidden_size} wide",
+                        f"no aux states with a {aux.shape[-1]}-wide target state", "fc cannot be skipped here.")
+    return lambda sl, length: (aux[sl, :length].to(dev, dtype), not wiring)
+
+
 @torch.inference_mode()
-def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 8) -> BankScore:
+def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 8, fuse_fc: bool = True) -> BankScore:
     """Teacher-forced chain acceptance and cross-entropy of ``draft`` fed ``wiring`` from ``bank``.
 
     ``wiring``: bank points in fc order (resid indices or ``FINAL_NORMED``); ``()``: no aux states, the
     final post-norm state fed past fc (the EAGLE algorithm flag on an EAGLE-3 draft). The draft runs
     with its own settings (``draft.rewired(...)`` chooses them); only draft passes run, no target.
+    ``fuse_fc``: where fc is linear in each slot (``fc_is_linear``), its output is summed from the bank's
+    cached slot projections, computed once per (slot, point) for every wiring a search scores; False
+    runs fc on the concatenation (the same numbers up to float rounding; tests hold them within 1e-6).
     """
-    from eagle3lab.models.state_bank import FINAL_NORMED
-
-    K, dev, dtype = int(num_steps), draft.fc.weight.device, draft.fc.weight.dtype
+    K, dev = int(num_steps), draft.fc.weight.device
     vocab_ids = None if draft.d2t is None else draft.to_target_ids(torch.arange(draft.config.draft_vocab_size,
                                                                                 device=draft.d2t.device)).cpu()
     p_target = bank.label_probs(vocab_ids)
-    aux = bank.fc_input(wiring) if wiring else bank.states[FINAL_NORMED]
-    if not wiring and aux.shape[-1] != draft.config.hidden_size:
-        raise bad_input("wiring", None, f"aux states for a draft {draft.config.hidden_size} wide",
-                        f"no aux states with a {aux.shape[-1]}-wide target state", "fc cannot be skipped here.")
+    feed = _fc_feed(bank, draft, wiring, fuse_fc)
     n_seq = len(bank.lengths)
     ce_sum, ce_n, accept = [0.0] * n_seq, [0] * n_seq, [[] for _ in range(n_seq)]
     by_length = sorted(range(n_seq), key=lambda b: bank.lengths[b])   # batches of similar length: little padding
@@ -321,10 +357,10 @@ def evaluate_on_bank(bank, draft, wiring, num_steps: int = 3, batch_size: int = 
         n_acc = torch.zeros(len(seq), dtype=torch.long, device=dev)
         ce_b = torch.zeros(B, device=dev)
         n_b = torch.zeros(B, dtype=torch.long, device=dev)
-        fc_in = aux[sl, :L].to(dev, dtype)
+        fc_in, past_fc = feed(sl, L)
         # logits only at the anchors (about a fifth of the rows behind long prompts): the LM head and the
         # cross-entropy over the vocabulary were most of a pass
-        for k, out in enumerate(draft_passes(draft, ids, fc_in, K, skip_fc=not wiring, logits_at=anchor), start=1):
+        for k, out in enumerate(draft_passes(draft, ids, fc_in, K, skip_fc=past_fc, logits_at=anchor), start=1):
             # pass k row t proposes position t+k+1, whose target distribution sits at index t+k (inside the
             # sequence at every anchor)
             hit = draft.to_target_ids(out.logits.argmax(-1)) == top_ext[seq, row + k]

@@ -27,6 +27,7 @@ from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models.capture import FcInput, build_fc_input, capture_resid
 
 FORMAT = "eagle3lab-hidden-dump/1"
+_DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64}
 MANIFEST = "manifest.json"
 
 
@@ -254,6 +255,29 @@ class HiddenDump:
 
     def __len__(self) -> int:
         return len(self.files)
+
+    def sizes(self) -> tuple[list[int], int, torch.dtype]:
+        """(tokens per sample, hidden width, dtype) from the files' headers, no tensor read: what a reader
+        allocates before it streams the samples one at a time (``bank_from_dump``). Each file is checked in
+        full when it is read."""
+        lengths, widths, dtypes = [], set(), set()
+        for path in self.files:
+            if not path.exists():
+                _read(path)   # the refusal, naming the file
+            try:
+                with safe_open(str(path), framework="pt", device="cpu") as f:
+                    hs, tok = f.get_slice("hidden_states"), f.get_slice("token_ids")
+                    lengths.append(int(tok.get_shape()[0]) if tok.get_shape() else 0)
+                    widths.add(int(hs.get_shape()[-1]))
+                    dtypes.add(hs.get_dtype())
+            except Exception:   # a missing key or a truncated file: the full read says which
+                _load(path, len(self.resid))
+                raise
+        if len(widths) > 1 or len(dtypes) > 1:
+            raise bad_input(self.path, "hidden_states", "one hidden width and dtype in every file",
+                            f"widths {sorted(widths)}, dtypes {sorted(dtypes)}")
+        stored = dtypes.pop()
+        return lengths, widths.pop(), _DTYPES[stored] if stored in _DTYPES else self[0].hidden_states.dtype
 
     def __getitem__(self, i: int) -> HiddenSample:
         path = self.files[i]

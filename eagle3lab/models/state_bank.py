@@ -12,6 +12,8 @@ laptop. Scoring a wiring then costs draft passes only (``decoding.evaluate.evalu
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +23,16 @@ from eagle3lab.errors import bad_input
 from eagle3lab.models.capture import check_prompt_lens  # noqa: F401  (one home in capture; re-exported)
 
 FINAL_NORMED = "final_normed"   # the point after the target's final norm (not a resid index)
+# LM-head rows multiplied at a time where the head is upcast (a half-precision head on the CPU): 16384 x 7168
+# fp32 = 470 MB at Kimi-K2.5's width
+HEAD_BLOCK = 16384
+# bytes of fc slot projections a bank keeps (StateBank.fc_projection, least recently used dropped first):
+# every slot x point of a 61-layer, 7168-wide bank over 1,000 tokens is 189 x 29 MB = 5.4 GB in fp32
+FC_CACHE_BYTES = 3 << 30
+
+
+def _upcast(head: torch.Tensor) -> bool:
+    return head.device.type == "cpu" and head.dtype in (torch.bfloat16, torch.float16)
 
 
 def point_name(point) -> str:
@@ -82,9 +94,37 @@ class TargetHead:
         return (self.norm_weight.float() * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)).to(resid_last.dtype)
 
     def logits(self, normed: torch.Tensor, rows: torch.Tensor | None = None) -> torch.Tensor:
-        """Target logits, over the whole vocabulary or only ``rows`` (target ids of a draft vocabulary)."""
+        """Target logits, over the whole vocabulary or only ``rows`` (target ids of a draft vocabulary), in the
+        head's dtype. A half-precision head on the CPU is multiplied in fp32 a block of rows at a time and the
+        logits rounded to its dtype: the same numbers (one rounding of an fp32 sum), where the CPU's own bf16
+        product runs several times slower (3 against 19 GFLOP/s on this 2-core AVX2 machine) and a whole
+        fp32 copy of a 163840-row head would take 4.7 GB."""
         head = self.lm_head if rows is None else self.lm_head[rows.to(self.lm_head.device)]
-        return (normed.to(head.device, head.dtype) @ head.T).to(normed.device)
+        if not _upcast(head):
+            return (normed.to(head.device, head.dtype) @ head.T).to(normed.device)
+        x = normed.to(head.device, head.dtype).float()
+        return torch.cat([(x @ block.float().T).to(head.dtype) for block in head.split(HEAD_BLOCK)],
+                         dim=-1).to(normed.device)
+
+    def top1(self, normed: torch.Tensor) -> torch.Tensor:
+        """The target's argmax over its whole vocabulary, ``normed`` ``[..., H]`` -> ``[...]``, without the
+        ``[..., vocab]`` logits at once: a running argmax over blocks of ``HEAD_BLOCK`` rows (ties go to the
+        lowest id, as one ``argmax`` over every row). Logits that fit in ``HEAD_BLOCK`` x 7168 fp32 values
+        from a head kept as it is are one product, as before."""
+        vocab = self.lm_head.shape[0]
+        if not _upcast(self.lm_head) and normed[..., 0].numel() * vocab <= HEAD_BLOCK * 7168:
+            return self.logits(normed).argmax(-1)
+        best_val = best_id = None
+        for start in range(0, vocab, HEAD_BLOCK):
+            logits = self.logits(normed, torch.arange(start, min(start + HEAD_BLOCK, vocab)))
+            idx = logits.argmax(-1)
+            val = logits.gather(-1, idx[..., None])[..., 0]
+            if best_val is None:
+                best_val, best_id = val, idx
+            else:
+                better = val > best_val
+                best_val, best_id = torch.where(better, val, best_val), torch.where(better, idx + start, best_id)
+        return best_id
 
 
 @dataclass
@@ -104,6 +144,9 @@ class StateBank:
     num_layers: int
     source: str = "live target"
     _labels: dict = field(default_factory=dict, repr=False)
+    # fc slot projections (fc_projection); not an __init__ field, so a bank made with dataclasses.replace
+    # (other rows, other states) starts with none
+    _fc: OrderedDict = field(default_factory=OrderedDict, init=False, repr=False)
 
     @property
     def points(self) -> tuple[int, ...]:
@@ -114,12 +157,40 @@ class StateBank:
     def hidden_size(self) -> int:
         return int(self.states[FINAL_NORMED].shape[-1])
 
-    def fc_input(self, wiring) -> torch.Tensor:
+    def _check_held(self, wiring) -> None:
         missing = [p for p in wiring if p not in self.states]
         if missing:
             raise bad_input("wiring", None, f"points this bank holds ({', '.join(map(point_name, self.states))})",
                             [point_name(p) for p in missing], "Capture or dump those states too.")
+
+    def fc_input(self, wiring) -> torch.Tensor:
+        self._check_held(wiring)
         return torch.cat([self.states[p] for p in wiring], dim=-1)
+
+    def fc_projection(self, weight: torch.Tensor, slot: int, point) -> torch.Tensor:
+        """fc's slot ``slot`` applied to ``states[point]`` at every row: ``[B, L, out]`` fp32 on ``weight``'s device,
+        ``states[point] @ W_slot.T`` with ``W_slot`` the slot's block of input columns of ``weight`` ([out,
+        num_aux x width]). fc is linear in each slot, so fc of a wiring is the sum of its slots' projections: a
+        wiring search computes each (slot, point) once instead of fc over a concatenation per hypothesis.
+        Kept until ``FC_CACHE_BYTES`` are held (least recently used dropped first), keyed by the weight
+        itself (its identity and version), so a changed or other fc is never served an old projection."""
+        self._check_held([point])
+        width = self.states[point].shape[-1]
+        x = self.states[point]
+        key = (id(weight), weight._version, slot, point, id(x), x._version)
+        held = self._fc.get(key)
+        if held is not None and held[0]() is weight and held[1]() is x:
+            self._fc.move_to_end(key)
+            return held[2]
+        block = weight[:, slot * width:(slot + 1) * width].float()
+        out = torch.empty(*x.shape[:-1], weight.shape[0], dtype=torch.float32, device=weight.device)
+        for b in range(x.shape[0]):   # a sequence at a time: no fp32 copy of the whole point
+            out[b] = x[b].to(weight.device, weight.dtype).float() @ block.T
+        self._fc[key] = (weakref.ref(weight), weakref.ref(x), out)
+        held_bytes = sum(v[2].numel() * 4 for v in self._fc.values())
+        while held_bytes > FC_CACHE_BYTES and len(self._fc) > 1:
+            held_bytes -= self._fc.popitem(last=False)[1][2].numel() * 4
+        return out
 
     def label_probs(self, draft_ids: torch.Tensor | None) -> torch.Tensor:
         """p_target over the draft vocabulary (renormalised, as trainers label), ``[B, L, V_draft]``;
@@ -231,19 +302,25 @@ def bank_from_dump(dump, head: TargetHead, prompt_lens=None, num_layers: int | N
         raise bad_input(dump.path, "resid", f"resid[{n}] among the dumped points (the target's last state: its "
                         "distribution and top-1 are recomputed from it)", list(dump.resid),
                         "Dump the last layer too (vLLM: add N to eagle_aux_hidden_state_layer_ids).")
-    samples = list(dump)
-    if not samples:
+    if not len(dump):
         raise bad_input(dump.path, None, "at least one sample", "none")
-    lengths = [int(s.token_ids.shape[0]) for s in samples]
-    L, H = max(lengths), samples[0].hidden_states.shape[-1]
-    ids = torch.zeros(len(samples), L, dtype=torch.long)
-    states = {k: torch.zeros(len(samples), L, H, dtype=samples[0].hidden_states.dtype) for k in dump.resid}
-    for i, s in enumerate(samples):
+    # one sample in memory at a time beside the bank (the files' headers give the sizes first)
+    lengths, H, dtype = dump.sizes()
+    L = max(lengths)
+    ids = torch.zeros(len(lengths), L, dtype=torch.long)
+    states = {k: torch.zeros(len(lengths), L, H, dtype=dtype) for k in dump.resid}
+    for i in range(len(lengths)):
+        s = dump[i]
+        if s.token_ids.shape[0] != lengths[i] or s.hidden_states.shape[-1] != H:
+            raise bad_input(s.path, "hidden_states", f"{lengths[i]} tokens of width {H}, as its header states",
+                            f"{tuple(s.hidden_states.shape)}")
         ids[i, :lengths[i]] = s.token_ids
         for j, k in enumerate(dump.resid):
             states[k][i, :lengths[i]] = s.hidden_states[:, j]
-    states[FINAL_NORMED] = head.normed(states[n].float()).to(states[n].dtype)
-    top1 = head.logits(states[FINAL_NORMED]).argmax(-1)
+        del s
+    last = states[n]
+    states[FINAL_NORMED] = torch.cat([head.normed(last[i:i + 1].float()).to(last.dtype) for i in range(len(lengths))])
+    top1 = head.top1(states[FINAL_NORMED])
     bank = StateBank(ids, lengths, check_prompt_lens(dump.prompt_lens if prompt_lens is None else prompt_lens, lengths),
                      states, top1, head, n, source=f"hidden-state dump {Path(dump.path).name}")
     _check_last_state(dump, bank)
