@@ -125,20 +125,28 @@ def find_weight_files(folder: Path) -> list[Path]:
     return []
 
 
-def read_weights(files: list[Path]) -> dict[str, torch.Tensor]:
-    """All tensors of the weight files, on CPU. Pickles only through ``weights_only=True``."""
+def _read_safetensors(file: Path, device) -> dict[str, torch.Tensor]:
+    """Every tensor of one safetensors file, each read (pread) straight onto ``device`` in its stored dtype."""
+    from eagle3lab.models.device import open_safetensors
+
+    with open_safetensors(file, device) as f:
+        return {key: f.get_tensor(key) for key in f.keys()}
+
+
+def read_weights(files: list[Path], device="cpu") -> dict[str, torch.Tensor]:
+    """All tensors of the weight files, on ``device`` as they are read (no host copy on the way to a GPU), in their
+    stored dtypes. Pickles only through ``weights_only=True``."""
     tensors: dict[str, torch.Tensor] = {}
     for file in files:
         if file.suffix == ".safetensors":
-            from safetensors.torch import load_file
             try:
-                part = load_file(str(file))
+                part = _read_safetensors(file, device)
             except Exception as err:  # safetensors raises its own error type for truncated/corrupt files
                 raise bad_input(file, None, "a complete safetensors file", f"an unreadable file ({err})",
                                 "It is probably truncated (an interrupted download or copy): fetch it again.") from None
         else:
             try:
-                part = torch.load(file, map_location="cpu", weights_only=True)
+                part = torch.load(file, map_location=device, weights_only=True)
             except Exception as err:  # UnpicklingError for objects outside the allow-list, EOFError when cut
                 raise bad_input(file, None, "a pickle of plain tensors (loaded with torch.load(weights_only=True))",
                                 f"a file that does not load that way ({type(err).__name__}: {str(err)[:200]})",
@@ -293,14 +301,14 @@ def target_facts(target) -> TargetFacts:
     return as_target(target).facts()
 
 
-def _embedding_from_files(folder: Path, vocab: int, hidden: int) -> torch.Tensor | None:
-    """Read only the embedding matrix from a target folder's safetensors (not the whole model)."""
-    from safetensors import safe_open
+def _embedding_from_files(folder: Path, vocab: int, hidden: int, device="cpu") -> torch.Tensor | None:
+    """Read only the embedding matrix from a target folder's safetensors (not the whole model), onto ``device``."""
+    from eagle3lab.models.device import open_safetensors
 
     for file in find_weight_files(folder):
         if file.suffix != ".safetensors":
             continue
-        with safe_open(str(file), framework="pt") as f:
+        with open_safetensors(file, device) as f:
             for key in f.keys():
                 if key.endswith("embed_tokens.weight") and list(f.get_slice(key).get_shape()) == [vocab, hidden]:
                     return f.get_tensor(key)
@@ -308,6 +316,23 @@ def _embedding_from_files(folder: Path, vocab: int, hidden: int) -> torch.Tensor
 
 
 # ---------------------------------------------------------------------------- load
+
+def _assembled(cfg: DraftConfig, profile, fmt: str, sd: dict[str, torch.Tensor], device, dtype) -> Eagle3Draft:
+    """The draft built on the meta device and handed the checked tensors, already on ``device``, cast to ``dtype``
+    one at a time (floats; d2t / t2d keep theirs): no random initialisation and no second copy of the weights. A
+    weight the checkpoint lacks (an embedding loaded for conversion only) is zeros."""
+    with torch.device("meta"):
+        draft = Eagle3Draft(cfg, profile=profile, fmt=fmt)
+    for key, value in sd.items():
+        sd[key] = value.to(device=device, dtype=dtype if value.is_floating_point() else value.dtype)
+    result = draft.load_state_dict(sd, strict=False, assign=True)
+    assert not result.unexpected_keys, result.unexpected_keys  # check_state_dict already refused them
+    for name in result.missing_keys:
+        module_name, _, attr = name.rpartition(".")
+        module = draft.get_submodule(module_name)
+        setattr(module, attr, torch.nn.Parameter(torch.zeros_like(getattr(module, attr), device=device, dtype=dtype)))
+    return draft.requires_grad_(False).eval()
+
 
 def load_draft(path, target=None, device="auto", profile=None, num_target_layers: int | None = None,
                dtype="auto", check_vocab: bool = True, require_embedding: bool = True) -> Eagle3Draft:
@@ -323,6 +348,7 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
 
     raw, config_file = read_config(path)
     folder = config_file.parent
+    dev = resolve_device(device)
     fmt, reason = cf.classify_config(raw)
     if fmt not in cf.FORMATS:
         raise bad_input(config_file, "architectures", "an EAGLE-3 draft (speculators_model_type 'eagle3', "
@@ -335,7 +361,7 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
                         "Only config.json is here: 'eagle3lab inspect' can still check it.")
     where = files[0] if len(files) == 1 else folder
     notes: list[str] = []
-    sd, ignored = canonical_state_dict(read_weights(files), where)
+    sd, ignored = canonical_state_dict(read_weights(files, dev), where)   # on the device as read
     notes += ignored
     cfg = fit_config_to_weights(cfg, raw, sd, where, notes)
     # SpecForge saves its buffers even then (and its warm start needs them: save_draft writes them), so an
@@ -357,7 +383,7 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
                         aux_ids_key=cfg.aux_ids_key, warnings=notes,
                         defaulted=[{"field": f, "value": v, "rule": r} for f, v, r in defaulted])
     if "t2d" in absent and "d2t" in sd:
-        t2d = torch.zeros(cfg.vocab_size, dtype=torch.bool)
+        t2d = torch.zeros(cfg.vocab_size, dtype=torch.bool, device=sd["d2t"].device)
         ids = torch.arange(len(sd["d2t"])) + sd["d2t"].long()
         t2d[ids[(ids >= 0) & (ids < cfg.vocab_size)]] = True
         sd["t2d"] = t2d
@@ -376,7 +402,7 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
     embedding = sd.pop("embed_tokens.weight", None)
     if embedding is None:
         if facts.embedding is None and facts.folder is not None:
-            facts.embedding = _embedding_from_files(facts.folder, cfg.vocab_size, cfg.hidden_size)
+            facts.embedding = _embedding_from_files(facts.folder, cfg.vocab_size, cfg.hidden_size, dev)
         if facts.embedding is not None and tuple(facts.embedding.shape) == (cfg.vocab_size, cfg.hidden_size):
             embedding, report.embedding = facts.embedding.detach(), "target"
         elif require_embedding:
@@ -388,7 +414,6 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
         else:
             report.embedding = "missing"
 
-    dev = resolve_device(device)
     to_dtype = resolve_dtype(dtype, dev) if dtype is not None else sd["fc.weight"].dtype
     if (mixed := mixed_dtypes(stored, where, to_dtype)) is not None:
         notes.append(mixed)
@@ -400,14 +425,10 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
                             "engine would run it anyway.")
         if passed:
             notes.append(f"run as {profile.label}, the first profile that can run this draft: {'; '.join(passed)}")
-    draft = Eagle3Draft(cfg, profile=profile, fmt=fmt)
-    if embedding is not None:
-        sd["embed_tokens.weight"] = embedding
-    result = draft.load_state_dict(sd, strict=False)
+    if embedding is not None:   # a copy: the draft's own weight never aliases the target's
+        sd["embed_tokens.weight"] = embedding.to(device=dev, dtype=to_dtype, copy=True)
+    draft = _assembled(cfg, profile, fmt, sd, dev, to_dtype)
     draft.embedding_missing = embedding is None
-    assert not result.unexpected_keys, result.unexpected_keys  # check_state_dict already refused them
-    draft.to(device=dev, dtype=to_dtype)
-    draft.requires_grad_(False).eval()
     embedding_of_target = facts.embedding.detach().to(device=dev, dtype=to_dtype) if facts.embedding is not None else None
     draft = draft.bound(num_target_layers or facts.num_layers, facts.arch, embedding_of_target)
     report.profile = draft.profile.name

@@ -15,7 +15,7 @@ import torch
 
 from eagle3lab.bundled import REAL_TARGETS
 from eagle3lab.errors import Eagle3LabError, bad_input
-from eagle3lab.models.device import resolve_device, resolve_device_map, resolve_dtype
+from eagle3lab.models.device import pread_in_transformers, resolve_device, resolve_device_map, resolve_dtype
 
 
 def _text_config(config):
@@ -219,7 +219,11 @@ def _looks_local(path_or_name: str) -> bool:
 
 def load_target(path_or_name, device="auto", dtype="auto", device_map=None, trust_remote_code: bool = False) -> Target:
     """Load a causal LM and its tokenizer from a local directory, a short name of a real target installed
-    by ``make install`` (``"smollm2-135m-instruct"``, ``bundled.REAL_TARGETS``) or a hub name (online only)."""
+    by ``make install`` (``"smollm2-135m-instruct"``, ``bundled.REAL_TARGETS``) or a hub name (online only).
+
+    ``device`` / ``dtype``: "auto" is ``models.device``'s rule (bf16 on CUDA, fp32 on CPU). The weights go to
+    the device as they are read (``device_map={"": device}``, or ``device_map="auto"`` over several GPUs): host
+    memory stays near the process's baseline whatever the model's size."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     name = str(path_or_name)
@@ -242,7 +246,7 @@ def load_target(path_or_name, device="auto", dtype="auto", device_map=None, trus
     offline = os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes")
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
-    device_map = resolve_device_map(device_map, device)
+    device_map = resolve_device_map(device_map, dev)
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=trust_remote_code)
     except OSError as err:
@@ -258,15 +262,13 @@ def load_target(path_or_name, device="auto", dtype="auto", device_map=None, trus
                 if "trust_remote_code" in str(err) else "Is this a draft checkpoint rather than a target?")
         raise bad_input(source, "model_type / architectures", "a model class transformers knows",
                         str(err).splitlines()[0], hint) from None
-    try:
-        model = AutoModelForCausalLM.from_pretrained(
-            source, config=config, dtype=torch_dtype, device_map=device_map, trust_remote_code=trust_remote_code,
-            low_cpu_mem_usage=True)
+    try:   # each tensor straight to its device in torch_dtype as it is read: no whole copy on the host
+        with pread_in_transformers():
+            model = AutoModelForCausalLM.from_pretrained(
+                source, config=config, dtype=torch_dtype, device_map=device_map, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as err:
         raise bad_input(source, "weights", "safetensors weights matching config.json", str(err).splitlines()[0],
                         "Check the *.safetensors files and model.safetensors.index.json are complete.") from None
-    if device_map is None:
-        model.to(dev)
     tokenizer = None
     warnings: list[str] = []
     try:

@@ -30,6 +30,8 @@ def test_cuda_without_gpu_says_what_to_do():
         resolve_device("cuda")
 
 
-def test_device_map_auto_needs_accelerate():
+def test_device_map_auto_needs_accelerate_and_one_device_is_a_map_too():
     assert resolve_device_map("auto") == "auto"  # accelerate is in the lock
-    assert resolve_device_map(None) is None
+    # no map: the one device is a map, so that from_pretrained fills it as it reads (never a host copy first)
+    assert resolve_device_map(None, "cpu") == {"": torch.device("cpu")}
+    assert resolve_device_map({"": "cpu"}, "cpu") == {"": "cpu"}
