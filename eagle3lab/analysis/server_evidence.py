@@ -36,6 +36,13 @@ Three formats, as verified in the engines' sources (the inverse is
   The offline API logs no SpecDecoding line unless a stats interval (``VLLM_LOG_STATS_INTERVAL``,
   10 s) passes inside a step or ``llm.llm_engine.do_log_stats()`` is called: a short run's log holds
   none, and its counters are the evidence.
+- **Per-request statistics** (one record per request; JSON, JSON lines, or a dict printed in a log line):
+  SGLang's ``meta_info`` (``spec_verify_ct`` with the drafts-only count under the name its release gives it,
+  ``spec_accept_token_num`` / ``spec_accepted_drafts`` / ``spec_num_correct_drafts``, and a histogram) or
+  its OpenAI ``sglext.spec_tokens_details`` (#33518); vLLM's ``metrics.speculative_decoding`` or offline
+  ``spec_decode_metrics`` (#48915). Each key is read by its meaning in ``engines.counters.COUNTER_FIELDS``;
+  tau = 1 + accepted drafts / rounds pooled over requests, with a bootstrap interval over requests that
+  ``compare_with_prediction`` sets against the prediction's interval.
 """
 
 from __future__ import annotations
@@ -59,7 +66,8 @@ EXPECTED_FORMATS = (
     "length: ..., Per-position acceptance rate: ...' log lines, or vLLM Prometheus counters "
     "(vllm:spec_decode_num_drafts_total, vllm:spec_decode_num_accepted_tokens_total, "
     "vllm:spec_decode_num_accepted_tokens_per_pos_total), or vLLM's offline counters as JSON "
-    "(llm.get_metrics() or vllm_serve.py's 'counters')"
+    "(llm.get_metrics() or vllm_serve.py's 'counters'), or per-request statistics (SGLang meta_info / "
+    "sglext.spec_tokens_details with spec_verify_ct, vLLM metrics.speculative_decoding)"
 )
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
