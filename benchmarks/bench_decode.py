@@ -45,6 +45,7 @@ from eagle3lab.analysis.roofline import (
 from eagle3lab.analysis.verdicts import speed_word
 from eagle3lab.atomic import write_json
 from eagle3lab.bundled import load_prompts
+from eagle3lab.decoding.lossless import LosslessCheck
 from eagle3lab.engines.acceptance import Interval
 
 HALF_FIXED = "case half fixed, chain 1"
@@ -190,7 +191,7 @@ def main(argv=None) -> int:
         print(f"   tokens/s (medians of {args.repeats}): generate {t['generate']:.1f}, greedy loop "
               f"{t['greedy_loop']:.1f}, speculative {t['speculative']:.1f} ({r['speedup']['vs_generate']:.2f}x "
               f"generate's median, no interval); tau {a['tau']:.2f}; "
-              f"lossless {r['lossless']['identical_to_generate']}/{r['lossless']['prompts']}", flush=True)
+              f"lossless {LosslessCheck.from_json(r['lossless']).words()}", flush=True)
         print(f"   over the greedy loop: decode {ratio_words(r, 'decode')}; "
               f"end to end {ratio_words(r, 'e2e')}", flush=True)
 

@@ -7,8 +7,9 @@ For each target (the bundled one, a random tiny Llama, and any ``--random LAYERS
 weights built on the device), random token sequences are read three ways in ``--dtype``: one forward over the
 whole sequence (the lossless check's), the prompt then chunks of ``--chunk`` tokens on the KV cache (a chain
 verify's), and the prompt then one token per forward (the greedy loop's). ``d`` is the largest difference of
-a logit between a batched reading and the one-token one, in resolutions (``torch.finfo(dtype).eps * max |logit|``
-of that row); the tie rule must cover ``2 d`` (module doc of ``eagle3lab.decoding.lossless``). Then the
+a logit between two readings (whole or chunked against one-token, and whole against chunked), in resolutions
+(``torch.finfo(dtype).eps * max |logit|`` of the one-token row); the tie rule must cover ``2 d`` (module doc
+of ``eagle3lab.decoding.lossless``). Then the
 bundled pair decodes ``--prompts`` prompts speculatively and by ``generate``, and the lossless check counts
 identical outputs, tie flips and bugs.
 """
@@ -49,19 +50,22 @@ def readings(tgt, seq: list[int], prompt_len: int, chunk: int) -> dict[str, torc
     return {"full": full, "chunk": stepped(chunk), "one": stepped(1)}
 
 
+PAIRS = {"full": ("full", "one"), "chunk": ("chunk", "one"), "full_vs_chunk": ("full", "chunk")}
+
+
 def noise(tgt, n_seqs: int, length: int, prompt_len: int, chunk: int, seed: int = 0) -> dict:
-    """``d`` (max, 99th percentile, median over positions) of whole and chunked readings against one-token."""
+    """``d`` (max, 99th percentile, median over positions) between each pair of readings (``PAIRS``)."""
     g = torch.Generator().manual_seed(seed)
     eps = torch.finfo(tgt.dtype).eps
-    got: dict[str, list] = {"full": [], "chunk": []}
+    got: dict[str, list] = {name: [] for name in PAIRS}
     scale = []
     for _ in range(n_seqs):
         seq = torch.randint(0, tgt.vocab_size, (length,), generator=g).tolist()
         r = readings(tgt, seq, prompt_len, chunk)
         res = eps * r["one"].abs().amax(-1)
         scale.append(r["one"].abs().amax(-1))
-        for name in got:
-            got[name].append((r[name] - r["one"]).abs().amax(-1) / res)
+        for name, (a, b) in PAIRS.items():
+            got[name].append((r[a] - r[b]).abs().amax(-1) / res)
     out = {name: {"max": float(torch.cat(v).max()), "q99": float(torch.cat(v).quantile(0.99)),
                   "median": float(torch.cat(v).median())} for name, v in got.items()}
     return {**out, "max_abs_logit_median": float(torch.cat(scale).median()), "positions": len(torch.cat(scale))}

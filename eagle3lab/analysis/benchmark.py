@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 from eagle3lab.analysis.cost_model import CostModel, break_even_tau, equivalent_alpha
 from eagle3lab.analysis.timing import measure_costs
 from eagle3lab.bundled import display_path
+from eagle3lab.decoding.lossless import LosslessCheck, lossless_check
 from eagle3lab.decoding.speculative import (
     draft_for,
     hf_generate,
@@ -115,7 +116,8 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
         # over the plain greedy loop, paired bootstrap over prompts (DecodeSweep.speed_ratio), per speed definition
         "speed_ratio": {kind: {"value": i.value, "low": i.low, "high": i.high, "level": i.level, "units": i.units}
                         for kind, i in speed.items()},
-        "lossless": {"identical_to_generate": sweeps[0].identical("speculative"), "prompts": len(prompts)},
+        # identical / tie flips / bugs against generate (decoding.lossless; to_json names the fields)
+        "lossless": sweeps[0].lossless("speculative").to_json(),
         "acceptance": {"tau": stats.tau, "tau_low": tau.low, "tau_high": tau.high, "tau_level": tau.level,
                        "vllm_mean_acceptance_length": stats.vllm_mean_acceptance_length,
                        "vllm_draft_acceptance_rate": stats.vllm_draft_acceptance_rate,
@@ -161,6 +163,8 @@ class DecodeSweep:
     # kind ("decode" / "e2e") -> case -> (tokens, seconds) of each (repetition, prompt), repetition by
     # repetition, in the same order for every case: what a speed interval resamples, per prompt
     timed: dict | None = None
+    # greedy case -> its outputs against the reference: identical, tie flips, bugs (decoding.lossless)
+    checks: dict[str, LosslessCheck] | None = None
 
     def settings(self, name: str) -> dict:
         return self.results[name][0].settings
@@ -183,6 +187,10 @@ class DecodeSweep:
         if self.settings(name)["temperature"] > 0:
             return None
         return sum(out.tokens == ref for out, ref in zip(self.results[name], self.reference))
+
+    def lossless(self, name: str) -> LosslessCheck | None:
+        """The lossless check of a greedy case (identical, tie flips, bugs); None when sampled or not checked."""
+        return (self.checks or {}).get(name)
 
     def decode_speedup(self, name: str) -> float:
         """Over the plain greedy loop; NaN for a sweep run without it (``baseline=False``)."""
@@ -217,8 +225,14 @@ class DecodeSweep:
                          "tau": st.tau, "max_tau": s["num_steps"] + 1,
                          "e2e_tps": self.e2e_tps[name], "e2e_speedup": self.e2e_speedup(name),
                          "decode_tps": self.decode_tps[name], "decode_speedup": self.decode_speedup(name),
-                         "identical": "sampled" if same is None else f"{same}/{len(self.reference)}"})
+                         "identical": "sampled" if same is None else f"{same}/{len(self.reference)}",
+                         **self._divergence_counts(name)})
         return pd.DataFrame(rows).set_index("case")
+
+    def _divergence_counts(self, name: str) -> dict:
+        """A greedy case's outputs that differ from the reference: tie flips and bugs (None: sampled)."""
+        check = self.lossless(name)
+        return {"tie_flips": len(check.ties) if check else None, "bugs": len(check.bugs) if check else None}
 
     def rates(self) -> pd.DataFrame:
         """Both rates of "no speculation" and of every case, side by side (tokens/s)."""
@@ -256,9 +270,10 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
     makes machine noise hit every case alike; decode rates (tokens after the first over the rounds'
     time) and end-to-end rates (every token over prefill + decoding) are medians over ``repeats``
     (``DecodeSweep.rates``), ``generate(do_sample=False)`` timed in the same rounds. The first
-    repetition's outputs are kept, with ``generate``'s as the lossless reference. ``baseline=False``
-    skips the plain greedy loop ("no speculation": about a quarter of the time of a two-case sweep) when only
-    the cases and ``generate``'s rate are wanted; its speedups are then NaN.
+    repetition's outputs are kept, with ``generate``'s as the lossless reference, and each greedy case's are
+    checked against it (``DecodeSweep.lossless``: identical, tie flips, bugs; one target forward per differing
+    prompt). ``baseline=False`` skips the plain greedy loop ("no speculation": about a quarter of the time of a
+    two-case sweep) when only the cases and ``generate``'s rate are wanted; its speedups are then NaN.
     """
     tgt = as_target(target)
     prompts = list(prompts)
@@ -308,11 +323,14 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
                 rates[kind][name].append(n / secs if secs > 0 else float("nan"))
         generate_rates.append(generated[0] / generated[1] if generated[1] > 0 else float("nan"))
     bar.close()
+    checks = {name: lossless_check(tgt, [o.prompt_ids for o in outs], [o.tokens for o in outs], reference)
+              for name, outs in results.items() if outs[0].settings["temperature"] == 0}
     first = next(iter(results.values()))
     context = round(statistics.mean(len(o.prompt_ids) + len(o.tokens) / 2 for o in first))
     med = {kind: {name: statistics.median(v) for name, v in per_name.items()} for kind, per_name in rates.items()}
     return DecodeSweep(results=results, reference=reference, context_len=context, decode_tps=med["decode"],
-                       e2e_tps=med["e2e"], generate_tps=statistics.median(generate_rates), timed=timed)
+                       e2e_tps=med["e2e"], generate_tps=statistics.median(generate_rates), timed=timed,
+                       checks=checks)
 
 
 def _add(acc: tuple[int, float], tokens: int, seconds: float) -> tuple[int, float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 import torch
 from helpers.tiny_models import hand_costs, prompts, tiny_pair
@@ -32,6 +33,11 @@ def test_decode_sweep_is_lossless_and_tabulates_every_case(tiny_sweep):
     df = sw.table()
     assert list(df.index) == ["chain 3", "tree 3/2/5", "capped", "sampled"]
     assert list(df.identical) == ["2/2", "2/2", "2/2", "sampled"]
+    for name in ("chain 3", "tree 3/2/5", "capped"):      # fp32 on a CPU: identical, nothing to classify
+        check = sw.lossless(name)
+        assert (check.identical, check.prompts, check.divergences, check.dtype) == (2, 2, (), "float32")
+        assert (df.loc[name, "tie_flips"], df.loc[name, "bugs"]) == (0, 0)
+    assert sw.lossless("sampled") is None and pd.isna(df.loc["sampled", "bugs"])
     assert df.loc["capped", "verified"] == 2 and df.loc["capped", "max_tau"] == 2      # SGLang's topk-1 rule
     assert df.loc["tree 3/2/5", "verified"] == 5
     assert (df.tau >= 1).all() and (df.tau <= df.max_tau).all()
@@ -123,6 +129,7 @@ def test_decode_sweep_keeps_the_two_speed_definitions_apart(monkeypatch):
     monkeypatch.setattr(benchmark, "hf_generate", lambda t, p, n: result(0.0, 2.0))
     monkeypatch.setattr(benchmark, "target_greedy", lambda t, p, n: result(1.0, 4.0))
     monkeypatch.setattr(benchmark, "speculative_generate", lambda t, prompt, **kw: result(1.0, 1.0))
+    monkeypatch.setattr(benchmark, "lossless_check", lambda t, p, outs, refs: None)   # no target to read
     sw = decode_sweep(object(), {"spec": {}}, [[1, 2]] * 3, max_new_tokens=5, progress=False)
     assert sw.e2e_tps == {"no speculation": 5 / 5.0, "spec": 5 / 2.0}       # 5 tokens over prefill + decode
     assert sw.decode_tps == {"no speculation": 4 / 4.0, "spec": 4 / 1.0}    # the 4 after the first, over decode
@@ -139,6 +146,25 @@ def test_decode_sweep_keeps_the_two_speed_definitions_apart(monkeypatch):
     # a prompt's repetitions decode the same tokens: one unit, not two
     twice = decode_sweep(object(), {"spec": {}}, [[1, 2]] * 3, max_new_tokens=5, repeats=2, progress=False)
     assert twice.speed_ratio("spec").units == 3 and twice.speed_ratio("spec").value == pytest.approx(4.0)
+
+
+def test_a_sweep_counts_an_output_that_leaves_the_target_as_a_bug(monkeypatch):
+    """An accept that takes the first draft unchecked: the sweep's check and table call it a bug, not a tie."""
+    from eagle3lab.decoding import speculative
+
+    target, draft = tiny_pair()
+    accept = speculative.SpeculativeRun.accept
+
+    def accept_unchecked(self, tree, logits, draft_probs=None):
+        path, bonus = accept(self, tree, logits, draft_probs)
+        return (path, bonus) if path else ([0], int(logits[1].argmax()))
+
+    monkeypatch.setattr(speculative.SpeculativeRun, "accept", accept_unchecked)
+    sw = decode_sweep(target, {"chain 2": dict(draft=draft, num_steps=2)}, prompts(n=2), max_new_tokens=10,
+                      baseline=False, progress=False)
+    check = sw.lossless("chain 2")
+    assert check.identical == 0 and len(check.bugs) == 2 and not check.ties
+    assert (sw.table().loc["chain 2", "tie_flips"], sw.table().loc["chain 2", "bugs"]) == (0, 2)
 
 
 def test_a_case_may_not_take_a_name_the_sweep_uses_for_its_own_rows():

@@ -31,7 +31,9 @@ def test_one_step_cases_priced_here_and_served(tmp_path, capsys):
     # the half fix restores the trained wiring; SGLang still drops the residual rule
     assert half["aux_resid"] == trained != shipped["aux_resid"]
     assert half["norm_before_residual"] is False and half["profile"] == "sglang"
-    assert half["lossless"] == {"identical_to_generate": 1, "prompts": 1}
+    lossless = {k: half["lossless"][k] for k in ("identical_to_generate", "prompts", "tie_flips", "bugs", "dtype")}
+    assert lossless == {"identical_to_generate": 1, "prompts": 1, "tie_flips": 0, "bugs": 0, "dtype": "float32"}
+    assert "lossless 1/1 identical" in printed
     served = {r["case"]: r for r in payload["served"]}
     row = served[f"{bench_decode.HALF_FIXED} | served, batch 1"]
     assert row["overhead"] == payload["served_assumptions"]["engine_overhead"]
