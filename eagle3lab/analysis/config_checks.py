@@ -43,7 +43,7 @@ def _rope_findings(draft, target, where: str) -> list[DoctorFinding]:
 
 
 def _context_finding(draft, target, where: str) -> list[DoctorFinding]:
-    found = context_problem(config_rope(draft.config), target.max_positions, layer_prefix(draft), where)
+    found = context_problem(config_rope(draft.config), target.rope, layer_prefix(draft), where)
     return [_from_problem(found)] if found else []
 
 

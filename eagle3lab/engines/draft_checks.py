@@ -190,14 +190,16 @@ def rope_problem(mine: Rope, theirs: Rope, prefix: str, where: str) -> ConfigPro
         _edit_words(fix) + " (every transformers, and so every engine, reads these)", fix)
 
 
-def context_problem(mine: Rope, target_positions: int | None, prefix: str, where: str) -> ConfigProblem | None:
-    """A draft context (max_position_embeddings) shorter than the target's; the fix keeps what its RoPE computes."""
-    d_ctx = mine.max_positions
+def context_problem(mine: Rope, target: Rope, prefix: str, where: str) -> ConfigProblem | None:
+    """A draft context (max_position_embeddings) shorter than the target's (``target.max_positions``). Where the
+    draft's RoPE fills its original context from max_position_embeddings, the fix also writes the target's RoPE with
+    that filled in, so that raising the context changes no frequency the target does not use."""
+    d_ctx, target_positions = mine.max_positions, target.max_positions
     if not (target_positions and d_ctx and d_ctx < target_positions):
         return None
     fix = {prefix + "max_position_embeddings": target_positions}
     if mine.scaling is not None and mine.filled_scaling() != mine.scaling:   # original_max was filled from it
-        fix.update(rope_fix(mine, prefix))
+        fix.update(rope_fix(target, prefix))
     return ConfigProblem(
         "DRAFT_CONTEXT_SHORT", "warning", "every engine", "the draft's context is shorter than the target's",
         f"{where}: max_position_embeddings {d_ctx}; target {target_positions}. Past {d_ctx} tokens the draft runs "

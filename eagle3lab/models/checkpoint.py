@@ -693,7 +693,7 @@ def static_problems(raw: dict, cfg: DraftConfig, kind: str, profiles: dict, targ
     if target_view is not None:
         prefix, mine = ("transformer_layer_config." if kind == "speculators" else ""), dc.config_rope(cfg)
         out += [p for p in (dc.rope_problem(mine, target_view.rope, prefix, where),
-                            dc.context_problem(mine, target_view.max_positions, prefix, where)) if p]
+                            dc.context_problem(mine, target_view.rope, prefix, where)) if p]
     return out
 
 
