@@ -594,6 +594,27 @@ class TrackReading:
 
 # ------------------------------------------------------------------ the summary
 
+def lossless_words(sweep, greedy: list[str]) -> tuple[str, dict]:
+    """The greedy settings' outputs against ``generate``, read by ``DecodeSweep.lossless``: the dtype, and where
+    outputs differ how many are tie flips and how many bugs (``eagle3lab.decoding.lossless``) -> (words after
+    "in n/m greedy settings", claims)."""
+    checks = [c for c in (sweep.lossless(n) for n in greedy) if c is not None]
+    dtype = checks[0].dtype if checks else None
+    differ = sum(len(c.divergences) for c in checks)
+    ties, bugs = sum(len(c.ties) for c in checks), sum(len(c.bugs) for c in checks)
+    claims = {"lossless_dtype": dtype, "lossless_differing": differ, "tie_flips": ties, "lossless_bugs": bugs}
+    if not checks:
+        return "", claims
+    if not differ:
+        return f", in {dtype} (no output differed: no tie flip and no bug to tell apart)", claims
+    text = (f", in {dtype}; of the {differ} output{'s' * (differ > 1)} that differed, {ties} {'was a tie flip' if ties == 1 else 'were tie flips'} "
+            f"(the first difference a near-tie of the target's own logits, within {checks[0].tie_ulps:g} resolutions of "
+            f"{dtype} at that scale: a batched verify and a one-token step round it differently)")
+    if bugs:
+        text += f" and **{bugs} {'was a bug' if bugs == 1 else 'were bugs'}** (off the target's argmax by more than rounding)"
+    return text, claims
+
+
 def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, trees: TreeReading, sampled: dict,
                        offline, speeds: SpeedReading, costs, cases=(), retry_steps: int | None = None,
                        case_profile: str | None = None, half: WhatIf | None = None, half_ids: dict | None = None,
@@ -606,11 +627,12 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
     stats, main_tau = sweep.stats(main), sweep.tau_interval(main)
     greedy = [n for n in sweep.results if sweep.identical(n) is not None]
     same = sum(sweep.identical(n) == len(sweep.reference) for n in greedy)
+    lossless_text, lossless_claims = lossless_words(sweep, greedy)
     tree_names = trees.trees()
     best_tree = max(tree_names, key=lambda n: trees.rows[n]["tau"].value) if tree_names else None
     m = speeds[main]
     text = (f"Live mode (the target loaded here). Real speculative decoding on {prompts} held-out prompts was token-identical to `generate` in "
-            f"{same}/{len(greedy)} greedy settings. The healthy draft's {main} accepted c_k = "
+            f"{same}/{len(greedy)} greedy settings{lossless_text}. The healthy draft's {main} accepted c_k = "
             f"{', '.join(f'{c:.2f}' for c in stats.conditional)} per position: tau **{fmt(main_tau)}** (= 1 + sum of "
             f"survival, = SGLang's accept len and vLLM's mean acceptance length; vLLM's per-position rates are the "
             f"survival {', '.join(f'{a:.2f}' for a in stats.survival[:3])}...; SpecForge's simulated_acc_len from "
@@ -629,7 +651,7 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
         near = speeds.near_fastest("chain")
         text += (f"The fastest chain measured is a set, not one K: {near[0]} ({fmt(speeds[near[0]].speed, unit='x')})"
                  + (f" and, within noise of it, {', '.join(near[1:])}" if near[1:] else ", every other chain slower") + ".")
-    claims = dict(lossless=same, greedy_settings=len(greedy), conditional=list(stats.conditional), tau=stats.tau,
+    claims = dict(lossless=same, greedy_settings=len(greedy), **lossless_claims, conditional=list(stats.conditional), tau=stats.tau,
                   tau_interval=interval_claims(main_tau), survival=list(stats.survival[:3]),
                   survival_all=list(stats.survival), tau_from_survival=stats.tau_from_survival,
                   vllm_mean=stats.vllm_mean_acceptance_length, specforge_simulated=offline.specforge_simulated_acc_len,

@@ -17,6 +17,7 @@ from helpers.tiny_models import prompts, tiny_draft, tiny_spec_target
 from eagle3lab.decoding import speculative
 from eagle3lab.decoding.lossless import (
     TIE_ULPS,
+    LosslessCheck,
     classify_divergence,
     divergence_from_logits,
     lossless_check,
@@ -83,6 +84,7 @@ def test_a_verify_that_breaks_an_exact_tie_the_other_way_is_a_tie_flip(bf16_pair
         assert d.position == ref.index(R, 1) and d.later_ulps <= TIE_ULPS
     assert "3 tie flips in bfloat16" in check.words() and "MISMATCH" not in check.words()
     assert check.to_json()["tie_flips"] == 3 and check.to_json()["divergences"][0]["kind"] == "tie"
+    assert LosslessCheck.from_json(check.to_json()) == check     # a benchmark JSON's field words the same
 
 
 def test_an_accept_that_takes_a_rejected_draft_is_a_bug(bf16_pair, monkeypatch):
