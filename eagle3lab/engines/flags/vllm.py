@@ -20,7 +20,7 @@ from eagle3lab.engines.flags.common import Inputs, aux_needs_layers, aux_unknown
 from eagle3lab.engines.flags.configs import config_value, first_arch, is_speculators, written_aux_ids
 from eagle3lab.engines.flags.result import Finding
 from eagle3lab.engines.versions import Change
-from eagle3lab.engines.vllm_runner import IDS_NESTED, vllm_runner
+from eagle3lab.engines.vllm_runner import IDS_NESTED, config_at, read_ids, vllm_runner
 from eagle3lab.errors import bad_input
 
 CURRENT = "vLLM release (main as read in 2026, vllm/config/speculative.py)"
@@ -38,6 +38,9 @@ _SPECS = [
     FlagSpec("--pipeline-parallel-size", "int", None, ("-pp",)),
     FlagSpec("--distributed-executor-backend", "str"),
     FlagSpec("--enable-dbo", "bool"),
+    FlagSpec("--prefill-context-parallel-size", "int", None, ("-pcp",)),
+    FlagSpec("--async-scheduling", "bool"),
+    FlagSpec("--attention-config", "json", None, ("-ac",)),
     # Removed by PR #15466 (2025-03): the old top-level speculative flags.
     FlagSpec("--speculative-model", "str", "draft_model"),
     FlagSpec("--num-speculative-tokens", "int", "num_speculative_tokens"),
@@ -53,7 +56,7 @@ KNOWN = (
     "--api-key", "--quantization", "--kv-cache-dtype", "--enforce-eager", "--disable-log-requests",
     "--data-parallel-size", "-dp", "--enable-expert-parallel", "--seed",
     "--tokenizer-mode", "--chat-template", "--generation-config", "--revision", "--download-dir", "--load-format",
-    "--swap-space", "--block-size", "--compilation-config", "-O", "--async-scheduling", "--enable-auto-tool-choice",
+    "--swap-space", "--block-size", "--compilation-config", "-O", "--enable-auto-tool-choice",
     "--tool-call-parser", "--reasoning-parser", "--hf-overrides", "--limit-mm-per-prompt", "--max-logprobs",
     "--disable-custom-all-reduce", "--uvicorn-log-level", "--config",
     "--hf-config-path", "--max-cudagraph-capture-size", "--attention-backend",
@@ -356,7 +359,21 @@ def runner_features(inp: Inputs, spec) -> list[str]:
         ("heterogeneous_vocab", bool(spec.get("use_heterogeneous_vocab"))),
         ("eagle3_pipeline_parallel", pp and spec.get("method") == "eagle3"),
         ("external_launcher_pp", pp and v.get("--distributed-executor-backend") == "external_launcher"),
-        ("dbo", bool(v.get("--enable-dbo")))) if used]
+        ("dbo", bool(v.get("--enable-dbo"))),
+        ("prefill_context_parallel", (v.get("--prefill-context-parallel-size") or 1) > 1),
+        ("adaptive_verification", bool(spec.get("enable_adaptive_verification"))),
+        ("pp_async_scheduling", pp and bool(v.get("--async-scheduling"))),
+        ("hisparse", (v.get("--attention-config") or {}).get("hisparse_config") is not None)) if used]
+
+
+# What to do when vLLM refuses the launch at start-up, by the runner note that says why (vllm_runner.REFUSALS).
+_REFUSAL_FIX = {
+    "VLLM_RUNNER_ENV_REFUSED": "Unset VLLM_USE_V2_MODEL_RUNNER, or drop the feature V2 lacks.",
+    "VLLM_RUNNER_NO_TRITON": "Unset VLLM_USE_V2_MODEL_RUNNER (the CPU wheel runs V1), or serve from an image with "
+                             "triton-cpu (vLLM's docker/Dockerfile.cpu).",
+    "VLLM_RUNNER_V1_REFUSED": "Let V2 run (unset VLLM_USE_V2_MODEL_RUNNER=0; a build with Triton), or drop the "
+                              "feature V1 lacks.",
+}
 
 
 def _target_moe(target) -> bool | None:
@@ -375,11 +392,10 @@ def _runner(inp: Inputs, spec, eff: dict, out: list):
     runner = vllm_runner(inp.engine_version, inp.engine_platform, arch=inp.target_arch, moe=_target_moe(inp.target),
                          features=runner_features(inp, spec), use_v2_env=use_v2)
     eff["model_runner"] = runner.runner
-    refused = [n.text for n in runner.notes if n.code == "VLLM_RUNNER_ENV_REFUSED"]
+    refused = [_REFUSAL_FIX[n.code] for n in runner.notes if n.code in _REFUSAL_FIX]
     out.append(_f("VLLM_RUNNER_REFUSED" if refused else "VLLM_MODEL_RUNNER", "error" if refused else "info",
                   runner.describe(), "eagle3lab.engines.vllm_runner (vllm/config/vllm.py use_v2_model_runner)",
-                  f"vLLM {runner.release}", fix="Unset VLLM_USE_V2_MODEL_RUNNER." if refused else None,
-                  setting="model_runner"))
+                  f"vLLM {runner.release}", fix=" ".join(dict.fromkeys(refused)) or None, setting="model_runner"))
     return runner
 
 
@@ -400,15 +416,26 @@ def _aux(inp: Inputs, draft, eff: dict, out: list, spec=None):
     nested_read = top is None and nested is not None and IDS_NESTED in runner.id_keys
     state = inp.place(CHANGES["aux-from-config"])
     ids = (top if top is not None else nested if nested_read else None) if state != "before" else None
+    other = read_ids(runner, draft) if ids is None and state != "before" else None
+    if other is not None:   # V2 (0.27.0 on): a DFlash / DSpark / drafter key stands in for EAGLE-3's
+        key, ids = other
+        out.append(_f("VLLM_AUX_IDS_OTHER_KEY", "warning", f"The {runner.runner} model runner reads the aux ids from "
+                      f"{key} ({config_at(draft, key)} as written) and feeds vLLM ids {ids}"
+                      + (" (it adds 1: that key counts layer outputs)" if key in runner.reads.plus_one else "")
+                      + f": not eagle_aux_hidden_state_layer_ids, which this draft leaves out ({runner.reads.where}).",
+                      rule, f"vLLM {runner.release}", fix="Write the trained points as a top-level "
+                      "eagle_aux_hidden_state_layer_ids (vLLM numbering), which every runner reads first.",
+                      setting="aux_source"))
     eff["aux_layer_ids"] = ids
     eff["aux_source"] = ("draft config.json -> eagle_aux_hidden_state_layer_ids (top level)" if top is not None
-                         and ids is not None else f"draft config.json -> {IDS_NESTED} ({runner.runner} runner)"
+                         and ids is not None else f"draft config.json -> {other[0]} ({runner.runner} runner)"
+                         if other is not None else f"draft config.json -> {IDS_NESTED} ({runner.runner} runner)"
                          if ids is not None else "vLLM default (2, N//2, N-3)")
     if top is not None and state == "before":
         out.append(_f("VLLM_AUX_IDS_NOT_READ", "error", f"This build predates PR #25961: the draft's ids {top} are not "
                       "read and vLLM captures its default (2, N//2, N-3).", rule, CHANGES["aux-from-config"].span(),
                       fix="Upgrade vLLM, or train on the default layers.", setting="aux_source"))
-    if top is None and nested is not None:
+    if top is None and nested is not None and other is None:
         fix = "Add a top-level eagle_aux_hidden_state_layer_ids in vLLM numbering (see `eagle3lab ids`)."
         meant = None
         if inp.num_layers:
