@@ -56,12 +56,12 @@ class TargetHead:
         return cls(None, 0.0, tgt.model.get_output_embeddings().weight.detach(), norm_module=tgt.final_norm)
 
     @classmethod
-    def from_folder(cls, folder) -> TargetHead:
+    def from_folder(cls, folder, device="cpu", dtype=None) -> TargetHead:
         """Read only ``model.norm.weight`` and ``lm_head.weight`` (the embedding when tied) from a target's
-        safetensors: enough to score a dump without loading a model that does not fit here."""
-        from safetensors import safe_open
-
+        safetensors: enough to score a dump without loading a model that does not fit here. Each is read straight
+        onto ``device`` (by pread, ``models.device.open_safetensors``), in ``dtype`` (None: as stored)."""
         from eagle3lab.models.checkpoint import find_weight_files, read_config
+        from eagle3lab.models.device import open_safetensors
 
         raw, config_file = read_config(folder)
         text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
@@ -73,11 +73,11 @@ class TargetHead:
         for file in find_weight_files(config_file.parent):
             if file.suffix != ".safetensors":
                 continue
-            with safe_open(str(file), framework="pt") as f:
+            with open_safetensors(file, device) as f:
                 for role, keys in wanted.items():
                     key = next((k for k in keys if k in f.keys()), None)
                     if key is not None and role not in found:
-                        found[role] = f.get_tensor(key)
+                        found[role] = f.get_tensor(key) if dtype is None else f.get_tensor(key).to(dtype)
         missing = [" or ".join(wanted[r]) for r in wanted if r not in found]
         if missing:
             raise bad_input(config_file.parent, ", ".join(missing), "the target's final norm and LM head in its "
