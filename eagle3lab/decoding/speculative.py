@@ -12,8 +12,10 @@ One round, as SGLang's and vLLM's EAGLE workers do it (on one sequence, in plain
              committed prefix and re-reads the accepted tokens paired with the target's real
              features (feature at position t with token t+1, facts section 5)
 
-The output is the target's own: greedy decoding is token-identical to ``generate(do_sample=False)``
-and sampling follows the target's distribution (tests/decoding/test_decoding*.py prove both). Every round is
+The output is the target's own: greedy decoding is token-identical to ``generate(do_sample=False)`` in fp32
+and sampling follows the target's distribution (tests/decoding/test_decoding*.py prove both). In bf16 a batched
+verify and a one-token step can round a near-tie of the target's logits differently: ``eagle3lab.decoding.lossless``
+tells such a tie flip from a bug. Every round is
 logged (drafted tokens, accepted count, time in draft and in verify) for ``eagle3lab.engines.acceptance``.
 """
 
