@@ -121,3 +121,12 @@ def test_loading_keeps_the_weights_off_the_host(tmp_path, tiny_folder):
 
 def test_dtype_name_is_what_json_records():
     assert dtype_name(torch.bfloat16) == "bfloat16" and dtype_name(torch.float32) == "float32"
+
+
+def test_target_head_reads_onto_the_device_in_the_dtype_asked(tiny_folder):
+    from eagle3lab.models.state_bank import TargetHead
+
+    stored = TargetHead.from_folder(tiny_folder)
+    head = TargetHead.from_folder(tiny_folder, device="cpu", dtype=torch.bfloat16)
+    assert stored.lm_head.dtype == torch.float32 and head.lm_head.dtype == head.norm_weight.dtype == torch.bfloat16
+    assert torch.equal(head.lm_head, stored.lm_head.to(torch.bfloat16)) and head.lm_head.device.type == "cpu"
