@@ -26,6 +26,19 @@ COMMANDS = {
 }
 
 
+# what --dtype takes on every command that loads a model; "auto" is models.device.resolve_dtype's rule (bf16 on CUDA,
+# fp32 on CPU). Written here, not imported, so that parsing a command's options does not import torch.
+DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
+
+
+def add_dtype_argument(parser, what: str = "the target and the draft") -> None:
+    """``--dtype`` as every command that loads a model takes it (argparse names the flag and the choices when
+    the value is not one of them)."""
+    parser.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES,
+                        help=f"what {what} run in: auto (bf16 on CUDA, fp32 on CPU), float32, bfloat16 or float16 "
+                             "(default auto; the dtype used is recorded in --json and in a session)")
+
+
 def _load(name: str):
     return importlib.import_module(f"eagle3lab.app.commands.{name.replace('-', '_')}")
 

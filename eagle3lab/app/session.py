@@ -1,8 +1,8 @@
 """A debug session a colleague can load, compare and re-run: what went in, what came out, nothing executable.
 
 A ``Session`` is a folder: ``session.json`` (the command that ran it, its parameters, the models by
-sha256 fingerprint, the environment, and every metric, with its interval when it has one), one
-``tables/NAME.json`` per table (pandas ``split`` orientation), ``figures/NAME.png``, and
+sha256 fingerprint, the device and dtype they ran in (``runs_on``), the environment, and every metric,
+with its interval when it has one), one ``tables/NAME.json`` per table (pandas ``split`` orientation), ``figures/NAME.png``, and
 ``tensors.safetensors`` when tensors were kept. A metric measured with an interval (a tau, a speedup, a
 difference) is stored whole: ``value``, ``low``, ``high``, ``level`` and ``units`` (how many units, prompts or
 (repetition, prompt) pairs, its bootstrap resampled), plus ``unit`` (what the value is in: "tokens per round",
@@ -115,6 +115,7 @@ class Session:
     figures: dict = field(default_factory=dict)      # name -> PNG bytes
     tensors: dict = field(default_factory=dict)      # name -> torch.Tensor
     failure: dict | None = None                      # a run that stopped early: {"error", "kind", "cell", "source"}
+    runs_on: dict = field(default_factory=dict)      # {"device", "dtype"} the models ran in ("auto" resolved)
     path: Path | None = None
 
     # ------------------------------------------------------------------ recording
@@ -157,9 +158,12 @@ class Session:
         folder = Path(folder)
         if not self.env:
             self.env = environment()
+        if not self.runs_on:
+            self.runs_on = runs_on_from(self.parameters)
         with atomic_dir(folder) as tmp:
             record = {"format": FORMAT, "name": self.name, "command": plain_json(self.command),
-                      "parameters": plain_json(self.parameters), "models": self.models, "environment": self.env,
+                      "parameters": plain_json(self.parameters), "models": self.models, "runs_on": self.runs_on,
+                      "environment": self.env,
                       "metrics": self.metrics, "notes": list(self.notes), "failure": plain_json(self.failure),
                       "tables": sorted(self.tables),
                       "figures": sorted(self.figures), "tensors": sorted(self.tensors)}
@@ -205,14 +209,29 @@ class Session:
         return cls(name=record["name"], command=record.get("command", {}), parameters=record.get("parameters", {}),
                    models=record.get("models", {}), env=record.get("environment", {}),
                    metrics=regrouped(record.get("metrics", {})), notes=record.get("notes", []), tables=tables, figures=figures,
-                   tensors=tensors, failure=record.get("failure"), path=folder)
+                   tensors=tensors, failure=record.get("failure"), runs_on=record.get("runs_on", {}), path=folder)
 
     def summary(self) -> dict:
         return {"name": self.name, "path": str(self.path) if self.path else None, "command": self.command,
-                "parameters": self.parameters, "models": self.models, "environment": self.env,
-                "metrics": self.metrics, "notes": self.notes, "failure": self.failure,
+                "parameters": self.parameters, "models": self.models, "runs_on": self.runs_on,
+                "environment": self.env, "metrics": self.metrics, "notes": self.notes, "failure": self.failure,
                 "tables": {k: list(v.shape) for k, v in self.tables.items()},
                 "figures": sorted(self.figures)}
+
+
+def runs_on_from(parameters: dict) -> dict:
+    """``{"device", "dtype"}`` from a notebook's ``DEVICE`` / ``DTYPE`` parameters, "auto" resolved by
+    ``models.device`` on this machine (the workbook runs its notebooks here); {} without them or when they do not
+    resolve (a run that failed on them records its failure, not a guess)."""
+    if "DTYPE" not in parameters and "DEVICE" not in parameters:
+        return {}
+    from eagle3lab.models.device import dtype_name, resolve_device, resolve_dtype
+
+    try:
+        device = resolve_device(parameters.get("DEVICE", "auto"))
+        return {"device": str(device), "dtype": dtype_name(resolve_dtype(parameters.get("DTYPE", "auto"), device))}
+    except (RuntimeError, ValueError, TypeError):
+        return {}
 
 
 def regrouped(metrics: dict) -> dict:
@@ -250,7 +269,8 @@ def _beyond_noise(a: dict, b: dict) -> bool | None:
 
 
 def diff_sessions(a: Session, b: Session) -> pd.DataFrame:
-    """Everything that differs between two sessions: models, command, parameters, failure, environment, metrics.
+    """Everything that differs between two sessions: models, command, parameters, the device and dtype they ran
+    in, failure, environment, metrics.
     Metrics with intervals are marked ``beyond noise`` (disjoint intervals) or ``within noise``."""
     rows = []
 
@@ -266,6 +286,7 @@ def diff_sessions(a: Session, b: Session) -> pd.DataFrame:
             lambda v: v and v[:12])
     compare("command", flatten(a.command), flatten(b.command))
     compare("parameter", a.parameters, b.parameters)
+    compare("runs on", a.runs_on, b.runs_on)
     compare("failure", {"error": a.failure and a.failure.get("error")}, {"error": b.failure and b.failure.get("error")})
     compare("environment", {k: v for k, v in a.env.items() if k != "threads"},
             {k: v for k, v in b.env.items() if k != "threads"})

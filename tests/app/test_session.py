@@ -198,3 +198,31 @@ def test_an_old_notebook_session_still_loads_its_bare_triples_read_as_one_interv
     new.metric("chain_tau.chain 2", Interval(3.0, 2.8, 3.2, 0.95, 8), unit="tokens per round")
     diff = diff_sessions(old, new).set_index("name")
     assert diff.loc["tau", "change"] == "within noise" and diff.loc["chain_tau.chain 2", "change"] == "beyond noise"
+
+
+def test_the_device_and_dtype_used_are_recorded_and_compared(tmp_path):
+    """A command records them; a notebook session resolves its DEVICE / DTYPE parameters ("auto" by
+    models.device's rule on this machine); a session written before them reads as {}; diff names a change."""
+    import torch
+
+    from eagle3lab.app.session import runs_on_from
+
+    a = Session("a", runs_on={"device": "cpu", "dtype": "bfloat16"})
+    a.save(tmp_path / "a")
+    assert Session.load(tmp_path / "a").runs_on == {"device": "cpu", "dtype": "bfloat16"}
+    auto = "bfloat16" if torch.cuda.is_available() else "float32"
+    assert runs_on_from({"DEVICE": "cpu", "DTYPE": "float16"}) == {"device": "cpu", "dtype": "float16"}
+    assert runs_on_from({"DEVICE": "cpu", "DTYPE": "auto"}) == {"device": "cpu", "dtype": "float32"}
+    assert runs_on_from({"DTYPE": "auto"})["dtype"] == auto and runs_on_from({"TARGET": "x"}) == {}
+    assert runs_on_from({"DEVICE": "cpu", "DTYPE": "float8"}) == {}       # a run that failed on it: no guess
+    nb = Session("nb", parameters={"DEVICE": "cpu", "DTYPE": "auto"})
+    nb.save(tmp_path / "nb")
+    assert Session.load(tmp_path / "nb").runs_on == {"device": "cpu", "dtype": "float32"}
+    record = json.loads((tmp_path / "a" / "session.json").read_text())
+    del record["runs_on"]
+    (tmp_path / "a" / "session.json").write_text(json.dumps(record))
+    old = Session.load(tmp_path / "a")
+    assert old.runs_on == {}
+    diff = diff_sessions(Session.load(tmp_path / "nb"), Session("b", runs_on={"device": "cpu", "dtype": "bfloat16"}))
+    row = diff[(diff.kind == "runs on") & (diff.name == "dtype")]
+    assert list(row.a) == ["float32"] and list(row.b) == ["bfloat16"]

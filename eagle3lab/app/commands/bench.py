@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from eagle3lab import bundled
+from eagle3lab.app.cli import add_dtype_argument
 
 
 def add_arguments(parser):
@@ -36,6 +37,7 @@ def add_arguments(parser):
     parser.add_argument("--repeats", type=int, default=3, help="timed repetitions, medians reported (default 3)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ... (default auto)")
+    add_dtype_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/bench.md)")
 
 
@@ -108,8 +110,8 @@ def run(args) -> int:
     draft_path = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")
     if args.threads:
         torch.set_num_threads(args.threads)
-    target = load_target(target_path, device=args.device)
-    draft = load_draft(draft_path, target=target, device=args.device)
+    target = load_target(target_path, device=args.device, dtype=args.dtype)
+    draft = load_draft(draft_path, target=target, device=args.device, dtype=args.dtype)
     overrides = wiring_overrides(args, draft.config.num_aux, target.num_layers)
     if overrides:   # they survive the profile: the engine's own choice is what they replace
         draft = draft.rewired(**overrides)

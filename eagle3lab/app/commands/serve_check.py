@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from eagle3lab.app.cli import add_dtype_argument
+
 # exit codes (docs/cli/serve-check.md)
 AGREES, DISAGREES, BAD_INPUT, ENGINE_MISSING, ENGINE_FAILED = 0, 1, 2, 3, 4
 
@@ -18,6 +20,7 @@ def add_arguments(parser):
                              "8 code prompts of data/prompts/prompts.jsonl")
     parser.add_argument("--num-steps", type=int, default=4, help="vLLM's num_speculative_tokens (default 4)")
     parser.add_argument("--max-new-tokens", type=int, default=64, help="greedy tokens per prompt (default 64)")
+    add_dtype_argument(parser, "vLLM and eagle3lab's emulation (both on the CPU)")
     parser.add_argument("--engine-python", default=None, metavar="PY",
                         help="the python where vLLM is installed (default: $EAGLE3LAB_VLLM_PYTHON, else .venv-vllm "
                              "built by `make engines`)")
@@ -29,13 +32,15 @@ def run(args) -> int:
     from eagle3lab.analysis.benchmark import finite_json
     from eagle3lab.analysis.serve_check import EngineFailed, EngineMissing, default_prompts, serve_check
     from eagle3lab.app.commands.bench import _resolve
+    from eagle3lab.models.device import dtype_name, resolve_dtype
 
+    dtype = dtype_name(resolve_dtype(args.dtype, "cpu"))   # vLLM's CPU build and the emulation both run here
     try:
         target = _resolve(args.target, bundled.TARGET, "--target")
         draft = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")
         prompts = default_prompts(args.prompts) if args.prompts else None
         report = serve_check(target, draft, prompts=prompts, num_steps=args.num_steps,
-                             max_new_tokens=args.max_new_tokens, engine_python=args.engine_python,
+                             max_new_tokens=args.max_new_tokens, dtype=dtype, engine_python=args.engine_python,
                              progress=not args.json)
     except EngineMissing as err:
         print(f"eagle3lab serve-check: {err}", file=sys.stderr)
