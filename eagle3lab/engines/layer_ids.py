@@ -46,6 +46,7 @@ from eagle3lab.engines.versions import (
     change_rows,
     parse_engine_version,
     place,
+    place_in_order,
     row_value,
 )
 from eagle3lab.engines.vllm_runner import IDS_NESTED, VLLM_NEWEST_READ, check_platform, vllm_runner
@@ -88,6 +89,29 @@ CHANGES = {
                                       "resid[0]", last_without="0.5.13", first_with="0.5.14"),
     "sglang-glm4-lite-boundary": Change("sglang", "glm4_moe_lite.py captures in the layer boundary: loop index 0 = "
                                         "resid[0]", last_without="0.5.20", first_with="0.5.21"),
+    # SGLang release wheels 0.5.4-0.5.10 (sglang/srt/models/deepseek_v2.py, kimi_k25.py): which DeepSeek-family
+    # targets have set_eagle3_layers_to_capture at all. 0.5.4's deepseek_v2.py has none (PR #12319 adds it; 0.5.5 on);
+    # kimi_k25.py first ships in 0.5.9 without it and gains it with PR #19689 (0.5.10).
+    # on_main_by: the build stamp of the first release wheel with it (sglang/version.py in the wheel's zip)
+    "sglang#12319": Change("sglang", "deepseek_v2.py gains set_eagle3_layers_to_capture (EAGLE-3 on DeepSeek-family "
+                           "targets)", 12319, last_without="0.5.4", first_with="0.5.5", on_main_by="2025-11-06"),
+    "sglang-kimi-k25": Change("sglang", "kimi_k25.py: KimiK25ForConditionalGeneration (no EAGLE-3 hook yet)",
+                              last_without="0.5.8", first_with="0.5.9", on_main_by="2026-02-23"),
+    "sglang#19689": Change("sglang", "KimiK25ForConditionalGeneration.set_eagle3_layers_to_capture", 19689,
+                           last_without="0.5.9", first_with="0.5.10", on_main_by="2026-04-05"),
+    # model_executor/model_runner.py and cuda_graph_runner.py, wheels 0.5.4-0.5.11: CudaGraphRunner.__init__ calls
+    # set_eagle3_layers_to_capture() with no ids (the default [2, N//2, N-3]) and captures the graphs with it; the
+    # configured ids are set after init_device_graphs, so only eager forwards use them. PR #22836 (merged
+    # 2026-04-15) sets the configured ids before the graphs are captured (0.5.11 on).
+    "sglang#22836": Change("sglang", "CUDA graphs captured with the configured aux ids (init_aux_hidden_state_capture "
+                           "before init_device_graphs)", 22836, "2026-04-15", last_without="0.5.10",
+                           first_with="0.5.11"),
+    # layers/aux_hidden_states.py (deepseek_v2.py packs its captures there from 0.5.17): finalize checks the count,
+    # an assert in 0.5.17-0.5.19, a RuntimeError from 0.5.20 (wheels 0.5.16, 0.5.17, 0.5.19, 0.5.20, 0.5.23 read)
+    "sglang-aux-count-assert": Change("sglang", "deepseek_v2.py: an assert 'captured i of n aux hidden states'",
+                                      last_without="0.5.16", first_with="0.5.17", on_main_by="2026-08-08"),
+    "sglang-aux-count-error": Change("sglang", "the aux count check raises RuntimeError (not an assert)",
+                                     last_without="0.5.19", first_with="0.5.20", on_main_by="2026-09-18"),
     # gpt_oss.py set_eagle3_layers_to_capture and GptOssModel.forward, wheels 0.5.16 (+1, `hidden_states + residual`)
     # and 0.5.17 on (boundaries 0..N); PR number from SGLang's own comment trail (profiles.py, llama_eagle3.py).
     "sglang#32334": Change("sglang", "gpt_oss.py: ids whose largest is N are boundary indices as written, other "
@@ -200,6 +224,31 @@ SGLANG_ROWS = (
     # a target whose file was not read: the +1 rule of every file read (notes say it is not confirmed)
     *_rows(None, (None, PLUS_ONE, "unknown", False, _RULE_PLUS_ONE)),
 )
+
+
+@dataclass(frozen=True)
+class HookRow:
+    """Whether SGLang can start an EAGLE-3 launch on a target ``arch`` (lower case) from the change ``since`` on
+    (None: the oldest release read, 0.5.4): ``hook`` "yes", "missing" (the class has no set_eagle3_layers_to_capture:
+    ModelRunner's call raises AttributeError at start-up) or "no class" (the architecture is not served at all)."""
+
+    arch: str
+    since: str | None
+    hook: str
+
+
+SGLANG_HOOK_ROWS = (
+    *(row for arch in ("deepseekv2forcausallm", "deepseekv3forcausallm", "deepseekv32forcausallm") for row in (
+        HookRow(arch, None, "missing"), HookRow(arch, "sglang#12319", "yes"))),
+    HookRow("kimik25forconditionalgeneration", None, "no class"),
+    HookRow("kimik25forconditionalgeneration", "sglang-kimi-k25", "missing"),
+    HookRow("kimik25forconditionalgeneration", "sglang#19689", "yes"),
+)
+_HOOK_WORDS = {
+    "missing": ("{arch} has no set_eagle3_layers_to_capture in this build: ModelRunner calls it for every EAGLE3 "
+                "launch, so start-up fails with AttributeError (nothing is served)"),
+    "no class": "this build has no {arch} class (kimi_k25.py first ships in 0.5.9): the target does not load",
+}
 # Changes every file's rows are placed after (a build before PR #25454, 0.5.13, lacks each file's later change).
 _SGLANG_LANDED_AFTER = {"llama.py": ("sglang#25454",), "gpt_oss.py": ("sglang#25454",)}
 
@@ -348,6 +397,7 @@ NOTE_CODES = {
     "SGLANG_AUX_IDS_ARCH_NEEDED": "the target architecture decides what the ids capture (not given)",
     "SGLANG_AUX_IDS_NUM_LAYERS_NEEDED": "gpt_oss.py's rule needs N (not given)",
     "SGLANG_FILE_NOT_READ": "the target's SGLang model file was not read: the +1 rule assumed",
+    "SGLANG_NO_EAGLE3_HOOK": "this SGLang build cannot start EAGLE-3 on the target (no hook, or no class)",
     "SGLANG_ID_MINUS1_RESID0": "id -1 (loop index 0) captures resid[0] in this file and build",
     "SGLANG_ID_MINUS1_TYPEERROR": "id -1 (loop index 0) raises TypeError in this file and build",
     "SGLANG_ID_MINUS1_UNCONFIRMED": "what id -1 does depends on a model file not read (or no arch given)",
@@ -685,10 +735,32 @@ _SPECFORGE_CHECK = ("specforge/algorithms/model_providers.py resolve_eagle_captu
                     "integers' before training starts")
 
 
+def _sglang_hook(arch, notes) -> None:
+    """A 'breaks' note when this SGLang build cannot start an EAGLE-3 launch on ``arch`` at all (``SGLANG_HOOK_ROWS``;
+    every row's change landed before PR #25454, so a mark after it places them)."""
+    rows = [r for r in SGLANG_HOOK_ROWS if r.arch == (arch or "").strip().lower()]
+    mark = re.match(r"^(pre|post)-?#?(\d+)$", (notes.engine_version or "").lower())
+    # a mark for another PR says nothing about these; the ones this project asks for (#22836, #25454, #25464,
+    # #32334, ...) all landed after both hooks, so it is read as having them
+    if not rows or mark and int(mark.group(2)) not in {CHANGES[r.since].pr for r in rows[1:]}:
+        return
+    chain = [CHANGES[r.since] for r in rows[1:]] + [_PR25454]
+    era, sure = place_in_order(chain, notes.engine_version)
+    span = (min(sure, len(rows) - 1), min(era, len(rows) - 1))
+    hook = row_value(rows, CHANGES, span, "hook", notes.engine_version,
+                     lambda text, change: notes.add_once(text, "version", change, code="ENGINE_VERSION_UNPLACED"))
+    if hook != "yes":
+        fixed = CHANGES[rows[-1].since]
+        notes.add(_HOOK_WORDS[hook].format(arch=arch) + f" (SGLang release wheels read; PR #{fixed.pr}, release "
+                  f"{fixed.first_with} on, serves EAGLE-3 on it).", "breaks", code="SGLANG_NO_EAGLE3_HOOK")
+
+
 def _sglang_points(engine, written, n, arch, notes):
     """SGLang, and SpecForge (which captures through SGLang's hook): the row of the target's model file for this
     build (``SGLANG_ROWS``) applied to the ids, with a note for everything that breaks or is assumed."""
     file = sglang_model_file(arch)
+    if engine == "sglang":
+        _sglang_hook(arch, notes)
     if written is None:
         if engine == "specforge":
             ids = [1, n // 2 - 1, n - 4]
@@ -746,10 +818,7 @@ def _sglang_points(engine, written, n, arch, notes):
         as_is = f"since PR #{rule.change_to('offset', FIRST_ID).pr}" if family else "by gpt_oss.py, whose largest id is N"
         notes.add(f"Loop index -1 is never reached (ids used as-is {as_is}: the capture loop tests "
                   "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is not captured, so fc gets "
-                  "fewer states than it reads" + (f" (read in SGLang {SGLANG_NEWEST_READ}: deepseek_v2.py packs them in "
-                                                  "layers/aux_hidden_states.py, whose finalize raises RuntimeError "
-                                                  "'captured i of n aux hidden states' at the first forward; older "
-                                                  "releases not read for this)" if family else "") + ".",
+                  "fewer states than it reads" + (f" ({_count_check(file, notes)})" if family else "") + ".",
                   "breaks", code="SGLANG_ID_MINUS1_UNREACHED")
         points = [p for p in points if p >= 0]
     if not plus_one and 0 in points and not rule.captures_index0():
@@ -779,6 +848,38 @@ def _sglang_points(engine, written, n, arch, notes):
                   "-1): train on resid[1] (id 0) instead, or train with speculators, whose id 0 is resid[0].",
                   "breaks", code="SPECFORGE_IDS_REJECTED")
     return text, points
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """What SGLang's ``file`` does when fewer aux states are captured than configured, from the change ``since`` on
+    (None: every release before): ``check`` "none", "assert" or "RuntimeError" (layers/aux_hidden_states.py)."""
+
+    file: str
+    since: str | None
+    check: str
+
+
+SGLANG_COUNT_ROWS = (CheckRow("deepseek_v2.py", None, "none"),
+                     CheckRow("deepseek_v2.py", "sglang-aux-count-assert", "assert"),
+                     CheckRow("deepseek_v2.py", "sglang-aux-count-error", "RuntimeError"))
+_COUNT_WORDS = {
+    "none": ("no check counts them (release wheels up to 0.5.16): the target returns fewer states than fc reads and "
+             "nothing names the ids; what the draft then does with the narrower input was read, not run"),
+    "assert": ("deepseek_v2.py packs them in layers/aux_hidden_states.py, whose finalize asserts 'captured i of n aux "
+               "hidden states': AssertionError at the first forward (0.5.17-0.5.19; skipped under python -O)"),
+    "RuntimeError": ("deepseek_v2.py packs them in layers/aux_hidden_states.py, whose finalize raises RuntimeError "
+                     "'captured i of n aux hidden states' at the first forward (0.5.20 on)"),
+}
+
+
+def _count_check(file, notes) -> str:
+    """What this build says when fewer aux states come back (``SGLANG_COUNT_ROWS``), in words."""
+    rows = [r for r in SGLANG_COUNT_ROWS if r.file == file]
+    if not rows:
+        return (f"the count check was read for {file} only in SGLang {SGLANG_NEWEST_READ}, where it packs them in "
+                "layers/aux_hidden_states.py: RuntimeError 'captured i of n aux hidden states' at the first forward")
+    return _COUNT_WORDS[_FileRule(None, notes, rows, landed_after=("sglang#25454",)).get("check")]
 
 
 # The codes of the notes on SGLang id -1 under the +1 rule, by (kind, whether the target's file was read).

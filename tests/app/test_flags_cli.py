@@ -24,7 +24,7 @@ def run(capsys, *argv):
 def test_seed_json_is_the_documented_object(capsys, tmp_path):
     (tmp_path / "target.json").write_text(json.dumps(SEED_TARGET_CONFIG))
     (tmp_path / "draft.json").write_text(json.dumps(SEED_DRAFT_CONFIG))
-    rc, out, _ = run(capsys, "sglang", "--json", "--engine-version", "0.5.4", "--target-config",
+    rc, out, _ = run(capsys, "sglang", "--json", "--engine-version", "0.5.11", "--target-config",
                      str(tmp_path / "target.json"), "--draft-config", str(tmp_path / "draft.json"), "--", *SEED)
     assert rc == 0
     res = json.loads(out)

@@ -97,8 +97,16 @@ def vllm(spec=None, extra="", target=LLAMA31_8B, draft=SPECFORGE_LLAMA3, version
 
 # ----------------------------------------------------------------------------- the seed
 
-def test_seed_command_verifies_two_tokens_not_sixteen():
+def test_seed_build_0_5_4_cannot_serve_a_deepseek_eagle3_draft():
+    """SGLang 0.5.4's deepseek_v2.py has no set_eagle3_layers_to_capture (PR #12319, 0.5.5): start-up fails."""
     res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version="0.5.4")
+    [f] = [f for f in res.errors if f.code == "SGL_AUX_BREAKS"]
+    assert "AttributeError" in f.message and "#12319" in f.message
+
+
+def test_seed_command_verifies_two_tokens_not_sixteen():
+    # 0.5.11: the +1 rule (before PR #25454) in every forward (CUDA graphs use the configured ids from PR #22836)
+    res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version="0.5.11")
     assert res.as_given["num_draft_tokens"] == 16
     assert res.effective["num_draft_tokens"] == 2
     assert res.max_accept_length == 2
@@ -121,7 +129,7 @@ def test_seed_fix_verifies_sixteen():
     assert "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED" not in res.codes()
 
 
-@pytest.mark.parametrize("version,resid", [(None, [2, 30, 58]), ("0.5.4", [3, 31, 59]), ("2026-04-01", [3, 31, 59]),
+@pytest.mark.parametrize("version,resid", [(None, [2, 30, 58]), ("0.5.5", [3, 31, 59]), ("2026-04-01", [3, 31, 59]),
                                            ("2026-06-01", [2, 30, 58]), ("pre-#25454", [3, 31, 59]),
                                            ("post-#25454", [2, 30, 58])])
 def test_kimi_ids_follow_the_sglang_version(version, resid):
@@ -660,8 +668,9 @@ def test_translator_note_kinds_map_to_codes():
     assert {"breaks", "version"} <= kinds and res.fatal == tuple(n.text for n in res.notes if n.kind == "breaks")
     codes = {f.code: f.severity for f in translator_findings("SGL", res, "all", "fix")}
     assert codes["SGL_AUX_BREAKS"] == "error" and codes["ENGINE_VERSION_UNPLACED"] == "warning"
-    [version_note] = [n for n in res.notes if n.kind == "version"]
-    assert version_note.change is ID_CHANGES["sglang#25454"]
+    # #25454 decides the ids; the count check of 0.5.17 / 0.5.20 cannot be placed by this mark either
+    assert [n.change for n in res.notes if n.kind == "version"] == [
+        ID_CHANGES["sglang#25454"], ID_CHANGES["sglang-aux-count-assert"], ID_CHANGES["sglang-aux-count-error"]]
     assert res.to_dict()["notes"][0].keys() == {"kind", "code", "text"} and res.to_dict()["fatal"] == list(res.fatal)
 
 

@@ -176,3 +176,69 @@ def test_vllm_dsa_final_layer_depends_on_the_platform(arch):
     assert cpu.resid == (2, 30, 61) and not cpu.fatal and "deepseek_v2.py" in cpu.rule
     assumed = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=arch, engine_version="0.32.0")
     assert "CUDA build assumed" in assumed.fatal[0]
+
+
+KIMI_K2, KIMI_K25 = "DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"
+
+
+@pytest.mark.parametrize("version, code, words", [
+    ("0.5.4", "SGLANG_NO_EAGLE3_HOOK", "AttributeError"),        # no DeepSeek EAGLE-3 code before PR #12319
+    ("0.5.5", "SGLANG_ID_MINUS1_TYPEERROR", "TypeError"), ("0.5.12", "SGLANG_ID_MINUS1_TYPEERROR", "TypeError"),
+    ("0.5.13", "SGLANG_ID_MINUS1_UNREACHED", "no check counts them"),
+    ("0.5.16", "SGLANG_ID_MINUS1_UNREACHED", "no check counts them"),
+    ("0.5.17", "SGLANG_ID_MINUS1_UNREACHED", "AssertionError"), ("0.5.19", "SGLANG_ID_MINUS1_UNREACHED", "AssertionError"),
+    ("0.5.20", "SGLANG_ID_MINUS1_UNREACHED", "RuntimeError"), ("0.5.23", "SGLANG_ID_MINUS1_UNREACHED", "RuntimeError")])
+def test_the_seed_ids_per_sglang_release(version, code, words):
+    """The seed's [-1, 2, 30] on Kimi-K2 (DeepseekV3ForCausalLM, 61 layers), read in the release wheels: 0.5.4 has no
+    hook, the +1 rule meets the None residual at loop index 0 up to 0.5.12, and from PR #25454 (0.5.13) -1 is never
+    reached: nothing counts the states up to 0.5.16, an assert from 0.5.17, a RuntimeError from 0.5.20."""
+    res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI_K2, engine_version=version)
+    [note] = [n for n in res.notes if n.code == code]
+    assert note.kind == "breaks" and words in note.text
+    if code == "SGLANG_ID_MINUS1_UNREACHED":
+        assert res.resid == (2, 30)   # two states reach a three-slot fc
+
+
+def test_kimi_k25_gets_its_hook_in_0_5_10():
+    """kimi_k25.py: no file up to 0.5.8, KimiK25ForConditionalGeneration without set_eagle3_layers_to_capture in 0.5.9
+    (start-up AttributeError), the hook from PR #19689 (0.5.10)."""
+    for version, words in (("0.5.8", "no KimiK25ForConditionalGeneration class"), ("0.5.9", "AttributeError")):
+        res = resolve_aux_layers("sglang", [1, 29, 57], 61, arch=KIMI_K25, engine_version=version)
+        assert "SGLANG_NO_EAGLE3_HOOK" in res.fatal_codes and words in res.fatal[0], version
+    assert not resolve_aux_layers("sglang", [1, 29, 57], 61, arch=KIMI_K25, engine_version="0.5.10").fatal
+    assert not resolve_aux_layers("sglang", [1, 29, 57], 61, arch=KIMI_K2, engine_version="0.5.5").fatal
+    # a mark after PR #25454 has both hooks; SpecForge's own SGLang is not this build
+    assert not resolve_aux_layers("sglang", [1, 29, 57], 61, arch=KIMI_K25, engine_version="post-#25454").fatal
+    assert not resolve_aux_layers("specforge", [1, 29, 57], 61, arch=KIMI_K2, engine_version="0.5.4").fatal
+
+
+def test_from_0_5_14_ids_0_3_31_feed_exactly_those_points():
+    for version in ("0.5.14", "0.5.20", "0.5.23"):
+        res = resolve_aux_layers("sglang", [0, 3, 31], 61, arch=KIMI_K2, engine_version=version)
+        assert res.resid == (0, 3, 31) and not res.fatal, version
+
+
+SEED_DRAFT = {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1,
+              "eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}}
+SEED_TARGET = {"architectures": [KIMI_K2], "num_hidden_layers": 61}
+LAUNCH = ("python -m sglang.launch_server --model-path t --speculative-algorithm EAGLE3 --speculative-draft-model-path "
+          "d --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4")
+
+
+@pytest.mark.parametrize("version, extra, fires", [
+    ("0.5.5", "", True), ("0.5.10", "", True), ("0.5.11", "", False), ("0.5.10", " --disable-cuda-graph", False),
+    ("2026-04-14", "", True), ("2026-04-16", "", False)])
+def test_sglang_cuda_graphs_captured_with_the_default_ids_before_pr_22836(version, extra, fires):
+    """model_runner.py / cuda_graph_runner.py, wheels 0.5.4-0.5.10: the graphs are captured with the default ids and
+    the configured ones reach only eager forwards; PR #22836 (merged 2026-04-15, 0.5.11) fixed it."""
+    from eagle3lab.engines.flags import resolve_flags
+
+    res = resolve_flags("sglang", LAUNCH + extra, SEED_TARGET, SEED_DRAFT, engine_version=version)
+    f = res.finding("SGL_CUDA_GRAPH_DEFAULT_IDS")
+    assert bool(f) is fires
+    if fires:
+        assert f.severity == "warning" and "resid[2, 30, 58]" in f.message and "--disable-cuda-graph" in f.fix
+    # ids whose points ARE the default: graphs and eager forwards agree, nothing to say
+    default = {**SEED_DRAFT, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}}
+    assert not resolve_flags("sglang", LAUNCH, SEED_TARGET, default, engine_version="0.5.5").finding(
+        "SGL_CUDA_GRAPH_DEFAULT_IDS")

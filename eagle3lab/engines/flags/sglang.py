@@ -32,7 +32,7 @@ from eagle3lab.engines.flags.sglang_overlap import CHANGES as OVERLAP_RECORDS
 from eagle3lab.engines.flags.sglang_overlap import overlap_findings
 from eagle3lab.engines.layer_ids import CHANGES as ID_CHANGES
 from eagle3lab.engines.verify_width import ADJUSTED_LOG, POOL_RULE, verify_width
-from eagle3lab.engines.versions import Change
+from eagle3lab.engines.versions import Change, place_in_order
 from eagle3lab.errors import bad_input
 
 CURRENT = "SGLang release (main as read in 2026, python/sglang/srt/arg_groups/speculative_hook.py)"
@@ -59,13 +59,14 @@ _SPECS = [
     FlagSpec("--speculative-draft-window-size", "int"),
     FlagSpec("--speculative-adaptive", "bool"),
     FlagSpec("--trust-remote-code", "bool"),
+    FlagSpec("--disable-cuda-graph", "bool"),
 ]
 SPECS = {s.name: s for s in _SPECS}
 
 # Real SGLang flags this tool does not model: not reported as unknown, and part of the prefix check.
 KNOWN = (
     "--host", "--port", "--dtype", "--quantization", "--mem-fraction-static", "--chunked-prefill-size",
-    "--cuda-graph-max-bs", "--cuda-graph-bs", "--disable-cuda-graph", "--dp-size", "--dp", "--ep-size",
+    "--cuda-graph-max-bs", "--cuda-graph-bs", "--dp-size", "--dp", "--ep-size",
     "--enable-dp-attention", "--enable-dp-lm-head", "--kv-cache-dtype", "--served-model-name", "--tokenizer-path",
     "--tokenizer-mode", "--revision", "--load-format", "--log-level", "--log-requests", "--schedule-policy",
     "--disable-radix-cache", "--enable-torch-compile", "--nnodes", "--node-rank", "--dist-init-addr", "--api-key",
@@ -559,6 +560,37 @@ def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, ou
     if not res.warnings:
         out.append(_f("SGL_AUX_IDS", "info", f"SGLang reads {ids} from {src} and feeds fc {res.label}.", res.rule,
                       setting="aux_resid"))
+    _graph_ids(inp, ids, res, out)
+
+
+def _graph_ids(inp: Inputs, ids, res, out: list):
+    """Builds before PR #22836 (0.5.4-0.5.10 read) capture their CUDA graphs with the DEFAULT ids: CudaGraphRunner's
+    __init__ calls set_eagle3_layers_to_capture() with none, and ModelRunner sets the configured ids only after
+    init_device_graphs, so eager forwards (prefill, extend) feed the configured points and every graph-replayed
+    forward (decode and verify up to --cuda-graph-max-bs) the default ones."""
+    from eagle3lab.engines.layer_ids import default_resid
+
+    change = ID_CHANGES["sglang#22836"]
+    if ids is None or res.fatal or inp.parsed.values.get("--disable-cuda-graph") or \
+            (inp.parsed.values.get("--device") or "cuda") != "cuda":
+        return
+    # PRs #25454, #25464 and #27964 landed after it: a mark for one of them places this build too
+    later = [ID_CHANGES["sglang#25454"], OVERLAP_RECORDS["spec-v1-retired"], OVERLAP_RECORDS["spec-v2-env-removed"]]
+    era, sure = place_in_order([change, *later], inp.engine_version)
+    if sure >= 1 or era >= 1 and inp.place(change) != "before":   # has the fix (or, unplaced, the newest code)
+        return
+    default = default_resid(inp.num_layers)
+    if tuple(res.resid) == default:
+        return
+    out.append(_f("SGL_CUDA_GRAPH_DEFAULT_IDS", "warning",
+                  f"This build captures its CUDA graphs with the default aux ids (resid{list(default)}), not the "
+                  f"configured {ids} (resid{list(res.resid)}): those reach only eager forwards (prefill, extend), so "
+                  "the graph-replayed decode and verify steps feed the draft states it was not trained on, while "
+                  "prefill feeds the right ones. Nothing is logged.",
+                  "python/sglang/srt/model_executor/cuda_graph_runner.py CudaGraphRunner.__init__ "
+                  "set_eagle3_layers_to_capture(); model_runner.py sets the configured ids after init_device_graphs",
+                  change.span(), fix="Upgrade to SGLang 0.5.11 or later (PR #22836), or add --disable-cuda-graph "
+                  "(slower, but every forward feeds the configured ids).", setting="aux_resid"))
 
 
 CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
