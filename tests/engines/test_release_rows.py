@@ -242,3 +242,19 @@ def test_sglang_cuda_graphs_captured_with_the_default_ids_before_pr_22836(versio
     default = {**SEED_DRAFT, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}}
     assert not resolve_flags("sglang", LAUNCH, SEED_TARGET, default, engine_version="0.5.5").finding(
         "SGL_CUDA_GRAPH_DEFAULT_IDS")
+
+
+def test_sglang_two_batch_overlap_skips_capture_past_first_k_dense_replace():
+    """deepseek_v2.py (release wheels 0.5.5-0.5.23): with forward_batch.can_run_tbo the capture loop stops at
+    first_k_dense_replace; the later layers run through model_forward_stages, which captures nothing."""
+    from eagle3lab.engines.flags import resolve_flags
+
+    target = {**SEED_TARGET, "first_k_dense_replace": 1}   # Kimi-K2's
+    res = resolve_flags("sglang", LAUNCH + " --enable-two-batch-overlap", target, SEED_DRAFT, engine_version="0.5.23")
+    f = res.finding("SGL_TBO_SKIPS_AUX_CAPTURE")
+    assert f.severity == "error" and "resid[2, 30, 58]" in f.message and "layer 1" in f.message
+    assert not resolve_flags("sglang", LAUNCH, target, SEED_DRAFT, engine_version="0.5.23").finding(
+        "SGL_TBO_SKIPS_AUX_CAPTURE")
+    llama = {"architectures": [LLAMA], "num_hidden_layers": 61, "first_k_dense_replace": 1}
+    assert not resolve_flags("sglang", LAUNCH + " --enable-two-batch-overlap", llama, SEED_DRAFT).finding(
+        "SGL_TBO_SKIPS_AUX_CAPTURE")

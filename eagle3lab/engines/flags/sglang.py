@@ -60,6 +60,7 @@ _SPECS = [
     FlagSpec("--speculative-adaptive", "bool"),
     FlagSpec("--trust-remote-code", "bool"),
     FlagSpec("--disable-cuda-graph", "bool"),
+    FlagSpec("--enable-two-batch-overlap", "bool"),
 ]
 SPECS = {s.name: s for s in _SPECS}
 
@@ -561,6 +562,31 @@ def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, ou
         out.append(_f("SGL_AUX_IDS", "info", f"SGLang reads {ids} from {src} and feeds fc {res.label}.", res.rule,
                       setting="aux_resid"))
     _graph_ids(inp, ids, res, out)
+    _two_batch_overlap(inp, res, out)
+
+
+def _two_batch_overlap(inp: Inputs, res, out: list):
+    """deepseek_v2.py's DeepseekV2Model.forward (release wheels 0.5.5-0.5.23 read): in a batch run with two-batch
+    overlap (forward_batch.can_run_tbo) its capture loop stops at first_k_dense_replace and the later layers run
+    through model_forward_stages, which captures nothing: aux points at or past it are missing in those batches."""
+    from eagle3lab.engines.layer_ids import sglang_model_file
+
+    if not inp.parsed.values.get("--enable-two-batch-overlap") or sglang_model_file(inp.target_arch) != "deepseek_v2.py":
+        return
+    dense = config_value(inp.target, "first_k_dense_replace")
+    missing = [k for k in res.resid if dense is None or k >= int(dense)]
+    if not missing:
+        return
+    where = (f"layer {dense} (first_k_dense_replace)" if dense is not None else
+             "first_k_dense_replace (not in the target config: every point counted as past it)")
+    out.append(_f("SGL_TBO_SKIPS_AUX_CAPTURE", "error",
+                  f"--enable-two-batch-overlap: in every batch SGLang runs with two-batch overlap, deepseek_v2.py "
+                  f"captures only before {where}; resid{missing} "
+                  "are not captured there, so fc gets fewer states than it reads (0.5.17-0.5.19: an assert "
+                  "'captured i of n aux hidden states'; 0.5.20 on: RuntimeError; before 0.5.17 no check).",
+                  "python/sglang/srt/models/deepseek_v2.py DeepseekV2Model.forward: normal_end_layer = "
+                  "first_k_dense_replace when forward_batch.can_run_tbo", "release wheels 0.5.5-0.5.23 read",
+                  fix="Drop --enable-two-batch-overlap for an EAGLE-3 launch on this target.", setting="aux_resid"))
 
 
 def _graph_ids(inp: Inputs, ids, res, out: list):
