@@ -24,7 +24,8 @@ Measured findings form a ladder of single fixes on one bank of target states (te
 acceptance): as launched -> right algorithm -> the trained wiring -> the trained rule -> the map from
 behaviour (these at the served chain length) -> the chain the command asked for. Each rung's tau carries a
 bootstrap interval over prompts and its gain a paired one. "Critical" = the engine refuses, silently
-skips fc, or a measured fix raises tau beyond the noise.
+skips fc, or a measured fix gains a cost a user would notice (``findings.Cost``: the interval's low end at
+least 0.1 tokens per round and 5% of tau); measurable but smaller is a warning that says so.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import pandas as pd
 
 from eagle3lab.analysis.config_checks import config_findings, engine_findings, text_config
 from eagle3lab.analysis.evidence import Evidence, draw_prompts, from_pool_bank
-from eagle3lab.analysis.findings import SEVERITIES, DoctorFinding
+from eagle3lab.analysis.findings import SEVERITIES, Cost, DoctorFinding
 from eagle3lab.analysis.fix_choice import Build, FixChoice, key_of, settle
 from eagle3lab.analysis.fixes import (
     ENGINE_FORMAT,
@@ -61,6 +62,7 @@ from eagle3lab.analysis.vocab_behaviour import (
     vocab_map,
 )
 from eagle3lab.analysis.wiring_search import WiringSearch, close_to, wiring_text
+from eagle3lab.engines.acceptance import Interval
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.engines.versions import parse_engine_version
 from eagle3lab.errors import bad_input
@@ -237,7 +239,7 @@ def _check_arguments(engine: str, engine_version, engine_platform, target, promp
 
 def gather_evidence(draft_path, target, *, dump=None, dump_layer_ids=None, prompts=None, num_prompts=None,
                     max_prompts=None, seed=None, bank=None, max_new_tokens: int = 48, device: str = "cpu",
-                    progress: bool = True) -> Case:
+                    dtype="auto", progress: bool = True) -> Case:
     """The draft and the target's states: from a ``dump`` (``target`` its folder, read for its config and
     head), from a pool ``bank`` already captured, or decoded by the live ``target`` (see ``run_doctor``)."""
     from eagle3lab.bundled import load_prompts
@@ -251,7 +253,7 @@ def gather_evidence(draft_path, target, *, dump=None, dump_layer_ids=None, promp
     cap = max(first_n, max_prompts if max_prompts is not None else MAX_PROMPTS)
     if dump is None:
         return _live_case(draft_path, target, pool, first_n, cap, seed=seed, bank=bank,
-                          max_new_tokens=max_new_tokens, device=device, progress=progress)
+                          max_new_tokens=max_new_tokens, device=device, dtype=dtype, progress=progress)
     from eagle3lab.models.hidden_dump import HiddenDump
 
     target_dir = str(target)
@@ -259,20 +261,20 @@ def gather_evidence(draft_path, target, *, dump=None, dump_layer_ids=None, promp
     n_layers = text_config(target_config).get("num_hidden_layers")
     evidence = Evidence(bank_from_dump(HiddenDump(dump, vllm_layer_ids=dump_layer_ids, num_layers=n_layers),
                                        TargetHead.from_folder(target_dir), num_layers=n_layers))
-    draft = load_draft(draft_path, target=target_dir, device=device, check_vocab=False)
+    draft = load_draft(draft_path, target=target_dir, device=device, dtype=dtype, check_vocab=False)
     return Case(draft_path, draft, evidence, target_config, f"{target_dir} (states from the dump {dump})",
                 target_dir, target_dir, cap)
 
 
 def _live_case(draft_path, target, pool, first_n: int, cap: int, *, seed, bank, max_new_tokens: int, device: str,
-               progress: bool) -> Case:
+               dtype, progress: bool) -> Case:
     from eagle3lab.decoding.greedy_bank import greedy_bank
     from eagle3lab.models.checkpoint import load_draft
     from eagle3lab.models.target import Target, load_target
 
-    tgt = target if isinstance(target, Target) else load_target(target, device=device)
+    tgt = target if isinstance(target, Target) else load_target(target, device=device, dtype=dtype)
     target_config = tgt.model.config.to_dict()
-    draft = load_draft(draft_path, target=tgt, device=device, check_vocab=False)
+    draft = load_draft(draft_path, target=tgt, device=device, dtype=dtype, check_vocab=False)
     if bank is not None:
         evidence = from_pool_bank(bank, first_n, seed)
     else:
@@ -425,6 +427,16 @@ def _stated_switches(draft) -> dict:
             for k, v in stated.items()}
 
 
+def _stated_wiring(draft, build: Build) -> tuple | None:
+    """The points the checkpoint's written ids name, as its own format reads them (None: no ids written)."""
+    from eagle3lab.errors import Eagle3LabError
+
+    try:
+        return tuple(draft.bound(num_target_layers=build.num_layers, target_arch=build.arch).aux_resid)
+    except (ValueError, Eagle3LabError):
+        return None
+
+
 def _evidence_note(found, choice: FixChoice, cap: int) -> str:
     """How many prompts the answer rests on, and why doctor stopped adding them."""
     how = ("every rival told apart" if choice.settled else
@@ -447,7 +459,8 @@ def search(case: Case, served: Served, build: Build, *, num_steps: int, prompt_s
     with vocab_map(draft, first.suggested_d2t(draft.d2t)) if repointed else contextlib.nullcontext():
         found = search_wiring(case.bank, draft, num_steps=num_steps, arch=build.arch, progress=progress)
         choice, scores = settle(case.evidence, served.view, found, build, _stated_switches(draft), served.key,
-                                num_steps=num_steps, max_prompts=case.cap, step=prompt_step)
+                                num_steps=num_steps, max_prompts=case.cap, step=prompt_step,
+                                stated_wiring=_stated_wiring(draft, build))
     notes = [f"the wiring search ran with {len(first.suspects)} slots re-pointed as read from the draft as served"
              ] if repointed else [
         f"{len(first.suspects)} slots looked re-pointed in the draft as served, but pointing back the slots read on "
@@ -527,18 +540,39 @@ def propose_fixes(case: Case, launch: Launch, served: Served, searched: Searched
 # ------------------------------------------------------------------ stage 5: the findings
 
 
+def labels_cost(gap: Interval, score) -> Cost:
+    """The agreement gap of the labels check in tokens per round: were the first proposal's agreement with
+    the target raised by ``gap`` (retrained on the right labels), with every later step's conditional
+    acceptance in ``score`` (the draft with every fix) held, tau would rise by ``gap`` times
+    1 + c2 + c2 c3 + ... (tau = 1 + a1 (1 + c2 + c2 c3 + ...)). An estimate: said so."""
+    scale, run = 1.0, 1.0
+    for c in score.stats.conditional[1:]:
+        run *= c
+        scale += run
+    estimate = Interval(gap.value * scale, gap.low * scale, gap.high * scale, gap.level, gap.units)
+    return Cost(estimate, score.stats.tau, estimated=True)
+
+
 def labels_check(meter: Meter, state: RunState) -> list[DoctorFinding]:
-    """speculators#313: labels from pre-final-norm states (the draft then agrees with the wrong target)."""
+    """speculators#313: labels from pre-final-norm states (the draft then agrees with the wrong target). The
+    gap is a share of positions: its severity rests on what it would cost in tokens per round (``labels_cost``)."""
     pre_gap, real_rate, pre_rate = prenorm_labels_check(meter.bank, meter.view.rewired(**state.variant), state.fed)
     if pre_gap.sign() != 1:
         return []
+    cost = labels_cost(pre_gap, meter("every fix", state).score)
+    critical = cost.severity == "critical"
+    title = ("the draft was trained on the target's distribution without its final norm" if critical else
+             "the draft agrees slightly more with the target's distribution without its final norm")
+    fix = ("Retrain with labels from the final post-norm state; no serving setting fixes it." if critical else
+           "Nothing to change for serving; if you retrain, take labels from the final post-norm state.")
     return [DoctorFinding(
-        "TARGET_DISTRIBUTION_PRENORM", "critical", "the draft was trained on the target's distribution without "
-        "its final norm", f"its first proposal equals the top-1 of lm_head(resid[{meter.bank.num_layers}]) (no final "
-        f"norm) at {100 * pre_rate:.1f}% of positions and the target's real top-1 at {100 * real_rate:.1f}% "
-        "(speculators#313: the trainer built the target's distribution from pre-norm states)",
-        "Retrain with labels from the final post-norm state; no serving setting fixes it.", "wiring",
-        gain=pre_gap, data={"agree_real": real_rate, "agree_prenorm": pre_rate})]
+        "TARGET_DISTRIBUTION_PRENORM", cost.severity, title, f"its first proposal equals the top-1 of "
+        f"lm_head(resid[{meter.bank.num_layers}]) (no final norm) at {100 * pre_rate:.1f}% of positions and the "
+        f"target's real top-1 at {100 * real_rate:.1f}% (speculators#313: the trainer built the target's "
+        f"distribution from pre-norm states); the gap, {pre_gap.value:+.4f} [{pre_gap.low:+.4f}, {pre_gap.high:+.4f}] "
+        f"of positions, were retraining to close it: {cost.words}", fix, "wiring",
+        gain=cost.gain, cost=cost, data={"agree_real": real_rate, "agree_prenorm": pre_rate, "agreement_gap": {
+            "value": pre_gap.value, "low": pre_gap.low, "high": pre_gap.high, "level": pre_gap.level}})]
 
 
 def _server_finding(server_log: str, served: Rung) -> DoctorFinding:
@@ -587,7 +621,7 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
                engine_platform: str | None = None, engine_args=None, server_log: str | None = None, prompts=None,
                num_prompts: int | None = None, max_prompts: int | None = None, prompt_step: int = PROMPT_STEP,
                seed: int | None = None, bank: StateBank | None = None, max_new_tokens: int = 48,
-               num_steps: int = 3, device: str = "cpu", progress: bool = True) -> DoctorReport:
+               num_steps: int = 3, device: str = "cpu", dtype="auto", progress: bool = True) -> DoctorReport:
     """Check ``draft_path`` as ``engine`` serves it (see the module docstring).
 
     States come from a live ``target`` (a folder, a short name or a ``Target``; ``prompts`` decoded
@@ -601,11 +635,13 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     ``engine_args``: the launch command (resolved by ``engines.flags``); without it a chain of
     ``num_steps`` is assumed. ``server_log``: the server's own acceptance lines or metrics text, compared
     with the as-served prediction. ``engine_platform``: "cpu" or "cuda", the build (vLLM's runner follows it).
+    ``dtype``: what the draft (and a target loaded here) runs in: "auto" (fp32 on CPU, bf16 on CUDA), a dtype
+    or its name; a ``bank`` or dump keeps its own, cast to the draft's where they meet.
     """
     _check_arguments(engine, engine_version, engine_platform, target, prompt_step)
     case = gather_evidence(draft_path, target, dump=dump, dump_layer_ids=dump_layer_ids, prompts=prompts,
                            num_prompts=num_prompts, max_prompts=max_prompts, seed=seed, bank=bank,
-                           max_new_tokens=max_new_tokens, device=device, progress=progress)
+                           max_new_tokens=max_new_tokens, device=device, dtype=dtype, progress=progress)
     static, notes = check_checkpoint(case, engine)
     launch = read_launch(case, engine, engine_args, engine_version, num_steps)
     build = Build(engine, engine_version, engine_platform, case.bank.num_layers, case.draft.target_arch)

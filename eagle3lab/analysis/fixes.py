@@ -16,7 +16,7 @@ from enum import Enum
 
 import torch
 
-from eagle3lab.analysis.findings import DoctorFinding
+from eagle3lab.analysis.findings import DoctorFinding, cost_of, costliest
 from eagle3lab.analysis.fix_choice import servable_wiring
 from eagle3lab.analysis.switches import SWITCHES, cannot_apply, config_key
 from eagle3lab.analysis.vocab_behaviour import vocab_from_behaviour
@@ -94,7 +94,7 @@ class Fix:
     source: str                # flags / wiring / vocab
     data: dict = field(default_factory=dict)
     measure: Measure = Measure.PAIRED
-    severity: str | None = None             # set by what it is; None: critical when a measured interval clears 0
+    severity: str | None = None             # set by what it is; None: from what it costs (findings.Cost)
     read_from: RunState | None = None       # Measure.CROSSFIT: the state the map is read and scored in
 
     @property
@@ -104,11 +104,15 @@ class Fix:
         for a loss measured on the ladder (``CheckpointPlan.left_out``)."""
         return self.written_in is WrittenIn.CHECKPOINT and self.applicable
 
-    def finding(self, before, after, gain, undone) -> DoctorFinding:
-        """The finding, measured: ``before`` and ``after`` rungs, the paired ``gain`` and ``undone`` intervals."""
-        severity = self.severity or ("critical" if gain.sign() == 1 or undone.sign() == 1 else "info")
-        return DoctorFinding(self.code, severity, self.title, self.evidence, self.fix, self.source,
-                             tau_before=before.tau, tau_after=after.tau, gain=gain, undone=undone, data=self.data)
+    def finding(self, before, after, gain, undone, undone_between) -> DoctorFinding:
+        """The finding, measured: ``before`` and ``after`` rungs, the paired ``gain`` and ``undone`` intervals
+        (``undone_between``: the two rungs undoing it compares). Its severity is what the larger of the two
+        costs (``findings.Cost``), unless the fix is of a kind whose severity is set by what it is."""
+        cost = costliest(cost_of(gain, before.tau, after.tau), cost_of(undone, *(r.tau for r in undone_between)))
+        evidence = self.evidence + ("" if self.severity else f" Severity (the larger of gain and undone): {cost.words}.")
+        return DoctorFinding(self.code, self.severity or cost.severity, self.title, evidence, self.fix, self.source,
+                             tau_before=before.tau, tau_after=after.tau, gain=gain, undone=undone, data=self.data,
+                             cost=cost)
 
 
 # ------------------------------------------------------------------ the fixes' words in the engine's syntax

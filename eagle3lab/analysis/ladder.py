@@ -89,13 +89,14 @@ def _measured(meter: Meter, fix: Fix, rungs: tuple[Rung, Rung, Rung], all_but: R
     crossfit = fix.measure is Measure.CROSSFIT
     found = meter.crossfit(fix.read_from, before) if crossfit else gain(before, after)
     if fix.measure is Measure.FULL_CHAIN:
-        undone = gain(meter(f"all but {fix.rung}", all_but), final)
+        without, everything = meter(f"all but {fix.rung}", all_but), final
+        undone = gain(without, everything)
     else:
         everything = meter("every fix, steady chain", replace(every, num_steps=steady))
         without = meter(f"all but {fix.rung}, steady chain", replace(all_but, num_steps=steady))
         # the map read from the same prompts it is scored on would favour it: cross-fitted
         undone = meter.crossfit(fix.read_from, without) if crossfit else gain(without, everything)
-    return fix.finding(before, after, found, undone)
+    return fix.finding(before, after, found, undone, (without, everything))
 
 
 def measure_ladder(meter: Meter, start: RunState, fixes: list[Fix], steady_floor: int) -> Ladder:
