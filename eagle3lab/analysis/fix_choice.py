@@ -4,11 +4,12 @@ The wiring search answers with a set: every hypothesis within noise of the best 
 fix is chosen from that set, never ranked inside it by noise:
 
 1. only members the engine build can capture exactly (``servable_wiring``) can be written as they are;
-2. among the members whose tau is within noise of the best's, the one that sets most switches as the
-   checkpoint states them (a switch tau cannot decide is left as written), then the lowest cross-entropy
-   (the training objective: its paired intervals are far narrower than tau's; on the bundled case it
-   prefers resid[8] to the trained resid[7] in slot 2 by 0.005 nats, separated on 16 prompts or more,
-   while tau does not tell them apart).
+2. a member another of them beats in tau beyond noise is set aside (``_unbeaten``);
+3. the rest are taken in an order that reads no score (``Preference``): the engine's as-launched reading,
+   the wiring nearest the stated ids (then the switches as stated), the engine's default points, the fewest
+   changes, then the lower points. Cross-entropy steers the search and names the best the set is measured
+   against, but the last digits of a score never choose between members (issue 33: fp32 on a CPU and bf16 on
+   a GPU named two wirings within noise of each other).
 
 Only when no member is servable does doctor fall back to the nearest servable wiring to the best, with
 its measured cost. The choice is *settled* when the evidence separates it from the served reading (a
@@ -109,6 +110,46 @@ def _kept(key, stated: dict) -> int:
     return sum(variant.get(k) == v for k, v in stated.items() if k in variant)
 
 
+def _index(p, num_layers: int) -> int:
+    """A point as a number: resid[k] is k, the final post-norm state comes after resid[N]."""
+    return num_layers + 1 if p == FINAL_NORMED else int(p)
+
+
+@dataclass(frozen=True)
+class Preference:
+    """The order in which members within noise of the best are handed to the user: one that float noise
+    cannot flip, since it reads no score (issue 33). Of the members, first
+
+    1. the engine's as-launched reading (``served``: nothing to change, if it is within noise);
+    2. the wiring nearest the stated ids (``stated_wiring``, the checkpoint's ids as its own format reads
+       them: the sum over slots of the distance in layers), then the switches as the checkpoint states them;
+    3. the engine's default points (``default``);
+    4. the fewest changes from the as-launched reading (slots and switches);
+    5. then the lower points, slot by slot (a total order: no two members tie).
+    """
+
+    served: tuple | None = None          # (wiring, variant) key as launched
+    stated_wiring: tuple | None = None
+    stated: dict = field(default_factory=dict)
+    default: tuple = ()
+    num_layers: int = 0
+
+    def rank(self, key) -> tuple:
+        wiring, variant = key[0], dict(key[1])
+        at = [_index(p, self.num_layers) for p in wiring]
+        near = (sum(abs(a - _index(b, self.num_layers)) for a, b in zip(at, self.stated_wiring))
+                if self.stated_wiring is not None and len(self.stated_wiring) == len(wiring) else 0)
+        changes = 0
+        if self.served is not None:
+            changes = (sum(a != b for a, b in zip(wiring, self.served[0])) + abs(len(wiring) - len(self.served[0]))
+                       + sum(variant.get(k) != v for k, v in dict(self.served[1]).items()))
+        return (key != self.served, near, -_kept(key, self.stated), sorted(at) != sorted(self.default), changes,
+                tuple(at), tuple(sorted(variant.items())))
+
+    def first(self, keys):
+        return min(keys, key=self.rank)
+
+
 def _members(scores: dict, keys, level: float):
     """(best key by cross-entropy, the keys whose tau is not below the best's beyond noise) among ``keys``:
     tau is what serving gets, and cross-entropy separates states that serve alike (resid[7] and resid[8]
@@ -118,20 +159,28 @@ def _members(scores: dict, keys, level: float):
     return best, [k for k in keys if k == best or _diffs(scores[k], scores[best], level)[1].high >= 0.0]
 
 
-def choose(scores: dict, keys, build: Build, stated: dict, *, level: float = 0.95, measure=None) -> FixChoice:
+def _preference(stated) -> Preference:
+    """A ``Preference``, or one from the switches as stated alone."""
+    return stated if isinstance(stated, Preference) else Preference(stated=dict(stated))
+
+
+def choose(scores: dict, keys, build: Build, stated, *, level: float = 0.95, measure=None) -> FixChoice:
     """The fix from the hypotheses ``keys`` scored in ``scores`` (key -> ``BankScore``, one bank): of those
-    whose tau is within noise of the best's, the servable one that sets most switches as the checkpoint
-    states them (``stated``), then the lowest cross-entropy.
+    whose tau is within noise of the best's, the servable one first in the order of ``stated`` (a
+    ``Preference``; a dict: the switches as the checkpoint states them, the rest of the order unknown). No
+    score orders the members: the last digits of a cross-entropy do not choose the fix.
 
     ``measure(wiring, variant)`` scores a hypothesis not yet scored (the nearest servable wiring)."""
+    prefer = _preference(stated)
     best, members = _members(scores, keys, level)
     wirings = {k[0] for k in members}
     servable = [k for k in members if build.servable(k[0])[0] == k[0]]
     n_prompts = len(scores[best].ce_n)
     if servable:
-        key = min(servable, key=lambda k: (-_kept(k, stated), scores[k].ce))
+        key = prefer.first(_unbeaten(servable, scores, level) or servable)
         said = (f"{len(wirings)} wiring(s) within noise of the best in tau; this one is servable by {build.label}"
-                + ", with the lowest cross-entropy of those"
+                + ", the first of those in doctor's order (as launched, nearest the stated ids, the engine's "
+                "default, fewest changes)"
                 + ("" if key == best else f" (the best by cross-entropy: {wiring_text(best[0])} with "
                    f"{settings_text(dict(best[1]))})"))
         return FixChoice(key[0], dict(key[1]), True, len(wirings), best, said, prompts=n_prompts)
@@ -162,12 +211,6 @@ def _joined(first, added):
     the bank: right padding, and the draft sees one sequence at a time), in bank order."""
     return replace(first, ce_sum=first.ce_sum + added.ce_sum, ce_n=first.ce_n + added.ce_n,
                    accept=first.accept + added.accept)
-
-
-def _beats(a, b, level: float) -> bool:
-    """Score ``a`` better than ``b`` beyond noise: tau above, or cross-entropy below with tau not below."""
-    d_ce, d_tau = _diffs(a, b, level)
-    return d_tau.low > 0 or (d_ce.high < 0 and d_tau.high >= 0)
 
 
 def _separated(a, b, level: float) -> tuple[str, Interval] | None:
@@ -231,7 +274,8 @@ def separations(scores: dict, choice: FixChoice, rival_keys, level: float) -> tu
 
 
 def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num_steps: int,
-           max_prompts: int, step: int = 8, level: float = 0.95) -> tuple[FixChoice, dict]:
+           max_prompts: int, step: int = 8, level: float = 0.95,
+           stated_wiring: tuple | None = None) -> tuple[FixChoice, dict]:
     """Choose the fix on the search's bank, then add ``step`` prompts at a time (``evidence.more``) while a
     rival is not told apart from it (``rivals``), up to ``max_prompts``; on each larger bank only the
     candidates are rescored (the choice, its rivals, the next servable members). Returns the choice and
@@ -258,6 +302,8 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         measure.mine = mine
         return measure
 
+    prefer = Preference(served_key, stated_wiring, dict(stated), tuple(default_resid(build.num_layers)),
+                        build.num_layers)
     scores = dict(found.extra["scores"])
     measure = scorer(evidence.bank, scores)
     members = _members(scores, list(scores), level)[1]
@@ -268,7 +314,7 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
     for w in wirings:
         measure(w, {k: stated.get(k, v) for k, v in dict(members[0][1]).items()})
     members = _members(scores, list(scores), level)[1]
-    choice = choose(scores, members, build, stated, level=level, measure=measure)
+    choice = choose(scores, members, build, prefer, level=level, measure=measure)
     while True:
         rival_keys = rivals(choice, members, served_key, build, scores)
         for k in [choice.key, *rival_keys]:       # the choice too: its separations are on the served view
@@ -279,12 +325,13 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         if choice.settled or at_cap:
             if choice.servable and choice.cost is None:
                 choice, rival_keys = _refine(choice, scores, measure, build, served_key, level,
-                                             points={p for p in evidence.bank.points if isinstance(p, int)})
+                                             points={p for p in evidence.bank.points if isinstance(p, int)},
+                                             prefer=prefer)
             if choice.settled or at_cap:
                 return choice, scores
             # the search from the default points moved it, or found a neighbour it is not told apart from: grow
         runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
-                            key=lambda k: (-_kept(k, stated), scores[k].ce))[:3]
+                            key=prefer.rank)[:3]
         candidates = list(dict.fromkeys([choice.key, *rival_keys, *runners_up]))
         had = evidence.num_prompts
         bank = evidence.more(min(step, max_prompts - had))
@@ -293,7 +340,7 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         for k in candidates:
             measure(k[0], dict(k[1]))
         members = _members(scores, candidates, level)[1]
-        choice = choose(scores, candidates, build, stated, level=level, measure=measure)
+        choice = choose(scores, candidates, build, prefer, level=level, measure=measure)
 
 
 def _stepped(wiring, slot: int, p, build: Build, points: set) -> tuple | None:
@@ -351,36 +398,68 @@ def _line_search(measure, wiring: list, variant: dict, build: Build, points: set
     return wiring
 
 
-def _refine(choice: FixChoice, scores: dict, measure, build: Build, served_key, level: float, *,
-            points: set) -> tuple[FixChoice, list]:
-    """Where slots serve alike, which member the sequential rule ends on depends on which ones the first
-    draw's search happened to score. So on the final bank the wiring is searched again from a start that
-    depends on neither the draw nor the build (``_canonical_start``), slot by slot by cross-entropy
-    (``_line_search``); its answer replaces the choice unless the choice beats it beyond noise. Then the
-    choice is held against both one-slot steps of every slot. ``points``: the resid points the bank holds.
-    Returns the choice and the rivals it was held against."""
-    variant = dict(choice.variant)
-    found = tuple(_line_search(measure, _canonical_start(choice.wiring, build.num_layers), variant, build, points))
-    servable = build.servable(found)[0] == found
-    key = key_of(found, variant)
-    if not servable or _beats(measure(choice.wiring, variant), measure(found, variant), level):
-        key = choice.key
-    said = choice.statement + (f"; searched again on the final {choice.prompts} prompts from the engines' default "
-                               "points, slot by slot by cross-entropy: " +
-                               (f"{wiring_text(found)}, " + ("the same wiring" if found == choice.wiring else
-                                f"which {build.label} cannot serve: the choice kept" if not servable else
-                                "which the choice beats beyond noise: kept" if key == choice.key else
-                                f"not worse beyond noise than {wiring_text(choice.wiring)} (which another draw need "
-                                "not reach): taken")))
-    refined = FixChoice(key[0], variant, True, choice.members, choice.search_best, said, prompts=choice.prompts)
-    within = _members(scores, list(scores), level)[1]       # on the final bank, the scanned points included
-    rival_keys = rivals(refined, within, served_key, build, scores)
-    for slot, p in enumerate(key[0]):                        # both one-slot steps, whether within noise or not
+def _steps(key, build: Build, points: set) -> list:
+    """Both one-slot steps of every slot of ``key`` that the bank holds and the build captures exactly."""
+    out = []
+    for slot, p in enumerate(key[0]):
         for q in (p - 1, p + 1) if isinstance(p, int) else ():
             w = _stepped(key[0], slot, q, build, points)
             if w is not None:
-                rival_keys.append(key_of(w, variant))
-    rival_keys = list(dict.fromkeys(rival_keys))
+                out.append(key_of(w, dict(key[1])))
+    return out
+
+
+def _unbeaten(keys, scores: dict, level: float) -> list:
+    """The ``keys`` whose tau no other of them beats beyond noise (paired): a member within noise of the best
+    that a neighbour beats is not handed to the user."""
+    return [k for k in keys
+            if not any(o != k and _diffs(scores[o], scores[k], level)[1].low > 0 for o in keys)]
+
+
+def _walk(key, scores: dict, measure, build: Build, prefer: Preference, level: float, points: set):
+    """From ``key``, one-slot steps (``_steps``) while one is within noise of the best, beaten in tau by none
+    of the others, and comes before the current one in ``prefer``'s order (a member a neighbour beats is left
+    too): where slots serve alike, the member handed to the user is the one the order prefers, whichever the
+    scores' last digits favour."""
+    seen = {key}
+    for _ in range(4 * (build.num_layers + 1)):
+        steps = _steps(key, build, points)
+        for k in steps:
+            measure(k[0], dict(k[1]))
+        within = set(_members(scores, list(scores), level)[1])
+        pool = _unbeaten([k for k in dict.fromkeys([key, *steps]) if k in within], scores, level)
+        ahead = [k for k in pool if k not in seen and (key not in pool or prefer.rank(k) < prefer.rank(key))]
+        if not ahead:
+            break
+        key = prefer.first(ahead)
+        seen.add(key)
+    return key
+
+
+def _refine(choice: FixChoice, scores: dict, measure, build: Build, served_key, level: float, *,
+            points: set, prefer: Preference | None = None) -> tuple[FixChoice, list]:
+    """Where slots serve alike, which member the sequential rule ends on depends on which ones the first
+    draw's search happened to score. So on the final bank the wiring is searched again from a start that
+    depends on neither the draw nor the build (``_canonical_start``), slot by slot by cross-entropy
+    (``_line_search``); of the choice and that answer, the members within noise, the first in ``prefer``'s
+    order is taken and walked to its one-slot neighbours that come before it in that order (``_walk``). Then
+    the choice is held against both one-slot steps of every slot. ``points``: the resid points the bank
+    holds. Returns the choice and the rivals it was held against."""
+    prefer = prefer or Preference(num_layers=build.num_layers)
+    variant = dict(choice.variant)
+    found = tuple(_line_search(measure, _canonical_start(choice.wiring, build.num_layers), variant, build, points))
+    servable = build.servable(found)[0] == found
+    within = set(_members(scores, list(scores), level)[1])
+    starts = [k for k in (choice.key, key_of(found, variant)) if k in within and build.servable(k[0])[0] == k[0]]
+    key = _walk(prefer.first(starts) if starts else choice.key, scores, measure, build, prefer, level, points)
+    said = choice.statement + (f"; searched again on the final {choice.prompts} prompts from the engines' default "
+                               "points, slot by slot by cross-entropy: " + f"{wiring_text(found)}"
+                               + ("" if servable else f", which {build.label} cannot serve")
+                               + f"; of the members within noise around it, {wiring_text(key[0])} comes first in "
+                               "doctor's order")
+    refined = FixChoice(key[0], variant, True, choice.members, choice.search_best, said, prompts=choice.prompts)
+    within = _members(scores, list(scores), level)[1]       # on the final bank, the scanned points included
+    rival_keys = list(dict.fromkeys(rivals(refined, within, served_key, build, scores) + _steps(key, build, points)))
     for k in rival_keys:
         measure(k[0], dict(k[1]))
     refined.settled, refined.separations = separations(scores, refined, rival_keys, level)

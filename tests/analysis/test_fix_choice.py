@@ -8,7 +8,18 @@ import pytest
 from helpers.fixture_drafts import heldout_prompts, load_fixture_draft, tiny8
 
 from eagle3lab.analysis.evidence import take_rows
-from eagle3lab.analysis.fix_choice import Build, FixChoice, _joined, _refine, _slot_neighbours, key_of
+from eagle3lab.analysis.fix_choice import (
+    Build,
+    FixChoice,
+    Preference,
+    _joined,
+    _members,
+    _refine,
+    _slot_neighbours,
+    _steps,
+    _unbeaten,
+    key_of,
+)
 from eagle3lab.decoding.evaluate import evaluate_on_bank, greedy_dataset
 from eagle3lab.models.state_bank import capture_bank
 
@@ -55,7 +66,8 @@ def test_one_slot_neighbours_are_the_closest_two_of_each_slot_with_the_same_swit
 
 def test_an_unsettled_choice_is_rescanned_to_the_same_answer_from_any_start(case):
     """Two draws' choices that the evidence does not tell apart are moved, on the same final bank, to the
-    same wiring: the one a slot-by-slot search from the engines' default points reaches."""
+    same wiring: the first in doctor's order (``Preference``) among the members around the answer of a
+    slot-by-slot search from the engines' default points."""
     target, bank, draft = case
     view = draft.rewired()
     build = Build("vllm", "0.32.0", "cpu", target.num_layers, target.arch)
@@ -68,6 +80,7 @@ def test_an_unsettled_choice_is_rescanned_to_the_same_answer_from_any_start(case
         return scores[k]
 
     variant = next(v for v in draft.variants() if v["norm_before_residual"])   # the rule the case was trained with
+    prefer = Preference(num_layers=target.num_layers, stated_wiring=(3, 6, 7))   # the ids the case states
     starts = [(1, 3, 6), (2, 5, 7)]
     members = [key_of(w, variant) for w in [(1, 3, 6), (2, 5, 7), (1, 4, 7), (2, 4, 6)]]
     for k in members:
@@ -76,18 +89,64 @@ def test_an_unsettled_choice_is_rescanned_to_the_same_answer_from_any_start(case
     for start in starts:
         choice = FixChoice(start, dict(variant), True, len(members), members[0], "test", prompts=12, settled=False)
         refined, held_against = _refine(choice, scores, measure, build, None, 0.95,
-                                        points=set(range(target.num_layers + 1)))
+                                        points=set(range(target.num_layers + 1)), prefer=prefer)
         answers.add(refined.wiring)
         assert held_against and refined.key not in held_against
+        assert "comes first in doctor's order" in refined.statement
     assert len(answers) == 1, answers
-    final = answers.pop()
-    # a bottom: no one-slot step (the others held) has a lower cross-entropy, and every such step was scored
-    for slot in range(3):
-        for p in (final[slot] - 1, final[slot] + 1):
-            w = final[:slot] + (p,) + final[slot + 1:]
-            if 0 <= p <= target.num_layers and len(set(w)) == 3:
-                assert key_of(w, variant) in scores, w
-                assert scores[key_of(w, variant)].ce >= scores[key_of(final, variant)].ce, (w, final)
+    final = key_of(answers.pop(), variant)
+    # the walk's end: every one-slot step was scored, and none within noise, beaten by none of them, comes
+    # before it in the order
+    within = set(_members(scores, list(scores), 0.95)[1])
+    assert final in within
+    steps = [k for k in _steps(final, build, set(range(target.num_layers + 1)))]
+    assert steps and all(k in scores for k in steps)
+    pool = _unbeaten([k for k in [final, *steps] if k in within], scores, 0.95)
+    assert final in pool and prefer.first(pool) == final, (final, pool)
+
+
+def test_the_order_of_members_reads_no_score():
+    """doctor's order (issue 33): as launched, nearest the stated ids, the switches as stated, the engine's
+    default, the fewest changes, the lower points; a total order whatever the scores."""
+    on, off = (("norm_before_residual", True),), (("norm_before_residual", False),)
+    prefer = Preference(served=((3, 6, 7), off), stated_wiring=(3, 6, 7), stated={"norm_before_residual": True},
+                        default=(2, 6, 9), num_layers=12)
+    keys = [((1, 4, 7), on), ((2, 6, 9), on), ((3, 6, 8), off), ((3, 6, 8), on), ((3, 6, 7), off), ((3, 5, 8), on)]
+    assert sorted(keys, key=prefer.rank) == [((3, 6, 7), off),       # as launched
+                                             ((3, 6, 8), on),        # 1 layer from the stated ids, switch as stated
+                                             ((3, 6, 8), off),
+                                             ((3, 5, 8), on),        # 2 layers
+                                             ((2, 6, 9), on),        # 3 layers
+                                             ((1, 4, 7), on)]        # 4 layers
+    # without a stated wiring: the engine's default, then fewest changes, then the lower points
+    bare = Preference(served=((3, 6, 7), off), default=(2, 6, 9), num_layers=12)
+    assert bare.first([((1, 4, 7), off), ((2, 6, 9), off), ((2, 6, 7), off)]) == ((2, 6, 9), off)
+    assert bare.first([((1, 4, 7), off), ((2, 5, 7), off), ((1, 6, 7), off)]) == ((1, 6, 7), off)   # one change
+    assert bare.first([((2, 4, 7), off), ((1, 5, 7), off)]) == ((1, 5, 7), off)     # two each: the lower points
+    assert len({bare.rank(k) for k in keys}) == len(keys)
+
+
+def test_the_choice_does_not_follow_the_last_digits_of_the_scores():
+    """Members within noise of each other, their cross-entropies swapped in the last digits (a CPU's fp32 and a
+    GPU's bf16): the same fix, the one nearest the stated ids; a member a neighbour beats in tau is set aside."""
+    from eagle3lab.analysis.fix_choice import choose
+    from eagle3lab.decoding.evaluate import BankScore
+
+    variant = {"norm_before_residual": True}
+    build = Build("vllm", "0.32.0", "cpu", 12, "LlamaForCausalLM")
+    prefer = Preference(stated_wiring=(2, 8, 10), stated=variant, default=(2, 6, 9), num_layers=12)
+
+    def score(ce, low):
+        """12 prompts of 10 rounds; ``low``: one token fewer accepted in every round."""
+        accepted = [[(2 if (i + j) % 3 else 3) - low for j in range(10)] for i in range(12)]
+        return BankScore(3, [ce * 10 + 0.01 * i for i in range(12)], [10] * 12, accepted)
+
+    answers = set()
+    for eps in (1e-4, -1e-4):
+        scores = {key_of((2, 8, 9), variant): score(1.0, 0), key_of((1, 8, 9), variant): score(1.0 + eps, 0),
+                  key_of((3, 8, 9), variant): score(1.0 - 2 * abs(eps), 1)}   # the best cross-entropy, beaten in tau
+        answers.add(choose(scores, list(scores), build, prefer).wiring)
+    assert answers == {(2, 8, 9)}
 
 
 def test_the_canonical_start_depends_on_neither_draw_nor_build_and_fits_shallow_targets():
