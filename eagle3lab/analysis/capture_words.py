@@ -88,10 +88,11 @@ def worked_example(engine: str, faithful: str, arch: str | None, num_layers: int
         except Eagle3LabError:
             ids = None
         fix = resolve_aux_layers(engine, list(team), num_layers, arch=arch, engine_version=version)
-        # a build that crashes feeds nothing; one that drops a state feeds what is left
-        crashes = any("TypeError" in text for text in fix.fatal)
+        # a build that stops (start-up, first forward) feeds nothing; one that drops a state feeds what is left
+        stops = fix.stops
         per_build[version or "newest"] = {"ids": ids,
-                                          "team": "nothing: crashes at the first forward" if crashes else fix.label,
+                                          "team": (f"nothing: it stops {stops}" if stops != "at the first forward"
+                                                   else "nothing: crashes at the first forward") if stops else fix.label,
                                           "breaks": NOTE_CODES[fix.fatal_codes[0]] if fix.fatal_codes else "-"}
     try:
         faithful_ids, why = to_engine_ids(faithful, list(trained), num_layers, arch=arch), None

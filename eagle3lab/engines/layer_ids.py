@@ -402,6 +402,7 @@ NOTE_CODES = {
     "SGLANG_ID_MINUS1_TYPEERROR": "id -1 (loop index 0) raises TypeError in this file and build",
     "SGLANG_ID_MINUS1_UNCONFIRMED": "what id -1 does depends on a model file not read (or no arch given)",
     "SGLANG_ID_MINUS1_UNREACHED": "ids used as written: loop index -1 is never reached, a state is missing",
+    "SGLANG_ID_MINUS1_STOPPED": "ids used as written: -1 never reached, and the aux count check stops the first forward",
     "SGLANG_INDEX0_TYPEERROR": "loop index 0 as written raises TypeError in this file and build",
     "SGLANG_PAST_END_INDEXERROR": "qwen2_moe.py: an id past the layers raises IndexError at start-up",
     "SGLANG_FINAL_UNREACHED": "loop index N is never reached: resid[N] is missing",
@@ -418,6 +419,13 @@ NOTE_CODES = {
     "VLLM_DEEPSEEK_V32_FINAL_UNREACHED": "deepseek_v32: id N is never captured",
     "VLLM_ID0_ARCH_NEEDED": "id 0 crashes vLLM if the target is DeepSeek-family (arch not given)",
 }
+
+
+# The notes after which nothing is served, and when the engine stops: callers say "crashes" from these codes.
+STOPS = {"SGLANG_NO_EAGLE3_HOOK": "at start-up", "SGLANG_PAST_END_INDEXERROR": "at start-up",
+         "VLLM_DEEPSEEK_NO_EAGLE3": "at start-up", "SPECFORGE_IDS_REJECTED": "before training",
+         "SGLANG_ID_MINUS1_TYPEERROR": "at the first forward", "SGLANG_INDEX0_TYPEERROR": "at the first forward",
+         "SGLANG_ID_MINUS1_STOPPED": "at the first forward", "VLLM_DEEPSEEK_ID0_TYPEERROR": "at the first forward"}
 
 
 @dataclass(frozen=True)
@@ -455,6 +463,11 @@ class AuxResolution:
     def fatal_codes(self) -> tuple[str, ...]:
         """The codes (NOTE_CODES) of the notes that break the engine, in the order found."""
         return tuple(n.code for n in self.notes if n.kind == "breaks")
+
+    @property
+    def stops(self) -> str | None:
+        """When the engine stops for these ids (a value of STOPS: nothing is served), None when it runs."""
+        return next((STOPS[c] for c in self.fatal_codes if c in STOPS), None)
 
     @property
     def unconfirmed(self) -> tuple[str, ...]:
@@ -819,7 +832,8 @@ def _sglang_points(engine, written, n, arch, notes):
         notes.add(f"Loop index -1 is never reached (ids used as-is {as_is}: the capture loop tests "
                   "`i in layers_to_capture` for i = 0..N-1 only): the embedding state is not captured, so fc gets "
                   "fewer states than it reads" + (f" ({_count_check(file, notes)})" if family else "") + ".",
-                  "breaks", code="SGLANG_ID_MINUS1_UNREACHED")
+                  "breaks", code="SGLANG_ID_MINUS1_STOPPED" if family and _count_checked(file, notes)
+                  else "SGLANG_ID_MINUS1_UNREACHED")
         points = [p for p in points if p >= 0]
     if not plus_one and 0 in points and not rule.captures_index0():
         change = rule.change_to("index0", "prepared")
@@ -873,13 +887,24 @@ _COUNT_WORDS = {
 }
 
 
+def _count_rule(file, notes) -> str | None:
+    """This build's row of ``SGLANG_COUNT_ROWS`` for ``file`` ("none", "assert", "RuntimeError"); None: not read."""
+    rows = [r for r in SGLANG_COUNT_ROWS if r.file == file]
+    return _FileRule(None, notes, rows, landed_after=("sglang#25454",)).get("check") if rows else None
+
+
+def _count_checked(file, notes) -> bool:
+    """Does this build stop the first forward when fewer aux states come back (the newest read does, per file)?"""
+    return _count_rule(file, notes) in (None, "assert", "RuntimeError")
+
+
 def _count_check(file, notes) -> str:
     """What this build says when fewer aux states come back (``SGLANG_COUNT_ROWS``), in words."""
-    rows = [r for r in SGLANG_COUNT_ROWS if r.file == file]
-    if not rows:
+    check = _count_rule(file, notes)
+    if check is None:
         return (f"the count check was read for {file} only in SGLang {SGLANG_NEWEST_READ}, where it packs them in "
                 "layers/aux_hidden_states.py: RuntimeError 'captured i of n aux hidden states' at the first forward")
-    return _COUNT_WORDS[_FileRule(None, notes, rows, landed_after=("sglang#25454",)).get("check")]
+    return _COUNT_WORDS[check]
 
 
 # The codes of the notes on SGLang id -1 under the +1 rule, by (kind, whether the target's file was read).
