@@ -1,12 +1,17 @@
 """GPU smoke: a Llama-3.1-8B-shaped random target and a matching EAGLE-3 draft in bf16.
 
-    python benchmarks/gpu_smoke.py [--out build/gpu_smoke.json] [--shape 8b|tiny]
+    python benchmarks/gpu_smoke.py [--out build/gpu_smoke.json] [--shape 8b|tiny] [--no-doctor]
 
 Random weights, so acceptance means nothing here; what is real is the cost of every piece on this
 GPU: capture of three resid points on a batch, the target's one-token step and its verify-cost curve
 v(M) up to 64 tokens, the draft step (c), the whole draft phase of a chain and of SGLang's default
-tree, baseline and speculative tokens/s, and peak memory. ``--shape tiny`` runs the same script on a
-CPU in seconds (to check the script, not the GPU). Budget: well under 5 minutes on one H100/H200.
+tree, baseline and speculative tokens/s, and peak memory. Then (unless ``--no-doctor``) both models are
+saved (the target with transformers, the draft in speculators format) and ``eagle3lab doctor`` runs on
+them in a child process, as a user runs it: its seconds, the seconds and host memory of ``load_target``
+inside it, its peak GPU memory and its peak host RSS (the whole child, and the anonymous part sampled:
+what the load itself keeps on the host; docs/gpu.md). ``--shape tiny`` runs the same script on a CPU in
+seconds (to check the script, not the GPU). Budget: about 5 minutes on one H100/H200 with the doctor
+step (16 GB written and read back).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -73,12 +79,91 @@ def timed(fn, device, repeats=3):
     return clock.median("fn")
 
 
+# the child that runs `eagle3lab doctor`: the CLI as a user runs it, with load_target timed and the host memory
+# watched (VmHWM: every resident page, mapped file pages included; RssAnon sampled: what the process itself holds)
+_DOCTOR_CHILD = r"""
+import contextlib, io, json, resource, sys, threading, time
+import torch
+import transformers  # noqa: F401  (imported before the baseline, as everything the load needs)
+import eagle3lab.models.target as target_module
+from eagle3lab.app.cli import main
+
+def status(key):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key + ":"))
+
+if torch.cuda.is_available():
+    torch.cuda.init()
+    torch.empty(1, device="cuda")          # the CUDA context, part of the baseline
+peak, done = {"anon": 0}, threading.Event()
+def watch():
+    while not done.is_set():
+        peak["anon"] = max(peak["anon"], status("RssAnon"))
+        time.sleep(0.05)
+base = {"rss": status("VmRSS"), "anon": status("RssAnon")}
+threading.Thread(target=watch, daemon=True).start()
+real_load, load = target_module.load_target, {}
+def timed_load(*a, **kw):
+    t = time.perf_counter()
+    out = real_load(*a, **kw)
+    load.update(seconds=time.perf_counter() - t, peak_rss=status("VmHWM"), anon_after=status("RssAnon"))
+    return out
+target_module.load_target = timed_load
+buf, t = io.StringIO(), time.perf_counter()
+with contextlib.redirect_stdout(buf):
+    code = main(["doctor", *sys.argv[1:]])
+seconds = time.perf_counter() - t
+done.set()
+out = json.loads(buf.getvalue())
+gib = 2.0 ** -30
+print(json.dumps({
+    "exit_code": code, "seconds": seconds, "dtype": out.get("dtype"), "device": out.get("device"),
+    "findings": [f["code"] for f in out.get("findings", [])], "ladder": len(out.get("ladder", [])),
+    "load_seconds": load.get("seconds"), "baseline_rss_gib": base["rss"] * gib,
+    "peak_rss_after_load_gib": load.get("peak_rss", 0) * gib, "peak_rss_gib": status("VmHWM") * gib,
+    "peak_anon_gib": max(peak["anon"], status("RssAnon")) * gib, "baseline_anon_gib": base["anon"] * gib,
+    "peak_gpu_gib": torch.cuda.max_memory_allocated() * gib if torch.cuda.is_available() else None,
+    "peak_gpu_reserved_gib": torch.cuda.max_memory_reserved() * gib if torch.cuda.is_available() else None}))
+"""
+
+
+def save_models(target, draft, folder: Path) -> tuple[Path, Path]:
+    """The target with transformers (safetensors shards of 5 GB, as hub checkpoints come) and a byte-level
+    tokenizer (random weights: any text encodes), the draft in speculators format."""
+    from eagle3lab.models.checkpoint import save_draft
+    from eagle3lab.models.target import tiny_tokenizer
+
+    target_dir, draft_dir = folder / "target", folder / "draft"
+    target.model.save_pretrained(target_dir, max_shard_size="5GB")
+    tiny_tokenizer(512).save_pretrained(target_dir)
+    save_draft(draft, draft_dir, format="speculators", overwrite=True)
+    return target_dir, draft_dir
+
+
+def doctor_step(target_dir: Path, draft_dir: Path, device, dtype, extra: str = "") -> dict:
+    """`eagle3lab doctor` on the saved models in a child process (_DOCTOR_CHILD): what it measured."""
+    import shlex
+    import subprocess
+
+    cmd = [sys.executable, "-c", _DOCTOR_CHILD, "--target", str(target_dir), "--draft", str(draft_dir),
+           "--engine", "vllm", "--device", str(device), "--dtype", str(dtype).removeprefix("torch."), "--json",
+           *shlex.split(extra)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_DISABLE_PROGRESS_BARS": "1"})
+    if done.returncode != 0 or not done.stdout.strip():
+        return {"error": done.stderr[-3000:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shape", choices=sorted(SHAPES), default="8b")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "build"), "gpu_smoke.json"))
     p.add_argument("--prompt-len", type=int, default=256)
     p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--no-doctor", action="store_true", help="skip the doctor run on the saved models")
+    p.add_argument("--doctor-args", default="", metavar='"ARGS"',
+                   help="more doctor options, e.g. \"--max-prompts 8 --max-new-tokens 16\" for a quick dry run")
+    p.add_argument("--work", default=None, help="where the models are saved for doctor (default: a temp folder)")
     args = p.parse_args(argv)
 
     from eagle3lab.analysis.timing import measure_costs
@@ -141,9 +226,20 @@ def main(argv=None) -> int:
     report["verify_curve"] = costs.verify_frame().reset_index().to_dict("records")
     if cuda:
         report["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
-    report["total_s"] = time.perf_counter() - t0
     print(f"c = {costs.c:.3f}; verify curve (target steps): "
           + "  ".join(f"{n}:{costs.v(n):.2f}" for n in sorted(costs.verify_s)), flush=True)
+    if not args.no_doctor:
+        work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="gpu_smoke_"))
+        t = time.perf_counter()
+        folders = save_models(target, draft, work)
+        saved_s = time.perf_counter() - t
+        del target, draft, costs   # the child loads its own copies; this process lets go of its GPU memory
+        if cuda:
+            torch.cuda.empty_cache()
+        report["doctor"] = {**doctor_step(*folders, device, dtype, args.doctor_args), "save_s": saved_s,
+                            "folder": str(work)}
+        print(json.dumps({"doctor": report["doctor"]}), flush=True)
+    report["total_s"] = time.perf_counter() - t0
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text(out, json.dumps(report, indent=1, default=str))

@@ -51,11 +51,18 @@ def dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _indexed(device: torch.device) -> torch.device:
+    """``cuda`` -> ``cuda:<current>``: a device map and a copy name one GPU."""
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
 def resolve_device_map(device_map, device="auto"):
     """The ``device_map`` for ``from_pretrained``: None -> ``{"": device}`` (one device, filled as the weights are
     read); "auto" (needs accelerate) or an explicit map is passed on."""
     if device_map is None:
-        return {"": resolve_device(device)}
+        return {"": _indexed(resolve_device(device))}
     if device_map == "auto":
         try:
             import accelerate  # noqa: F401
@@ -74,15 +81,39 @@ def _pread_supported() -> bool:
     return "backend" in (getattr(safe_open, "__text_signature__", None) or "")
 
 
-def open_safetensors(file, device="cpu"):
-    """``safe_open`` of one file whose tensors land on ``device`` as they are read, by pread (not mapped)."""
-    from safetensors import safe_open
+class _OnDevice:
+    """A safetensors file open for reading by pread on the host, each tensor moved to ``device`` as it is read:
+    one tensor at a time on the host, never the file (safetensors' own device= path is not used off the CPU,
+    where its pread backend is documented for Apple's MPS only)."""
 
-    dev = torch.device(device)
-    where = "cpu" if dev.type == "cpu" else str(dev)
-    if _pread_supported():
-        return safe_open(str(file), framework="pt", device=where, backend="pread")
-    return safe_open(str(file), framework="pt", device=where)
+    def __init__(self, file, device):
+        from safetensors import safe_open
+
+        kw = {"backend": "pread"} if _pread_supported() else {}
+        self.handle, self.device = safe_open(str(file), framework="pt", device="cpu", **kw), device
+
+    def __enter__(self):
+        self.handle.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.handle.__exit__(*exc)
+
+    def keys(self):
+        return self.handle.keys()
+
+    def get_slice(self, key):
+        return self.handle.get_slice(key)
+
+    def get_tensor(self, key) -> torch.Tensor:
+        tensor = self.handle.get_tensor(key)
+        return tensor if self.device.type == "cpu" else tensor.to(self.device)
+
+
+def open_safetensors(file, device="cpu") -> _OnDevice:
+    """One safetensors file whose tensors land on ``device`` as they are read (``with open_safetensors(f, dev) as
+    h: h.get_tensor(key)``), read by pread, not mapped."""
+    return _OnDevice(file, _indexed(torch.device(device)))
 
 
 @contextlib.contextmanager

@@ -17,7 +17,8 @@ spec.loader.exec_module(gpu_smoke)
 
 def test_tiny_shape_reports_every_piece(tmp_path):
     out = tmp_path / "smoke.json"
-    assert gpu_smoke.main(["--shape", "tiny", "--prompt-len", "24", "--max-new-tokens", "12", "--out", str(out)]) == 0
+    assert gpu_smoke.main(["--shape", "tiny", "--prompt-len", "24", "--max-new-tokens", "12", "--out", str(out),
+                           "--no-doctor"]) == 0
     report = json.loads(out.read_text())
     assert report["device"] == "cpu" and report["dtype"] == "float32"
     assert report["capture"]["points"] == [2, 4, 5] and report["capture"]["tokens_per_s"] > 0
@@ -32,3 +33,31 @@ def test_tiny_shape_reports_every_piece(tmp_path):
 def test_8b_shape_needs_a_gpu(capsys):
     assert gpu_smoke.main(["--shape", "8b"]) == 2
     assert "CUDA" in capsys.readouterr().err
+
+
+def test_the_doctor_step_saves_loadable_models_and_runs_doctor_as_a_user_does(tmp_path, monkeypatch):
+    """The models doctor reads back (the target with transformers, the draft in speculators format) and the
+    command line of its child; the child itself is timed on the GPU (docs/gpu.md), minutes on this CPU."""
+    import subprocess
+
+    from eagle3lab.models.checkpoint import load_draft
+    from eagle3lab.models.target import load_target
+
+    target, draft = gpu_smoke.build(gpu_smoke.SHAPES["tiny"], torch.device("cpu"), torch.float32)
+    target_dir, draft_dir = gpu_smoke.save_models(target, draft, tmp_path)
+    again = load_target(target_dir, device="cpu", dtype="bfloat16")
+    loaded = load_draft(draft_dir, target=again, device="cpu", dtype="bfloat16")
+    assert again.num_layers == 8 and again.tokenizer is not None and loaded.fc.weight.dtype == torch.bfloat16
+    assert torch.equal(loaded.fc.weight, draft.fc.weight.to(torch.bfloat16)) and loaded.aux_resid == draft.aux_resid
+    seen = {}
+
+    def child(cmd, **kw):
+        seen["cmd"] = cmd
+        return subprocess.CompletedProcess(cmd, 0, stdout='{"seconds": 1.5, "peak_rss_gib": 0.4}\n', stderr="")
+
+    monkeypatch.setattr(subprocess, "run", child)
+    out = gpu_smoke.doctor_step(target_dir, draft_dir, torch.device("cpu"), torch.bfloat16, "--max-prompts 8")
+    assert out == {"seconds": 1.5, "peak_rss_gib": 0.4}
+    args = seen["cmd"][3:]
+    assert args[args.index("--dtype") + 1] == "bfloat16" and args[args.index("--device") + 1] == "cpu"
+    assert args[args.index("--target") + 1] == str(target_dir) and args[-2:] == ["--max-prompts", "8"]
