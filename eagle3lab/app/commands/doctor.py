@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from eagle3lab.app.cli import add_dtype_argument
+
 
 def add_arguments(parser):
     parser.add_argument("--draft", required=True, help="the draft checkpoint folder")
@@ -44,6 +46,7 @@ def add_arguments(parser):
     parser.add_argument("--num-steps", type=int, default=3,
                         help="chain length scored when no launch command says (default 3)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 ... (default cpu)")
+    add_dtype_argument(parser)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--session", default=None, metavar="DIR",
                         help="record this run as a session folder (eagle3lab session show / diff; docs/cli/session.md)")
@@ -61,6 +64,7 @@ def run(args) -> int:
     from eagle3lab.analysis.write_fixed import write_fixed
     from eagle3lab.bundled import load_prompts
     from eagle3lab.errors import bad_input
+    from eagle3lab.models.device import dtype_name, resolve_dtype
 
     if args.dump and not args.target_head:
         raise bad_input("--dump", "--target-head", "the target folder for its config and head", None)
@@ -74,6 +78,7 @@ def run(args) -> int:
             raise bad_input("--dump-layer-ids", None, "comma-separated integers, e.g. 1,2,3", repr(args.dump_layer_ids)) from None
     if args.threads:
         torch.set_num_threads(args.threads)
+    args.dtype_used = dtype_name(resolve_dtype(args.dtype, args.device))   # the rule load_target / load_draft apply
     server_log = None
     if args.server_log:
         path = Path(args.server_log)
@@ -87,7 +92,7 @@ def run(args) -> int:
                         server_log=server_log, prompts=load_prompts(args.prompts), num_prompts=args.num_prompts,
                         max_prompts=args.max_prompts, prompt_step=args.prompt_step, seed=args.seed,
                         max_new_tokens=args.max_new_tokens, num_steps=args.num_steps, device=args.device,
-                        progress=not args.json)
+                        dtype=args.dtype_used, progress=not args.json)
     remaining = report.critical
     fixed = None
     if args.session:
@@ -96,7 +101,7 @@ def run(args) -> int:
         fixed = write_fixed(report, args.write_fixed, overwrite=args.overwrite)
         remaining = fixed["remaining"]
     if args.json:
-        out = report.to_dict()
+        out = {**report.to_dict(), "dtype": args.dtype_used}
         if fixed is not None:
             out["written"] = {**{k: v for k, v in fixed.items()
                                  if k not in ("tau", "predicted", "difference", "written", "remaining")},
@@ -106,7 +111,7 @@ def run(args) -> int:
         print(json.dumps(out, indent=2, default=str))
     else:
         print(f"doctor: draft {report.draft}  target {report.target}  engine {report.engine} "
-              f"{report.engine_version or '(current)'}  on {report.device}")
+              f"{report.engine_version or '(current)'}  on {report.device} in {args.dtype_used}")
         for note in report.notes:
             print(f"note: {note}")
         for f in report.findings:
@@ -135,9 +140,10 @@ def _record(report, args) -> None:
     from eagle3lab.app.session import Session
 
     keep = ("engine", "engine_version", "engine_platform", "num_prompts", "max_prompts", "prompt_step", "seed",
-            "max_new_tokens", "num_steps", "device", "prompts")
+            "max_new_tokens", "num_steps", "device", "dtype", "prompts")
     s = Session("doctor", command={"kind": "doctor", "argv": list(args.argv)},
-                parameters={k: getattr(args, k) for k in keep})
+                parameters={k: getattr(args, k) for k in keep}, runs_on={"device": report.device,
+                                                                          "dtype": args.dtype_used})
     s.model("draft", args.draft)
     target = args.target_head if args.dump else args.target
     if target and Path(target).exists():
