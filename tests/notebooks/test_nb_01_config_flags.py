@@ -45,7 +45,7 @@ def test_the_findings_table_shows_every_message_and_fix_whole(bundled_models):
     from eagle3lab import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
 
     res = resolve_flags("sglang", SEED_COMMAND, target_config=SEED_TARGET_CONFIG, draft_config=SEED_DRAFT_CONFIG,
-                        engine_version="0.5.4")
+                        engine_version="0.5.11")
     import html as html_lib
 
     long_texts = [t for f in res.findings for t in (f.message, f.fix) if t and len(t) > 50]
@@ -124,9 +124,9 @@ def test_config_only_and_dump_modes(bundled_models, tmp_path):
     # a dump verifies no tree: the fixed launch's topk 2 is scored as its chain, and the notebook says so
     assert "topk 2 scored as a chain of" in printed and "give TARGET to decode it" in printed
     config_only = resolve_flags("sglang", SEED_COMMAND, target_config={"architectures": ["Qwen3ForCausalLM"],
-                                "num_hidden_layers": 40}, draft_config=SEED_DRAFT_CONFIG, engine_version="0.5.4")
+                                "num_hidden_layers": 40}, draft_config=SEED_DRAFT_CONFIG, engine_version="0.5.11")
     seed = resolve_flags("sglang", SEED_COMMAND, target_config=SEED_TARGET_CONFIG, draft_config=SEED_DRAFT_CONFIG,
-                         engine_version="0.5.4")
+                         engine_version="0.5.11")
     assert config_only.effective["aux_label"] != seed.effective.get("aux_label")
     assert f"Aux states fed to fc: {config_only.effective['aux_label']}." in text
     assert claims["demo_mode"] == "dump" and "Scoring teacher-forced with" in text and "dumped states" in text
