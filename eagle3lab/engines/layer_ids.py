@@ -854,14 +854,20 @@ def _sglang_points(engine, written, n, arch, notes):
                   "and the fc input is narrower than the draft expects (vLLM fixed the analogous case in PR #46973; "
                   "SGLang fixed GPT-OSS only, PR #32334).", "breaks", code="SGLANG_FINAL_UNREACHED")
         points = [p for p in points if p != n]
-    if engine == "specforge" and n is not None and (n - 1) in ids:
+    if engine == "specforge":
+        _specforge_notes(ids, n, notes)
+    return text, points
+
+
+def _specforge_notes(ids, n, notes) -> None:
+    """What SpecForge itself says about ids it trains on (beyond the SGLang rule it captures through)."""
+    if n is not None and (n - 1) in ids:
         notes.add(f"SpecForge's old HF backend took hidden_states[{n}] for id {n - 1}: HF applies the final norm to "
                   "that entry, so training saw norm(resid[N]), not resid[N].", code="SPECFORGE_HF_FINAL_NORM")
-    if engine == "specforge" and (len(ids) != 3 or min(ids) < 0):
+    if len(ids) != 3 or min(ids) < 0:
         notes.add(f"SpecForge refuses {ids}: {_SPECFORGE_CHECK}. Under the +1 rule it cannot express resid[0] (id "
                   "-1): train on resid[1] (id 0) instead, or train with speculators, whose id 0 is resid[0].",
                   "breaks", code="SPECFORGE_IDS_REJECTED")
-    return text, points
 
 
 @dataclass(frozen=True)
