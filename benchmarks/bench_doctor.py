@@ -137,6 +137,7 @@ def _doctor_on_dump(case: dict, threads, device: str, fc_cache_gb) -> dict:
     return {"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
             "evaluations": found.evaluations, "prompts": report.prompts_used, "codes": [f.code for f in report.findings],
             "critical": [f.code for f in report.critical], "best": [str(p) for p in found.best["wiring"]],
+            "chosen": None if report.choice is None else [str(p) for p in report.choice.wiring],
             "identified": found.identifiable, "wiring_fix": wiring.fix if wiring else None,
             "tau_served": report.ladder[0].tau.value, "tau_fixed": report.ladder[-1].tau.value,
             "search": re.sub(r"\s+", " ", found.summary()), "summary": report.summary()}

@@ -70,7 +70,8 @@ def shape(scale: float = 1.0, layers: int | None = None) -> dict:
 
 
 def trained_points(layers: int) -> tuple[int, ...]:
-    return tuple(round(p * layers / 61) for p in TRAINED)
+    """TRAINED at another depth: resid[2] (SGLang's +1 rule needs a first id of 1), the middle, N - 3."""
+    return 2, round(TRAINED[1] * layers / 61), layers - 3
 
 
 def stated_ids(layers: int) -> tuple[int, ...]:
