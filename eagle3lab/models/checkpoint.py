@@ -522,6 +522,16 @@ def _older_sglang_reading(ids, num_layers: int, arch: str | None) -> list[str]:
             f"{num_layers} --engine-version V` says what build V feeds; doctor --engine-version V checks a server."]
 
 
+def _trainer_refuses(ids, num_layers: int, arch: str | None) -> list[str]:
+    """A warning when SpecForge, the sglang format's trainer, refuses ``ids`` (eagle3lab.engines.layer_ids'
+    SPECFORGE_IDS_REJECTED): the checkpoint serves, but cannot be fine-tuned with those ids as written."""
+    from eagle3lab.engines.layer_ids import resolve_aux_layers
+
+    res = resolve_aux_layers("specforge", list(ids), num_layers, arch=arch)
+    return [f"aux ids {list(ids)}: SGLang serves them, but {n.text}" for n in res.notes
+            if n.code == "SPECFORGE_IDS_REJECTED"]
+
+
 def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_target_layers: int | None = None,
                include_embedding: bool | None = None, overwrite: bool = False, keep_stated_flags: bool = False) -> dict:
     """Write ``draft`` as family ``format``; returns what was written (ids, flags, warnings).
@@ -557,10 +567,12 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     elif resid is None:
         ids = None
     else:
-        ids = to_engine_ids(get_profile(FORMAT_PROFILE[fmt]).id_engine, list(resid), n, arch=draft.target_arch)
+        # the ids are written for the server that reads them (SGLang for the sglang format), not for a trainer that
+        # may refuse them (SpecForge 0.2.0 takes no -1): that refusal is a warning below
+        ids = to_engine_ids(get_profile(SERVE_PROFILE[fmt]).id_engine, list(resid), n, arch=draft.target_arch)
         ids = None if fmt == "eagle" else ids
     if ids is not None and get_profile(SERVE_PROFILE[fmt]).id_engine == "sglang":
-        warnings += _older_sglang_reading(ids, n, draft.target_arch)
+        warnings += _older_sglang_reading(ids, n, draft.target_arch) + _trainer_refuses(ids, n, draft.target_arch)
     trained = resolve_settings(cfg, trainer, draft.format)
     flags = {"norm_before_residual": trained.norm_before_residual, "norm_before_fc": trained.norm_before_fc,
              "fc_norm": trained.fc_norm, "norm_output": trained.recycle_postnorm}

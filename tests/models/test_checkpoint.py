@@ -394,6 +394,9 @@ def test_ids_written_for_sglang_warn_when_an_older_build_reads_them_otherwise(tm
     assert written["aux_ids_written"] == [-1, 2, 6]
     (warning,) = [w for w in written["warnings"] if "not in every build" in w]
     assert "resid[0, 3, 7]" in warning and "in 0.5.4" in warning and "TypeError" in warning and "0.5.22" in warning
+    # written for SGLang, which serves them; SpecForge 0.2.0 would refuse -1 for training: said, not raised
+    (refused,) = [w for w in written["warnings"] if "SpecForge refuses [-1, 2, 6]" in w]
+    assert refused.startswith("aux ids [-1, 2, 6]: SGLang serves them")
     healthy = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")
     assert not [w for w in save_draft(healthy, tmp_path / "healthy", "sglang", num_target_layers=12)["warnings"]
                 if "not in every build" in w]
