@@ -271,3 +271,12 @@ def read_draft(raw: dict, flags: tuple[str, ...], where: str = "draft config.jso
 
 
 IDS_KEYS = {"top": IDS_TOP, "nested": IDS_NESTED}
+
+
+def draft_format(raw: dict) -> str:
+    """A draft config's checkpoint format by its keys: "speculators" (``speculators_model_type`` or a
+    ``speculators_config``), else "sglang" (the flat config SGLang serves and SpecForge trains). The trainer whose
+    arithmetic it was trained with is ``eagle3lab.engines.profiles.FORMAT_PROFILE[format]``; the full detection (MTP
+    heads, targets, EAGLE's template) is eagle3lab.models.checkpoint_formats, which needs no more here."""
+    speculators = "speculators_model_type" in raw or isinstance(raw.get("speculators_config"), dict)
+    return "speculators" if speculators else "sglang"

@@ -75,3 +75,35 @@ def aux_needs_layers(prefix: str, ids, rule: str, versions: str, eff: dict) -> l
                        "cannot be placed on resid[k].", rule, versions, "Pass --target-config TARGET/config.json.",
                        "aux_resid"))
     return out
+
+
+def window_rows(engine: str) -> str:
+    """How ``engine``'s releases apply a draft's sliding window, from its WINDOW rows (eagle3lab.engines.profiles)."""
+    from eagle3lab.engines.profiles import ALL, BY_FLAG, BY_LAYER_TYPES, NO_WINDOW, ROWS, WINDOW
+
+    how = {NO_WINDOW: "never applied", BY_LAYER_TYPES: "applied through the config's layer_types",
+           BY_FLAG: "applied only through the launch flag"}
+    rows = [r for r in ROWS if r.engine == engine and r.kind == WINDOW]
+    return "; ".join(("every release read" if r.since == ALL else f"from {r.since}") + f": {how[r.value]}"
+                     for r in rows)
+
+
+def draft_window_finding(inp: Inputs, launch_window: int | None = None) -> Finding | None:
+    """DRAFT_WINDOW: the draft config's sliding window as its trainer (by the config's format) ran it vs as this build
+    runs it (``launch_window``: SGLang's --speculative-draft-window-size), by draft_checks.window_problem, the rule
+    inspect and doctor use; None when they agree or no draft config was read."""
+    from eagle3lab.engines.config_view import draft_format, read_draft
+    from eagle3lab.engines.draft_checks import window_problem
+    from eagle3lab.engines.profiles import FLAGS, FORMAT_PROFILE, for_build
+
+    if not inp.draft:
+        return None
+    view = read_draft(inp.draft, FLAGS, inp.sources.get("draft_config") or "draft config.json")
+    served = for_build(inp.engine, inp.engine_version, inp.engine_platform)
+    problem = window_problem(view.window, view.num_layers, FORMAT_PROFILE[draft_format(inp.draft)], served,
+                             launch_window)
+    if problem is None:
+        return None
+    return Finding(problem.code, "error" if problem.severity == "critical" else problem.severity,
+                   f"{problem.title}: {problem.evidence}", f"{served.engine}: {served.draft_window_how}",
+                   window_rows(inp.engine), problem.fix)

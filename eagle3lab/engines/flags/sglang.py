@@ -25,7 +25,13 @@ import json
 from pathlib import Path
 
 from eagle3lab.engines.flags.cmdline import FlagSpec, env_bool, parse_command
-from eagle3lab.engines.flags.common import Inputs, aux_needs_layers, aux_unknown, translator_findings
+from eagle3lab.engines.flags.common import (
+    Inputs,
+    aux_needs_layers,
+    aux_unknown,
+    draft_window_finding,
+    translator_findings,
+)
 from eagle3lab.engines.flags.configs import config_value, first_arch, written_aux_ids
 from eagle3lab.engines.flags.result import Finding
 from eagle3lab.engines.flags.sglang_overlap import CHANGES as OVERLAP_RECORDS
@@ -297,6 +303,8 @@ def resolve(inp: Inputs):
                           "python/sglang/srt/speculative/eagle_worker*.py init_token_map",
                           fix="Remove --speculative-token-map; check the draft's d2t instead.", setting="token_map"))
         _aux(inp, as_given, ids_top, ids_nested, eagle_cfg, eff, out)
+        # llama_eagle3.py applies only --speculative-draft-window-size (0.5.12 on), never the config's window
+        out += [f for f in [draft_window_finding(inp, v.get("--speculative-draft-window-size"))] if f]
     _context(inp, eff, out)
     return as_given, eff, out
 

@@ -16,7 +16,13 @@ import difflib
 import json
 
 from eagle3lab.engines.flags.cmdline import FlagSpec, parse_command, parse_count
-from eagle3lab.engines.flags.common import Inputs, aux_needs_layers, aux_unknown, translator_findings
+from eagle3lab.engines.flags.common import (
+    Inputs,
+    aux_needs_layers,
+    aux_unknown,
+    draft_window_finding,
+    translator_findings,
+)
 from eagle3lab.engines.flags.configs import config_value, first_arch, is_speculators, written_aux_ids
 from eagle3lab.engines.flags.result import Finding
 from eagle3lab.engines.versions import Change
@@ -174,6 +180,7 @@ def resolve(inp: Inputs):
     if method == "eagle3":
         _norm_flags(draft, eff, out)
         _aux(inp, draft, eff, out, spec)
+        out += [f for f in [draft_window_finding(inp)] if f]   # vLLM applies it through layer_types only
     _positions(inp, target, draft, eff, out)
     return as_given, eff, out
 
