@@ -50,7 +50,7 @@ class Cost:
         """What the severity rests on, in words (estimated ones say "about")."""
         measured = ("about " if self.estimated else "") + self.interval_text()
         rule = (f"max({MIN_TOKENS_PER_ROUND} tokens per round, {MIN_SHARE_OF_TAU:.0%} of tau {self.tau:.2f}) = "
-                f"{self.threshold:.2f}")
+                f"{self.threshold:.3f}")
         return {"critical": f"a cost a user notices: {measured} (the low end clears {rule})",
                 "warning": f"measurable but small: {measured} (the low end is below {rule}, the critical threshold)",
                 "info": ("measured as a loss" if self.gain.sign() == -1 else "within noise") + f": {measured}",
