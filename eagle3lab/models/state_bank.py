@@ -31,6 +31,12 @@ HEAD_BLOCK = 16384
 FC_CACHE_BYTES = 3 << 30
 
 
+def _version(t: torch.Tensor) -> int:
+    """A tensor's in-place version counter; an inference tensor (made under torch.inference_mode, as greedy_bank's
+    states are) has none and cannot be changed in place outside that mode, so its version is fixed."""
+    return 0 if t.is_inference() else t._version
+
+
 def _upcast(head: torch.Tensor) -> bool:
     return head.device.type == "cpu" and head.dtype in (torch.bfloat16, torch.float16)
 
@@ -177,7 +183,7 @@ class StateBank:
         self._check_held([point])
         width = self.states[point].shape[-1]
         x = self.states[point]
-        key = (id(weight), weight._version, slot, point, id(x), x._version)
+        key = (id(weight), _version(weight), slot, point, id(x), _version(x))
         held = self._fc.get(key)
         if held is not None and held[0]() is weight and held[1]() is x:
             self._fc.move_to_end(key)

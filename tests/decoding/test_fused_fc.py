@@ -71,3 +71,16 @@ def test_a_hook_on_fc_or_an_fc_norm_takes_the_exact_path(case):
         evaluate_on_bank(bank, draft, (0, 3, 8), 2)
     assert seen and all(s[-1] == draft.config.hidden_size for s in seen)   # fc ran, its hook fired
     assert fc_is_linear(draft)
+
+
+def test_states_made_under_inference_mode_are_projected(case):
+    """greedy_bank captures under torch.inference_mode: such states carry no version counter (doctor's live path
+    raised 'Inference tensors do not track version counter' before)."""
+    bank, draft = case
+    width = bank.states[3].shape[-1]
+    with torch.inference_mode():
+        frozen = bank.states[3].clone()
+    bank.states[3] = frozen
+    proj = bank.fc_projection(draft.fc.weight, 1, 3)
+    torch.testing.assert_close(proj, frozen.float() @ draft.fc.weight[:, width:2 * width].float().T,
+                               rtol=1e-5, atol=1e-5)
