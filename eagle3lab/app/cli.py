@@ -39,6 +39,17 @@ def add_dtype_argument(parser, what: str = "the target and the draft") -> None:
                              "(default auto; the dtype used is recorded in --json and in a session)")
 
 
+def add_platform_argument(parser, decides: str) -> None:
+    """``--engine-platform`` as every command that names a vLLM build takes it: the choices are
+    eagle3lab.engines.vllm_runner.PLATFORMS (one home; a light import, no torch), ``decides`` what it decides."""
+    from eagle3lab.engines.vllm_runner import PLATFORMS
+
+    parser.add_argument("--engine-platform", choices=tuple(PLATFORMS), default=None,
+                        help="vLLM only: " + "; ".join(f"{name} = {words}" for name, words in PLATFORMS.items())
+                             + f". With the release it decides vLLM's model runner{decides} (default: a CUDA build, "
+                             "said in the output)")
+
+
 def _load(name: str):
     return importlib.import_module(f"eagle3lab.app.commands.{name.replace('-', '_')}")
 

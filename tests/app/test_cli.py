@@ -40,3 +40,18 @@ def test_env_json_runs_as_a_console_script():
     assert report["device"]["device_auto"] in ("cpu", "cuda")
     assert report["libraries"]["torch"].startswith("2.")
     assert set(report["bundled"]) == {"target", "draft-healthy", "draft-case"}
+
+
+def test_engine_platform_choices_are_vllm_runners():
+    """ids, inspect and flags take --engine-platform from one home, vllm_runner.PLATFORMS (cpu+triton included)."""
+    import argparse
+    import importlib
+
+    from eagle3lab.engines.vllm_runner import PLATFORMS
+
+    for name in ("ids", "inspect", "flags"):
+        parser = argparse.ArgumentParser()
+        importlib.import_module(f"eagle3lab.app.commands.{name}").add_arguments(parser)
+        action = next(a for a in parser._actions if "--engine-platform" in a.option_strings)
+        assert tuple(action.choices) == tuple(PLATFORMS) and "cpu+triton" in action.choices, name
+        assert "cpu+triton = vLLM's CPU build with triton-cpu" in action.help, name

