@@ -84,9 +84,12 @@ def test_sglang_with_the_trained_window_has_no_finding(tmp_path):
 
 def test_sglang_with_another_window_is_told_the_trained_one(tmp_path):
     draft = speculators_draft(tmp_path / "d", 2048, ["sliding_attention"])
-    found = sglang(draft, " --speculative-draft-window-size 1024").finding("DRAFT_WINDOW")
+    res = sglang(draft, " --speculative-draft-window-size 1024")
+    found = res.finding("DRAFT_WINDOW")
     assert found.fix == "Launch with --speculative-draft-window-size 2048."
     assert "a 1024-token window on layer(s) [0]" in found.message
+    assert found.setting == "draft_window_size" and res.effective["draft_window_size"] == 1024
+    assert res.table().loc["draft_window_size", "why"] == "DRAFT_WINDOW"
 
 
 def test_sglang_before_0_5_12_has_no_draft_window_at_all(tmp_path):

@@ -88,7 +88,7 @@ def window_rows(engine: str) -> str:
                      for r in rows)
 
 
-def draft_window_finding(inp: Inputs, launch_window: int | None = None) -> Finding | None:
+def draft_window_finding(inp: Inputs, launch_window: int | None = None, setting: str | None = None) -> Finding | None:
     """DRAFT_WINDOW: the draft config's sliding window as its trainer (by the config's format) ran it vs as this build
     runs it (``launch_window``: SGLang's --speculative-draft-window-size), by draft_checks.window_problem, the rule
     inspect and doctor use; None when they agree or no draft config was read."""
@@ -106,4 +106,4 @@ def draft_window_finding(inp: Inputs, launch_window: int | None = None) -> Findi
         return None
     return Finding(problem.code, "error" if problem.severity == "critical" else problem.severity,
                    f"{problem.title}: {problem.evidence}", f"{served.engine}: {served.draft_window_how}",
-                   window_rows(inp.engine), problem.fix)
+                   window_rows(inp.engine), problem.fix, setting)

@@ -44,6 +44,7 @@ TABLE_ROWS = (
     "target_model", "target_arch", "num_target_layers", "draft_model", "draft_tensor_parallel_size",
     "aux_layer_ids", "aux_source", "aux_resid", "draft_norm_flags", "max_running_requests",
     "overlap_schedule", "mixed_chunk", "token_map", "context_length", "draft_max_position_embeddings",
+    "draft_window_size",
 )
 _NOT_IN_TABLE = ("engine", "engine_version", "aux_label")
 

@@ -228,6 +228,7 @@ def resolve(inp: Inputs):
         "overlap_schedule": False if v.get("--disable-overlap-schedule") else None,
         "mixed_chunk": True if v.get("--enable-mixed-chunk") else None,
         "token_map": v.get("--speculative-token-map"), "context_length": v.get("--context-length"),
+        "draft_window_size": v.get("--speculative-draft-window-size"),
         "draft_max_position_embeddings": config_value(draft_cfg, "max_position_embeddings"),
     }
     eff = dict(as_given)
@@ -304,7 +305,7 @@ def resolve(inp: Inputs):
                           fix="Remove --speculative-token-map; check the draft's d2t instead.", setting="token_map"))
         _aux(inp, as_given, ids_top, ids_nested, eagle_cfg, eff, out)
         # llama_eagle3.py applies only --speculative-draft-window-size (0.5.12 on), never the config's window
-        out += [f for f in [draft_window_finding(inp, v.get("--speculative-draft-window-size"))] if f]
+        out += [f for f in [draft_window_finding(inp, eff["draft_window_size"], "draft_window_size")] if f]
     _context(inp, eff, out)
     return as_given, eff, out
 
