@@ -15,7 +15,7 @@ target's layer count N?
 ``--shape kimi-k2.5``: the seed's own shape from a dump (``benchmarks/kimi_case.py`` writes a synthetic
 Kimi-K2.5 dump of resid[0..61] in bf16, a head folder with the 163840-token vocabulary and an MLA draft with three
 aux states; ``--scale`` shrinks every width, ``--layers`` the depth), then ``doctor --dump`` on it in a child
-process (``--engine vllm``, which reads the draft's ids one layer early): seconds, the child's peak host memory
+process (``--engine vllm``): seconds, the child's peak host memory
 (ru_maxrss) and draft evaluations, and the doctor's answer. ``--probe`` stops after the states, head and draft
 are loaded and times one evaluation of the served wiring by fc over the concatenation and one fused from slot
 projections (their cost first and when cached), for a shape whose whole search does not fit the time at hand.

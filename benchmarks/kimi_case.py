@@ -24,8 +24,7 @@ state it was trained on, undoes that layer's signs and moves it to the first hal
 k' it passes a share ``(1 - 2 FLIP) ** |k - k'|``. So the trained wiring is the one point that scores best and
 its neighbours score a little worse: it is identifiable, as a real draft's is, and by how much is set here.
 The draft was trained on resid[2, 30, 58]: SGLang's reading of the ids [1, 29, 57] on a DeepSeek-family
-target; vLLM reads them as resid[1, 29, 57], one layer early in every slot, which is what doctor --engine vllm
-should find. The decoder layer's weights are small and random (the layer passes fc's output nearly unchanged),
+target (bare ids read by vLLM's rule would be resid[1, 29, 57], one layer early in every slot). The decoder layer's weights are small and random (the layer passes fc's output nearly unchanged),
 so the first-layer rule and the recycled state are not identifiable here, and later chain steps rarely accept.
 
 ``scale`` shrinks every width (hidden, vocabularies, heads, ranks, intermediate size) for development and
