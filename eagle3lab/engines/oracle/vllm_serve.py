@@ -149,6 +149,18 @@ def serve_job(job: dict) -> dict:
     return out
 
 
+def _platform(device_type: str) -> str:
+    """The build as eagle3lab.engines.vllm_runner names it: a CPU device with Triton importable is the CPU image with
+    triton-cpu (vLLM's CPU Dockerfile), whose model runner follows the CUDA rules from 0.23.0."""
+    if device_type != "cpu":
+        return device_type
+    try:
+        from vllm.triton_utils import HAS_TRITON
+    except Exception:   # older builds: no such module, and no V2 CPU runner
+        return "cpu"
+    return "cpu+triton" if HAS_TRITON else "cpu"
+
+
 def main() -> int:
     for name, value in ENV.items():
         os.environ.setdefault(name, value)
@@ -159,7 +171,7 @@ def main() -> int:
     except Exception as err:
         json.dump({"engine": "vllm", "version": None, "error": f"{type(err).__name__}: {err}"}, sys.stdout)
         return 0
-    answer = {"engine": "vllm", "version": vllm.__version__, "platform": current_platform.device_type,
+    answer = {"engine": "vllm", "version": vllm.__version__, "platform": _platform(current_platform.device_type),
               "env": {k: os.environ.get(k) for k in ENV}, "jobs": []}
     stdout = sys.stdout
     sys.stdout = sys.stderr   # vLLM prints; the answer alone goes to stdout
