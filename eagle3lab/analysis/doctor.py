@@ -45,6 +45,7 @@ from eagle3lab.analysis.fixes import (
     ENGINE_FORMAT,
     Fix,
     RunState,
+    WrittenIn,
     algorithm_fix,
     chain_fix,
     map_fix,
@@ -602,9 +603,13 @@ def by_impact(findings: list[DoctorFinding]) -> list[DoctorFinding]:
 def plan_checkpoint(case: Case, build: Build, meter: Meter, start: RunState, ladder: Ladder,
                     static: list[DoctorFinding]) -> CheckpointPlan:
     """What a checkpoint written for this build runs: every fix as the build applies it once written (the
-    engine's own for a rule it ignores, the nearest points it captures), a measured loss left out."""
-    kept = [(fix, found.gain.sign() != -1) for fix, found in zip(ladder.fixes, ladder.findings)
-            if fix.as_written is not None]
+    engine's own for a rule it ignores, the nearest points it captures), a measured loss and a checkpoint fix
+    that is not critical (no cost a user notices) left out."""
+    # a checkpoint is changed only for a cost a user notices (a critical finding): a measurable but small gain
+    # read on these prompts is no reason to rewrite a checkpoint that may be right; the launch command's fixes
+    # are assumed as given
+    kept = [(fix, found.gain.sign() != -1 and (fix.written_in is WrittenIn.LAUNCH_COMMAND or found.severity == "critical"))
+            for fix, found in zip(ladder.fixes, ladder.findings) if fix.as_written is not None]
     written = [fix.as_written for fix, ok in kept if ok]
     config_keys = {}
     if any(f.code == "DRAFT_CONTEXT_SHORT" for f in static):

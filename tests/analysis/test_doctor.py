@@ -92,10 +92,11 @@ def test_the_seed_case_in_miniature(seed):
     # the server's log says tau 3.50 where doctor predicts about 1 as launched: the deployment differs
     assert codes["SERVER_MISMATCH"].data["observed"] == pytest.approx(3.5)
     assert seed.critical == [f for f in seed.findings if f.severity == "critical"]
-    # SGLang ignores the rule; and the wiring fix alone measures a loss on this ladder (critical only because
-    # undoing it costs), so the written checkpoint keeps the shipped ids: both remain after the write
-    assert [f.code for f in seed.remaining_after_write()] == ["FIRST_LAYER_RULE", "WIRING"]
-    assert seed.checkpoint.left_out == ("WIRING",)
+    # SGLang ignores the rule; the wiring fix is written unless it alone measures a loss on this ladder
+    # (then it is critical only because undoing it costs, and the written checkpoint keeps the shipped ids)
+    lost = codes["WIRING"].gain.sign() == -1
+    assert [f.code for f in seed.remaining_after_write()] == ["FIRST_LAYER_RULE"] + ["WIRING"] * lost
+    assert seed.checkpoint.left_out == ("WIRING",) * lost
 
 
 def test_the_fixes_are_the_stage_between_search_and_ladder(seed):
@@ -142,7 +143,8 @@ def test_the_findings_hold_with_perturbed_weights(tiny8, seed, prompts, tmp_path
 def test_written_fix_measures_what_doctor_predicted(seed, tmp_path):
     fixed = write_fixed(seed, tmp_path / "fixed")
     assert fixed["agrees"] and fixed["difference"].value == pytest.approx(0, abs=1e-9), fixed["difference"]
-    assert [f.code for f in fixed["remaining"]] == ["FIRST_LAYER_RULE", "WIRING"]   # the wiring fix was left out
+    lost = seed.finding("WIRING").gain.sign() == -1                                  # then the wiring fix is left out
+    assert [f.code for f in fixed["remaining"]] == ["FIRST_LAYER_RULE"] + ["WIRING"] * lost
     reloaded = load_draft(tmp_path / "fixed", target=seed.target_source)
     assert reloaded.under("sglang").bound(num_target_layers=8).aux_resid == tuple(sorted(seed.written_fix.wiring))
     assert reloaded.config.norm_before_residual is True     # the trained rule stated, though SGLang ignores it
@@ -155,10 +157,14 @@ def test_vllm_honours_every_fix(tiny8, case_dir, prompts, tmp_path):
     # vLLM reads the written norm_before_residual: true, so only the wiring is wrong there
     assert [f.code for f in report.critical] == ["WIRING"] and "FIRST_LAYER_RULE" not in report.codes()
     assert report.remaining_after_write() == []
-    assert [(f.code, f.applicable, f.written_in) for f in report.fixes] == [("WIRING", True, WrittenIn.CHECKPOINT)]
+    # with the wiring fixed a few slots may read as re-pointed: a map fix with a small measured gain is no
+    # critical finding, and it is not written into the checkpoint
+    assert [(f.code, f.applicable, f.written_in) for f in report.fixes if f.code != "VOCAB_MAP"] == [
+        ("WIRING", True, WrittenIn.CHECKPOINT)]
+    assert report.checkpoint.predicted.d2t is None or report.finding("VOCAB_MAP").severity == "critical"
     fixed = write_fixed(report, tmp_path / "fixed")
     assert fixed["agrees"] and fixed["tau"].low > report.ladder[0].tau.high
-    assert fixed["tau"].value == pytest.approx(report.ladder[-1].tau.value)
+    assert fixed["tau"].value == pytest.approx(report.written_fix.tau.value)
 
 
 def test_healthy_draft_and_the_wrong_algorithm(tiny8, healthy_dir, prompts):
