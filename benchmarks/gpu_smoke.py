@@ -154,42 +154,11 @@ def doctor_step(target_dir: Path, draft_dir: Path, device, dtype, extra: str = "
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shape", choices=sorted(SHAPES), default="8b")
-    p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "build"), "gpu_smoke.json"))
-    p.add_argument("--prompt-len", type=int, default=256)
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--no-doctor", action="store_true", help="skip the doctor run on the saved models")
-    p.add_argument("--doctor-args", default="", metavar='"ARGS"',
-                   help="more doctor options, e.g. \"--max-prompts 8 --max-new-tokens 16\" for a quick dry run")
-    p.add_argument("--work", default=None, help="where the models are saved for doctor (default: a temp folder)")
-    args = p.parse_args(argv)
-
+def measure_costs_into(report: dict, target, draft, args, device, cuda: bool) -> None:
+    """The costs of every piece on this device (capture, tokens/s, c, the verify curve), added to ``report``."""
     from eagle3lab.analysis.timing import measure_costs
-    from eagle3lab.atomic import write_text
     from eagle3lab.decoding.speculative import hf_generate, speculative_generate, target_greedy
     from eagle3lab.models.capture import capture_resid
-
-    cuda = torch.cuda.is_available()
-    if args.shape == "8b" and not cuda:
-        print("gpu_smoke: the 8b shape needs a CUDA GPU (bf16, ~17 GB for target + draft); "
-              "run --shape tiny to check the script on a CPU.", file=sys.stderr)
-        return 2
-    device = torch.device("cuda" if cuda else "cpu")
-    if not cuda:
-        torch.set_num_threads(1)  # the tiny CPU check: one thread avoids spin-waits on a shared box
-    dtype = torch.bfloat16 if cuda else torch.float32
-    t0 = time.perf_counter()
-    target, draft = build(SHAPES[args.shape], device, dtype)
-    report = {"shape": args.shape, "device": torch.cuda.get_device_name(0) if cuda else "cpu",
-              "dtype": str(dtype).replace("torch.", ""), "torch": torch.__version__, "build_s": time.perf_counter() - t0,
-              "target_params": sum(p.numel() for p in target.model.parameters()),
-              "draft_params": sum(p.numel() for p in draft.parameters())}
-    if cuda:
-        report["memory_after_load_gib"] = torch.cuda.memory_allocated() / 2**30
-        torch.cuda.reset_peak_memory_stats()
-    print(json.dumps(report), flush=True)
 
     vocab = target.vocab_size
     gen = torch.Generator().manual_seed(1)
@@ -228,12 +197,50 @@ def main(argv=None) -> int:
         report["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
     print(f"c = {costs.c:.3f}; verify curve (target steps): "
           + "  ".join(f"{n}:{costs.v(n):.2f}" for n in sorted(costs.verify_s)), flush=True)
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shape", choices=sorted(SHAPES), default="8b")
+    p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "build"), "gpu_smoke.json"))
+    p.add_argument("--prompt-len", type=int, default=256)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--no-doctor", action="store_true", help="skip the doctor run on the saved models")
+    p.add_argument("--doctor-only", action="store_true", help="skip the costs: build, save and run doctor only")
+    p.add_argument("--doctor-args", default="", metavar='"ARGS"',
+                   help="more doctor options, e.g. \"--max-prompts 8 --max-new-tokens 16\" for a quick dry run")
+    p.add_argument("--work", default=None, help="where the models are saved for doctor (default: a temp folder)")
+    args = p.parse_args(argv)
+
+    from eagle3lab.atomic import write_text
+
+    cuda = torch.cuda.is_available()
+    if args.shape == "8b" and not cuda:
+        print("gpu_smoke: the 8b shape needs a CUDA GPU (bf16, ~17 GB for target + draft); "
+              "run --shape tiny to check the script on a CPU.", file=sys.stderr)
+        return 2
+    device = torch.device("cuda" if cuda else "cpu")
+    if not cuda:
+        torch.set_num_threads(1)  # the tiny CPU check: one thread avoids spin-waits on a shared box
+    dtype = torch.bfloat16 if cuda else torch.float32
+    t0 = time.perf_counter()
+    target, draft = build(SHAPES[args.shape], device, dtype)
+    report = {"shape": args.shape, "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+              "dtype": str(dtype).replace("torch.", ""), "torch": torch.__version__, "build_s": time.perf_counter() - t0,
+              "target_params": sum(p.numel() for p in target.model.parameters()),
+              "draft_params": sum(p.numel() for p in draft.parameters())}
+    if cuda:
+        report["memory_after_load_gib"] = torch.cuda.memory_allocated() / 2**30
+        torch.cuda.reset_peak_memory_stats()
+    print(json.dumps(report), flush=True)
+
+    if not args.doctor_only:
+        measure_costs_into(report, target, draft, args, device, cuda)
     if not args.no_doctor:
         work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="gpu_smoke_"))
         t = time.perf_counter()
         folders = save_models(target, draft, work)
         saved_s = time.perf_counter() - t
-        del target, draft, costs   # the child loads its own copies; this process lets go of its GPU memory
+        del target, draft   # the child loads its own copies; this process lets go of its GPU memory
         if cuda:
             torch.cuda.empty_cache()
         report["doctor"] = {**doctor_step(*folders, device, dtype, args.doctor_args), "save_s": saved_s,

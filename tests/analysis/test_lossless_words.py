@@ -31,7 +31,7 @@ def test_tie_flips_and_bugs_are_counted_apart():
     text, claims = lossless_words(sweep_of({"a": one_tie, "b": tie_and_bug}), ["a", "b"])
     assert claims == {"lossless_dtype": "bfloat16", "lossless_differing": 3, "tie_flips": 2, "lossless_bugs": 1}
     assert text.startswith(", in bfloat16; of the 3 outputs that differed, 2 were tie flips (")
-    assert "within 4 resolutions of bfloat16" in text and text.endswith("and **1 was a bug** (off the target's "
+    assert "within 8 resolutions of bfloat16" in text and text.endswith("and **1 was a bug** (off the target's "
                                                                          "argmax by more than rounding)")
     text, _ = lossless_words(sweep_of({"a": one_tie}), ["a"])
     assert "of the 1 output that differed, 1 was a tie flip (" in text and "bug" not in text
