@@ -66,6 +66,7 @@ from eagle3lab.analysis.wiring_search import WiringSearch, close_to, wiring_text
 from eagle3lab.engines.acceptance import Interval
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.engines.versions import parse_engine_version
+from eagle3lab.engines.vllm_runner import check_platform
 from eagle3lab.errors import bad_input
 from eagle3lab.models.state_bank import StateBank
 
@@ -231,8 +232,7 @@ def _check_arguments(engine: str, engine_version, engine_platform, target, promp
     if engine not in ENGINE_FORMAT:
         raise bad_input("--engine", None, f"one of {', '.join(ENGINE_FORMAT)}", repr(engine))
     parse_engine_version(engine_version, "--engine-version")
-    if engine_platform not in (None, "cpu", "cuda"):
-        raise bad_input("--engine-platform", None, "cpu or cuda", repr(engine_platform))
+    check_platform(engine_platform, "--engine-platform")
     if target is None:
         raise bad_input("doctor", "--target", "the target (a folder or short name; with --dump, its folder for the "
                         "config and the head)", None)
@@ -288,9 +288,10 @@ def _live_case(draft_path, target, pool, first_n: int, cap: int, *, seed, bank, 
                 cap)
 
 
-def check_checkpoint(case: Case, engine: str) -> tuple[list[DoctorFinding], list[str]]:
-    """The checkpoint and the configs, unmeasured: (findings, notes). The draft was loaded even with a broken
-    map: its behaviour is read later."""
+def check_checkpoint(case: Case, engine: str, engine_version=None, engine_platform=None,
+                     launch: Launch | None = None) -> tuple[list[DoctorFinding], list[str]]:
+    """The checkpoint and the configs, unmeasured: (findings, notes), for the build asked and, where the launch
+    line sets one, its draft window. The draft was loaded even with a broken map: its behaviour is read later."""
     from eagle3lab.models.checkpoint import inspect_checkpoint
 
     findings, notes = [], []
@@ -303,7 +304,13 @@ def check_checkpoint(case: Case, engine: str) -> tuple[list[DoctorFinding], list
         findings.append(DoctorFinding("CHECKPOINT_ERROR", "critical", "the checkpoint does not load cleanly", err,
                                       source="config"))
     findings += config_findings(case.draft, case.target_config, f"{case.draft_path}/config.json")
-    findings += engine_findings(case.draft, engine)
+    flags = launch.flags if launch is not None else None
+    window = flags.effective.get("draft_window_size") if flags is not None else None
+    on_launch = {f.code for f in launch.findings} if launch is not None else set()
+    # a finding the launch stage already reports from the same rule (DRAFT_WINDOW with the launch's window) once
+    findings += [f for f in engine_findings(case.draft, engine, engine_version=engine_version,
+                                            engine_platform=engine_platform, launch_window=window)
+                 if f.code not in on_launch]
     return findings, notes
 
 
@@ -576,11 +583,25 @@ def labels_check(meter: Meter, state: RunState) -> list[DoctorFinding]:
             "value": pre_gap.value, "low": pre_gap.low, "high": pre_gap.high, "level": pre_gap.level}})]
 
 
-def _server_finding(server_log: str, served: Rung) -> DoctorFinding:
+def _rejection(engine: str, engine_args, engine_version):
+    """vLLM's rejection method for the launch (engines.counters.rejection_reading): whether the server's counters
+    measure the draft at all (a 'synthetic' launch replays given rates). None for SGLang or without a command."""
+    from eagle3lab.engines.counters import rejection_reading, spec_config_of
+    from eagle3lab.engines.flags.vllm import parse
+
+    if engine_args is None or PROFILES[engine].id_engine != "vllm":
+        return None
+    return rejection_reading(spec_config_of(parse(engine_args).values), engine_version=engine_version)
+
+
+def _server_finding(server_log: str, served: Rung, rejection=None) -> DoctorFinding:
     from eagle3lab.analysis.server_evidence import compare_with_prediction, parse_server_evidence
 
     evidence = parse_server_evidence(server_log)
-    cmp = compare_with_prediction(evidence, served.tau)
+    cmp = compare_with_prediction(evidence, served.tau, rejection=rejection)
+    if cmp["agrees"] is None:   # the counters do not measure this draft (synthetic rates, a sampled run)
+        return DoctorFinding("SERVER_NOT_COMPARABLE", "info", "the server's counters do not measure this draft",
+                             cmp["message"], None, "server", data=cmp)
     if cmp["agrees"]:
         return DoctorFinding("SERVER_AGREES", "info", "the server's acceptance matches the as-served prediction",
                              cmp["message"], None, "server", data=cmp)
@@ -647,8 +668,8 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     case = gather_evidence(draft_path, target, dump=dump, dump_layer_ids=dump_layer_ids, prompts=prompts,
                            num_prompts=num_prompts, max_prompts=max_prompts, seed=seed, bank=bank,
                            max_new_tokens=max_new_tokens, device=device, dtype=dtype, progress=progress)
-    static, notes = check_checkpoint(case, engine)
     launch = read_launch(case, engine, engine_args, engine_version, num_steps)
+    static, notes = check_checkpoint(case, engine, engine_version, engine_platform, launch)
     build = Build(engine, engine_version, engine_platform, case.bank.num_layers, case.draft.target_arch)
     served = served_reading(case.draft, build)
     searched = search(case, served, build, num_steps=num_steps, prompt_step=prompt_step, progress=progress)
@@ -657,7 +678,8 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     labels = labels_check(meter, proposed.every_fix)
     ladder = measure_ladder(meter, proposed.start, proposed.fixes, max(num_steps, launch.served_steps))
     checkpoint = plan_checkpoint(case, build, meter, proposed.start, ladder, static)
-    server = [_server_finding(server_log, ladder.rungs[0])] if server_log is not None else []
+    server = ([_server_finding(server_log, ladder.rungs[0], _rejection(engine, engine_args, engine_version))]
+              if server_log is not None else [])
     findings = by_impact([*static, *launch.findings, *proposed.findings, *labels, *ladder.findings, *server])
     return DoctorReport(draft=str(draft_path), target=case.target_name, engine=engine, engine_version=engine_version,
                         device=str(case.draft.fc.weight.device), findings=findings, ladder=ladder.rungs,

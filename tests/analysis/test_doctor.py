@@ -227,9 +227,14 @@ def test_configs_that_lie(tiny8, healthy_dir):
              "use_sliding_window": True, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
                                                           "original_max_position_embeddings": 1024}}
     found = {f.code: f for f in config_findings(draft, lying)}
-    assert {"DRAFT_CONTEXT_SHORT", "ROPE_SCALING", "ROPE_THETA", "TARGET_SLIDING_WINDOW"} <= set(found)
+    # the RoPE compared by what it computes: a scaling and a theta that both differ are one finding, whose fix
+    # writes both (eagle3lab.engines.draft_checks.rope_problem); a theta alone is ROPE_THETA
+    assert {"DRAFT_CONTEXT_SHORT", "ROPE_SCALING", "TARGET_SLIDING_WINDOW"} <= set(found)
+    assert "ROPE_THETA" not in found
     assert "max_position_embeddings: 4096" in found["DRAFT_CONTEXT_SHORT"].fix
-    assert '"rope_type": "yarn"' in found["ROPE_SCALING"].fix
+    assert '"rope_type": "yarn"' in found["ROPE_SCALING"].fix and "1000000" in found["ROPE_SCALING"].fix
+    theta_only = {f.code for f in config_findings(draft, {**cfg, "rope_theta": 1e6, "rope_parameters": None})}
+    assert "ROPE_THETA" in theta_only and "ROPE_SCALING" not in theta_only
     other = {f.code for f in config_findings(draft, {**cfg, "hidden_size": 64, "vocab_size": 999})}
     assert {"FC_WIDTH", "TARGET_HIDDEN_SIZE", "VOCAB_SIZE"} <= other
 
@@ -240,6 +245,35 @@ def test_server_evidence_that_agrees(seed):
     line = engine_log_lines(acceptance_stats(rounds, num_positions=served.num_steps))["vLLM V1"]
     finding = _server_finding(line, served)
     assert finding.code == "SERVER_AGREES", finding.evidence
+
+
+def test_a_synthetic_launch_is_not_compared_with_the_draft(seed):
+    """vLLM's 'synthetic' rejection replays given rates: the server's counters do not measure the draft, so doctor
+    reads the launch's method (engines.counters) and says so instead of a mismatch; a standard launch compares."""
+    from eagle3lab.analysis.doctor import _rejection
+
+    served = seed.ladder[0]
+    rounds = [a for seq in served.score.accept for a in seq]
+    line = engine_log_lines(acceptance_stats(rounds, num_positions=served.num_steps))["vLLM V1"]
+    spec = '{"method": "eagle3", "model": "D", "num_speculative_tokens": 3, "rejection_sample_method": "synthetic", ' \
+           '"synthetic_acceptance_length": 2.6}'
+    synthetic = _rejection("vllm", f"vllm serve T --speculative-config '{spec}'", "0.32.0")
+    assert synthetic.measures_draft is False
+    assert _server_finding(line, served, synthetic).code == "SERVER_NOT_COMPARABLE"
+    standard = _rejection("vllm", "vllm serve T --speculative-config '{\"method\": \"eagle3\", \"model\": \"D\", "
+                                  "\"num_speculative_tokens\": 3}'", "0.32.0")
+    assert _server_finding(line, served, standard).code == "SERVER_AGREES"
+    assert _rejection("sglang", "python -m sglang.launch_server --model-path T", None) is None
+
+
+def test_the_platform_is_checked_in_one_home():
+    """doctor takes every platform vllm_runner knows (cpu+triton: vLLM's CPU image with triton-cpu)."""
+    from eagle3lab.analysis.doctor import _check_arguments
+    from eagle3lab.errors import Eagle3LabError
+
+    _check_arguments("vllm", "0.32.0", "cpu+triton", "target")
+    with pytest.raises(Eagle3LabError, match="--engine-platform"):
+        _check_arguments("vllm", "0.32.0", "tpu", "target")
 
 
 def test_as_launched_is_the_offline_evaluator_under_the_engine(seed, tiny8, case_dir):

@@ -43,13 +43,13 @@ def test_env_json_runs_as_a_console_script():
 
 
 def test_engine_platform_choices_are_vllm_runners():
-    """ids, inspect, flags and bench take --engine-platform from one home, vllm_runner.PLATFORMS (cpu+triton included)."""
+    """ids, inspect, flags, bench and doctor take --engine-platform from one home, vllm_runner.PLATFORMS (cpu+triton included)."""
     import argparse
     import importlib
 
     from eagle3lab.engines.vllm_runner import PLATFORMS
 
-    for name in ("ids", "inspect", "flags", "bench"):
+    for name in ("ids", "inspect", "flags", "bench", "doctor"):
         parser = argparse.ArgumentParser()
         importlib.import_module(f"eagle3lab.app.commands.{name}").add_arguments(parser)
         action = next(a for a in parser._actions if "--engine-platform" in a.option_strings)

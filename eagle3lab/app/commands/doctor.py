@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eagle3lab.app.cli import add_dtype_argument
+from eagle3lab.app.cli import add_dtype_argument, add_platform_argument
 
 
 def add_arguments(parser):
@@ -22,9 +22,7 @@ def add_arguments(parser):
                              "dumped with")
     parser.add_argument("--engine", default="sglang", choices=("sglang", "vllm"), help="the serving engine (default sglang)")
     parser.add_argument("--engine-version", default=None, help="the engine build (0.5.4, YYYY-MM-DD, pre-#N/post-#N)")
-    parser.add_argument("--engine-platform", default=None, choices=("cpu", "cuda"),
-                        help="the build's platform: vLLM's CPU build runs the V1 model runner, which decides which "
-                             "id key it reads (default: a CUDA build)")
+    add_platform_argument(parser, ", and so which id key it reads")
     parser.add_argument("--engine-args", default=None, metavar='"<launch command>"',
                         help="the server's launch command, resolved as the engine would")
     parser.add_argument("--server-log", default=None, metavar="FILE",
