@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from eagle3lab.analysis import benchmark
 from eagle3lab.analysis.benchmark import GENERATE, decode_sweep
@@ -23,6 +24,8 @@ def test_a_cases_speed_over_generate_is_a_paired_ratio_over_prompts(monkeypatch)
     8 / 3 and a resample of the prompts moves it (a width), always above 1x (faster)."""
     times = iter([2.0, 4.0, 2.0, 2.0])       # the warm-up, then one per prompt
     monkeypatch.setattr(benchmark, "as_target", lambda t: t)
+    # the sweep's lossless check reads the target's dtype (the outputs here are identical: no forward is run)
+    monkeypatch.setattr("eagle3lab.decoding.lossless.as_target", lambda t: SimpleNamespace(dtype=torch.float32))
     monkeypatch.setattr(benchmark, "hf_generate", lambda t, p, n: _result(0.0, next(times, 2.0)))
     monkeypatch.setattr(benchmark, "speculative_generate", lambda t, prompt, **kw: _result(0.5, 0.5))
     sw = decode_sweep(object(), {"spec": {}}, [[1, 2]] * 3, max_new_tokens=5, baseline=False, progress=False)

@@ -8,6 +8,7 @@ import pytest
 from helpers.tiny_models import prompts, tiny_pair
 
 from eagle3lab.app.cli import main as cli_main
+from eagle3lab.decoding.lossless import TIE_ULPS
 from eagle3lab.errors import Eagle3LabError
 
 
@@ -25,7 +26,7 @@ def test_bench_command_json(tmp_path, capsys):
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["lossless"] == {"identical_to_generate": 2, "prompts": 2, "tie_flips": 0, "bugs": 0, "dtype": "float32",
-                               "tie_ulps": 4.0, "divergences": []}
+                               "tie_ulps": TIE_ULPS, "divergences": []}
     assert out["settings"]["num_draft_tokens"] == 4 and out["profile"] == "speculators"
     assert set(out["tokens_per_s"]) == {"generate", "greedy_loop", "greedy_loop_decode", "speculative",
                                         "speculative_decode"}
@@ -59,7 +60,7 @@ def test_bench_what_if_overrides(tmp_path, capsys):
     assert out["overrides"] == {"aux_resid": [0, 1, 2], "norm_before_residual": True}
     # wiring changes acceptance, never output
     assert out["lossless"] == {"identical_to_generate": 1, "prompts": 1, "tie_flips": 0, "bugs": 0, "dtype": "float32",
-                               "tie_ulps": 4.0, "divergences": []}
+                               "tie_ulps": TIE_ULPS, "divergences": []}
     for bad in ("0,x,2", "0,1", "0,1,99"):          # not a number, wrong count, past the last layer
         assert cli_main(base + ["--aux-resid", bad]) == 2
         assert "--aux-resid" in capsys.readouterr().err
