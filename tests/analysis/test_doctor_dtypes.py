@@ -11,12 +11,11 @@ moves some wirings' tau by 0.1 (not in the last digits), so the set within noise
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import replace
 
 import pytest
 import torch
-from helpers.fixture_drafts import draft_dir, heldout_prompts, tiny8, varied_target
+from helpers.fixture_drafts import draft_dir, heldout_prompts, tiny8, torch_threads, varied_target
 
 from eagle3lab.analysis.doctor import run_doctor
 
@@ -34,20 +33,10 @@ def _bank(target):
     return capture_bank(target, seqs, lens)
 
 
-@contextlib.contextmanager
-def _threads(n: int):
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _doctor(name, target, bank, dtype: str, threads: int):
     held = bank if dtype == "float32" else replace(bank, states={k: v.to(torch.bfloat16) for k, v in bank.states.items()},
                                                    _labels={})
-    with _threads(threads):
+    with torch_threads(threads):
         return run_doctor(draft_dir(name), target=target, bank=held, engine="sglang", num_prompts=PROMPTS,
                           max_prompts=PROMPTS, dtype=dtype, progress=False)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
+from helpers.fixture_drafts import torch_threads
 
 from eagle3lab import bundled
 from eagle3lab.analysis.doctor import run_doctor
@@ -41,12 +41,9 @@ def test_no_critical_finding_on_a_healthy_draft(track):
                                 max_new_tokens=32, progress=False)
     bank = capture_bank(target, seqs, lens)
     for seed in SIZE[track]["seeds"]:
-        torch.set_num_threads(THREADS[seed])
-        try:
+        with torch_threads(THREADS[seed]):
             report = run_doctor(draft, target=target, bank=bank, engine="sglang", seed=seed,
                                 max_prompts=SIZE[track]["pool"], progress=False)
-        finally:
-            torch.set_num_threads(1)
         assert report.critical == [], (track, seed, report.table()[["code", "severity", "gain [95%]"]])
         for f in report.findings:     # nothing measured is called more than info on an interval holding 0
             if f.severity != "info" and f.gain is not None:
