@@ -12,7 +12,10 @@ engines layer reads it too.
   ``max_position_embeddings`` for llama3, yarn and longrope. vLLM reads ``config.rope_parameters`` and SGLang
   ``config.rope_scaling``, which transformers 5 makes the same dict, so every engine on transformers 5 reads
   what this reads. ``Rope.computes`` is what the RoPE computes (theta, type, the numbers the type reads), the one
-  thing two configs are compared by.
+  thing two configs are compared by. Models with several attention types (Gemma3, Gemma3n, Olmo3, ModernBERT in
+  transformers 5.24) save ``rope_parameters`` keyed by layer type; the draft's one decoder layer is a full-attention
+  layer, so the ``full_attention`` entry is read (``per_layer_rope``); without one, ``Rope.unclear`` says why and
+  nothing is compared.
 - **Multimodal targets** keep the decoder in ``text_config`` (Kimi-K2.5's KimiK25ForConditionalGeneration,
   Qwen3-VL's Qwen3VLForConditionalGeneration); the served architecture is the top-level one.
 - **Sliding windows** (``Window``): ``sliding_window`` with ``layer_types`` (which layers slide) and Qwen's
@@ -76,9 +79,10 @@ class Rope:
 
     theta: float
     scaling: dict | None
-    theta_from: str              # "rope_parameters.rope_theta", "rope_theta" or "default"
-    scaling_from: str | None     # "rope_scaling", "rope_parameters" or None (nothing written)
+    theta_from: str              # "rope_parameters[.full_attention].rope_theta", "rope_theta" or "default"
+    scaling_from: str | None     # "rope_scaling", "rope_parameters[.full_attention]" or None (nothing written)
     max_positions: int | None = None
+    unclear: str | None = None   # why the full-attention layers' RoPE could not be read (None: read)
 
     @property
     def kind(self) -> str:
@@ -105,6 +109,8 @@ class Rope:
                 self.scaling.get("original_max_position_embeddings") or self.max_positions}
 
     def words(self) -> str:
+        if self.unclear:
+            return f"not read ({self.unclear})"
         scaling = "plain" if self.scaling is None else f"{self.kind} {_short(self.scaling)}"
         return f"theta {self.theta:g} ({self.theta_from}), {scaling}" + (
             f" ({self.scaling_from})" if self.scaling_from and self.scaling is not None else "")
@@ -119,11 +125,52 @@ def _short(scaling: dict) -> str:
     return "{" + ", ".join(f"{k}: {v}" for k, v in scaling.items() if k not in ("type", "rope_type")) + "}"
 
 
+FULL_ATTENTION = "full_attention"
+
+
+def per_layer_rope(params, layer: dict) -> bool:
+    """``rope_parameters`` keyed by layer type (transformers 5.19/5.24 ``nested_rope_parameter_keys``: keys named in
+    ``layer_types``). A plain RoPE dict never holds a dict, so one holding a dict is keyed too, ``layer_types`` or
+    not."""
+    if not isinstance(params, dict):
+        return False
+    types = layer.get("layer_types") if isinstance(layer.get("layer_types"), list) else ()
+    return any(isinstance(v, dict) for v in params.values()) or any(k in types for k in params)
+
+
+def _full_attention(legacy, params: dict, layer: dict) -> tuple[dict | None, str, str | None]:
+    """``(rope dict, where, unclear)`` of the full-attention layers from a per-layer-type ``rope_parameters``: the
+    draft's decoder layer is a full-attention layer (LlamaForCausalLMEagle3 and its peers have no sliding layer
+    type). A legacy ``rope_scaling`` updates that entry, as Gemma3/Gemma3n/Olmo3/ModernBERT's
+    ``convert_rope_params_to_dict`` do (transformers 5.24); the entry's theta, else the top-level rope_theta (the
+    same method's setdefault), else the model class's own default, which a config does not name: unclear."""
+    entry, where = params.get(FULL_ATTENTION), f"rope_parameters.{FULL_ATTENTION}"
+    keys = ", ".join(map(str, params))
+    if not isinstance(entry, dict):
+        return None, where, (f"rope_parameters is keyed by layer type ({keys}) with no {FULL_ATTENTION} RoPE "
+                             "entry: which one the draft's full-attention layer should match is not written")
+    if isinstance(legacy, dict) and legacy:
+        entry, where = {**entry, **legacy}, f"rope_scaling over {where}"
+    if entry.get("rope_theta") is None and layer.get("rope_theta") is None:
+        return None, where, (f"{where} writes no rope_theta, nor does the config: its theta is the model class's "
+                             "default (Gemma3: 1e6, Olmo3: 5e5), not read from the config")
+    return entry, where, None
+
+
 def read_rope(layer: dict) -> Rope:
     """``layer``'s RoPE (a target's text_config, a draft's layer config) by transformers 5's rule (module docstring)."""
     legacy, params = layer.get("rope_scaling"), layer.get("rope_parameters")
-    chosen, source = ((legacy, "rope_scaling") if isinstance(legacy, dict) and legacy else
-                      (params, "rope_parameters") if isinstance(params, dict) and params else (None, None))
+    positions = layer.get("max_position_embeddings")
+    positions = positions if isinstance(positions, int) else None
+    if per_layer_rope(params, layer):
+        chosen, source, unclear = _full_attention(legacy, params, layer)
+        if unclear:   # theta as a reader without the layer types takes it; compared with nothing (rope_problem)
+            top = layer.get("rope_theta")
+            return Rope(float(top) if top is not None else DEFAULT_THETA, None,
+                        "rope_theta" if top is not None else "default", None, positions, unclear)
+    else:
+        chosen, source = ((legacy, "rope_scaling") if isinstance(legacy, dict) and legacy else
+                          (params, "rope_parameters") if isinstance(params, dict) and params else (None, None))
     if chosen is not None and chosen.get("rope_theta") is not None:
         theta, theta_from = chosen["rope_theta"], f"{source}.rope_theta"
     elif layer.get("rope_theta") is not None:
@@ -134,9 +181,7 @@ def read_rope(layer: dict) -> Rope:
     if scaling is not None and rope_type_of(scaling) == "default" and \
             not (set(scaling) - {"rope_type", "type", "partial_rotary_factor"}):
         scaling = None   # rope_parameters {rope_type: default, rope_theta}: plain RoPE
-    positions = layer.get("max_position_embeddings")
-    return Rope(float(theta), scaling, theta_from, source if scaling is not None else None,
-                positions if isinstance(positions, int) else None)
+    return Rope(float(theta), scaling, theta_from, source if scaling is not None else None, positions)
 
 
 @dataclass(frozen=True)

@@ -167,9 +167,18 @@ def rope_fix(rope: Rope, prefix: str) -> dict:
     prefers it to rope_parameters; null = plain), rope_theta, and rope_parameters as transformers 5 writes them, the
     scaling's original_max_position_embeddings filled as transformers fills it (so it holds under any context)."""
     scaling = rope.filled_scaling()
-    params = {"rope_type": "default", **(scaling or {}), "rope_theta": rope.theta}
-    params.pop("type", None)
-    return {prefix + "rope_scaling": scaling, prefix + "rope_theta": rope.theta, prefix + "rope_parameters": params}
+    if scaling is not None:
+        # the type as written, rope_type else the legacy type: transformers 5's standardize_rope_params (5.19,
+        # 5.24: setdefault("rope_type", get("type", "default"))) and its validate_rope; a legacy
+        # "mrope" spelled as transformers 5 spells it (Qwen2VLConfig.convert_rope_params_to_dict: default with
+        # mrope_section, which rope_type_of reads as mrope)
+        kind = str(scaling.get("rope_type", scaling.get("type", "default")))
+        kind = "default" if kind == "mrope" else kind
+        # a legacy type kept, set alike: transformers 4's LlamaConfig.__init__ copies type over rope_type
+        scaling = {**scaling, "rope_type": kind, **({"type": kind} if "type" in scaling else {})}
+    params = {k: v for k, v in (scaling or {"rope_type": "default"}).items() if k != "type"}
+    return {prefix + "rope_scaling": scaling, prefix + "rope_theta": rope.theta,
+            prefix + "rope_parameters": {**params, "rope_theta": rope.theta}}
 
 
 def _edit_words(fix: dict) -> str:
@@ -177,7 +186,14 @@ def _edit_words(fix: dict) -> str:
 
 
 def rope_problem(mine: Rope, theirs: Rope, prefix: str, where: str) -> ConfigProblem | None:
-    """The draft's RoPE (``mine``) against the target's, by what each computes (``Rope.computes``)."""
+    """The draft's RoPE (``mine``) against the target's, by what each computes (``Rope.computes``); an info note, no
+    fix, where either could not be read as one full-attention layer's (``Rope.unclear``)."""
+    if mine.unclear or theirs.unclear:
+        return ConfigProblem(
+            "ROPE_NOT_COMPARED", "info", "every engine", "the draft's RoPE was not compared with the target's",
+            f"{where}: {mine.words()}; target {theirs.words()}",
+            "Check by hand that the draft's rope_theta and rope_scaling are those of the target's full-attention "
+            "layers.")
     if mine.computes() == theirs.computes():
         return None
     code, what = (("ROPE_THETA", "rope_theta") if mine.computes()[1:] == theirs.computes()[1:] else
@@ -199,7 +215,8 @@ def context_problem(mine: Rope, target: Rope, prefix: str, where: str) -> Config
         return None
     fix = {prefix + "max_position_embeddings": target_positions}
     if mine.scaling is not None and mine.filled_scaling() != mine.scaling:   # original_max was filled from it
-        fix.update(rope_fix(target, prefix))
+        # a target RoPE not read: the draft's own, filled, so that raising the context changes nothing it computes
+        fix.update(rope_fix(mine if target.unclear else target, prefix))
     return ConfigProblem(
         "DRAFT_CONTEXT_SHORT", "warning", "every engine", "the draft's context is shorter than the target's",
         f"{where}: max_position_embeddings {d_ctx}; target {target_positions}. Past {d_ctx} tokens the draft runs "

@@ -137,6 +137,45 @@ def test_each_config_fix_clears_its_finding_and_harms_no_good_draft(tmp_path, ed
     assert not inspect_checkpoint(good, target=target)["findings"]
 
 
+def per_layer_type_target(tmp_path):
+    """Llama-3.1-8B's sizes with RoPE as transformers 5 saves a model with several attention types (Gemma3):
+    rope_parameters keyed by layer type, the full-attention layers' llama3 scaling apart from the sliding ones'."""
+    def change(cfg):
+        cfg["layer_types"] = ["sliding_attention", "full_attention"] * (cfg["num_hidden_layers"] // 2)
+        cfg["rope_parameters"] = {"full_attention": {**cfg.pop("rope_scaling"), "rope_theta": cfg.pop("rope_theta")},
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+    return write(tmp_path, "target", LLAMA31, change)
+
+
+@pytest.mark.parametrize("scaling, code", [
+    (LLAMA3_ROPE, None),                                        # the full-attention layers' RoPE: no alarm
+    ({**LLAMA3_ROPE, "factor": 4.0}, "ROPE_SCALING"),           # truly another scaling: still found
+])
+def test_a_per_layer_type_target_is_compared_at_its_full_attention_layers(tmp_path, scaling, code):
+    target = per_layer_type_target(tmp_path)
+    draft = write(tmp_path, "d", SPECULATORS, lambda c: c["transformer_layer_config"].update(
+        rope_scaling=scaling, rope_theta=500000.0, max_position_embeddings=131072))
+    rope = {c for c, _ in codes(inspect_checkpoint(draft, target=target)) if c.startswith(("ROPE", "DRAFT_CONTEXT"))}
+    assert rope == ({code} if code else set())
+    if code:
+        apply_fix(draft, codes(inspect_checkpoint(draft, target=target))[(code, "every engine")]["config_fix"])
+        assert not inspect_checkpoint(draft, target=target)["findings"]
+
+
+def test_the_rope_fix_for_a_legacy_type_target_writes_its_type_and_clears_the_finding(tmp_path):
+    yarn = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}
+    target = write(tmp_path, "target", LLAMA31, lambda c: c.update(rope_scaling=yarn))
+    draft = write(tmp_path, "d", SPECULATORS, lambda c: c["transformer_layer_config"].update(
+        rope_theta=500000.0, max_position_embeddings=131072))
+    fix = codes(inspect_checkpoint(draft, target=target))[("ROPE_SCALING", "every engine")]["config_fix"]
+    params = fix["transformer_layer_config.rope_parameters"]
+    assert (params["rope_type"], params["factor"], "type" in params) == ("yarn", 4.0, False)
+    assert fix["transformer_layer_config.rope_scaling"]["rope_type"] == "yarn"
+    apply_fix(draft, fix)
+    assert not inspect_checkpoint(draft, target=target)["findings"]
+    layer = json.loads((draft / "config.json").read_text())["transformer_layer_config"]
+    assert read_rope({"rope_parameters": layer["rope_parameters"], "max_position_embeddings": 131072}).kind == "yarn"
+
 # ---------------------------------------------------------------------------- the missed classes
 
 def eagle31(cfg):
