@@ -45,16 +45,16 @@ from eagle3lab.analysis.fixes import (
     ENGINE_FORMAT,
     Fix,
     RunState,
-    WrittenIn,
     algorithm_fix,
     chain_fix,
+    kept_in_checkpoint,
     map_fix,
     rule_fix,
     unreadable_ids,
     wiring_fix,
 )
 from eagle3lab.analysis.ladder import Ladder, Meter, Rung, measure_ladder
-from eagle3lab.analysis.switches import SWITCHES
+from eagle3lab.analysis.switches import SWITCHES, ignores
 from eagle3lab.analysis.vocab_behaviour import (
     VocabCheck,
     absolute_ids,
@@ -92,13 +92,13 @@ class CheckpointPlan:
     runs it (the launch command's fixes assumed)."""
 
     predicted: Rung           # every fix the build runs once written, measured on the bank
-    stated_variant: dict      # the rule the config states: the trained one, even where the engine ignores it
+    stated_variant: dict      # the rule the config states (``_stated_variant``): the trained one where it is written
     config_keys: dict         # config keys findings ask for (the target's context)
     build: Build
     draft: object = field(repr=False)            # the loaded draft, whose weights are written
     bank: StateBank = field(repr=False)          # the states the written checkpoint is measured on
     target_source: object = field(repr=False)    # what load_draft reads the embedding from
-    left_out: tuple[str, ...] = ()               # codes of fixes measured as a loss on the ladder: not written
+    left_out: tuple[str, ...] = ()               # codes of fixes not written: not critical, or measured as a loss
 
 
 @dataclass
@@ -621,23 +621,33 @@ def by_impact(findings: list[DoctorFinding]) -> list[DoctorFinding]:
 # ------------------------------------------------------------------ stage 6: the written checkpoint
 
 
+def _stated_variant(start: RunState, kept: list[Fix], engine: str, shipped: dict) -> dict:
+    """The rule the written config states (``draft.rewired`` switches for ``save_draft``): a kept fix's trained
+    rule, even where the engine ignores it; else each key the engine honours as it ran it from the shipped
+    config (what the plan predicts), each it ignores as the checkpoint states it (``shipped``): a rule fix left
+    out changes no key."""
+    profile = PROFILES[engine]
+    stated = {k: shipped[k] if ignores(profile, k) else v for k, v in start.variant.items()}
+    for fix in kept:
+        stated.update(fix.change.get("variant", {}))
+    return stated
+
+
 def plan_checkpoint(case: Case, build: Build, meter: Meter, start: RunState, ladder: Ladder,
                     static: list[DoctorFinding]) -> CheckpointPlan:
     """What a checkpoint written for this build runs: every fix as the build applies it once written (the
     engine's own for a rule it ignores, the nearest points it captures), a measured loss and a checkpoint fix
-    that is not critical (no cost a user notices) left out."""
-    # a checkpoint is changed only for a cost a user notices (a critical finding): a measurable but small gain
-    # read on these prompts is no reason to rewrite a checkpoint that may be right; the launch command's fixes
-    # are assumed as given
-    kept = [(fix, found.gain.sign() != -1 and (fix.written_in is WrittenIn.LAUNCH_COMMAND or found.severity == "critical"))
-            for fix, found in zip(ladder.fixes, ladder.findings) if fix.as_written is not None]
-    written = [fix.as_written for fix, ok in kept if ok]
+    that is not critical (no cost a user notices) left out (``fixes.kept_in_checkpoint``); the rule its config
+    states follows the fixes kept, never the ladder's last rung (which carries every fix)."""
+    writable = [(fix, found) for fix, found in zip(ladder.fixes, ladder.findings) if fix.as_written is not None]
+    kept = [fix for fix, found in writable if kept_in_checkpoint(fix, found.severity, found.gain)]
     config_keys = {}
     if any(f.code == "DRAFT_CONTEXT_SHORT" for f in static):
         config_keys["max_position_embeddings"] = text_config(case.target_config).get("max_position_embeddings")
-    return CheckpointPlan(meter("written checkpoint", start.changed(*written)), ladder.rungs[-1].variant, config_keys,
-                          build, case.draft, case.bank, case.target_source,
-                          left_out=tuple(fix.code for fix, ok in kept if not ok))
+    stated = _stated_variant(start, kept, build.engine, _stated_switches(case.draft))
+    return CheckpointPlan(meter("written checkpoint", start.changed(*(fix.as_written for fix in kept))), stated,
+                          config_keys, build, case.draft, case.bank, case.target_source,
+                          left_out=tuple(fix.code for fix, _ in writable if fix not in kept))
 
 
 # ------------------------------------------------------------------ the whole check

@@ -101,7 +101,7 @@ class Fix:
     def fixed_by_checkpoint(self) -> bool:
         """The fix goes into the checkpoint and the build runs it as measured: what
         ``DoctorReport.remaining_after_write`` counts as fixed, unless ``doctor.plan_checkpoint`` left it out
-        for a loss measured on the ladder (``CheckpointPlan.left_out``)."""
+        (``kept_in_checkpoint``: not critical, or a loss measured on the ladder; ``CheckpointPlan.left_out``)."""
         return self.written_in is WrittenIn.CHECKPOINT and self.applicable
 
     def finding(self, before, after, gain, undone, undone_between) -> DoctorFinding:
@@ -109,10 +109,36 @@ class Fix:
         (``undone_between``: the two rungs undoing it compares). Its severity is what the larger of the two
         costs (``findings.Cost``), unless the fix is of a kind whose severity is set by what it is."""
         cost = costliest(cost_of(gain, before.tau, after.tau), cost_of(undone, *(r.tau for r in undone_between)))
+        severity = self.severity or cost.severity
         evidence = self.evidence + ("" if self.severity else f" Severity (the larger of gain and undone): {cost.words}.")
-        return DoctorFinding(self.code, self.severity or cost.severity, self.title, evidence, self.fix, self.source,
+        # what --write-fixed does with it is known only now, with the severity and the gain measured
+        words = write_fixed_words(self, severity, gain)
+        fix = f"{self.fix.rstrip('.')}. {words}" if self.fix and words else self.fix or words or None
+        return DoctorFinding(self.code, severity, self.title, evidence, fix, self.source,
                              tau_before=before.tau, tau_after=after.tau, gain=gain, undone=undone, data=self.data,
                              cost=cost)
+
+
+def kept_in_checkpoint(fix: Fix, severity: str, gain) -> bool:
+    """Whether the checkpoint ``--write-fixed`` writes runs ``fix`` (its ``as_written``), from its measured finding's
+    ``severity`` and ``gain`` (issue 32): a launch command's fix is assumed as given; a checkpoint's is written only
+    for a critical finding (a measurable but small gain read on these prompts is no reason to rewrite a checkpoint
+    that may be right); neither when it measures as a loss on the ladder."""
+    return (fix.as_written is not None and gain.sign() != -1
+            and (fix.written_in is WrittenIn.LAUNCH_COMMAND or severity == "critical"))
+
+
+def write_fixed_words(fix: Fix, severity: str, gain) -> str:
+    """The one sentence a checkpoint fix's text says about ``--write-fixed`` (``kept_in_checkpoint``); empty for a
+    launch command's fix and for one no checkpoint carries."""
+    if fix.written_in is not WrittenIn.CHECKPOINT or fix.as_written is None:
+        return ""
+    if kept_in_checkpoint(fix, severity, gain):
+        return "--write-fixed writes it (a critical finding)" + ("." if fix.applicable else
+                                                                "; this build does not run all of it.")
+    why = ("it measures as a loss on this ladder" if gain.sign() == -1 else
+           f"the finding is {severity}, not critical: a gain this small is no reason to rewrite the checkpoint")
+    return f"--write-fixed leaves it out: {why}."
 
 
 # ------------------------------------------------------------------ the fixes' words in the engine's syntax
@@ -136,7 +162,10 @@ def unreadable_ids(draft_path, draft, build, choice) -> DoctorFinding:
     ids of the chosen wiring, in the engine's key), never an early exit."""
     profile = PROFILES[build.engine]
     _, ids, why = build.servable(choice.wiring)
-    fix = (f"write {ids_fix(build.engine, ids)} (--write-fixed writes the {ENGINE_FORMAT[build.engine]} format)"
+    # write_fixed always writes ids in the engine's key, those of the wiring it writes (the WIRING finding says
+    # whether that is this one)
+    fix = (f"write {ids_fix(build.engine, ids)} (--write-fixed writes the ids of the wiring it writes, in the "
+           f"{ENGINE_FORMAT[build.engine]} format)"
            if ids is not None else f"no ids {build.label} can capture for {wiring_text(choice.wiring)} ({why})")
     return DoctorFinding(
         "AUX_IDS_UNREADABLE", "critical", f"{build.label} reads no aux ids it can serve from this checkpoint",
@@ -184,8 +213,7 @@ def wiring_fix(searched, start: RunState, build) -> Fix | None:
     if choice.cost is not None:    # none in the set is servable: the nearest, measured
         servable, ids = choice.wiring, build.servable(choice.wiring)[1]
     order_note = "" if servable is None or list(servable) == sorted(servable) else (
-        "; the engine concatenates in ascending order, so fc's input columns must be permuted "
-        "(--write-fixed does it)")
+        "; the engine concatenates in ascending order, so fc's input columns must be permuted")
     if servable == best:
         fix = (ids_fix(build.engine, ids) + id_notes(build.engine, ids, build.num_layers, build.arch, build.version)
                + order_note)
@@ -271,7 +299,7 @@ def map_fix(draft, meter, state: RunState):
     return Fix(FixKind.VOCAB_MAP, "VOCAB_MAP", "map from behaviour (in-sample)", {"d2t": d2t}, True,
                WrittenIn.CHECKPOINT, {"d2t": d2t},
                f"{len(vocab.suspects)} draft-vocabulary slots point at the wrong target tokens", seen + hint,
-               "rewrite d2t for those slots (--write-fixed does it)", "vocab", data=data, measure=Measure.CROSSFIT,
+               "rewrite d2t for those slots", "vocab", data=data, measure=Measure.CROSSFIT,
                read_from=state), vocab, []
 
 
