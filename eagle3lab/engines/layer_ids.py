@@ -775,16 +775,40 @@ def _sglang_points(engine, written, n, arch, notes):
     if engine == "sglang":
         _sglang_hook(arch, notes)
     if written is None:
-        if engine == "specforge":
-            ids = [1, n // 2 - 1, n - 4]
-            notes.add(f"Default ids used: SpecForge writes [1, N//2-1, N-4] = {ids} (SGLang convention) when "
-                      "none are given.", "defaulted", code="SPECFORGE_AUX_IDS_DEFAULTED")
-            return _RULES["specforge-default"], [i + 1 for i in ids]
-        notes.add("Default ids used silently: SGLang reads ids only from config.json -> eagle_config -> "
-                  "eagle_aux_hidden_state_layer_ids; a missing eagle_config (or a top-level key in speculators "
-                  f"style) is swallowed and loop indices [2, N//2, N-3] = {list(default_resid(n))} are used, "
-                  "with no log line.", "defaulted", code="SGLANG_AUX_IDS_DEFAULTED")
-        return _RULES["sglang-default"], [2, n // 2, n - 3]
+        return _sglang_default_points(engine, n, notes)
+    ids = _sglang_written_ids(engine, written)
+    rule = _FileRule(file, notes)
+    offset = rule.get("offset") if file is not None else PLUS_ONE
+    text = _newest(rule.get("rule"))
+    family = sglang_first_id_rule(arch)
+    _sglang_offset_notes(ids, n, arch, file, rule, offset, family, notes)
+    if engine == "specforge":
+        text = _RULES["specforge"] + " SGLang rule for this target: " + text
+    plus_one = (offset == PLUS_ONE or offset == FIRST_ID and ids[0] == 1
+                or offset == LARGEST_N and (n is None or max(ids) != n))
+    points = [i + 1 for i in ids] if plus_one else list(ids)
+    points = _sglang_reachable(ids, points, n, arch, file, rule, plus_one, family, notes)
+    if engine == "specforge":
+        _specforge_notes(ids, n, notes)
+    return text, points
+
+
+def _sglang_default_points(engine, n, notes):
+    """No ids written: SpecForge writes its own defaults, SGLang silently falls back to its loop indices."""
+    if engine == "specforge":
+        ids = [1, n // 2 - 1, n - 4]
+        notes.add(f"Default ids used: SpecForge writes [1, N//2-1, N-4] = {ids} (SGLang convention) when "
+                  "none are given.", "defaulted", code="SPECFORGE_AUX_IDS_DEFAULTED")
+        return _RULES["specforge-default"], [i + 1 for i in ids]
+    notes.add("Default ids used silently: SGLang reads ids only from config.json -> eagle_config -> "
+              "eagle_aux_hidden_state_layer_ids; a missing eagle_config (or a top-level key in speculators "
+              f"style) is swallowed and loop indices [2, N//2, N-3] = {list(default_resid(n))} are used, "
+              "with no log line.", "defaulted", code="SGLANG_AUX_IDS_DEFAULTED")
+    return _RULES["sglang-default"], [2, n // 2, n - 3]
+
+
+def _sglang_written_ids(engine, written) -> list[int]:
+    """The written ids as integers; an id below -1 is refused (SGLang never reaches it, and says nothing)."""
     ids = [_as_int(engine, x) for x in written]
     for i in ids:
         if i < -1:
@@ -792,10 +816,12 @@ def _sglang_points(engine, written, n, arch, notes):
                             "SGLang adds 1 and tests `i in layers_to_capture` while walking the layers: this id is "
                             "never reached and the state is silently missing. -1 is the only negative id with a "
                             "meaning (the embedding output, resid[0]).")
-    rule = _FileRule(file, notes)
-    offset = rule.get("offset") if file is not None else PLUS_ONE
-    text = _newest(rule.get("rule"))
-    family = sglang_first_id_rule(arch)
+    return ids
+
+
+def _sglang_offset_notes(ids, n, arch, file, rule, offset, family, notes) -> None:
+    """A note when the +1 offset applied to the ids is not certain: it moved in a PR (first-id rule), the
+    architecture, the layer count or the model file is unknown."""
     if family:
         change = rule.change_to("offset", FIRST_ID)
         old, new = [i + 1 for i in ids], ([i + 1 for i in ids] if ids[0] == 1 else list(ids))
@@ -819,11 +845,11 @@ def _sglang_points(engine, written, n, arch, notes):
                   "file read (llama.py, qwen2.py, qwen2_moe.py; deepseek_v2.py before PR #25454); check "
                   f"set_eagle3_layers_to_capture in the file that serves {arch} (GPT-OSS, for one, reads its ids "
                   "as boundary indices since PR #32334).", confirmed=False, code="SGLANG_FILE_NOT_READ")
-    if engine == "specforge":
-        text = _RULES["specforge"] + " SGLang rule for this target: " + text
-    plus_one = (offset == PLUS_ONE or offset == FIRST_ID and ids[0] == 1
-                or offset == LARGEST_N and (n is None or max(ids) != n))
-    points = [i + 1 for i in ids] if plus_one else list(ids)
+
+
+def _sglang_reachable(ids, points, n, arch, file, rule, plus_one, family, notes) -> list[int]:
+    """The loop indices the capture loop actually reaches (0..N-1, and index 0 only where the file prepares it),
+    with a note for each point it drops or crashes on."""
     if plus_one and -1 in ids:
         text_0, kind = _index0_note(arch, rule)
         notes.add(text_0, kind, confirmed=file is not None, code=_INDEX0_CODES[kind, file is not None])
@@ -854,9 +880,7 @@ def _sglang_points(engine, written, n, arch, notes):
                   "and the fc input is narrower than the draft expects (vLLM fixed the analogous case in PR #46973; "
                   "SGLang fixed GPT-OSS only, PR #32334).", "breaks", code="SGLANG_FINAL_UNREACHED")
         points = [p for p in points if p != n]
-    if engine == "specforge":
-        _specforge_notes(ids, n, notes)
-    return text, points
+    return points
 
 
 def _specforge_notes(ids, n, notes) -> None:
