@@ -852,33 +852,9 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
                      has_target_embedding: bool = False) -> DraftSettings:
     """A checkpoint's written flags (None = key missing) + an engine profile -> ``DraftSettings``."""
     profile = get_profile(profile)
-    values: dict[str, bool] = {}
-    decisions: dict[str, Decision] = {}
     kind = getattr(config, "attention", LLAMA)
-    for flag in FLAGS:
-        places = written_places(config, flag)
-        written, at = places.at(profile.flag_places(flag, fmt))
-        unread = profile.family_ignores.get(kind, {}).get(flag)
-        if flag not in profile.honours or unread:
-            value, shown = False, places.at(("nested", "top"))[0]
-            how = (f"ignored by {profile.label}" + (f" ({unread} never reads it)" if unread else "")
-                   + (f" (written: {shown})" if shown is not None else ""))
-        elif written is None:
-            value, rule = profile.default_for(flag, fmt)
-            how = f"missing, defaulted by {rule}" + _unread_place(places, profile, flag, fmt)
-        else:
-            value, how = bool(written), (f"explicit in the checkpoint ({place_key(flag, at)}), honoured by "
-                                         f"{profile.engine}")
-        values[flag] = value
-        decisions[flag] = Decision(value, how)
-    for flag in ("norm_before_fc", "fc_norm"):  # these need weights the checkpoint may not have
-        if values[flag] and not getattr(config, flag):
-            raise bad_input("draft config", flag, "true only when the checkpoint has its norm weights",
-                            f"{profile.label} defaults it to true", "Set the flag explicitly in config.json.")
-    if values["norm_before_fc"] and values["fc_norm"]:
-        raise bad_input("draft config", "norm_before_fc / fc_norm", "at most one of them true (mutually exclusive in "
-                        "speculators' config validator since v0.7.0, PR #670; SGLang and vLLM would apply input_norm, "
-                        "then fc_norm: not modelled)", "both true")
+    values, decisions = _flag_decisions(config, profile, fmt, kind)
+    _check_norm_flags(config, values, profile)
     recycle_postnorm = values["norm_output"] and profile.norm_output_recycles_postnorm
     decisions["recycle"] = Decision("post-norm" if recycle_postnorm else "pre-norm",
                                     f"{profile.engine}: " + ("norm_output recycles the normed state"
@@ -900,6 +876,54 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
                                           f"{profile.engine} replaces the draft embedding with the target's"
                                           + ("" if has_target_embedding else "; no target given, so the draft's "
                                              "own is used"))
+    rope, rope_type = _rope_as_read(config, profile, kind, decisions)
+    rope_length = profile.rope_length.get(rope_type, "sequence")
+    return DraftSettings(norm_before_fc=values["norm_before_fc"], fc_norm=values["fc_norm"],
+                         norm_before_residual=values["norm_before_residual"], recycle_postnorm=recycle_postnorm,
+                         final_norm=final_norm,
+                         use_target_embedding=use_target_embedding, rope_scaling=rope, rope_length=rope_length,
+                         qk_norm=qk_norm, decisions=decisions)
+
+
+def _flag_decisions(config, profile: EngineProfile, fmt: str | None, kind: str) -> tuple[dict, dict]:
+    """Each flag's value as this engine reads it (ignored, defaulted by its rule, or as written where it reads it),
+    and the rule that chose it."""
+    values: dict[str, bool] = {}
+    decisions: dict[str, Decision] = {}
+    for flag in FLAGS:
+        places = written_places(config, flag)
+        written, at = places.at(profile.flag_places(flag, fmt))
+        unread = profile.family_ignores.get(kind, {}).get(flag)
+        if flag not in profile.honours or unread:
+            value, shown = False, places.at(("nested", "top"))[0]
+            how = (f"ignored by {profile.label}" + (f" ({unread} never reads it)" if unread else "")
+                   + (f" (written: {shown})" if shown is not None else ""))
+        elif written is None:
+            value, rule = profile.default_for(flag, fmt)
+            how = f"missing, defaulted by {rule}" + _unread_place(places, profile, flag, fmt)
+        else:
+            value, how = bool(written), (f"explicit in the checkpoint ({place_key(flag, at)}), honoured by "
+                                         f"{profile.engine}")
+        values[flag] = value
+        decisions[flag] = Decision(value, how)
+    return values, decisions
+
+
+def _check_norm_flags(config, values: dict, profile: EngineProfile) -> None:
+    """Refuse norm flags the checkpoint cannot back: a norm switched on without its weights, or both fc norms."""
+    for flag in ("norm_before_fc", "fc_norm"):  # these need weights the checkpoint may not have
+        if values[flag] and not getattr(config, flag):
+            raise bad_input("draft config", flag, "true only when the checkpoint has its norm weights",
+                            f"{profile.label} defaults it to true", "Set the flag explicitly in config.json.")
+    if values["norm_before_fc"] and values["fc_norm"]:
+        raise bad_input("draft config", "norm_before_fc / fc_norm", "at most one of them true (mutually exclusive in "
+                        "speculators' config validator since v0.7.0, PR #670; SGLang and vLLM would apply input_norm, "
+                        "then fc_norm: not modelled)", "both true")
+
+
+def _rope_as_read(config, profile: EngineProfile, kind: str, decisions: dict) -> tuple[dict | None, str]:
+    """The draft's rope_scaling as this engine builds it (None = plain RoPE) and its rope type; a rope_scaling
+    decision is added whenever the engine reads it otherwise than as written, or applies a scaling."""
     rope = config.rope_scaling
     rope_type = rope_type_of(rope)
     missing = [k for k in profile.rope_requires.get(rope_type, ()) if (rope or {}).get(k) is None]
@@ -937,12 +961,7 @@ def resolve_settings(config, profile: str | EngineProfile, fmt: str | None = Non
                                                         + (f" ({since})" if since else "")
                                                         + (f", ignoring {', '.join(dropped)}" if dropped else "")
                                                         + ratio)
-    rope_length = profile.rope_length.get(rope_type, "sequence")
-    return DraftSettings(norm_before_fc=values["norm_before_fc"], fc_norm=values["fc_norm"],
-                         norm_before_residual=values["norm_before_residual"], recycle_postnorm=recycle_postnorm,
-                         final_norm=final_norm,
-                         use_target_embedding=use_target_embedding, rope_scaling=rope, rope_length=rope_length,
-                         qk_norm=qk_norm, decisions=decisions)
+    return rope, rope_type
 
 
 # DraftConfig.extra key: a flag's top-level value where eagle_config also states it (the config's flag field then holds
