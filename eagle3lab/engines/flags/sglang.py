@@ -213,15 +213,45 @@ def _f(code, severity, message, rule, versions=ALL, fix=None, setting=None, logs
 
 
 def resolve(inp: Inputs):
-    v, arch, n = inp.parsed.values, inp.target_arch, inp.num_layers
+    arch = inp.target_arch
     out: list[Finding] = []
     draft_cfg = inp.draft
     ids_top, ids_nested = written_aux_ids(draft_cfg)
     eagle_cfg = (draft_cfg or {}).get("eagle_config")
-    as_given = {
+    as_given = _as_given(inp, ids_top, ids_nested)
+    eff = dict(as_given)
+    if as_given["algorithm"] is None:
+        _no_algorithm(as_given, eff, out)
+        return as_given, eff, out
+    algo = _chosen_algorithm(inp, as_given["algorithm"], out)
+    eff["algorithm"] = algo
+
+    # Side effects of the EAGLE family, before the step arithmetic (same order as the engine).
+    _side_effects(inp, algo, eff, out)
+    _draft_model(inp, algo, arch, eff, out)
+    _steps(inp, algo, _adaptive(inp, algo, as_given, out), eff, out)
+    if algo == "EAGLE3":
+        if as_given["token_map"] is not None:
+            eff["token_map"] = None
+            out.append(_f("SGL_TOKEN_MAP_IGNORED", "warning",
+                          "--speculative-token-map is ignored for EAGLE3: the draft's own d2t maps draft ids to target "
+                          "ids (log: 'Speculative token map specified, but EAGLE3 models already have this').",
+                          "python/sglang/srt/speculative/eagle_worker*.py init_token_map",
+                          fix="Remove --speculative-token-map; check the draft's d2t instead.", setting="token_map"))
+        _aux(inp, as_given, ids_top, ids_nested, eagle_cfg, eff, out)
+        # llama_eagle3.py applies only --speculative-draft-window-size (0.5.12 on), never the config's window
+        out += [f for f in [draft_window_finding(inp, eff["draft_window_size"], "draft_window_size")] if f]
+    _context(inp, eff, out)
+    return as_given, eff, out
+
+
+def _as_given(inp: Inputs, ids_top, ids_nested) -> dict:
+    """The settings as the command and configs state them, before any SGLang rule (None = not given)."""
+    v, draft_cfg = inp.parsed.values, inp.draft
+    return {
         "algorithm": v.get("--speculative-algorithm"), "num_steps": v.get("--speculative-num-steps"),
         "topk": v.get("--speculative-eagle-topk"), "num_draft_tokens": v.get("--speculative-num-draft-tokens"),
-        "target_model": v.get("--model-path"), "target_arch": arch, "num_target_layers": n,
+        "target_model": v.get("--model-path"), "target_arch": inp.target_arch, "num_target_layers": inp.num_layers,
         "draft_model": v.get("--speculative-draft-model-path"),
         "aux_layer_ids": ids_nested if ids_nested is not None else ids_top,
         "max_running_requests": v.get("--max-running-requests"),
@@ -231,35 +261,39 @@ def resolve(inp: Inputs):
         "draft_window_size": v.get("--speculative-draft-window-size"),
         "draft_max_position_embeddings": config_value(draft_cfg, "max_position_embeddings"),
     }
-    eff = dict(as_given)
+
+
+def _no_algorithm(as_given: dict, eff: dict, out: list):
+    """No --speculative-algorithm: SGLang decodes one token per step, whatever other speculative flags say."""
     spec_flags = [k for k in ("num_steps", "topk", "num_draft_tokens", "draft_model") if as_given[k] is not None]
-    if as_given["algorithm"] is None:
-        eff.update(algorithm=None, max_accept_length=1, num_steps=None, topk=None, num_draft_tokens=None)
-        if spec_flags:
-            out.append(_f("SGL_NO_ALGORITHM", "warning",
-                          f"Speculative flags are given ({', '.join(spec_flags)}) but no --speculative-algorithm: "
-                          "SGLang ignores them and decodes one token per step.", HOOK,
-                          fix="Add --speculative-algorithm EAGLE3.", setting="algorithm"))
-        return as_given, eff, out
+    eff.update(algorithm=None, max_accept_length=1, num_steps=None, topk=None, num_draft_tokens=None)
+    if spec_flags:
+        out.append(_f("SGL_NO_ALGORITHM", "warning",
+                      f"Speculative flags are given ({', '.join(spec_flags)}) but no --speculative-algorithm: "
+                      "SGLang ignores them and decodes one token per step.", HOOK,
+                      fix="Add --speculative-algorithm EAGLE3.", setting="algorithm"))
+
+
+def _chosen_algorithm(inp: Inputs, raw: str, out: list) -> str:
+    """The algorithm SGLang runs (NEXTN is EAGLE), and an error when an EAGLE-3 head is run as plain EAGLE."""
     written = inp.parsed.written["--speculative-algorithm"]
-    algo = _algorithm(as_given["algorithm"], written)
+    algo = _algorithm(raw, written)
     if algo == "NEXTN":
         out.append(_f("SGL_NEXTN_IS_EAGLE", "info", "NEXTN is an alias: SGLang runs it as EAGLE.",
                       f"{HOOK}: NEXTN -> EAGLE", setting="algorithm"))
         algo = "EAGLE"
-    eff["algorithm"] = algo
-    draft_arch = first_arch(draft_cfg) or ""
+    draft_arch = first_arch(inp.draft) or ""
     if draft_arch.endswith("Eagle3") and algo != "EAGLE3":
         out.append(_f("SGL_EAGLE3_DRAFT_WITH_EAGLE", "error",
                       f"The draft is an EAGLE-3 head ({draft_arch}) but the algorithm is {algo}: SGLang feeds it the "
                       "last hidden state instead of the concatenated aux states, so its fc input does not match.",
                       f"{HOOK}; speculative/spec_info.py is_eagle3()", fix="--speculative-algorithm EAGLE3",
                       setting="algorithm"))
+    return algo
 
-    # Side effects of the EAGLE family, before the step arithmetic (same order as the engine).
-    _side_effects(inp, algo, eff, out)
 
-    # DeepSeek-family targets: the MTP draft path defaults to the target itself.
+def _draft_model(inp: Inputs, algo: str, arch: str | None, eff: dict, out: list):
+    """The draft path SGLang loads: DeepSeek-family targets default it to the target itself (MTP), others need one."""
     inner = (inp.target or {}).get("text_config")
     inner_arch = first_arch(inner) if isinstance(inner, dict) else None
     if arch and inner_arch and inner_arch != arch:
@@ -293,21 +327,6 @@ def resolve(inp: Inputs):
                       f"{arch or 'non-DeepSeek'} target; SGLang cannot build the draft worker without it.",
                       f"{HOOK}; speculative/eagle_worker*.py", fix="--speculative-draft-model-path /path/to/draft",
                       setting="draft_model"))
-
-    _steps(inp, algo, _adaptive(inp, algo, as_given, out), eff, out)
-    if algo == "EAGLE3":
-        if as_given["token_map"] is not None:
-            eff["token_map"] = None
-            out.append(_f("SGL_TOKEN_MAP_IGNORED", "warning",
-                          "--speculative-token-map is ignored for EAGLE3: the draft's own d2t maps draft ids to target "
-                          "ids (log: 'Speculative token map specified, but EAGLE3 models already have this').",
-                          "python/sglang/srt/speculative/eagle_worker*.py init_token_map",
-                          fix="Remove --speculative-token-map; check the draft's d2t instead.", setting="token_map"))
-        _aux(inp, as_given, ids_top, ids_nested, eagle_cfg, eff, out)
-        # llama_eagle3.py applies only --speculative-draft-window-size (0.5.12 on), never the config's window
-        out += [f for f in [draft_window_finding(inp, eff["draft_window_size"], "draft_window_size")] if f]
-    _context(inp, eff, out)
-    return as_given, eff, out
 
 
 def _mtp_arch(inp: Inputs, arch: str | None) -> bool:
@@ -423,6 +442,8 @@ def _side_effects(inp: Inputs, algo: str, eff: dict, out: list):
 
 
 def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
+    """(steps, topk, draft tokens) after SGLang's rules, in its order: the auto-choice when steps is unset, the topk 1
+    adjustment, then the tree's checks; ``max_accept_length`` only when the triple can run."""
     steps, topk, ndt = given["num_steps"], given["topk"], given["num_draft_tokens"]
     w = inp.parsed.written
     eff["max_accept_length"] = None
@@ -430,34 +451,10 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
         eff.update(num_steps=None, topk=1, num_draft_tokens=None)
         return
     if steps is None:
-        if topk is not None or ndt is not None:
-            got = " ".join(w[f] for f in ("--speculative-eagle-topk", "--speculative-num-draft-tokens") if f in w)
-            out.append(_f("SGL_PARTIAL_FLAGS", "error",
-                          f"`{got}` without --speculative-num-steps: SGLang asserts that topk and draft tokens are "
-                          "unset whenever steps is unset, and the server stops with a bare AssertionError (no message).",
-                          f"{HOOK}: assert speculative_eagle_topk is None and speculative_num_draft_tokens is None",
-                          fix="Give all three (e.g. --speculative-num-steps 3 --speculative-eagle-topk 1 "
-                              "--speculative-num-draft-tokens 4) or none of them.", setting="num_steps",
-                          error="AssertionError"))
+        chosen = _auto_steps(inp, algo, topk, ndt, out)
+        if chosen is None:
             return
-        if inp.target_arch is None and algo != "STANDALONE":
-            out.append(_f("SGL_AUTO_PARAMS_UNKNOWN_ARCH", "warning",
-                          "No steps/topk/draft tokens given and the target architecture is unknown: SGLang picks "
-                          "them by architectures[0] (LlamaForCausalLM: 5, 4, 8 -> up to 6 tokens per step; "
-                          "most others: 3, 1, 4 -> up to 4).", f"{HOOK}: _auto_choose_speculative_params",
-                          fix="Pass the target config (--target-config) or --target-arch, or give all three flags.",
-                          setting="num_steps"))
-            return
-        triple, why, older, read = auto_params(inp.target_arch, algo, inp.place)
-        steps, topk, ndt = triple
-        older_txt = (f" Older builds (see versions) choose {older} for this target." if older else "")
-        out.append(_f("SGL_AUTO_PARAMS", "info",
-                      f"No --speculative-num-steps/--speculative-eagle-topk/--speculative-num-draft-tokens: SGLang "
-                      f"chooses (steps, topk, draft tokens) = {triple} for {why}." + older_txt,
-                      f"{HOOK}: _auto_choose_speculative_params",
-                      "; ".join(f"{k}: {CHANGES[k].span()}" for k in read) or ALL,
-                      fix=f"Pin them: --speculative-num-steps {steps} --speculative-eagle-topk {topk} "
-                          f"--speculative-num-draft-tokens {ndt}", setting="num_steps"))
+        steps, topk, ndt = chosen
     elif topk is None:
         out.append(_f("SGL_TOPK_MISSING", "error",
                       f"`{w['--speculative-num-steps']}` without --speculative-eagle-topk: topk stays None and the "
@@ -475,6 +472,56 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
             eff.update(num_steps=steps, topk=topk, num_draft_tokens=ndt)
             return
     width = verify_width(steps, topk, ndt)
+    _chain_draft_tokens(inp, steps, topk, ndt, width, out)
+    ndt = width.num_draft_tokens
+    if topk > 1 and not _tree_runs(steps, topk, ndt, width, eff, out):
+        return
+    if ndt < 2:
+        out.append(_f("SGL_NO_DRAFT_TOKENS", "warning", f"num_draft_tokens = {ndt}: no draft token is verified, "
+                      "every step emits one token at the cost of a draft pass.", HOOK,
+                      fix="Use --speculative-num-draft-tokens >= 2.", setting="num_draft_tokens"))
+    eff.update(num_steps=steps, topk=topk, num_draft_tokens=ndt,
+               max_accept_length=min(steps, max(ndt - 1, 0)) + 1)
+
+
+def _auto_steps(inp: Inputs, algo: str, topk, ndt, out: list) -> tuple[int, int, int] | None:
+    """No --speculative-num-steps: the triple SGLang auto-chooses, or None when it cannot be known here (topk or
+    draft tokens given alone trip SGLang's assert; an unknown architecture leaves the choice open)."""
+    w = inp.parsed.written
+    if topk is not None or ndt is not None:
+        got = " ".join(w[f] for f in ("--speculative-eagle-topk", "--speculative-num-draft-tokens") if f in w)
+        out.append(_f("SGL_PARTIAL_FLAGS", "error",
+                      f"`{got}` without --speculative-num-steps: SGLang asserts that topk and draft tokens are "
+                      "unset whenever steps is unset, and the server stops with a bare AssertionError (no message).",
+                      f"{HOOK}: assert speculative_eagle_topk is None and speculative_num_draft_tokens is None",
+                      fix="Give all three (e.g. --speculative-num-steps 3 --speculative-eagle-topk 1 "
+                          "--speculative-num-draft-tokens 4) or none of them.", setting="num_steps",
+                      error="AssertionError"))
+        return None
+    if inp.target_arch is None and algo != "STANDALONE":
+        out.append(_f("SGL_AUTO_PARAMS_UNKNOWN_ARCH", "warning",
+                      "No steps/topk/draft tokens given and the target architecture is unknown: SGLang picks "
+                      "them by architectures[0] (LlamaForCausalLM: 5, 4, 8 -> up to 6 tokens per step; "
+                      "most others: 3, 1, 4 -> up to 4).", f"{HOOK}: _auto_choose_speculative_params",
+                      fix="Pass the target config (--target-config) or --target-arch, or give all three flags.",
+                      setting="num_steps"))
+        return None
+    triple, why, older, read = auto_params(inp.target_arch, algo, inp.place)
+    steps, topk, ndt = triple
+    older_txt = (f" Older builds (see versions) choose {older} for this target." if older else "")
+    out.append(_f("SGL_AUTO_PARAMS", "info",
+                  f"No --speculative-num-steps/--speculative-eagle-topk/--speculative-num-draft-tokens: SGLang "
+                  f"chooses (steps, topk, draft tokens) = {triple} for {why}." + older_txt,
+                  f"{HOOK}: _auto_choose_speculative_params",
+                  "; ".join(f"{k}: {CHANGES[k].span()}" for k in read) or ALL,
+                  fix=f"Pin them: --speculative-num-steps {steps} --speculative-eagle-topk {topk} "
+                      f"--speculative-num-draft-tokens {ndt}", setting="num_steps"))
+    return steps, topk, ndt
+
+
+def _chain_draft_tokens(inp: Inputs, steps: int, topk: int, ndt, width, out: list):
+    """topk 1 (a chain): SGLang sets draft tokens := steps + 1, filling in a missing value or overriding another."""
+    w = inp.parsed.written
     if topk == 1 and ndt is None:
         out.append(_f("SGL_TOPK1_DRAFT_TOKENS_SET", "info", f"--speculative-num-draft-tokens not given: with "
                       f"topk 1 SGLang sets it to steps + 1 = {steps + 1} (and logs '{ADJUSTED_LOG}').",
@@ -490,40 +537,38 @@ def _steps(inp: Inputs, algo: str, given: dict, eff: dict, out: list):
                           f"--speculative-eagle-topk 1 --speculative-num-draft-tokens {max(ndt, 2)}; to keep "
                           f"{steps} step(s) write --speculative-num-draft-tokens {steps + 1} so the command says "
                           "what runs.", setting="num_draft_tokens", logs=(ADJUSTED_LOG,)))
-    ndt = width.num_draft_tokens
-    if topk > 1:
-        if ndt is None:
-            out.append(_f("SGL_TREE_DRAFT_TOKENS_MISSING", "error",
-                          f"topk {topk} (a tree) without --speculative-num-draft-tokens: SGLang does not fill it in "
-                          "and the first draft step fails (num_draft_token - 1 with None) in organize_draft_results.",
-                          POOL_RULE, fix=f"Add --speculative-num-draft-tokens {min(steps * topk + 1, 8)}.",
-                          setting="num_draft_tokens"))
-            eff.update(num_steps=steps, topk=topk, num_draft_tokens=None)
-            return
-        pool = width.pool
-        if width.over_pool:
-            out.append(_f("SGL_TREE_POOL_TOO_SMALL", "error",
-                          f"The tree keeps the best num_draft_tokens - 1 = {ndt - 1} of a candidate pool of "
-                          f"topk + (steps-1)*topk^2 = {pool}: torch.topk fails ('selected index k out of range') at "
-                          "the first decode; SGLang checks this at start-up only in adaptive mode (PR #24054).", POOL_RULE,
-                          fix=f"Use --speculative-num-draft-tokens {pool + 1} or fewer, or raise steps/topk.",
-                          setting="num_draft_tokens"))
-            eff.update(num_steps=steps, topk=topk, num_draft_tokens=ndt)
-            return
-        if steps * topk + 1 < ndt:
-            out.append(_f("SGL_BENCH_WOULD_SKIP", "warning",
-                          f"steps*topk + 1 = {steps * topk + 1} < num_draft_tokens = {ndt}: "
-                          "scripts/playground/bench_speculative.py skips such configs; the extra tokens mostly sit "
-                          "deep in unlikely branches and add verification cost.",
-                          "scripts/playground/bench_speculative.py: if steps * topk + 1 < num_draft_tokens: continue",
-                          fix=f"Try --speculative-num-draft-tokens {steps * topk + 1} or fewer.",
-                          setting="num_draft_tokens"))
-    if ndt < 2:
-        out.append(_f("SGL_NO_DRAFT_TOKENS", "warning", f"num_draft_tokens = {ndt}: no draft token is verified, "
-                      "every step emits one token at the cost of a draft pass.", HOOK,
-                      fix="Use --speculative-num-draft-tokens >= 2.", setting="num_draft_tokens"))
-    eff.update(num_steps=steps, topk=topk, num_draft_tokens=ndt,
-               max_accept_length=min(steps, max(ndt - 1, 0)) + 1)
+
+
+def _tree_runs(steps: int, topk: int, ndt, width, eff: dict, out: list) -> bool:
+    """topk > 1 (a tree): False, with the settings as given, when SGLang cannot run it (draft tokens missing, or
+    more than the candidate pool holds); a warning when bench_speculative.py would skip it."""
+    if ndt is None:
+        out.append(_f("SGL_TREE_DRAFT_TOKENS_MISSING", "error",
+                      f"topk {topk} (a tree) without --speculative-num-draft-tokens: SGLang does not fill it in "
+                      "and the first draft step fails (num_draft_token - 1 with None) in organize_draft_results.",
+                      POOL_RULE, fix=f"Add --speculative-num-draft-tokens {min(steps * topk + 1, 8)}.",
+                      setting="num_draft_tokens"))
+        eff.update(num_steps=steps, topk=topk, num_draft_tokens=None)
+        return False
+    pool = width.pool
+    if width.over_pool:
+        out.append(_f("SGL_TREE_POOL_TOO_SMALL", "error",
+                      f"The tree keeps the best num_draft_tokens - 1 = {ndt - 1} of a candidate pool of "
+                      f"topk + (steps-1)*topk^2 = {pool}: torch.topk fails ('selected index k out of range') at "
+                      "the first decode; SGLang checks this at start-up only in adaptive mode (PR #24054).", POOL_RULE,
+                      fix=f"Use --speculative-num-draft-tokens {pool + 1} or fewer, or raise steps/topk.",
+                      setting="num_draft_tokens"))
+        eff.update(num_steps=steps, topk=topk, num_draft_tokens=ndt)
+        return False
+    if steps * topk + 1 < ndt:
+        out.append(_f("SGL_BENCH_WOULD_SKIP", "warning",
+                      f"steps*topk + 1 = {steps * topk + 1} < num_draft_tokens = {ndt}: "
+                      "scripts/playground/bench_speculative.py skips such configs; the extra tokens mostly sit "
+                      "deep in unlikely branches and add verification cost.",
+                      "scripts/playground/bench_speculative.py: if steps * topk + 1 < num_draft_tokens: continue",
+                      fix=f"Try --speculative-num-draft-tokens {steps * topk + 1} or fewer.",
+                      setting="num_draft_tokens"))
+    return True
 
 
 def _aux(inp: Inputs, given: dict, ids_top, ids_nested, eagle_cfg, eff: dict, out: list):
