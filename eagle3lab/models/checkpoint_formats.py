@@ -107,6 +107,42 @@ def classify_config(cfg: dict) -> tuple[str, str]:
 def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[tuple[str, object, str]]]:
     """A family's config.json -> ``(DraftConfig, defaulted fields as (field, value, rule))``."""
     defaulted: list[tuple[str, object, str]] = []
+    geo_src = _geometry_source(cfg, fmt, where)
+    view = read_draft(cfg, FLAGS, where)
+    family = detect_family(cfg)[0]
+    attention = family.name
+    geo, model_type = _read_geometry(geo_src, view, family, defaulted)
+    draft_vocab = cfg.get("draft_vocab_size")
+    if draft_vocab is None:
+        defaulted.append(("draft_vocab_size", geo["vocab_size"], "missing: engines use the target vocabulary "
+                                                                 "(vLLM, SGLang)"))
+    target_hidden = cfg.get("target_hidden_size")
+    ids, ids_key = _read_aux_ids(view, where, defaulted)
+    num_aux, num_aux_key = written_aux_count(cfg)
+    if num_aux is not None:
+        if not isinstance(num_aux, int) or num_aux < 1 or (ids is not None and num_aux != len(ids)):
+            raise bad_input(where, num_aux_key, "a positive integer" + (f" equal to the {len(ids)} ids at {ids_key}"
+                                                                      if ids is not None else ""), repr(num_aux))
+    flags, tops = _read_flags(view, where, defaulted)
+    extra = _extra_keys(cfg, geo_src, fmt, attention, model_type, tops, num_aux, defaulted)
+    # every size refused here names the file and the key as written, before any tensor is made
+    nested_keys = {*GEOMETRY, "q_lora_rank", *MLA_SIZES} if fmt == "speculators" else set()
+    key_of = {**{k: f"transformer_layer_config.{k}" for k in nested_keys}, "num_aux": num_aux_key}
+    defaults = {f.name: f.default for f in fields(DraftConfig) if f.default is not MISSING}
+    check_sizes({**defaults, **geo, "draft_vocab_size": draft_vocab, "target_hidden_size": target_hidden,
+                 "num_aux": num_aux, "attention": attention}, where, lambda k: key_of.get(k) or k)
+    try:
+        config = DraftConfig(**geo, draft_vocab_size=draft_vocab, target_hidden_size=target_hidden,
+                             aux_layer_ids=ids, aux_ids_key=ids_key, num_aux=num_aux, attention=attention,
+                             extra=extra, **flags)
+    except TypeError as err:
+        raise bad_input(where, None, "a Llama-style draft config", str(err)) from None
+    return config, defaulted
+
+
+def _geometry_source(cfg: dict, fmt: str, where: str) -> dict:
+    """The dict that holds the layer geometry (speculators nests it in transformer_layer_config), its required
+    sizes checked to be integers."""
     geo_src = cfg
     if fmt == "speculators":
         geo_src = cfg.get("transformer_layer_config")
@@ -117,10 +153,14 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
         if not isinstance(geo_src.get(key), int):
             prefix = "transformer_layer_config." if fmt == "speculators" else ""
             raise bad_input(where, prefix + key, "an integer", repr(geo_src.get(key)))
-    view = read_draft(cfg, FLAGS, where)
-    geo = {k: geo_src[k] for k in GEOMETRY if geo_src.get(k) is not None and k not in ("rope_theta", "rope_scaling")}
-    family = detect_family(cfg)[0]
+    return geo_src
+
+
+def _read_geometry(geo_src: dict, view, family, defaulted: list) -> tuple[dict, object]:
+    """The layer geometry as written (RoPE as transformers 5 reads it), each missing key noted with the default
+    that fills it, and the layer's model_type as written."""
     attention = family.name
+    geo = {k: geo_src[k] for k in GEOMETRY if geo_src.get(k) is not None and k not in ("rope_theta", "rope_scaling")}
     # RoPE as transformers 5 reads it (rope_scaling, else rope_parameters; theta from the chosen dict, else rope_theta)
     if view.rope.theta_from != "default":
         geo["rope_theta"] = view.rope.theta
@@ -139,14 +179,13 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
     model_type = geo_src.get("model_type")   # absent: the family's layer
     if model_type not in {None, *layer_model_types()} and not family.keeps_model_type:
         defaulted.append(("model_type", model_type, "read as a Llama-style layer (no such draft layer is modelled)"))
+    return geo, model_type
 
-    draft_vocab = cfg.get("draft_vocab_size")
-    if draft_vocab is None:
-        defaulted.append(("draft_vocab_size", geo["vocab_size"], "missing: engines use the target vocabulary "
-                                                                 "(vLLM, SGLang)"))
-    target_hidden = cfg.get("target_hidden_size")
+
+def _read_aux_ids(view, where: str, defaulted: list) -> tuple[tuple | None, str | None]:
+    """The aux layer ids and the key they were read at (the top-level key first); ids written at both keys with
+    different values are noted, since each engine reads its own key."""
     ids, ids_key = None, None
-    nested = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
     for key, value in ((IDS_TOP, view.ids.top), (IDS_NESTED, view.ids.nested)):
         if value:
             if not (isinstance(value, list) and all(isinstance(i, int) for i in value)):
@@ -157,12 +196,14 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
                 continue
             if ids is None:
                 ids, ids_key = tuple(value), key
-    num_aux, num_aux_key = written_aux_count(cfg)
-    if num_aux is not None:
-        if not isinstance(num_aux, int) or num_aux < 1 or (ids is not None and num_aux != len(ids)):
-            raise bad_input(where, num_aux_key, "a positive integer" + (f" equal to the {len(ids)} ids at {ids_key}"
-                                                                      if ids is not None else ""), repr(num_aux))
-    flags, tops = _read_flags(view, where, defaulted)
+    return ids, ids_key
+
+
+def _extra_keys(cfg: dict, geo_src: dict, fmt: str, attention: str, model_type, tops: dict, num_aux,
+                defaulted: list) -> dict:
+    """``DraftConfig.extra``: the keys kept as written for round trips and for the engines that read them (window,
+    top-level flags, aux count, model_type, MLA keys, eagle_config switches, speculators' verifier)."""
+    nested = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
     extra = {k: cfg[k] for k in PASSTHROUGH if k in cfg}
     extra.update({k: geo_src[k] for k in WINDOW_KEYS if geo_src.get(k) is not None})   # each engine reads it its way
     if tops:
@@ -184,19 +225,7 @@ def config_to_draft(cfg: dict, fmt: str, where: str) -> tuple[DraftConfig, list[
         extra["verifier"] = (spec.get("verifier") or {}).get("name_or_path")
         extra["verifier_architectures"] = (spec.get("verifier") or {}).get("architectures")
         extra["speculative_tokens"] = methods[0].get("speculative_tokens") if methods else None
-    # every size refused here names the file and the key as written, before any tensor is made
-    nested_keys = {*GEOMETRY, "q_lora_rank", *MLA_SIZES} if fmt == "speculators" else set()
-    key_of = {**{k: f"transformer_layer_config.{k}" for k in nested_keys}, "num_aux": num_aux_key}
-    defaults = {f.name: f.default for f in fields(DraftConfig) if f.default is not MISSING}
-    check_sizes({**defaults, **geo, "draft_vocab_size": draft_vocab, "target_hidden_size": target_hidden,
-                 "num_aux": num_aux, "attention": attention}, where, lambda k: key_of.get(k) or k)
-    try:
-        config = DraftConfig(**geo, draft_vocab_size=draft_vocab, target_hidden_size=target_hidden,
-                             aux_layer_ids=ids, aux_ids_key=ids_key, num_aux=num_aux, attention=attention,
-                             extra=extra, **flags)
-    except TypeError as err:
-        raise bad_input(where, None, "a Llama-style draft config", str(err)) from None
-    return config, defaulted
+    return extra
 
 
 def _read_flags(view, where: str, defaulted: list) -> tuple[dict, dict]:
