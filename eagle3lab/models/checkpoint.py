@@ -29,6 +29,7 @@ from eagle3lab.engines.profiles import (
     IDS_TOP,
     NUM_AUX_KEY,
     PROFILES,
+    DraftSettings,
     EngineProfile,
     get_profile,
     resolve_settings,
@@ -361,6 +362,39 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
                         "Only config.json is here: 'eagle3lab inspect' can still check it.")
     where = files[0] if len(files) == 1 else folder
     notes: list[str] = []
+    cfg, sd, absent = _read_checked_weights(cfg, raw, files, dev, where, notes)
+    stored = {k: v.dtype for k, v in sd.items() if v.is_floating_point()}
+
+    facts = target_facts(target)
+    check_draft_fits(facts, target_hidden_size=cfg.target_hidden_size, vocab_size=cfg.vocab_size,
+                     where=config_file)
+    report = LoadReport(path=str(folder), format=fmt, format_reason=reason, profile="",
+                        weight_files=[f.name for f in files], aux_ids=list(cfg.aux_layer_ids or []) or None,
+                        aux_ids_key=cfg.aux_ids_key, warnings=notes,
+                        defaulted=[{"field": f, "value": v, "rule": r} for f, v, r in defaulted])
+    _settle_vocab_map(cfg, sd, absent, report, where, check_vocab)
+    embedding = _embedding_for(cfg, sd, facts, report, where, dev, target is not None, require_embedding)
+
+    to_dtype = resolve_dtype(dtype, dev) if dtype is not None else sd["fc.weight"].dtype
+    if (mixed := mixed_dtypes(stored, where, to_dtype)) is not None:
+        notes.append(mixed)
+    if profile is None:   # the format's trainer, else the first profile that can run this draft
+        profile = _default_profile(cfg, fmt, config_file, notes)
+    if embedding is not None:   # a copy: the draft's own weight never aliases the target's
+        sd["embed_tokens.weight"] = embedding.to(device=dev, dtype=to_dtype, copy=True)
+    draft = _assembled(cfg, profile, fmt, sd, dev, to_dtype)
+    draft.embedding_missing = embedding is None
+    embedding_of_target = facts.embedding.detach().to(device=dev, dtype=to_dtype) if facts.embedding is not None else None
+    draft = draft.bound(num_target_layers or facts.num_layers, facts.arch, embedding_of_target)
+    _report_as_run(report, draft, cfg, fmt)
+    draft.load_report = report
+    return draft
+
+
+def _read_checked_weights(cfg: DraftConfig, raw: dict, files: list[Path], dev, where,
+                          notes: list[str]) -> tuple[DraftConfig, dict[str, torch.Tensor], list[str]]:
+    """The weights read onto ``dev`` under our names, the config fitted to them, an identity vocab map dropped, and
+    every key, shape and value checked: ``(cfg, state dict, optional keys absent)``."""
     sd, ignored = canonical_state_dict(read_weights(files, dev), where)   # on the device as read
     notes += ignored
     cfg = fit_config_to_weights(cfg, raw, sd, where, notes)
@@ -372,16 +406,13 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
             raise bad_input(where, "d2t", "all-zero offsets (draft_vocab_size = vocab_size: the identity map)",
                             f"{int((d2t != 0).sum())} non-zero offsets", "Set draft_vocab_size in config.json to "
                             "the length the draft was trained with.")
-    absent = check_state_dict(cfg, sd, where)
-    stored = {k: v.dtype for k, v in sd.items() if v.is_floating_point()}
+    return cfg, sd, check_state_dict(cfg, sd, where)
 
-    facts = target_facts(target)
-    check_draft_fits(facts, target_hidden_size=cfg.target_hidden_size, vocab_size=cfg.vocab_size,
-                     where=config_file)
-    report = LoadReport(path=str(folder), format=fmt, format_reason=reason, profile="",
-                        weight_files=[f.name for f in files], aux_ids=list(cfg.aux_layer_ids or []) or None,
-                        aux_ids_key=cfg.aux_ids_key, warnings=notes,
-                        defaulted=[{"field": f, "value": v, "rule": r} for f, v, r in defaulted])
+
+def _settle_vocab_map(cfg: DraftConfig, sd: dict[str, torch.Tensor], absent: list[str], report: LoadReport, where,
+                      check_vocab: bool) -> None:
+    """t2d rebuilt from d2t when missing (vLLM and SGLang read only d2t), both cast to their dtypes, and the map
+    checked: its findings go to the report, its first error is raised unless ``check_vocab`` is False."""
     if "t2d" in absent and "d2t" in sd:
         t2d = torch.zeros(cfg.vocab_size, dtype=torch.bool, device=sd["d2t"].device)
         ids = torch.arange(len(sd["d2t"])) + sd["d2t"].long()
@@ -399,6 +430,11 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
         raise bad_input(where, errors[0].key, "a valid draft->target vocab map", errors[0].message,
                         "Load with check_vocab=False to study the broken draft anyway.")
 
+
+def _embedding_for(cfg: DraftConfig, sd: dict[str, torch.Tensor], facts: TargetFacts, report: LoadReport, where, dev,
+                   has_target: bool, require_embedding: bool) -> torch.Tensor | None:
+    """The draft's embedding, taken out of ``sd``: the checkpoint's, else the target's (SpecForge/SGLang and EAGLE
+    drafts do not save it); None, noted in the report, only when ``require_embedding`` is False."""
     embedding = sd.pop("embed_tokens.weight", None)
     if embedding is None:
         if facts.embedding is None and facts.folder is not None:
@@ -408,29 +444,30 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
         elif require_embedding:
             raise bad_input(where, "embed_tokens.weight", f"a [{cfg.vocab_size}, {cfg.hidden_size}] embedding in the "
                             "checkpoint or from the target", "missing" + (f" (target {facts.where} has none of "
-                                                                          "that shape)" if target is not None else ""),
+                                                                          "that shape)" if has_target else ""),
                             "SpecForge/SGLang and EAGLE drafts do not save it: pass target= (a loaded target or "
                             "its folder) so its embedding is used.")
         else:
             report.embedding = "missing"
+    return embedding
 
-    to_dtype = resolve_dtype(dtype, dev) if dtype is not None else sd["fc.weight"].dtype
-    if (mixed := mixed_dtypes(stored, where, to_dtype)) is not None:
-        notes.append(mixed)
-    if profile is None:   # the format's trainer, else the first profile that can run this draft
-        profile, passed = first_runnable(cfg, fmt)
-        if profile is None:
-            raise bad_input(config_file, None, "a profile that can run this draft (its format's trainer, its server, "
-                            "or any other)", "; ".join(passed), "Pass load_draft(..., profile=) to study it as that "
-                            "engine would run it anyway.")
-        if passed:
-            notes.append(f"run as {profile.label}, the first profile that can run this draft: {'; '.join(passed)}")
-    if embedding is not None:   # a copy: the draft's own weight never aliases the target's
-        sd["embed_tokens.weight"] = embedding.to(device=dev, dtype=to_dtype, copy=True)
-    draft = _assembled(cfg, profile, fmt, sd, dev, to_dtype)
-    draft.embedding_missing = embedding is None
-    embedding_of_target = facts.embedding.detach().to(device=dev, dtype=to_dtype) if facts.embedding is not None else None
-    draft = draft.bound(num_target_layers or facts.num_layers, facts.arch, embedding_of_target)
+
+def _default_profile(cfg: DraftConfig, fmt: str, config_file: Path, notes: list[str]) -> EngineProfile:
+    """The first profile that can run this draft (the format's trainer first), noting why the ones before it were
+    passed over; refused when none can."""
+    profile, passed = first_runnable(cfg, fmt)
+    if profile is None:
+        raise bad_input(config_file, None, "a profile that can run this draft (its format's trainer, its server, "
+                        "or any other)", "; ".join(passed), "Pass load_draft(..., profile=) to study it as that "
+                        "engine would run it anyway.")
+    if passed:
+        notes.append(f"run as {profile.label}, the first profile that can run this draft: {'; '.join(passed)}")
+    return profile
+
+
+def _report_as_run(report: LoadReport, draft: Eagle3Draft, cfg: DraftConfig, fmt: str) -> None:
+    """The report's profile and settings as the draft runs, and a warning for ids its profile does not see and for
+    what keeps its profile or its format's server from running it as written."""
     report.profile = draft.profile.name
     report.settings = [{"flag": f, "value": d.value, "how": d.how} for f, d in draft.settings.decisions.items()]
     seen, why = draft.profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
@@ -438,8 +475,6 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
         report.warnings.append(why)
     for name in dict.fromkeys((draft.profile.name, SERVE_PROFILE[fmt])):   # what can run it, as written
         report.warnings += [p for p in serving_problems(cfg, name, ATTENTION_KINDS) if p not in report.warnings]
-    draft.load_report = report
-    return draft
 
 
 # ---------------------------------------------------------------------------- save / convert
@@ -539,12 +574,36 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     Flags are written as the draft's trainer ran them; a flag whose value that changes from what the
     source config states is named in a warning with the rule, and ``keep_stated_flags=True`` writes
     the stated value instead (explicit ``draft.rewired()`` switches win over both)."""
-    from eagle3lab.engines.layer_ids import to_engine_ids
-
     fmt = format
     if fmt not in cf.FORMATS:
         raise bad_input("--to", None, f"one of {', '.join(cf.FORMATS)}", repr(fmt))
     cfg, out = draft.config, Path(out_dir).expanduser()
+    _check_writable(cfg, fmt, out, overwrite)
+    warnings: list[str] = []
+    n = num_target_layers or draft.num_target_layers
+    ids, resid, trainer = _ids_to_write(draft, fmt, n, warnings)
+    trained = resolve_settings(cfg, trainer, draft.format)
+    flags = _flags_to_write(draft, trainer, trained, out, fmt, keep_stated_flags, warnings)
+    written_at = {"speculators": IDS_TOP, "sglang": IDS_NESTED}.get(fmt) if ids is not None else None
+    extra = {**cfg.extra, **({NUM_AUX_KEY: cfg.num_aux} if cfg.num_aux != 3 else {})}   # draft_to_config writes it
+    new_cfg = DraftConfig(**{**cfg.to_dict(), "aux_layer_ids": ids, "aux_ids_key": written_at, "extra": extra, **flags})
+    warnings += _served_otherwise(new_cfg, fmt, flags, trained)
+    tensors = _tensors_to_write(draft, fmt, include_embedding, warnings)
+    config = cf.draft_to_config(new_cfg, fmt, ids, flags)
+    if fmt == "sglang" and not trained.final_norm:   # missing would read as true in SpecForge
+        config["norm_output"] = False
+
+    from safetensors.torch import save_file
+    with atomic_dir(out) as tmp:
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    return {"path": str(out), "format": fmt, "aux_ids_written": ids, "trained_resid": list(resid) if resid else None,
+            "flags_written": flags, "embedding_written": "embed_tokens.weight" in tensors, "warnings": warnings}
+
+
+def _check_writable(cfg: DraftConfig, fmt: str, out: Path, overwrite: bool) -> None:
+    """Refuse what format ``fmt`` cannot hold (several layers outside speculators, an attention kind its loaders do
+    not build), and an existing folder unless ``overwrite``."""
     if out.exists() and not overwrite:
         raise bad_input(out, None, "a new output folder", "it exists", "Pass overwrite=True (CLI: --overwrite).")
     if fmt != "speculators" and cfg.num_hidden_layers > 1:
@@ -555,8 +614,15 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
                         "or Qwen3 layer for speculators (vLLM's update_eagle3 raises for any other layer model_type)",
                         cfg.attention, "Write MLA drafts in sglang format (Eagle3DeepseekV2ForCausalLM), Qwen3 drafts "
                         "in speculators format.")
-    warnings: list[str] = []
-    n = num_target_layers or draft.num_target_layers
+
+
+def _ids_to_write(draft: Eagle3Draft, fmt: str, n: int | None, warnings: list[str]):
+    """``(ids, trained resid points, trainer)``: the aux ids that make ``fmt``'s server capture the points the draft
+    was trained on (copied when the conventions agree; None for the EAGLE format, whose points are fixed), warning
+    when an older SGLang build or SpecForge reads them otherwise."""
+    from eagle3lab.engines.layer_ids import to_engine_ids
+
+    cfg = draft.config
     trainer = trainer_of(draft)
     same_convention = _CONVENTION[trainer.id_engine] == _CONVENTION[get_profile(FORMAT_PROFILE[fmt]).id_engine]
     rewired = "aux_resid" in draft.wiring
@@ -573,7 +639,14 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
         ids = None if fmt == "eagle" else ids
     if ids is not None and get_profile(SERVE_PROFILE[fmt]).id_engine == "sglang":
         warnings += _older_sglang_reading(ids, n, draft.target_arch) + _trainer_refuses(ids, n, draft.target_arch)
-    trained = resolve_settings(cfg, trainer, draft.format)
+    return ids, resid, trainer
+
+
+def _flags_to_write(draft: Eagle3Draft, trainer: EngineProfile, trained: DraftSettings, out: Path, fmt: str,
+                    keep_stated_flags: bool, warnings: list[str]) -> dict[str, bool]:
+    """The norm flags as the draft's trainer ran them; a stated flag that differs is warned about (or kept with
+    ``keep_stated_flags``), and ``draft.rewired()`` switches win over both."""
+    cfg = draft.config
     flags = {"norm_before_residual": trained.norm_before_residual, "norm_before_fc": trained.norm_before_fc,
              "fc_norm": trained.fc_norm, "norm_output": trained.recycle_postnorm}
     rules = {flag: trained.decisions[flag].how for flag in flags} | {"norm_output": trained.decisions["recycle"].how}
@@ -598,11 +671,14 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     if fmt == "eagle" and (flags["fc_norm"] or flags["norm_before_fc"]):
         raise bad_input(out, "fc_norm / norm_before_fc", "off for the EAGLE official format (it has no such norms)",
                         "on", "Write speculators or sglang format instead.")
-    written_at = {"speculators": IDS_TOP, "sglang": IDS_NESTED}.get(fmt) if ids is not None else None
-    extra = {**cfg.extra, **({NUM_AUX_KEY: cfg.num_aux} if cfg.num_aux != 3 else {})}   # draft_to_config writes it
-    new_cfg = DraftConfig(**{**cfg.to_dict(), "aux_layer_ids": ids, "aux_ids_key": written_at, "extra": extra, **flags})
+    return flags
+
+
+def _served_otherwise(new_cfg: DraftConfig, fmt: str, flags: dict[str, bool], trained: DraftSettings) -> list[str]:
+    """Warnings for what the format's server cannot run as written, and for each switch it runs otherwise than the
+    draft was trained (acceptance drops)."""
     served = get_profile(SERVE_PROFILE[fmt])
-    warnings += serving_problems(new_cfg, served, ATTENTION_KINDS)
+    warnings = list(serving_problems(new_cfg, served, ATTENTION_KINDS))
     as_served = resolve_settings(new_cfg, served, fmt)
     for flag in ("norm_before_residual", "norm_before_fc", "fc_norm"):
         if getattr(as_served, flag) != flags[flag]:
@@ -614,7 +690,14 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     if as_served.final_norm != trained.final_norm:   # SpecForge norm_output false: trained without it
         warnings.append(f"{served.label} norms lm_head's input; this draft was trained without that norm "
                         f"({trained.decisions['final_norm'].how}).")
+    return warnings
 
+
+def _tensors_to_write(draft: Eagle3Draft, fmt: str, include_embedding: bool | None,
+                      warnings: list[str]) -> dict[str, torch.Tensor]:
+    """The weights under ``fmt``'s names, on the CPU: the embedding only where it belongs (speculators always needs
+    it), SpecForge's identity vocab buffers added for the sglang format."""
+    cfg = draft.config
     state = {k: v for k, v in draft.state_dict().items()}
     report = draft.load_report
     if include_embedding is None:   # speculators format: always, see SPECULATORS_NEEDS
@@ -628,17 +711,7 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     if fmt == "sglang" and "d2t" not in state:   # SpecForge's identity buffers: its warm start requires them
         state["d2t"] = torch.zeros(cfg.vocab_size, dtype=torch.long)
         state["t2d"] = torch.ones(cfg.vocab_size, dtype=torch.bool)
-    tensors = {cf.family_key(k, fmt): v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
-    config = cf.draft_to_config(new_cfg, fmt, ids, flags)
-    if fmt == "sglang" and not trained.final_norm:   # missing would read as true in SpecForge
-        config["norm_output"] = False
-
-    from safetensors.torch import save_file
-    with atomic_dir(out) as tmp:
-        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    return {"path": str(out), "format": fmt, "aux_ids_written": ids, "trained_resid": list(resid) if resid else None,
-            "flags_written": flags, "embedding_written": "embed_tokens.weight" in tensors, "warnings": warnings}
+    return {cf.family_key(k, fmt): v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
 
 
 def convert_draft(src, out_dir, to: str, target=None, num_target_layers: int | None = None,
@@ -717,7 +790,7 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None, 
     Never raises on a bad checkpoint: problems are listed under ``errors``; what could not be
     checked (no weights, no layer count) under ``not_checked``.
     """
-    from eagle3lab.engines.profiles import FLAGS, PROFILES
+    from eagle3lab.engines.profiles import PROFILES
     from eagle3lab.models.draft_family import describe_draft_config
 
     raw, config_file = read_config(path)
@@ -728,75 +801,24 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None, 
     if kind in cf.FORMATS:
         out["family"] = describe_draft_config(raw)
     if kind not in cf.FORMATS:
-        text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-        out["target_like"] = {k: text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size")}
-        out["not_checked"].append("everything EAGLE-3 specific: this config is not an EAGLE-3 draft")
-        if kind == "target":
-            out["warnings"].append(f"This is a target config: pass its folder as --target to inspect a draft "
-                                   f"for it (N = {text.get('num_hidden_layers')}).")
-        return out
+        return _not_a_draft(raw, kind, out)
     try:
         cfg, defaulted = cf.config_to_draft(raw, kind, str(config_file))
     except Eagle3LabError as err:
         out["errors"].append(str(err))
         return out
-    facts = TargetFacts(None, None, None, None, "no target")
-    if target is not None:
-        try:
-            facts = target_facts(target)
-            check_draft_fits(facts, target_hidden_size=cfg.target_hidden_size, vocab_size=cfg.vocab_size,
-                             where=config_file)
-        except Eagle3LabError as err:
-            out["errors"].append(str(err))
+    facts = _inspected_target(target, cfg, config_file, out)
     n = num_target_layers or facts.num_layers
     out["format"] = kind
     out["defaulted"] = [{"field": f, "value": v, "rule": r} for f, v, r in defaulted]
 
     files = find_weight_files(config_file.parent)
-    draft = None
-    if files:
-        try:
-            runnable = first_runnable(cfg, kind)[0] is not None   # else: checked as its trainer would run it
-            draft = load_draft(config_file.parent, target=target, device="cpu", dtype=None,
-                               require_embedding=False, check_vocab=False, num_target_layers=n,
-                               profile=None if runnable else FORMAT_PROFILE[kind])
-            cfg = draft.config
-            rep = draft.load_report
-            out["vocab"] = {"checked": True, "findings": rep.vocab_findings}
-            out["errors"] += [f"vocab map: {f['key']}: {f['message']}" for f in rep.vocab_findings
-                              if f["severity"] == "error"]
-            out["warnings"] += rep.warnings
-            out["defaulted"] += [d for d in rep.defaulted if d not in out["defaulted"]]
-            out["weights"] = {"files": rep.weight_files, "checked": True, "embedding": rep.embedding,
-                              "dtype": str(draft.fc.weight.dtype).replace("torch.", ""),
-                              "num_parameters": sum(p.numel() for p in draft.parameters())}
-        except Eagle3LabError as err:
-            out["errors"].append(str(err))
-            out["weights"] = {"files": [f.name for f in files], "checked": False}
-    else:
-        out["weights"] = {"files": [], "checked": False}
-        out["vocab"] = {"checked": False, "findings": []}
-        out["not_checked"] += ["weights: keys, shapes, NaN/inf (no weight files here)",
-                               "vocab map: d2t/t2d live in the weights"]
+    cfg = _inspected_weights(cfg, kind, config_file, files, target, n, out)
     out["sizes"] = {k: getattr(cfg, k) for k in (
         "hidden_size", "target_hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
         "num_key_value_heads", "head_dim", "vocab_size", "draft_vocab_size", "num_aux", "rope_theta",
         "rope_scaling", "max_position_embeddings", "hidden_act")}
-
-    engines = {}
-    for name, profile in PROFILES.items():
-        seen, why = profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
-        row = {"engine": profile.label, "ids_seen": list(seen) if seen is not None else None, "note": why}
-        try:
-            res = profile.aux_resolution(cfg.aux_layer_ids, cfg.aux_ids_key, n, facts.arch)
-            row.update(resid=list(res.resid), label=res.label, defaulted=res.defaulted, rule=res.rule,
-                       warnings=list(res.warnings), fatal=list(res.fatal))
-        except Eagle3LabError as err:
-            row.update(resid=None, label=None, error=str(err))
-        engines[name] = row
-    out["aux_ids"] = {"as_written": list(cfg.aux_layer_ids) if cfg.aux_layer_ids is not None else None,
-                      "key": cfg.aux_ids_key, "num_target_layers": n, "target_arch": facts.arch,
-                      "by_engine": engines}
+    out["aux_ids"] = _aux_ids_by_engine(cfg, n, facts, PROFILES)
     # which engines can run this draft family at all (attention kind, needed fields, aux count), the builds asked
     profiles = {**PROFILES, **(builds or {})}
     out["serving"] = {name: {"engine": profile.label, "problems": serving_problems(cfg, profile, ATTENTION_KINDS)}
@@ -809,6 +831,88 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None, 
     if n is None:
         out["not_checked"].append("resid points of default ids and range checks: the target's layer count is "
                                   "unknown (pass --target DIR or --num-target-layers N)")
+    out["norm_flags"] = _norm_flags_by_engine(cfg, kind, profiles)
+    return out
+
+
+def _not_a_draft(raw: dict, kind: str, out: dict) -> dict:
+    """inspect's answer for a config that is no EAGLE-3 draft: its target-like sizes, and a hint for a target."""
+    text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    out["target_like"] = {k: text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size")}
+    out["not_checked"].append("everything EAGLE-3 specific: this config is not an EAGLE-3 draft")
+    if kind == "target":
+        out["warnings"].append(f"This is a target config: pass its folder as --target to inspect a draft "
+                               f"for it (N = {text.get('num_hidden_layers')}).")
+    return out
+
+
+def _inspected_target(target, cfg: DraftConfig, config_file: Path, out: dict) -> TargetFacts:
+    """The target's facts (none without a target), a mismatch with the draft's sizes listed under ``errors``."""
+    facts = TargetFacts(None, None, None, None, "no target")
+    if target is not None:
+        try:
+            facts = target_facts(target)
+            check_draft_fits(facts, target_hidden_size=cfg.target_hidden_size, vocab_size=cfg.vocab_size,
+                             where=config_file)
+        except Eagle3LabError as err:
+            out["errors"].append(str(err))
+    return facts
+
+
+def _inspected_weights(cfg: DraftConfig, kind: str, config_file: Path, files: list[Path], target, n: int | None,
+                       out: dict) -> DraftConfig:
+    """inspect's ``weights`` and ``vocab``: the draft loaded and checked when there are weights (as its trainer
+    would run it when no profile can), its report merged into ``out``; returns the config fitted to the weights."""
+    if not files:
+        out["weights"] = {"files": [], "checked": False}
+        out["vocab"] = {"checked": False, "findings": []}
+        out["not_checked"] += ["weights: keys, shapes, NaN/inf (no weight files here)",
+                               "vocab map: d2t/t2d live in the weights"]
+        return cfg
+    try:
+        runnable = first_runnable(cfg, kind)[0] is not None   # else: checked as its trainer would run it
+        draft = load_draft(config_file.parent, target=target, device="cpu", dtype=None,
+                           require_embedding=False, check_vocab=False, num_target_layers=n,
+                           profile=None if runnable else FORMAT_PROFILE[kind])
+        cfg = draft.config
+        rep = draft.load_report
+        out["vocab"] = {"checked": True, "findings": rep.vocab_findings}
+        out["errors"] += [f"vocab map: {f['key']}: {f['message']}" for f in rep.vocab_findings
+                          if f["severity"] == "error"]
+        out["warnings"] += rep.warnings
+        out["defaulted"] += [d for d in rep.defaulted if d not in out["defaulted"]]
+        out["weights"] = {"files": rep.weight_files, "checked": True, "embedding": rep.embedding,
+                          "dtype": str(draft.fc.weight.dtype).replace("torch.", ""),
+                          "num_parameters": sum(p.numel() for p in draft.parameters())}
+    except Eagle3LabError as err:
+        out["errors"].append(str(err))
+        out["weights"] = {"files": [f.name for f in files], "checked": False}
+    return cfg
+
+
+def _aux_ids_by_engine(cfg: DraftConfig, n: int | None, facts: TargetFacts, profiles: dict) -> dict:
+    """inspect's ``aux_ids``: the ids as written, and for each profile the ids it sees and the resid points it
+    feeds fc (or why it cannot)."""
+    engines = {}
+    for name, profile in profiles.items():
+        seen, why = profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
+        row = {"engine": profile.label, "ids_seen": list(seen) if seen is not None else None, "note": why}
+        try:
+            res = profile.aux_resolution(cfg.aux_layer_ids, cfg.aux_ids_key, n, facts.arch)
+            row.update(resid=list(res.resid), label=res.label, defaulted=res.defaulted, rule=res.rule,
+                       warnings=list(res.warnings), fatal=list(res.fatal))
+        except Eagle3LabError as err:
+            row.update(resid=None, label=None, error=str(err))
+        engines[name] = row
+    return {"as_written": list(cfg.aux_layer_ids) if cfg.aux_layer_ids is not None else None,
+            "key": cfg.aux_ids_key, "num_target_layers": n, "target_arch": facts.arch, "by_engine": engines}
+
+
+def _norm_flags_by_engine(cfg: DraftConfig, kind: str, profiles: dict) -> dict:
+    """inspect's ``norm_flags``: each flag as written, and the value each profile runs it with and why (an engine
+    that cannot resolve the config gives its error for every flag)."""
+    from eagle3lab.engines.profiles import FLAGS
+
     flags = {}
     for flag in FLAGS:
         flags[flag] = {"written": getattr(cfg, flag), "by_engine": {}}
@@ -823,5 +927,4 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None, 
         for flag, (value, how) in settings.decisions.items():
             flags.setdefault(flag, {"written": None, "by_engine": {}})["by_engine"][name] = {"value": value,
                                                                                              "how": how}
-    out["norm_flags"] = flags
-    return out
+    return flags
