@@ -453,12 +453,32 @@ def _evidence_note(found, choice: FixChoice, cap: int) -> str:
             f"the fix rests on {choice.prompts} ({how}): {choice.statement}")
 
 
+def in_float32(draft):
+    """``draft``'s weights in fp32 (a copy; the target's embedding, when attached, shared as it is), or
+    ``draft`` itself when they are fp32 already."""
+    import copy
+
+    import torch
+
+    if draft.fc.weight.dtype == torch.float32:
+        return draft
+    shared = {id(draft.target_embedding): draft.target_embedding} if draft.target_embedding is not None else {}
+    return copy.deepcopy(draft, shared).float()
+
+
 def search(case: Case, served: Served, build: Build, *, num_steps: int, prompt_step: int, progress: bool) -> Searched:
     """The wiring search, then the fix chosen from its set and settled on as many prompts as it needs (the
-    evidence grows: every later stage reads the grown bank)."""
+    evidence grows: every later stage reads the grown bank).
+
+    Which states the weights were trained on is a property of the weights, not of the dtype they are served
+    in: the search runs the draft in fp32 whatever ``--dtype`` (the states as captured, upcast). bf16 rounding
+    inside a small draft moves its tau by up to 0.1 (the bundled case), more than the candidates differ, and
+    names another member of a wider set (issue 33); the ladder measures every rung in the dtype asked."""
     from eagle3lab.analysis.wiring_search import search_wiring
 
-    draft = case.draft
+    draft = in_float32(case.draft)
+    if draft is not case.draft:
+        served = served_reading(draft, build)
     # A wrong map misleads the search's labels: read the map first from the draft as served, and search
     # with the slots it re-points pointed back
     first = None if draft.d2t is None or served.wiring is None else vocab_from_behaviour(case.bank, served.view,

@@ -7,9 +7,13 @@ fix is chosen from that set, never ranked inside it by noise:
 2. a member another of them beats in tau beyond noise is set aside (``_unbeaten``);
 3. the rest are taken in an order that reads no score (``Preference``): the engine's as-launched reading,
    the wiring nearest the stated ids (then the switches as stated), the engine's default points, the fewest
-   changes, then the lower points. Cross-entropy steers the search and names the best the set is measured
+   changes, then the lower points;
+4. unless the as-launched reading is within noise (nothing to change), the wiring is then searched again
+   from the engines' default points and each slot moved to the middle of its run of points within noise
+   (``_refine``, ``_centred``). Cross-entropy steers the search and names the best the set is measured
    against, but the last digits of a score never choose between members (issue 33: fp32 on a CPU and bf16 on
-   a GPU named two wirings within noise of each other).
+   a GPU named two wirings within noise of each other); and the edge of the set, where noise decides what
+   belongs, is not where the answer lies (walking towards the stated ids ended there).
 
 Only when no member is servable does doctor fall back to the nearest servable wiring to the best, with
 its measured cost. The choice is *settled* when the evidence separates it from the served reading (a
@@ -325,14 +329,14 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         if choice.settled or at_cap:
             if choice.servable and choice.cost is None:
                 choice, rival_keys = _refine(choice, scores, measure, build, served_key, level,
-                                             points={p for p in evidence.bank.points if isinstance(p, int)},
-                                             prefer=prefer)
+                                             points={p for p in evidence.bank.points if isinstance(p, int)})
             if choice.settled or at_cap:
                 return choice, scores
             # the search from the default points moved it, or found a neighbour it is not told apart from: grow
         runners_up = sorted((k for k in members if k != choice.key and build.servable(k[0])[0] == k[0]),
                             key=prefer.rank)[:3]
-        candidates = list(dict.fromkeys([choice.key, *rival_keys, *runners_up]))
+        # the search's best too: the set within noise is measured against it, not against the best of a subset
+        candidates = list(dict.fromkeys([choice.key, choice.search_best, *rival_keys, *runners_up]))
         had = evidence.num_prompts
         bank = evidence.more(min(step, max_prompts - had))
         scores = {}
@@ -350,20 +354,20 @@ def _stepped(wiring, slot: int, p, build: Build, points: set) -> tuple | None:
     return w if p in points and len(set(w)) == len(w) and build.servable(w)[0] == w else None
 
 
-def _slot_scan(measure, wiring: list, slot: int, variant: dict, lo: int, hi: int, build: Build, points: set):
-    """The lowest cross-entropy point of ``slot`` (the others held) over lo..hi, the range extended while
-    the lowest lies at its edge (a line search: from any start inside one valley, the same bottom)."""
+def _slot_scan(measure, wiring: list, slot: int, variant: dict, first, build: Build, points: set):
+    """The lowest cross-entropy point of ``slot`` (the others held): the best of the points ``first``, then
+    its neighbours while one is lower (from any start inside one valley, the same bottom)."""
     def ce(p):
         w = _stepped(wiring, slot, p, build, points)
         return measure(w, variant).ce if w is not None else float("inf")
 
-    tried = {p: ce(p) for p in range(lo, hi + 1)}
+    tried = {p: ce(p) for p in first if p in points}
     while True:
         best = min(tried, key=lambda p: (tried[p], p))
-        edge = best - 1 if best == min(tried) else best + 1 if best == max(tried) else None
-        if edge is None or edge in tried or edge not in points or tried[best] == float("inf"):
+        new = [q for q in (best - 1, best + 1) if q in points and q not in tried]
+        if not new or tried[best] == float("inf"):
             return best
-        tried[edge] = ce(edge)
+        tried.update((q, ce(q)) for q in new)
 
 
 def _canonical_start(wiring: tuple, num_layers: int) -> list:
@@ -383,14 +387,19 @@ def _canonical_start(wiring: tuple, num_layers: int) -> list:
 
 
 def _line_search(measure, wiring: list, variant: dict, build: Build, points: set) -> list:
-    """Slot by slot (the others held), the lowest cross-entropy point by ``_slot_scan`` from one step either
-    side, until no slot moves (at most three sweeps)."""
+    """Slot by slot (the others held), the lowest cross-entropy point by ``_slot_scan``, until no slot moves
+    (at most three sweeps). The first sweep starts each slot from a grid over the whole depth (every
+    ``N // 12``-th point, resid[0] included): the embedding output is no neighbour of resid[1] in what it
+    holds, so a slot started at the default resid[2] never reaches it one step at a time; later sweeps start
+    one step either side."""
     wiring = list(wiring)
-    for _ in range(3):
+    grid = set(range(0, build.num_layers + 1, max(1, build.num_layers // 12)))
+    for sweep in range(3):
         moved = False
         for slot, here in enumerate(wiring):
             if isinstance(here, int):
-                p = _slot_scan(measure, wiring, slot, variant, here - 1, here + 1, build, points)
+                first = sorted(grid | {here - 1, here, here + 1}) if sweep == 0 else (here - 1, here, here + 1)
+                p = _slot_scan(measure, wiring, slot, variant, first, build, points)
                 moved |= p != here
                 wiring[slot] = p
         if not moved:
@@ -416,47 +425,100 @@ def _unbeaten(keys, scores: dict, level: float) -> list:
             if not any(o != k and _diffs(scores[o], scores[k], level)[1].low > 0 for o in keys)]
 
 
-def _walk(key, scores: dict, measure, build: Build, prefer: Preference, level: float, points: set):
-    """From ``key``, one-slot steps (``_steps``) while one is within noise of the best, beaten in tau by none
-    of the others, and comes before the current one in ``prefer``'s order (a member a neighbour beats is left
-    too): where slots serve alike, the member handed to the user is the one the order prefers, whichever the
-    scores' last digits favour."""
-    seen = {key}
-    for _ in range(4 * (build.num_layers + 1)):
-        steps = _steps(key, build, points)
-        for k in steps:
-            measure(k[0], dict(k[1]))
-        within = set(_members(scores, list(scores), level)[1])
-        pool = _unbeaten([k for k in dict.fromkeys([key, *steps]) if k in within], scores, level)
-        ahead = [k for k in pool if k not in seen and (key not in pool or prefer.rank(k) < prefer.rank(key))]
-        if not ahead:
+def _within(key, scores: dict, level: float) -> bool:
+    """``key`` (scored) within noise of the best by cross-entropy of all scored: its tau not below the best's
+    beyond noise (``_members``' test for one key)."""
+    best = min(scores, key=lambda k: scores[k].ce)
+    return key == best or _diffs(scores[key], scores[best], level)[1].high >= 0.0
+
+
+SCAN_GAP = 2    # points outside noise a slot's scan steps over: tau is not monotone in the layer on a few prompts
+
+
+def _slot_points(measure, scores: dict, wiring: tuple, slot: int, variant: dict, build: Build, points: set,
+                 level: float) -> list[int]:
+    """The points of ``slot`` (the other slots held) whose hypothesis is within noise of the best, scanned
+    outward from ``wiring[slot]`` in both directions until ``SCAN_GAP`` points in a row fall outside (a
+    point another slot holds, or the build cannot capture, is stepped over), each scored as it is reached."""
+    got = [wiring[slot]]
+    for step in (-1, 1):
+        p, misses = wiring[slot], 0
+        while misses < SCAN_GAP and p + step in points:
+            p += step
+            w = _stepped(wiring, slot, p, build, points)
+            if w is None:
+                continue
+            measure(w, variant)
+            inside = _within(key_of(w, variant), scores, level)
+            got += [p] if inside else []
+            misses = 0 if inside else misses + 1
+    return sorted(got)
+
+
+def _centred(key, scores: dict, measure, build: Build, level: float, points: set):
+    """The wiring at the centre of the set within noise around ``key``: each slot moved to the lower median
+    of its points within noise (``_slot_points``, the others held), read again from the centred wiring until
+    it stays put (at most three rounds). The edge of the set is where noise decides membership (one draw,
+    dtype or thread count keeps a point the next drops); a median moves at most one point when an edge point
+    comes or goes."""
+    variant = dict(key[1])
+    wiring = key[0]
+    for _ in range(3):
+        measure(wiring, variant)
+        centre = list(wiring)
+        for slot, p in enumerate(wiring):
+            if isinstance(p, int):
+                got = _slot_points(measure, scores, wiring, slot, variant, build, points, level)
+                centre[slot] = got[(len(got) - 1) // 2]
+        centre = tuple(centre)
+        if centre == wiring or build.servable(centre)[0] != centre or len(set(centre)) != len(centre):
             break
-        key = prefer.first(ahead)
-        seen.add(key)
+        measure(centre, variant)
+        if not _within(key_of(centre, variant), scores, level):
+            break
+        wiring = centre
+    return key_of(wiring, variant)
+
+
+def _climb(key, scores: dict, measure, build: Build, level: float, points: set):
+    """From ``key``, a step to a one-slot neighbour only when it beats the current wiring in tau beyond noise
+    (paired over the same prompts), the neighbours tried in a fixed order (slot by slot, the lower point
+    first), until none does. No step rests on a point estimate: where slots serve alike the climb stays
+    put, and where a neighbour is better the evidence says so. (The centre of the set within noise of the
+    best, tried before, was beaten by its own neighbours: that set is wide because a far member is compared
+    with the best, a neighbour with its neighbour.)"""
+    for _ in range(4 * (build.num_layers + 1) * max(1, len(key[0]))):
+        here = measure(key[0], dict(key[1]))
+        for k in _steps(key, build, points):
+            if _diffs(measure(k[0], dict(k[1])), here, level)[1].low > 0:
+                key = k
+                break
+        else:
+            return key
     return key
 
 
 def _refine(choice: FixChoice, scores: dict, measure, build: Build, served_key, level: float, *,
-            points: set, prefer: Preference | None = None) -> tuple[FixChoice, list]:
+            points: set) -> tuple[FixChoice, list]:
     """Where slots serve alike, which member the sequential rule ends on depends on which ones the first
     draw's search happened to score. So on the final bank the wiring is searched again from a start that
     depends on neither the draw nor the build (``_canonical_start``), slot by slot by cross-entropy
-    (``_line_search``); of the choice and that answer, the members within noise, the first in ``prefer``'s
-    order is taken and walked to its one-slot neighbours that come before it in that order (``_walk``). Then
-    the choice is held against both one-slot steps of every slot. ``points``: the resid points the bank
-    holds. Returns the choice and the rivals it was held against."""
-    prefer = prefer or Preference(num_layers=build.num_layers)
+    (``_line_search``). Unless the choice is the as-launched reading within noise (nothing to change), that
+    answer (the choice, where the answer is not a servable member) is moved to the centre of the set around it
+    (``_centred``). Then the choice is held against both one-slot steps of every slot.
+    ``points``: the resid points the bank holds. Returns the choice and the rivals it was held against."""
     variant = dict(choice.variant)
     found = tuple(_line_search(measure, _canonical_start(choice.wiring, build.num_layers), variant, build, points))
     servable = build.servable(found)[0] == found
     within = set(_members(scores, list(scores), level)[1])
-    starts = [k for k in (choice.key, key_of(found, variant)) if k in within and build.servable(k[0])[0] == k[0]]
-    key = _walk(prefer.first(starts) if starts else choice.key, scores, measure, build, prefer, level, points)
-    said = choice.statement + (f"; searched again on the final {choice.prompts} prompts from the engines' default "
-                               "points, slot by slot by cross-entropy: " + f"{wiring_text(found)}"
-                               + ("" if servable else f", which {build.label} cannot serve")
-                               + f"; of the members within noise around it, {wiring_text(key[0])} comes first in "
-                               "doctor's order")
+    key = choice.key
+    if key != served_key or key not in within:     # as launched and within noise: nothing to change
+        start = key_of(found, variant) if servable and key_of(found, variant) in within else key
+        key = _climb(_centred(start, scores, measure, build, level, points), scores, measure, build, level, points)
+    said = choice.statement + (
+        "" if key == served_key else f"; on the final {choice.prompts} prompts, each slot moved to the median of its "
+        "points within noise, then to a one-slot neighbour only where it beats the wiring in tau beyond noise: "
+        f"{wiring_text(key[0])}")
     refined = FixChoice(key[0], variant, True, choice.members, choice.search_best, said, prompts=choice.prompts)
     within = _members(scores, list(scores), level)[1]       # on the final bank, the scanned points included
     rival_keys = list(dict.fromkeys(rivals(refined, within, served_key, build, scores) + _steps(key, build, points)))

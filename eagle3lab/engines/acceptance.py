@@ -24,6 +24,7 @@ Positions are 1-based here (position 1 = first draft token), as in the papers; v
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -163,10 +164,15 @@ class Interval:
         return 1 if self.low > 0 else -1 if self.high < 0 else 0
 
 
+@functools.lru_cache(maxsize=64)
 def _weights(units: int, resamples: int, seed: int):
+    """The bootstrap's resample counts [R, units]: a function of its arguments alone, so drawn once (doctor
+    compares thousands of pairs on the same prompts) and handed out read-only."""
     import numpy as np
     rng = np.random.default_rng(seed)
-    return rng.multinomial(units, [1.0 / units] * units, size=resamples).astype(float)   # [R, units]
+    w = rng.multinomial(units, [1.0 / units] * units, size=resamples).astype(float)
+    w.flags.writeable = False
+    return w
 
 
 def _in_canonical_order(*arrays):

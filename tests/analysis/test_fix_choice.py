@@ -17,9 +17,9 @@ from eagle3lab.analysis.fix_choice import (
     _refine,
     _slot_neighbours,
     _steps,
-    _unbeaten,
     key_of,
 )
+from eagle3lab.analysis.wiring_search import _diffs
 from eagle3lab.decoding.evaluate import evaluate_on_bank, greedy_dataset
 from eagle3lab.models.state_bank import capture_bank
 
@@ -66,11 +66,13 @@ def test_one_slot_neighbours_are_the_closest_two_of_each_slot_with_the_same_swit
 
 def test_an_unsettled_choice_is_rescanned_to_the_same_answer_from_any_start(case):
     """Two draws' choices that the evidence does not tell apart are moved, on the same final bank, to the
-    same wiring: the first in doctor's order (``Preference``) among the members around the answer of a
-    slot-by-slot search from the engines' default points."""
+    same wiring: a search from the engines' default points (a grid over the depth first), each slot moved to
+    the median of its points within noise, then to a one-slot neighbour only where it beats the wiring in
+    tau beyond noise. The answer is no edge of the set, and none of its neighbours beats it."""
     target, bank, draft = case
     view = draft.rewired()
     build = Build("vllm", "0.32.0", "cpu", target.num_layers, target.arch)
+    points = set(range(target.num_layers + 1))
     scores = {}
 
     def measure(wiring, variant):
@@ -80,29 +82,22 @@ def test_an_unsettled_choice_is_rescanned_to_the_same_answer_from_any_start(case
         return scores[k]
 
     variant = next(v for v in draft.variants() if v["norm_before_residual"])   # the rule the case was trained with
-    prefer = Preference(num_layers=target.num_layers, stated_wiring=(3, 6, 7))   # the ids the case states
-    starts = [(1, 3, 6), (2, 5, 7)]
     members = [key_of(w, variant) for w in [(1, 3, 6), (2, 5, 7), (1, 4, 7), (2, 4, 6)]]
     for k in members:
         measure(k[0], dict(k[1]))
     answers = set()
-    for start in starts:
+    for start in [(1, 3, 6), (2, 5, 7)]:
         choice = FixChoice(start, dict(variant), True, len(members), members[0], "test", prompts=12, settled=False)
-        refined, held_against = _refine(choice, scores, measure, build, None, 0.95,
-                                        points=set(range(target.num_layers + 1)), prefer=prefer)
+        refined, held_against = _refine(choice, scores, measure, build, None, 0.95, points=points)
         answers.add(refined.wiring)
         assert held_against and refined.key not in held_against
-        assert "comes first in doctor's order" in refined.statement
+        assert "beats the wiring in tau beyond noise" in refined.statement
     assert len(answers) == 1, answers
     final = key_of(answers.pop(), variant)
-    # the walk's end: every one-slot step was scored, and none within noise, beaten by none of them, comes
-    # before it in the order
-    within = set(_members(scores, list(scores), 0.95)[1])
-    assert final in within
-    steps = [k for k in _steps(final, build, set(range(target.num_layers + 1)))]
+    assert final in set(_members(scores, list(scores), 0.95)[1])
+    steps = _steps(final, build, points)
     assert steps and all(k in scores for k in steps)
-    pool = _unbeaten([k for k in [final, *steps] if k in within], scores, 0.95)
-    assert final in pool and prefer.first(pool) == final, (final, pool)
+    assert not any(_diffs(scores[k], scores[final], 0.95)[1].low > 0 for k in steps), final
 
 
 def test_the_order_of_members_reads_no_score():
