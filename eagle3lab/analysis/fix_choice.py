@@ -9,11 +9,12 @@ fix is chosen from that set, never ranked inside it by noise:
    the wiring nearest the stated ids (then the switches as stated), the engine's default points, the fewest
    changes, then the lower points;
 4. unless the as-launched reading is within noise (nothing to change), the wiring is then searched again
-   from the engines' default points and each slot moved to the middle of its run of points within noise
-   (``_refine``, ``_centred``). Cross-entropy steers the search and names the best the set is measured
-   against, but the last digits of a score never choose between members (issue 33: fp32 on a CPU and bf16 on
-   a GPU named two wirings within noise of each other); and the edge of the set, where noise decides what
-   belongs, is not where the answer lies (walking towards the stated ids ended there).
+   on the final bank from the engines' default points, each slot moved to the median of its points within
+   noise and then to a one-slot neighbour only where that beats it in tau beyond noise (``_refine``).
+   Cross-entropy steers the search and names the best the set is measured against, but the last digits of
+   a score never choose between members (issue 33: fp32 on a CPU and bf16 on a GPU named two wirings within
+   noise of each other); and the edge of the set, where noise decides what belongs, is not where the answer
+   lies (walking towards the stated ids ended there).
 
 Only when no member is servable does doctor fall back to the nearest servable wiring to the best, with
 its measured cost. The choice is *settled* when the evidence separates it from the served reading (a
