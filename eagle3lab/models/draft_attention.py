@@ -23,14 +23,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from eagle3lab.engines.profiles import QWEN3
 from eagle3lab.models.hooks import HookPoint
 from eagle3lab.models.norms import RMSNorm
 from eagle3lab.models.rope import apply_rope, rope_parameters
 
 
 class Attention(nn.Module):
-    """Grouped-query attention (``llama``), with per-head q/k norms for ``qwen3``."""
+    """Grouped-query attention (``llama``)."""
 
     def __init__(self, cfg, in_dim: int, layer: int):
         super().__init__()
@@ -40,9 +39,6 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
         self.v_proj = nn.Linear(in_dim, self.n_kv * self.head_dim, bias=False)
         self.o_proj = nn.Linear(self.n_heads * self.head_dim, cfg.hidden_size, bias=False)
-        if cfg.attention == QWEN3:   # the q/k norm weights its family owns (eagle3lab.models.families)
-            self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
-            self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()   # after RoPE, per head
 
     def forward(self, x, s, cos, sin, mask, cache, keys_only: bool = False):
@@ -50,12 +46,10 @@ class Attention(nn.Module):
         B, T, _ = x.shape
         k = self.k_proj(x).view(B, T, self.n_kv, self.head_dim)
         v = self.v_proj(x).view(B, T, self.n_kv, self.head_dim)
-        if s.qk_norm:   # over each head's vector, before RoPE (Qwen3)
-            k = self.k_norm(k)
         if not keys_only:
-            q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim)
-            q = self.hook_q(apply_rope((self.q_norm(q) if s.qk_norm else q).transpose(1, 2), cos, sin))
-        k = self.hook_k(apply_rope(k.transpose(1, 2), cos, sin))   # [B, heads, T, head_dim]
+            q = self.norm_q(self.q_proj(x).view(B, T, self.n_heads, self.head_dim), s)
+            q = self.hook_q(apply_rope(q.transpose(1, 2), cos, sin))
+        k = self.hook_k(apply_rope(self.norm_k(k, s).transpose(1, 2), cos, sin))   # [B, heads, T, head_dim]
         v = self.hook_v(v.transpose(1, 2))
         if cache is not None:
             k, v = cache.update(self.layer, k, v)
@@ -64,6 +58,29 @@ class Attention(nn.Module):
         # grouped-query attention: each kv head serves n_heads / n_kv query heads (SDPA expands them)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
+
+    def norm_q(self, q, s):
+        """q per head ``[B, T, heads, d]`` before RoPE: as projected (Llama has no q/k norm)."""
+        return q
+
+    def norm_k(self, k, s):
+        return k
+
+
+class Qwen3Attention(Attention):
+    """``qwen3``: Llama's attention with one RMSNorm over each head of q and of k, before RoPE (the weights its family
+    owns, eagle3lab.models.families; off with the ``qk_norm`` switch, as an engine without the family runs it)."""
+
+    def __init__(self, cfg, in_dim: int, layer: int):
+        super().__init__(cfg, in_dim, layer)
+        self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+        self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+
+    def norm_q(self, q, s):
+        return self.q_norm(q) if s.qk_norm else q
+
+    def norm_k(self, k, s):
+        return self.k_norm(k) if s.qk_norm else k
 
 
 def rotate_interleaved(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

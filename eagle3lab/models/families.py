@@ -32,7 +32,7 @@ from torch import nn
 from eagle3lab.engines.config_view import layer_config
 from eagle3lab.engines.profiles import LLAMA, MLA, QWEN3
 from eagle3lab.errors import bad_input
-from eagle3lab.models.draft_attention import Attention, MLAAttention
+from eagle3lab.models.draft_attention import Attention, MLAAttention, Qwen3Attention
 
 MLA_ARCHS = ("Eagle3DeepseekV2ForCausalLM", "DeepseekV3ForCausalLMEagle3", "Eagle3DeepseekV3ForCausalLM")
 MLA_KEYS = ("kv_lora_rank", "qk_rope_head_dim")
@@ -91,7 +91,8 @@ def _llama(layer: dict, archs: list[str]) -> str:
 
 DRAFT_FAMILIES: dict[str, DraftFamily] = {f.name: f for f in (
     DraftFamily(LLAMA, "Llama", "Llama (grouped-query) attention", Attention, _llama),
-    DraftFamily(QWEN3, "Qwen3", "Qwen3 attention (an RMSNorm over each q and k head before RoPE)", Attention, _qwen3,
+    DraftFamily(QWEN3, "Qwen3", "Qwen3 attention (an RMSNorm over each q and k head before RoPE)", Qwen3Attention,
+                _qwen3,
                 owns={"qk_norm": "a Qwen3 draft's q_norm/k_norm weights"}, model_type=QWEN3,
                 formats=("speculators", "sglang")),   # cnets.py builds a Llama layer only
     # SGLang/TorchSpec Eagle3DeepseekV2ForCausalLM, SpecForge DeepseekV3ForCausalLMEagle3; its layers carry their

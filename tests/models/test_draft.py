@@ -461,7 +461,7 @@ def test_attention_kinds_have_one_home_and_each_is_built():
     built = {kind: type(Eagle3Draft(DraftConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
                                                 vocab_size=32, attention=kind, **(sizes if kind == "mla" else {})))
                         .layers[0].self_attn).__name__ for kind in families.ATTENTION_KINDS}
-    assert built == {"llama": "Attention", "qwen3": "Attention", "mla": "MLAAttention"}
+    assert built == {"llama": "Attention", "qwen3": "Qwen3Attention", "mla": "MLAAttention"}
     cfg = DraftConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2, vocab_size=32)
     cfg.attention = "gqa"
     with pytest.raises(Eagle3LabError, match="key 'attention': expected one of llama, qwen3, mla, found 'gqa'"):

@@ -25,6 +25,8 @@ from eagle3lab.errors import Eagle3LabError
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
+from eagle3lab.models.draft_attention import Attention, Qwen3Attention
+from eagle3lab.models.families import family_of
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -51,6 +53,14 @@ def test_attention_matches_transformers_qwen3_attention():
     with torch.no_grad():   # the norms matter: without them the answer moves
         dropped = mine(x, draft.under("sglang").settings, cos, sin, torch.ones(6, 6, dtype=torch.bool).tril(), None)
     assert (dropped - ref).abs().max() > 1e-2
+
+
+def test_the_qk_norms_are_the_qwen3_familys_own_attention_class():
+    # the family registry picks the class; Llama's attention carries no q/k norm weights at all
+    assert family_of("qwen3").attention_class is Qwen3Attention and family_of("llama").attention_class is Attention
+    llama = Eagle3Draft(DraftConfig(hidden_size=32, intermediate_size=64, num_attention_heads=4, vocab_size=64))
+    assert type(llama.layers[0].self_attn) is Attention
+    assert not [k for k in llama.state_dict() if "q_norm" in k or "k_norm" in k]
 
 
 def test_forward_matches_the_reference_and_sglang_drops_the_norms():
