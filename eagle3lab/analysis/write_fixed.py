@@ -104,9 +104,9 @@ def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> di
     score = evaluate_on_bank(bank, served, tuple(served.aux_resid), fix.num_steps)   # as the engine runs it
     tau = bootstrap_ratio(*score.tau_sums)
     difference = bootstrap_ratio_difference(*score.tau_sums, *fix.score.tau_sums)
-    errors = inspect_checkpoint(out_dir, target=plan.target_source)["errors"]
+    errors = [e.text for e in inspect_checkpoint(out_dir, target=plan.target_source).errors]
     remaining = [f for f in report.remaining_after_write() if f.code != "CHECKPOINT_ERROR" or errors]
-    return {"path": str(out_dir), "written": written, "config_keys": config_keys,
+    return {"path": str(out_dir), "written": written.to_dict(), "config_keys": config_keys,
             "served_wiring": wiring_text(served.aux_resid), "num_steps": fix.num_steps, "tau": tau,
             "predicted": fix.tau, "difference": difference, "checkpoint_errors": errors,
             "agrees": difference.sign() == 0 and abs(difference.value) < 0.02, "remaining": remaining}

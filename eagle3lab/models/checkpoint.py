@@ -39,8 +39,22 @@ from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 from eagle3lab.models.families import ATTENTION_KINDS, family_of
+from eagle3lab.models.inspection import (
+    AuxIds,
+    AuxRow,
+    Defaulted,
+    Inspection,
+    NormFlag,
+    Note,
+    SavedDraft,
+    Serving,
+    Sizes,
+    TargetLike,
+    VocabCheck,
+    WeightsCheck,
+)
 from eagle3lab.models.target import TargetFacts, as_target, check_draft_fits
-from eagle3lab.models.vocab import check_vocab_map
+from eagle3lab.models.vocab import VocabFinding, check_vocab_map
 
 # Which engine's id convention and arithmetic a family is SERVED with (the trainer is FORMAT_PROFILE).
 SERVE_PROFILE = {"speculators": "vllm", "sglang": "sglang", "eagle": "eagle"}
@@ -568,8 +582,9 @@ def _trainer_refuses(ids, num_layers: int, arch: str | None) -> list[str]:
 
 
 def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_target_layers: int | None = None,
-               include_embedding: bool | None = None, overwrite: bool = False, keep_stated_flags: bool = False) -> dict:
-    """Write ``draft`` as family ``format``; returns what was written (ids, flags, warnings).
+               include_embedding: bool | None = None, overwrite: bool = False,
+               keep_stated_flags: bool = False) -> SavedDraft:
+    """Write ``draft`` as family ``format``; returns what was written (a ``SavedDraft``: ids, flags, warnings).
 
     Flags are written as the draft's trainer ran them; a flag whose value that changes from what the
     source config states is named in a warning with the rule, and ``keep_stated_flags=True`` writes
@@ -597,8 +612,8 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
     with atomic_dir(out) as tmp:
         (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    return {"path": str(out), "format": fmt, "aux_ids_written": ids, "trained_resid": list(resid) if resid else None,
-            "flags_written": flags, "embedding_written": "embed_tokens.weight" in tensors, "warnings": warnings}
+    return SavedDraft(str(out), fmt, ids, list(resid) if resid else None, flags, "embed_tokens.weight" in tensors,
+                      warnings)
 
 
 def _check_writable(cfg: DraftConfig, fmt: str, out: Path, overwrite: bool) -> None:
@@ -715,7 +730,7 @@ def _tensors_to_write(draft: Eagle3Draft, fmt: str, include_embedding: bool | No
 
 
 def convert_draft(src, out_dir, to: str, target=None, num_target_layers: int | None = None,
-                  overwrite: bool = False, keep_stated_flags: bool = False) -> dict:
+                  overwrite: bool = False, keep_stated_flags: bool = False) -> SavedDraft:
     """Rewrite a checkpoint in another family's format (ids translated, flags made explicit; a stated
     flag changed by the trainer's rule is warned about, or kept with ``keep_stated_flags``)."""
     draft = load_draft(src, target=target, device="cpu", dtype=None,
@@ -725,8 +740,8 @@ def convert_draft(src, out_dir, to: str, target=None, num_target_layers: int | N
         draft.config.extra["verifier"] = str(verifier)
     result = save_draft(draft, out_dir, to, num_target_layers=num_target_layers, overwrite=overwrite,
                         keep_stated_flags=keep_stated_flags)
-    result["source"] = {"path": str(src), "format": draft.format}
-    result["warnings"] = draft.load_report.warnings + result["warnings"]
+    result.source = {"path": str(src), "format": draft.format}
+    result.warnings = draft.load_report.warnings + result.warnings
     return result
 
 
@@ -782,71 +797,67 @@ def static_problems(raw: dict, cfg: DraftConfig, kind: str, profiles: dict, targ
     return out
 
 
-def inspect_checkpoint(path, target=None, num_target_layers: int | None = None, builds: dict | None = None) -> dict:
-    """Everything ``eagle3lab inspect`` reports, as a dict (works on a folder holding only config.json). ``builds``:
-    profile name -> the profile of the engine build asked (``engines.profiles.engine_builds``), used for serving,
-    flags and findings in place of the newest.
+def inspect_checkpoint(path, target=None, num_target_layers: int | None = None,
+                       builds: dict | None = None) -> Inspection:
+    """Everything ``eagle3lab inspect`` reports, as an ``Inspection`` (works on a folder holding only config.json;
+    ``to_dict()`` is the CLI's JSON). ``builds``: profile name -> the profile of the engine build asked
+    (``engines.profiles.engine_builds``), used for serving, flags and findings in place of the newest.
 
     Never raises on a bad checkpoint: problems are listed under ``errors``; what could not be
-    checked (no weights, no layer count) under ``not_checked``.
+    checked (no weights, no layer count) under ``not_checked``, each a ``Note`` with a stable code.
     """
     from eagle3lab.engines.profiles import PROFILES
     from eagle3lab.models.draft_family import describe_draft_config
 
     raw, config_file = read_config(path)
     kind, reason = cf.classify_config(raw)
-    out: dict = {"path": str(config_file.parent), "config_file": str(config_file), "kind": kind,
-                 "is_eagle3_draft": kind in cf.FORMATS, "format_reason": reason, "errors": [], "warnings": [],
-                 "not_checked": []}
-    if kind in cf.FORMATS:
-        out["family"] = describe_draft_config(raw)
+    out = Inspection(path=str(config_file.parent), config_file=str(config_file), kind=kind,
+                     is_eagle3_draft=kind in cf.FORMATS, format_reason=reason)
     if kind not in cf.FORMATS:
         return _not_a_draft(raw, kind, out)
+    out.family = describe_draft_config(raw)
     try:
         cfg, defaulted = cf.config_to_draft(raw, kind, str(config_file))
     except Eagle3LabError as err:
-        out["errors"].append(str(err))
+        out.errors.append(Note("CONFIG_INVALID", str(err)))
         return out
     facts = _inspected_target(target, cfg, config_file, out)
     n = num_target_layers or facts.num_layers
-    out["format"] = kind
-    out["defaulted"] = [{"field": f, "value": v, "rule": r} for f, v, r in defaulted]
+    out.format = kind
+    out.defaulted = [Defaulted(f, v, r) for f, v, r in defaulted]
 
     files = find_weight_files(config_file.parent)
     cfg = _inspected_weights(cfg, kind, config_file, files, target, n, out)
-    out["sizes"] = {k: getattr(cfg, k) for k in (
-        "hidden_size", "target_hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-        "num_key_value_heads", "head_dim", "vocab_size", "draft_vocab_size", "num_aux", "rope_theta",
-        "rope_scaling", "max_position_embeddings", "hidden_act")}
-    out["aux_ids"] = _aux_ids_by_engine(cfg, n, facts, PROFILES)
+    out.sizes = Sizes.of(cfg)
+    out.aux_ids = _aux_ids_by_engine(cfg, n, facts, PROFILES)
     # which engines can run this draft family at all (attention kind, needed fields, aux count), the builds asked
     profiles = {**PROFILES, **(builds or {})}
-    out["serving"] = {name: {"engine": profile.label, "problems": serving_problems(cfg, profile, ATTENTION_KINDS)}
-                      for name, profile in profiles.items()}
+    out.serving = {name: Serving(profile.label, serving_problems(cfg, profile, ATTENTION_KINDS))
+                   for name, profile in profiles.items()}
     try:
-        found = static_problems(raw, cfg, kind, profiles, _target_view(target), files, str(config_file))
+        out.findings = static_problems(raw, cfg, kind, profiles, _target_view(target), files, str(config_file))
     except Eagle3LabError as err:
-        found, _ = [], out["errors"].append(str(err))
-    out["findings"] = [p.to_dict() for p in found]
+        out.findings = []
+        out.errors.append(Note("CHECKS_FAILED", str(err)))
     if n is None:
-        out["not_checked"].append("resid points of default ids and range checks: the target's layer count is "
-                                  "unknown (pass --target DIR or --num-target-layers N)")
-    out["norm_flags"] = _norm_flags_by_engine(cfg, kind, profiles)
+        out.not_checked.append(Note("NO_TARGET_LAYERS", "resid points of default ids and range checks: the target's "
+                                    "layer count is unknown (pass --target DIR or --num-target-layers N)"))
+    out.norm_flags = _norm_flags_by_engine(cfg, kind, profiles)
     return out
 
 
-def _not_a_draft(raw: dict, kind: str, out: dict) -> dict:
+def _not_a_draft(raw: dict, kind: str, out: Inspection) -> Inspection:
     """inspect's answer for a config that is no EAGLE-3 draft: its target-like sizes, and a hint for a target."""
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-    out["target_like"] = {k: text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size")}
-    out["not_checked"].append("everything EAGLE-3 specific: this config is not an EAGLE-3 draft")
+    out.target_like = TargetLike(*(text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size")))
+    out.not_checked.append(Note("NOT_A_DRAFT", "everything EAGLE-3 specific: this config is not an EAGLE-3 draft"))
     if kind == "target":
-        out["warnings"].append(f"This is a target config: pass its folder as --target to inspect a draft "
-                               f"for it (N = {text.get('num_hidden_layers')}).")
+        out.warnings.append(Note("TARGET_CONFIG", f"This is a target config: pass its folder as --target to inspect a "
+                                 f"draft for it (N = {text.get('num_hidden_layers')})."))
     return out
 
 
-def _inspected_target(target, cfg: DraftConfig, config_file: Path, out: dict) -> TargetFacts:
+def _inspected_target(target, cfg: DraftConfig, config_file: Path, out: Inspection) -> TargetFacts:
     """The target's facts (none without a target), a mismatch with the draft's sizes listed under ``errors``."""
     facts = TargetFacts(None, None, None, None, "no target")
     if target is not None:
@@ -855,19 +866,18 @@ def _inspected_target(target, cfg: DraftConfig, config_file: Path, out: dict) ->
             check_draft_fits(facts, target_hidden_size=cfg.target_hidden_size, vocab_size=cfg.vocab_size,
                              where=config_file)
         except Eagle3LabError as err:
-            out["errors"].append(str(err))
+            out.errors.append(Note("TARGET_MISMATCH", str(err)))
     return facts
 
 
 def _inspected_weights(cfg: DraftConfig, kind: str, config_file: Path, files: list[Path], target, n: int | None,
-                       out: dict) -> DraftConfig:
+                       out: Inspection) -> DraftConfig:
     """inspect's ``weights`` and ``vocab``: the draft loaded and checked when there are weights (as its trainer
     would run it when no profile can), its report merged into ``out``; returns the config fitted to the weights."""
     if not files:
-        out["weights"] = {"files": [], "checked": False}
-        out["vocab"] = {"checked": False, "findings": []}
-        out["not_checked"] += ["weights: keys, shapes, NaN/inf (no weight files here)",
-                               "vocab map: d2t/t2d live in the weights"]
+        out.weights, out.vocab = WeightsCheck([], False), VocabCheck(False)
+        out.not_checked += [Note("NO_WEIGHTS", "weights: keys, shapes, NaN/inf (no weight files here)"),
+                            Note("NO_VOCAB_MAP", "vocab map: d2t/t2d live in the weights")]
         return cfg
     try:
         runnable = first_runnable(cfg, kind)[0] is not None   # else: checked as its trainer would run it
@@ -876,55 +886,43 @@ def _inspected_weights(cfg: DraftConfig, kind: str, config_file: Path, files: li
                            profile=None if runnable else FORMAT_PROFILE[kind])
         cfg = draft.config
         rep = draft.load_report
-        out["vocab"] = {"checked": True, "findings": rep.vocab_findings}
-        out["errors"] += [f"vocab map: {f['key']}: {f['message']}" for f in rep.vocab_findings
-                          if f["severity"] == "error"]
-        out["warnings"] += rep.warnings
-        out["defaulted"] += [d for d in rep.defaulted if d not in out["defaulted"]]
-        out["weights"] = {"files": rep.weight_files, "checked": True, "embedding": rep.embedding,
-                          "dtype": str(draft.fc.weight.dtype).replace("torch.", ""),
-                          "num_parameters": sum(p.numel() for p in draft.parameters())}
+        found = [VocabFinding(**f) for f in rep.vocab_findings]
+        out.vocab = VocabCheck(True, found)
+        out.errors += [Note("VOCAB_MAP_INVALID", f"vocab map: {f.key}: {f.message}") for f in found
+                       if f.severity == "error"]
+        out.warnings += [Note("LOAD_WARNING", w) for w in rep.warnings]
+        out.defaulted += [d for d in (Defaulted(**d) for d in rep.defaulted) if d not in out.defaulted]
+        out.weights = WeightsCheck(rep.weight_files, True, rep.embedding, str(draft.fc.weight.dtype).replace(
+            "torch.", ""), sum(p.numel() for p in draft.parameters()))
     except Eagle3LabError as err:
-        out["errors"].append(str(err))
-        out["weights"] = {"files": [f.name for f in files], "checked": False}
+        out.errors.append(Note("WEIGHTS_INVALID", str(err)))
+        out.weights = WeightsCheck([f.name for f in files], False)
     return cfg
 
 
-def _aux_ids_by_engine(cfg: DraftConfig, n: int | None, facts: TargetFacts, profiles: dict) -> dict:
+def _aux_ids_by_engine(cfg: DraftConfig, n: int | None, facts: TargetFacts, profiles: dict) -> AuxIds:
     """inspect's ``aux_ids``: the ids as written, and for each profile the ids it sees and the resid points it
     feeds fc (or why it cannot)."""
-    engines = {}
-    for name, profile in profiles.items():
-        seen, why = profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
-        row = {"engine": profile.label, "ids_seen": list(seen) if seen is not None else None, "note": why}
-        try:
-            res = profile.aux_resolution(cfg.aux_layer_ids, cfg.aux_ids_key, n, facts.arch)
-            row.update(resid=list(res.resid), label=res.label, defaulted=res.defaulted, rule=res.rule,
-                       warnings=list(res.warnings), fatal=list(res.fatal))
-        except Eagle3LabError as err:
-            row.update(resid=None, label=None, error=str(err))
-        engines[name] = row
-    return {"as_written": list(cfg.aux_layer_ids) if cfg.aux_layer_ids is not None else None,
-            "key": cfg.aux_ids_key, "num_target_layers": n, "target_arch": facts.arch, "by_engine": engines}
+    ids = list(cfg.aux_layer_ids) if cfg.aux_layer_ids is not None else None
+    return AuxIds(ids, cfg.aux_ids_key, n, facts.arch,
+                  {name: AuxRow.read(profile, cfg.aux_layer_ids, cfg.aux_ids_key, n, facts.arch)
+                   for name, profile in profiles.items()})
 
 
-def _norm_flags_by_engine(cfg: DraftConfig, kind: str, profiles: dict) -> dict:
+def _norm_flags_by_engine(cfg: DraftConfig, kind: str, profiles: dict) -> dict[str, NormFlag]:
     """inspect's ``norm_flags``: each flag as written, and the value each profile runs it with and why (an engine
     that cannot resolve the config gives its error for every flag)."""
-    from eagle3lab.engines.profiles import FLAGS
+    from eagle3lab.engines.profiles import FLAGS, Decision
 
-    flags = {}
-    for flag in FLAGS:
-        flags[flag] = {"written": getattr(cfg, flag), "by_engine": {}}
+    flags = {flag: NormFlag(getattr(cfg, flag)) for flag in FLAGS}
     for name, profile in profiles.items():
         try:
             # serving always has the target, so engines that swap in its embedding do
             settings = resolve_settings(cfg, profile, kind, has_target_embedding=True)
         except Eagle3LabError as err:
             for flag in FLAGS:
-                flags[flag]["by_engine"][name] = {"value": None, "how": str(err)}
+                flags[flag].by_engine[name] = Decision(None, str(err))
             continue
-        for flag, (value, how) in settings.decisions.items():
-            flags.setdefault(flag, {"written": None, "by_engine": {}})["by_engine"][name] = {"value": value,
-                                                                                             "how": how}
+        for flag, decision in settings.decisions.items():
+            flags.setdefault(flag, NormFlag(None)).by_engine[name] = Decision(*decision)
     return flags

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 from eagle3lab.engines.config_view import layer_config, read_draft
 from eagle3lab.engines.profiles import MLA, NUM_AUX_KEY
 from eagle3lab.models.families import detect_family
@@ -28,8 +30,24 @@ def written_aux_count(raw: dict) -> tuple[object, str | None]:
     return (value, ("transformer_layer_config." if inner else "") + NUM_AUX_KEY) if value is not None else (None, None)
 
 
-def describe_draft_config(raw: dict) -> dict:
-    """``{"family", "attention", "rope_type", "rope_scaling", "num_aux", "num_aux_from", "reasons"}``."""
+@dataclass(frozen=True)
+class DraftDescription:
+    """What kind of draft a config describes (inspect's ``family``; the module docstring says each field)."""
+
+    family: str
+    attention: str          # MHA | GQA | MLA
+    rope_type: str
+    rope_scaling: object    # as written
+    num_aux: int
+    num_aux_from: str       # the ids written, num_aux_hidden_states, or the default 3
+    reasons: list[str]
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def describe_draft_config(raw: dict) -> DraftDescription:
+    """The family, attention kind, RoPE type and aux count of a config.json dict, from its keys alone."""
     layer = layer_config(raw)
     family, reason = detect_family(raw)
     heads, kv = layer.get("num_attention_heads"), layer.get("num_key_value_heads") or layer.get("num_attention_heads")
@@ -43,5 +61,4 @@ def describe_draft_config(raw: dict) -> dict:
         num_aux, source = written_aux_count(raw)
     else:
         num_aux, source = 3, "no ids written: every engine's default of 3"
-    return {"family": family.name, "attention": attention, "rope_type": rope_type, "rope_scaling": rope,
-            "num_aux": num_aux, "num_aux_from": source, "reasons": [reason]}
+    return DraftDescription(family.name, attention, rope_type, rope, num_aux, source, [reason])

@@ -79,7 +79,7 @@ def save_sglang(draft, model_dir: Path, trained_resid, shipped_ids=None) -> dict
         config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = list(shipped_ids)
         config["norm_before_residual"] = True
         write_json(model_dir / "config.json", config)
-        written["aux_ids_written"] = list(shipped_ids)
+        written.aux_ids_written = list(shipped_ids)
     return written
 
 
@@ -146,7 +146,7 @@ def build_draft(name: str, out: Path, run_dir: Path, threads: int | None = None,
     facts = {"config": asdict(cfg), "hidden_size": draft.config.hidden_size,
              "intermediate_size": draft.config.intermediate_size, "target_num_layers": n,
              "trained_resid": list(cfg.aux_resid),
-             "aux_ids_written": written["aux_ids_written"], "save_warnings": written["warnings"],
+             "aux_ids_written": written.aux_ids_written, "save_warnings": written.warnings,
              "steps": res.step, "tokens_seen": res.step * cfg.batch_size * cfg.seq_len,
              "train_seconds": round(res.train_seconds), "threads": torch.get_num_threads(),
              "draft_vocab_coverage_train": round(vocab.coverage, 4),

@@ -118,7 +118,7 @@ def build_draft(key: str, out: Path, run_dir: Path, smoke: bool = False, progres
              f"{SMOKE['answer_tokens'] if smoke else CHAT_ANSWER_TOKENS} tokens); one window of {cfg.seq_len} tokens "
              "per conversation, loss on the answer tokens only; held-out agreement measured on raw corpus text")
     facts = {"target": TARGET, "config": asdict(cfg), "trained_resid": list(cfg.aux_resid),
-             "aux_ids_written": written["aux_ids_written"], "data": about, "steps": res.step, "train_seconds": round(res.train_seconds),
+             "aux_ids_written": written.aux_ids_written, "data": about, "steps": res.step, "train_seconds": round(res.train_seconds),
              "threads": torch.get_num_threads(), "heldout": res.heldout,
              "log": [{"step": e["step"], "heldout": e["heldout"]} for e in res.log if "heldout" in e]}
     write_json(model_dir / "training.json", facts)

@@ -43,10 +43,10 @@ def test_cli_keep_stated_flags_writes_the_stated_value(tmp_path, capsys):
 def test_python_argument(tmp_path):
     default = convert_draft(DRAFT, tmp_path / "a", "speculators", target=TARGET)
     kept = convert_draft(DRAFT, tmp_path / "b", "speculators", target=TARGET, keep_stated_flags=True)
-    assert default["flags_written"]["norm_before_residual"] is False
-    assert kept["flags_written"]["norm_before_residual"] is True
-    assert any("states True, written False" in w for w in default["warnings"])
-    assert any("kept the stated True" in w for w in kept["warnings"])
+    assert default.flags_written["norm_before_residual"] is False
+    assert kept.flags_written["norm_before_residual"] is True
+    assert any("states True, written False" in w for w in default.warnings)
+    assert any("kept the stated True" in w for w in kept.warnings)
 
 
 def test_convert_doc_says_so():

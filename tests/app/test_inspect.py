@@ -134,3 +134,31 @@ def test_every_json_key_is_documented(tmp_path, capsys):
     assert set(r) <= documented, set(r) - documented
     assert set(r["sizes"]) <= documented and set(r["weights"]) <= documented
     assert set(r["aux_ids"]["by_engine"]["vllm"]) <= documented
+
+
+def test_the_typed_inspection_is_the_json_and_its_notes_carry_codes(tmp_path, capsys):
+    from dataclasses import fields
+
+    from eagle3lab.models.checkpoint import inspect_checkpoint
+    from eagle3lab.models.inspection import AuxRow, Inspection, SavedDraft
+
+    draft = _draft()
+    draft.d2t += torch.arange(20)                      # a broken map: an error with its own code
+    written = save_draft(draft, tmp_path / "d", "speculators")
+    assert isinstance(written, SavedDraft) and written.path == str(tmp_path / "d") and written.format == "speculators"
+    report = inspect_checkpoint(tmp_path / "d", num_target_layers=8)
+    assert main(["inspect", str(tmp_path / "d"), "--num-target-layers", "8", "--json"]) == 1
+    assert report.to_dict() == json.loads(capsys.readouterr().out)   # to_dict() is what the CLI prints
+    assert report.codes() == ["VOCAB_MAP_INVALID"] and report.vocab.findings[0].severity == "error"
+    assert isinstance(report.aux_ids.by_engine["vllm"], AuxRow) and report.aux_ids.by_engine["vllm"].resid == [2, 4, 5]
+    (tmp_path / "config-only").mkdir()
+    (tmp_path / "config-only" / "config.json").write_text((tmp_path / "d" / "config.json").read_text())
+    bare = inspect_checkpoint(tmp_path / "config-only")
+    assert bare.codes(of="not_checked") == ["NO_WEIGHTS", "NO_VOCAB_MAP", "NO_TARGET_LAYERS"] and not bare.errors
+    assert bare.weights.checked is False and list(bare.to_dict()["weights"]) == ["files", "checked"]
+    target = inspect_checkpoint(REAL / "meta-llama__Llama-3.1-8B.json")
+    assert target.codes(of="warnings") == ["TARGET_CONFIG"] and target.codes(of="not_checked") == ["NOT_A_DRAFT"]
+    assert target.target_like.num_hidden_layers == 32 and target.sizes is None
+    # the field names are the documented JSON keys
+    documented = set(re.findall(r"`([a-z0-9_]+)`", (ROOT / "docs/cli/inspect.md").read_text()))
+    assert {f.name for f in fields(Inspection)} <= documented

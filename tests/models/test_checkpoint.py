@@ -82,7 +82,7 @@ def test_same_weights_in_each_format_load_to_identical_logits(tmp_path, ids):
         keys = load_file(str(tmp_path / fmt / "model.safetensors")).keys()
         assert ("midlayer.hidden_norm.weight" in keys) == (fmt != "speculators")
         if ids is not None and fmt != "eagle":
-            written = out["aux_ids_written"]
+            written = out.aux_ids_written
             engine = "sglang" if fmt == "sglang" else "speculators"
             assert resolve_aux_layers(engine, written, N).resid == (2, 4, 5)
     eagle_config = json.loads((tmp_path / "sglang" / "config.json").read_text())["eagle_config"]
@@ -92,9 +92,9 @@ def test_same_weights_in_each_format_load_to_identical_logits(tmp_path, ids):
 def test_ids_are_translated_not_copied_and_eagle_refuses_what_it_cannot_capture(tmp_path, saved):
     draft, src = saved
     out = convert_draft(src, tmp_path / "sg", "sglang", num_target_layers=N)
-    assert out["trained_resid"] == [1, 3, 5] and out["aux_ids_written"] == [0, 2, 4]
+    assert out.trained_resid == [1, 3, 5] and out.aux_ids_written == [0, 2, 4]
     back = convert_draft(tmp_path / "sg", tmp_path / "sp", "speculators", num_target_layers=N)
-    assert back["aux_ids_written"] == [1, 3, 5]
+    assert back.aux_ids_written == [1, 3, 5]
     ids_in, aux = inputs(draft)
     assert torch.equal(load_draft(tmp_path / "sp")(ids_in, aux).logits, draft(ids_in, aux).logits)
     with pytest.raises(Eagle3LabError, match=r"cannot capture \['resid\[1\]', 'resid\[3\]', 'resid\[5\]'\]"):
@@ -108,7 +108,7 @@ def test_deepseek_targets_get_sglangs_deepseek_rule(tmp_path):
     draft = make_draft(ids=(2, 30, 58))
     draft.num_target_layers, draft.target_arch = 61, "DeepseekV3ForCausalLM"
     out = save_draft(draft, tmp_path / "sg", "sglang")
-    res = resolve_aux_layers("sglang", out["aux_ids_written"], 61, arch="DeepseekV3ForCausalLM")
+    res = resolve_aux_layers("sglang", out.aux_ids_written, 61, arch="DeepseekV3ForCausalLM")
     assert res.resid == (2, 30, 58) and not res.fatal
 
 
@@ -120,7 +120,7 @@ def test_norm_flags_are_written_explicitly_as_trained(tmp_path):
     assert written["norm_before_residual"] is False   # absent, vLLM would have read it as True
     trained_nbr = make_draft(norm_before_residual=True)
     result = save_draft(trained_nbr, tmp_path / "sg", "sglang")
-    assert any("does not honour norm_before_residual=True" in w for w in result["warnings"])
+    assert any("does not honour norm_before_residual=True" in w for w in result.warnings)
 
 
 def test_layers0_keys_in_sglang_format_and_a_pickle_read_with_weights_only(tmp_path, saved):
@@ -183,7 +183,7 @@ def test_embedding_comes_from_the_target_object_or_folder(tmp_path):
     assert torch.equal(from_folder(ids_in, aux).logits, expected)
     # converting without a target keeps the embedding out instead of inventing one
     out = convert_draft(tmp_path / "sg", tmp_path / "sp", "speculators", num_target_layers=N)
-    assert out["embedding_written"] is False
+    assert out.embedding_written is False
 
 
 def test_a_draft_for_another_target_is_refused(tmp_path):
@@ -375,7 +375,7 @@ def test_a_rewired_draft_is_saved_with_the_hypothesis_it_carries(tmp_path):
     loaded = load_draft(tmp_path / "shipped", num_target_layers=N)
     fixed = loaded.rewired(aux_resid=(0, 2, 4), norm_before_residual=True)
     out = save_draft(fixed, tmp_path / "fixed", "speculators")
-    assert out["aux_ids_written"] == [0, 2, 4] and out["flags_written"]["norm_before_residual"] is True
+    assert out.aux_ids_written == [0, 2, 4] and out.flags_written["norm_before_residual"] is True
     served = load_draft(tmp_path / "fixed", profile="vllm", num_target_layers=N)
     assert served.aux_resid == (0, 2, 4) and served.settings.norm_before_residual is True
     assert torch.equal(served(ids_in, aux).logits, fixed(ids_in, aux).logits)
@@ -391,12 +391,12 @@ def test_ids_written_for_sglang_warn_when_an_older_build_reads_them_otherwise(tm
     target = load_target(bundled.TARGET, device="cpu")
     case = load_draft(bundled.DRAFT_CASE, target=target, device="cpu").rewired(aux_resid=(0, 3, 7))
     written = save_draft(case, tmp_path / "case", "sglang", num_target_layers=12)
-    assert written["aux_ids_written"] == [-1, 2, 6]
-    (warning,) = [w for w in written["warnings"] if "not in every build" in w]
+    assert written.aux_ids_written == [-1, 2, 6]
+    (warning,) = [w for w in written.warnings if "not in every build" in w]
     assert "resid[0, 3, 7]" in warning and "in 0.5.4" in warning and "TypeError" in warning and "0.5.22" in warning
     # written for SGLang, which serves them; SpecForge 0.2.0 would refuse -1 for training: said, not raised
-    (refused,) = [w for w in written["warnings"] if "SpecForge refuses [-1, 2, 6]" in w]
+    (refused,) = [w for w in written.warnings if "SpecForge refuses [-1, 2, 6]" in w]
     assert refused.startswith("aux ids [-1, 2, 6]: SGLang serves them")
     healthy = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")
-    assert not [w for w in save_draft(healthy, tmp_path / "healthy", "sglang", num_target_layers=12)["warnings"]
+    assert not [w for w in save_draft(healthy, tmp_path / "healthy", "sglang", num_target_layers=12).warnings
                 if "not in every build" in w]

@@ -41,7 +41,7 @@ def transformers5_target(tmp_path):
 
 
 def codes(report) -> dict:
-    return {(f["code"], f["engine"]): f for f in report["findings"]}
+    return {(f.code, f.engine): f for f in report.findings}
 
 
 def apply_fix(folder, fix: dict):
@@ -103,7 +103,7 @@ def test_a_transformers_5_target_raises_no_rope_alarm_for_a_draft_that_matches(t
     good = write(tmp_path, "good", SPECULATORS, lambda c: c["transformer_layer_config"].update(
         rope_scaling=LLAMA3_ROPE, rope_theta=500000.0, max_position_embeddings=131072))
     report = inspect_checkpoint(good, target=target)
-    assert not [f for f in report["findings"] if f["code"].startswith(("ROPE", "DRAFT_CONTEXT"))]
+    assert not [f for f in report.findings if f.code.startswith(("ROPE", "DRAFT_CONTEXT"))]
 
 
 @pytest.mark.parametrize("edit, code", [
@@ -118,7 +118,7 @@ def test_each_config_fix_clears_its_finding_and_harms_no_good_draft(tmp_path, ed
     target = transformers5_target(tmp_path)
     bad = write(tmp_path, "bad", SPECULATORS, edit)
     found = codes(inspect_checkpoint(bad, target=target))
-    fix = found[(code, "every engine")]["config_fix"]
+    fix = found[(code, "every engine")].config_fix
     assert all(k.startswith("transformer_layer_config.") for k in fix)    # the key the speculators format reads
     def rope():
         layer = json.loads((bad / "config.json").read_text())["transformer_layer_config"]
@@ -134,7 +134,7 @@ def test_each_config_fix_clears_its_finding_and_harms_no_good_draft(tmp_path, ed
     good = write(tmp_path, "good", SPECULATORS, lambda c: c["transformer_layer_config"].update(
         rope_scaling=LLAMA3_ROPE, rope_theta=500000.0, max_position_embeddings=131072))
     apply_fix(good, fix)
-    assert not inspect_checkpoint(good, target=target)["findings"]
+    assert not inspect_checkpoint(good, target=target).findings
 
 
 def per_layer_type_target(tmp_path):
@@ -158,8 +158,8 @@ def test_a_per_layer_type_target_is_compared_at_its_full_attention_layers(tmp_pa
     rope = {c for c, _ in codes(inspect_checkpoint(draft, target=target)) if c.startswith(("ROPE", "DRAFT_CONTEXT"))}
     assert rope == ({code} if code else set())
     if code:
-        apply_fix(draft, codes(inspect_checkpoint(draft, target=target))[(code, "every engine")]["config_fix"])
-        assert not inspect_checkpoint(draft, target=target)["findings"]
+        apply_fix(draft, codes(inspect_checkpoint(draft, target=target))[(code, "every engine")].config_fix)
+        assert not inspect_checkpoint(draft, target=target).findings
 
 
 def test_the_rope_fix_for_a_legacy_type_target_writes_its_type_and_clears_the_finding(tmp_path):
@@ -167,12 +167,12 @@ def test_the_rope_fix_for_a_legacy_type_target_writes_its_type_and_clears_the_fi
     target = write(tmp_path, "target", LLAMA31, lambda c: c.update(rope_scaling=yarn))
     draft = write(tmp_path, "d", SPECULATORS, lambda c: c["transformer_layer_config"].update(
         rope_theta=500000.0, max_position_embeddings=131072))
-    fix = codes(inspect_checkpoint(draft, target=target))[("ROPE_SCALING", "every engine")]["config_fix"]
+    fix = codes(inspect_checkpoint(draft, target=target))[("ROPE_SCALING", "every engine")].config_fix
     params = fix["transformer_layer_config.rope_parameters"]
     assert (params["rope_type"], params["factor"], "type" in params) == ("yarn", 4.0, False)
     assert fix["transformer_layer_config.rope_scaling"]["rope_type"] == "yarn"
     apply_fix(draft, fix)
-    assert not inspect_checkpoint(draft, target=target)["findings"]
+    assert not inspect_checkpoint(draft, target=target).findings
     layer = json.loads((draft / "config.json").read_text())["transformer_layer_config"]
     assert read_rope({"rope_parameters": layer["rope_parameters"], "max_position_embeddings": 131072}).kind == "yarn"
 
@@ -186,27 +186,27 @@ def test_eagle31_on_a_vllm_build_before_pr_46488_is_named_for_the_build_asked(tm
     draft = write(tmp_path, "d", SPECULATORS, eagle31)
     old = inspect_checkpoint(draft, builds=engine_builds("vllm", "0.24.0"))
     for flag in ("fc_norm", "norm_output"):
-        hit = [f for f in old["findings"] if f["code"] == "FLAG_UNREAD_BY_BUILD" and f["evidence"].startswith(flag)
-               and f["engine"].startswith("vLLM (build")]
-        assert hit and hit[0]["engine"] == "vLLM (build 0.24.0)" and "0.25.0 (PR #46488" in hit[0]["evidence"]
-        assert hit[0]["fix"] == "Serve with vLLM >= 0.25.0."
-        assert old["norm_flags"][flag]["by_engine"]["vllm"]["value"] is False
+        hit = [f for f in old.findings if f.code == "FLAG_UNREAD_BY_BUILD" and f.evidence.startswith(flag)
+               and f.engine.startswith("vLLM (build")]
+        assert hit and hit[0].engine == "vLLM (build 0.24.0)" and "0.25.0 (PR #46488" in hit[0].evidence
+        assert hit[0].fix == "Serve with vLLM >= 0.25.0."
+        assert old.norm_flags[flag].by_engine["vllm"].value is False
     new = inspect_checkpoint(draft, builds=engine_builds("vllm", "0.25.0"))
-    assert not [f for f in new["findings"] if f["engine"].startswith("vLLM (build")]
-    assert new["norm_flags"]["fc_norm"]["by_engine"]["vllm"]["value"] is True
+    assert not [f for f in new.findings if f.engine.startswith("vLLM (build")]
+    assert new.norm_flags["fc_norm"].by_engine["vllm"].value is True
 
 
 def test_norm_before_fc_nested_in_eagle_config_is_read_where_each_build_reads_it(tmp_path):
     draft = write(tmp_path, "d", SPECFORGE, lambda c: c.setdefault("eagle_config", {}).update(norm_before_fc=True))
     newest = inspect_checkpoint(draft)
-    by = newest["norm_flags"]["norm_before_fc"]["by_engine"]
-    assert by["vllm"]["value"] is True and "eagle_config.norm_before_fc" in by["vllm"]["how"]
-    assert by["sglang"]["value"] is True
+    by = newest.norm_flags["norm_before_fc"].by_engine
+    assert by["vllm"].value is True and "eagle_config.norm_before_fc" in by["vllm"].how
+    assert by["sglang"].value is True
     vllm21 = codes(inspect_checkpoint(draft, builds=engine_builds("vllm", "0.21.0")))
     hit = vllm21[("FLAG_WRITTEN_WHERE_UNREAD", "vLLM (build 0.21.0)")]
-    assert "PR #36545" in hit["evidence"] and "top level" in hit["fix"]
+    assert "PR #36545" in hit.evidence and "top level" in hit.fix
     sglang16 = codes(inspect_checkpoint(draft, builds=engine_builds("sglang", "0.5.16")))
-    assert "0.5.17 (PR #32334" in sglang16[("FLAG_UNREAD_BY_BUILD", "SGLang (build 0.5.16)")]["evidence"]
+    assert "0.5.17 (PR #32334" in sglang16[("FLAG_UNREAD_BY_BUILD", "SGLang (build 0.5.16)")].evidence
     apply_fix(draft, {"norm_before_fc": True})     # the fix: also at the top level
     assert ("FLAG_WRITTEN_WHERE_UNREAD", "vLLM (build 0.21.0)") not in codes(
         inspect_checkpoint(draft, builds=engine_builds("vllm", "0.21.0")))
@@ -221,8 +221,8 @@ def test_four_aux_ids_with_an_fc_built_for_three_get_their_own_code(tmp_path):
     (folder / "config.json").write_text(json.dumps(cfg))
     target = bundled.ROOT / "data" / "models" / "target"
     hit = codes(inspect_checkpoint(folder, target=target))[("AUX_IDS_FC_WIDTH", "every engine")]
-    assert hit["severity"] == "critical" and f"= 3 x {cfg['hidden_size']}" in hit["evidence"]
-    assert "sizes fc for 4 from eagle_config.eagle_aux_hidden_state_layer_ids: loading fails" in hit["evidence"]
+    assert hit.severity == "critical" and f"= 3 x {cfg['hidden_size']}" in hit.evidence
+    assert "sizes fc for 4 from eagle_config.eagle_aux_hidden_state_layer_ids: loading fails" in hit.evidence
     draft = load_draft(folder, device="cpu", require_embedding=False, check_vocab=False)
     target_cfg = json.loads((target / "config.json").read_text())
     found = {f.code for f in config_findings(draft, target_cfg)}
@@ -231,10 +231,10 @@ def test_four_aux_ids_with_an_fc_built_for_three_get_their_own_code(tmp_path):
 
 def test_a_qwen3_draft_on_vllm_before_qwen3_eagle3_is_decided_by_the_build_asked(tmp_path):
     draft = write(tmp_path, "d", "vllm-project__speculators__qwen3-8b-eagle3-qwen3-arch__REBUILT.json")
-    old = inspect_checkpoint(draft, builds=engine_builds("vllm", "0.23.0"))["serving"]["vllm"]["problems"]
+    old = inspect_checkpoint(draft, builds=engine_builds("vllm", "0.23.0")).serving["vllm"].problems
     assert old and "before 0.24.0" in old[0] and "loading fails" in old[0]
-    assert inspect_checkpoint(draft, builds=engine_builds("vllm", "0.24.0"))["serving"]["vllm"]["problems"] == []
-    assert inspect_checkpoint(draft)["serving"]["vllm"]["problems"] == []
+    assert inspect_checkpoint(draft, builds=engine_builds("vllm", "0.24.0")).serving["vllm"].problems == []
+    assert inspect_checkpoint(draft).serving["vllm"].problems == []
 
 
 def test_a_draft_sliding_window_is_said_per_engine(tmp_path):
@@ -242,7 +242,7 @@ def test_a_draft_sliding_window_is_said_per_engine(tmp_path):
         sliding_window=2048, layer_types=["sliding_attention"]))
     found = codes(inspect_checkpoint(draft))
     hit = found[("DRAFT_WINDOW", "SGLang (0.5.17+ (EAGLE 3.1: PRs #24663, #26506; norm_before_fc: PR #32334))")]
-    assert hit["fix"] == "Launch with --speculative-draft-window-size 2048." and "0.5.12" in hit["evidence"]
+    assert hit.fix == "Launch with --speculative-draft-window-size 2048." and "0.5.12" in hit.evidence
     assert not [k for k in found if k[0] == "DRAFT_WINDOW" and k[1].startswith("vLLM")]   # vLLM reads layer_types
 
 

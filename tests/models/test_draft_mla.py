@@ -161,7 +161,7 @@ def test_checkpoint_in_the_engines_layouts_loads_runs_and_round_trips(tmp_path, 
     draft = trained(name)
     written = save_draft(draft, tmp_path / "sglang", "sglang")
     # SGLang refuses an MLA draft without a q LoRA (vLLM and TorchSpec build q_proj): said on writing
-    serving = [w for w in written["warnings"] if "cannot run" in w or "needs" in w or "aux states" in w]
+    serving = [w for w in written.warnings if "cannot run" in w or "needs" in w or "aux states" in w]
     assert len(serving) == (0 if draft.config.q_lora_rank else 1) and all("needs q_lora_rank" in w for w in serving)
     config = json.loads((tmp_path / "sglang" / "config.json").read_text())
     assert config["architectures"] == ["Eagle3DeepseekV2ForCausalLM"] and config["model_type"] == "deepseek_v3"
@@ -206,8 +206,8 @@ def test_a_draft_no_profile_can_run_is_refused_unless_a_profile_is_given(tmp_pat
         load_draft(tmp_path / "d", device="cpu")
     assert load_draft(tmp_path / "d", device="cpu", profile="sglang").profile.name == "sglang"
     report = inspect_checkpoint(tmp_path / "d")   # inspect still checks it, and lists why nothing serves it
-    assert report["errors"] == [] and report["weights"]["checked"]
-    assert all(row["problems"] for row in report["serving"].values())
+    assert report.errors == [] and report.weights.checked
+    assert all(row.problems for row in report.serving.values())
 
 
 def test_mla_is_refused_where_no_engine_reads_it(tmp_path):
@@ -259,7 +259,7 @@ def test_kimi_k3_mla_use_nope_is_kept_and_called_out(tmp_path, capsys):
     loaded = load_draft(tmp_path / "nope", target=target(), device="cpu")
     assert loaded.config.extra["mla_use_nope"] is True
     assert any(d["field"] == "mla_use_nope" and "not modelled" in d["rule"] for d in loaded.load_report.defaulted)
-    assert any(d["field"] == "mla_use_nope" for d in inspect_checkpoint(tmp_path / "nope")["defaulted"])
+    assert any(d.field == "mla_use_nope" for d in inspect_checkpoint(tmp_path / "nope").defaulted)
 
 
 def test_modelopt_switch_against_what_engines_do_is_called_out():
@@ -277,14 +277,14 @@ def test_engines_that_cannot_run_an_mla_draft_say_so(tmp_path, capsys):
     assert "runs in: vllm, vllm-legacy, sglang" in text
     assert "specforge      cannot: SpecForge" in text and "cannot run a draft with MLA" in text
     report = inspect_checkpoint(tmp_path / "mla")
-    assert report["errors"] == [] and report["family"]["family"] == "mla"
-    problems = {name: row["problems"] for name, row in report["serving"].items()}
+    assert report.errors == [] and report.family.family == "mla"
+    problems = {name: row.problems for name, row in report.serving.items()}
     assert {name for name, p in problems.items() if not p} == {"vllm", "vllm-legacy", "sglang"}
     assert "no kimi_k25_eagle3.py before 0.5.12" in problems["sglang-legacy"][0]
     assert all("cannot run a draft with MLA" in problems[n][0] for n in ("speculators", "specforge", "eagle"))
     # SGLang's MLA draft needs a q LoRA; vLLM builds q_proj without one
     save_draft(trained("mla-no-q-lora"), tmp_path / "no-q-lora", "sglang")
     report = inspect_checkpoint(tmp_path / "no-q-lora")
-    assert "needs q_lora_rank" in report["serving"]["sglang"]["problems"][0] and not report["serving"]["vllm"]["problems"]
+    assert "needs q_lora_rank" in report.serving["sglang"].problems[0] and not report.serving["vllm"].problems
     loaded = load_draft(tmp_path / "no-q-lora", target=target(), device="cpu")
     assert any("needs q_lora_rank" in w for w in loaded.load_report.warnings)

@@ -97,7 +97,7 @@ def test_decodes_losslessly_with_mixed_acceptance(settings):
 def test_speculators_checkpoint_loads_runs_and_round_trips(tmp_path):
     draft = trained("qwen3")
     written = save_draft(draft, tmp_path / "spec", "speculators")
-    assert not [w for w in written["warnings"] if "q_norm" in w or "cannot run" in w]
+    assert not [w for w in written.warnings if "q_norm" in w or "cannot run" in w]
     config = json.loads((tmp_path / "spec" / "config.json").read_text())
     assert config["transformer_layer_config"]["model_type"] == "qwen3"   # vLLM maps it to Eagle3Qwen3ForCausalLM
     keys = set(load_file(str(tmp_path / "spec" / "model.safetensors")))
@@ -116,12 +116,12 @@ def test_speculators_checkpoint_loads_runs_and_round_trips(tmp_path):
 
 def test_engines_that_cannot_run_the_qk_norms_say_so(tmp_path):
     save_draft(trained("qwen3"), tmp_path / "spec", "speculators")
-    problems = {n: row["problems"] for n, row in inspect_checkpoint(tmp_path / "spec")["serving"].items()}
+    problems = {n: row.problems for n, row in inspect_checkpoint(tmp_path / "spec").serving.items()}
     assert {n for n, p in problems.items() if not p} == {"speculators", "vllm"}
     assert "loading fails" in problems["vllm-legacy"][0] and "dropped silently" in problems["sglang"][0]
     # written for SGLang anyway: said on writing
     written = save_draft(trained("qwen3"), tmp_path / "sglang", "sglang")
-    assert any("q_norm/k_norm would be dropped silently" in w for w in written["warnings"])
+    assert any("q_norm/k_norm would be dropped silently" in w for w in written.warnings)
     with pytest.raises(Eagle3LabError, match="key 'attention'.*found qwen3"):
         save_draft(trained("qwen3"), tmp_path / "eagle", "eagle")
 

@@ -75,7 +75,7 @@ def test_fc_norm_checkpoints_in_the_sglang_nemo_and_legacy_layouts(tmp_path):
     written = save_draft(draft, tmp_path / "sglang", "sglang")
     config = json.loads((tmp_path / "sglang" / "config.json").read_text())
     assert config["fc_norm"] is True and config["norm_output"] is True
-    assert [w for w in written["warnings"] if "recycles" in w] == []   # SGLang recycles the normed state too
+    assert [w for w in written.warnings if "recycles" in w] == []   # SGLang recycles the normed state too
     keys = set(load_file(str(tmp_path / "sglang" / "model.safetensors")))
     assert {"fc_norm.0.weight", "fc_norm.1.weight", "fc_norm.2.weight", "midlayer.hidden_norm.weight"} <= keys
     loaded = load_draft(tmp_path / "sglang", target=target(), device="cpu")
@@ -84,7 +84,7 @@ def test_fc_norm_checkpoints_in_the_sglang_nemo_and_legacy_layouts(tmp_path):
     # recycled, while SGLang recycles the normed one (SpecForge#879 aligns them after 0.2.0)
     assert not loaded.settings.recycle_postnorm and loaded.under("sglang").settings.recycle_postnorm
     again = save_draft(loaded, tmp_path / "again", "sglang")
-    assert [w.split(":")[0] for w in again["warnings"]] == ["norm_output"]   # the stated flag's change is said
+    assert [w.split(":")[0] for w in again.warnings] == ["norm_output"]   # the stated flag's change is said
     save_draft(load_draft(tmp_path / "again", target=target(), device="cpu"), tmp_path / "third", "sglang")
     assert json.loads((tmp_path / "third" / "config.json").read_text()) == json.loads(
         (tmp_path / "again" / "config.json").read_text())
@@ -122,16 +122,16 @@ def test_four_aux_draft_loads_with_its_ids_and_is_served_where_fc_can_read_four(
     # vLLM's llama_eagle3.py sizes fc from num_aux_hidden_states (transformer_layer_config reaches it), never from
     # the top-level ids (vllm#54526): written so the checkpoint loads there
     assert config["transformer_layer_config"]["num_aux_hidden_states"] == 4
-    assert not [w for w in written["warnings"] if "aux states" in w]
+    assert not [w for w in written.warnings if "aux states" in w]
     loaded = load_draft(tmp_path / "spec", target=target(), device="cpu")
     assert loaded.config.num_aux == 4 and loaded.aux_resid == (1, 2, 3, 5)
     _same_weights(draft, loaded)
-    serving = {n: r["problems"] for n, r in inspect_checkpoint(tmp_path / "spec", target=target().model)["serving"].items()}
+    serving = {n: r.problems for n, r in inspect_checkpoint(tmp_path / "spec", target=target().model).serving.items()}
     assert {n for n, p in serving.items() if not p} == {"speculators", "vllm", "sglang"}
     assert all("builds fc for 3 aux states" in serving[n][0] for n in ("vllm-legacy", "sglang-legacy", "specforge"))
     # without the count, vLLM builds fc for 3 and the load fails: said, naming the issue
     edit_config(tmp_path / "spec", lambda c: c["transformer_layer_config"].pop("num_aux_hidden_states"))
-    assert "vllm#54526" in inspect_checkpoint(tmp_path / "spec")["serving"]["vllm"]["problems"][0]
+    assert "vllm#54526" in inspect_checkpoint(tmp_path / "spec").serving["vllm"].problems[0]
     # the sglang format: eagle_config ids, SGLang reads the count from them
     save_draft(draft, tmp_path / "sglang", "sglang", num_target_layers=target().num_layers)
     back = load_draft(tmp_path / "sglang", target=target(), device="cpu")
@@ -158,9 +158,9 @@ def test_aux_count_is_read_by_one_rule_for_inspect_and_loading():
         config = {**base, **change}
         fmt = cf.classify_config(config)[0]
         described = describe_draft_config(config)
-        assert described["num_aux"] == cf.config_to_draft(config, fmt, "cfg")[0].num_aux == expected, change
+        assert described.num_aux == cf.config_to_draft(config, fmt, "cfg")[0].num_aux == expected, change
         if expected == 4:
-            assert "num_aux_hidden_states" in described["num_aux_from"]
+            assert "num_aux_hidden_states" in described.num_aux_from
 
 
 def test_fc_width_mismatch_names_the_key_expected_and_found(tmp_path):

@@ -59,7 +59,7 @@ def test_a_registered_family_is_detected_from_its_config_and_refused_by_engines_
     raw = json.loads((tmp_path / "d" / "config.json").read_text())
     assert raw["transformer_layer_config"]["model_type"] == "fictional"   # the family's layer model_type, written
     assert detect_family(raw) == (fictional, "layer model_type 'fictional' (Llama attention, renamed)")
-    assert describe_draft_config(raw)["family"] == "fictional" and ATTENTION_KINDS["fictional"] == fictional.attention
+    assert describe_draft_config(raw).family == "fictional" and ATTENTION_KINDS["fictional"] == fictional.attention
     cfg, defaulted = cf.config_to_draft(raw, "speculators", "config.json")
     assert cfg.attention == "fictional" and "model_type" not in [field for field, _, _ in defaulted]
     # no engine lists it: each says it cannot run it, in the family's words, and the math says "cannot run"
@@ -71,8 +71,8 @@ def test_a_registered_family_is_detected_from_its_config_and_refused_by_engines_
     assert serving_problems(cfg, "sglang")[0].endswith("cannot run a draft with fictional attention: it has no such "
                                                        "draft model")   # words not given: the name is said
     report = inspect_checkpoint(tmp_path / "d")
-    assert report["errors"] == [] and report["family"]["family"] == "fictional"
-    assert all(row["problems"] for row in report["serving"].values())
+    assert report.errors == [] and report.family.family == "fictional"
+    assert all(row.problems for row in report.serving.values())
     with pytest.raises(Eagle3LabError, match="expected a profile that can run this draft"):   # no engine can
         load_draft(tmp_path / "d", device="cpu", num_target_layers=6)
     loaded = load_draft(tmp_path / "d", device="cpu", num_target_layers=6, profile="speculators")   # studied anyway
@@ -95,7 +95,7 @@ def test_an_unregistered_family_is_refused_naming_the_key():
 def test_one_detector_for_inspect_the_classifier_and_loading(config, family):
     raw = json.loads((REAL_CONFIGS / config).read_text())
     fmt = cf.classify_config(raw)[0]
-    assert detect_family(raw)[0].name == describe_draft_config(raw)["family"] == family
+    assert detect_family(raw)[0].name == describe_draft_config(raw).family == family
     assert cf.config_to_draft(raw, fmt, config)[0].attention == family
 
 
@@ -106,7 +106,7 @@ def test_a_flat_config_with_one_mla_key_is_an_mla_draft_for_every_reader():
     raw = {k: v for k, v in raw.items() if k not in ("architectures", "qk_rope_head_dim")}
     kind, why = cf.classify_config(raw)
     assert (kind, why) == ("sglang", "an MLA EAGLE-3 draft (DeepSeek attention keys ['kv_lora_rank'])")
-    assert describe_draft_config(raw)["family"] == "mla"
+    assert describe_draft_config(raw).family == "mla"
     with pytest.raises(Eagle3LabError, match="key 'qk_rope_head_dim': expected an integer"):
         cf.config_to_draft(raw, kind, "config.json")
     target_like = {**raw, "num_hidden_layers": 61}   # DeepSeek keys on a many-layer config: a target, not a draft

@@ -105,7 +105,7 @@ def test_mrope_has_one_rule_for_both_spellings():
     flat = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 64, "intermediate_size": 64,
             "num_attention_heads": 4, "vocab_size": 32, "draft_vocab_size": 32,
             "rope_parameters": {**v5, "rope_theta": 1e6}}
-    assert describe_draft_config(flat)["rope_type"] == "mrope"
+    assert describe_draft_config(flat).rope_type == "mrope"
     assert cf.config_to_draft(flat, "sglang", "cfg")[0].rope_scaling == v5
 
 

@@ -54,10 +54,10 @@ def test_step1_flags_cap_accept_length_at_two(bundled_models):
 
 
 def test_step2_engines_feed_this_checkpoint_different_states(bundled_models):
-    report = inspect_checkpoint(bundled.DRAFT_CASE, num_target_layers=12)["aux_ids"]
-    assert report["as_written"] == [2, 6, 10]
-    assert report["by_engine"]["sglang"]["resid"] == [3, 7, 11]
-    assert report["by_engine"]["vllm"]["resid"] == [2, 6, 9] and report["by_engine"]["vllm"]["defaulted"]
+    report = inspect_checkpoint(bundled.DRAFT_CASE, num_target_layers=12).aux_ids
+    assert report.as_written == [2, 6, 10]
+    assert report.by_engine["sglang"].resid == [3, 7, 11]
+    assert report.by_engine["vllm"].resid == [2, 6, 9] and report.by_engine["vllm"].defaulted
 
 
 def _iv(triple) -> Interval:
@@ -245,7 +245,7 @@ def test_step4_sglang_feeds_the_trained_wiring_only_from_0_5_22_and_vllm_serves_
     assert draft.under("sglang-legacy").settings.norm_before_residual is False
     fixed = draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=True)
     written = save_draft(fixed, tmp_path / "fixed", "speculators", num_target_layers=12)
-    assert written["aux_ids_written"] == [0, 3, 7] == [0, 3, 7] and written["flags_written"]["norm_before_residual"]
+    assert written.aux_ids_written == [0, 3, 7] and written.flags_written["norm_before_residual"]
     served = load_draft(tmp_path / "fixed", target=target, device="cpu", profile="vllm")
     assert served.aux_resid == (0, 3, 7) and served.settings.norm_before_residual
 

@@ -139,7 +139,7 @@ def run(tmp_path_factory, real_target):
     save_draft(wide, root / "target_hidden_24", "speculators")
     add("target_hidden_24", root / "target_hidden_24", *random_features(31, 50, 72), None)
     written = save_draft(tiny_draft(seed=32), root / "no_verifier", "speculators")
-    assert any("verifier.name_or_path is null" in w for w in written["warnings"])
+    assert any("verifier.name_or_path is null" in w for w in written.warnings)
     add("no_verifier", root / "no_verifier", *random_features(33, 50, 48), None)
 
     targets = {"bundled": load_target(bundled.TARGET, device="cpu"), "smollm2": real_target}
@@ -147,7 +147,7 @@ def run(tmp_path_factory, real_target):
         target = targets[track]
         written = convert_draft(bundled.MODELS / name, root / name, "speculators", target=target.path)
         converted = load_draft(root / name, target=target, device="cpu")
-        assert written["embedding_written"] and not any("speculators 0.9.0" in w for w in written["warnings"])
+        assert written.embedding_written and not any("speculators 0.9.0" in w for w in written.warnings)
         assert converted.aux_resid == load_draft(bundled.MODELS / name, target=target).aux_resid   # same points
         ids, aux = captured_features(target, converted, _text())
         add(name, root / name, ids, aux, converted)
@@ -155,7 +155,7 @@ def run(tmp_path_factory, real_target):
     healthy = load_draft(bundled.DRAFT_HEALTHY, target=targets["bundled"])
     healthy.config.extra["verifier"] = str(targets["bundled"].path)
     written = save_draft(healthy, root / "no_embedding", "speculators", include_embedding=False)
-    assert any("leaves it uninitialised" in w for w in written["warnings"])
+    assert any("leaves it uninitialised" in w for w in written.warnings)
     cases.insert(0, {"name": "no_embedding", "kind": "load", "checkpoint": str(root / "no_embedding"),
                      "ttt_steps": 1, "verifier": str(targets["bundled"].path)})
     features.update({f"no_embedding/{k}": v for k, v in engine_rows(*random_features(5, 4096, 576)).items()})

@@ -25,13 +25,13 @@ def run(args) -> int:
                            num_target_layers=args.num_target_layers, overwrite=args.overwrite,
                            keep_stated_flags=args.keep_stated_flags)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
         return 0
-    src = result["source"]
-    print(f"{src['path']} ({src['format']}) -> {result['path']} ({result['format']})")
-    print(f"  aux ids written: {result['aux_ids_written']} (trained on resid {result['trained_resid'] or 'engine defaults'})")
-    print("  flags written: " + ", ".join(f"{k}={v}" for k, v in result["flags_written"].items()))
-    print(f"  embedding written: {result['embedding_written']}")
-    for w in result["warnings"]:
+    src = result.source
+    print(f"{src['path']} ({src['format']}) -> {result.path} ({result.format})")
+    print(f"  aux ids written: {result.aux_ids_written} (trained on resid {result.trained_resid or 'engine defaults'})")
+    print("  flags written: " + ", ".join(f"{k}={v}" for k, v in result.flags_written.items()))
+    print(f"  embedding written: {result.embedding_written}")
+    for w in result.warnings:
         print(f"  warning: {w}")
     return 0

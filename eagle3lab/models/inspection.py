@@ -1,0 +1,317 @@
+"""What ``inspect_checkpoint`` returns: a typed inspection whose field names are the JSON keys docs/cli/inspect.md
+documents, and ``to_dict()`` the JSON ``eagle3lab inspect --json`` prints.
+
+Every error, warning and unchecked item is a ``Note`` with a stable code (``NOTE_CODES``), every finding keeps its
+code (``eagle3lab.engines.draft_checks.ConfigProblem``), every aux row its engine notes (``AuxNote``, with codes):
+callers match codes, never text. ``save_draft`` returns a ``SavedDraft``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from eagle3lab.engines.draft_checks import ConfigProblem
+from eagle3lab.engines.layer_ids import AuxNote
+from eagle3lab.engines.profiles import Decision, EngineProfile
+from eagle3lab.errors import Eagle3LabError
+from eagle3lab.models.draft_family import DraftDescription
+from eagle3lab.models.vocab import VocabFinding
+
+# Note.code -> what it says; the stage of inspect that wrote it
+NOTE_CODES = {
+    "CONFIG_INVALID": "config.json cannot describe a draft (config_to_draft refused it)",
+    "TARGET_MISMATCH": "the target's sizes do not fit the draft's, or the target cannot be read",
+    "WEIGHTS_INVALID": "the weights do not load (keys, shapes, dtypes, NaN/inf, no profile can run them)",
+    "VOCAB_MAP_INVALID": "the d2t/t2d map breaks an invariant (an error among the vocab findings)",
+    "CHECKS_FAILED": "the static checks of the config against the engines could not run",
+    "LOAD_WARNING": "a warning load_draft reported (ignored weights, inferred sizes, mixed dtypes, profile chosen, "
+                    "ids or family an engine does not read)",
+    "TARGET_CONFIG": "the config is a target's, not a draft's",
+    "NOT_A_DRAFT": "nothing EAGLE-3 specific was checked: the config is no EAGLE-3 draft",
+    "NO_WEIGHTS": "no weight files: keys, shapes and values unchecked",
+    "NO_VOCAB_MAP": "no weight files: the vocab map unchecked",
+    "NO_TARGET_LAYERS": "the target's layer count is unknown: resid points and range checks unchecked",
+}
+
+
+@dataclass(frozen=True)
+class Note:
+    """One error, warning or unchecked item of an inspection: a stable code (NOTE_CODES) and the sentence."""
+
+    code: str
+    text: str
+
+    def __post_init__(self):
+        assert self.code in NOTE_CODES, self.code
+
+
+def _texts(notes: list[Note]) -> list[str]:
+    return [n.text for n in notes]
+
+
+def _plain(obj) -> dict:
+    """A dataclass's fields as a dict, in field order (values as they are)."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
+@dataclass(frozen=True)
+class TargetLike:
+    """``target_like``: the geometry of a config that is no draft."""
+
+    num_hidden_layers: object
+    hidden_size: object
+    vocab_size: object
+
+    def to_dict(self) -> dict:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class Defaulted:
+    """A field missing from the checkpoint, the value it was given and the rule that decided it."""
+
+    field: str
+    value: object
+    rule: str
+
+    def to_dict(self) -> dict:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class WeightsCheck:
+    """``weights``: the files, whether they loaded, and when they did the embedding's source, dtype and size."""
+
+    files: list[str]
+    checked: bool
+    embedding: str | None = None        # checkpoint | target | missing
+    dtype: str | None = None
+    num_parameters: int | None = None
+
+    def to_dict(self) -> dict:
+        return _plain(self) if self.checked else {"files": self.files, "checked": self.checked}
+
+
+@dataclass(frozen=True)
+class VocabCheck:
+    """``vocab``: whether the d2t/t2d map was read, and its findings."""
+
+    checked: bool
+    findings: list[VocabFinding] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"checked": self.checked, "findings": [f.to_dict() for f in self.findings]}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """``sizes``: the draft's geometry as it runs (config fitted to the weights)."""
+
+    hidden_size: int
+    target_hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    vocab_size: int
+    draft_vocab_size: int
+    num_aux: int
+    rope_theta: float
+    rope_scaling: object
+    max_position_embeddings: int
+    hidden_act: str
+
+    @classmethod
+    def of(cls, cfg) -> Sizes:
+        return cls(**{f.name: getattr(cfg, f.name) for f in fields(cls)})
+
+    def to_dict(self) -> dict:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class AuxRow:
+    """One engine's reading of the aux ids (``aux_ids.by_engine.<profile>``): the ids it sees, the resid points it
+    feeds fc, its notes (with codes), or the error that stopped the resolution. ``engine_version`` /
+    ``engine_platform`` / ``runner`` only for a build asked (``--engine``)."""
+
+    engine: str
+    ids_seen: list[int] | None
+    note: str | None
+    resid: list[int] | None = None
+    label: str | None = None
+    defaulted: bool = False
+    rule: str | None = None
+    notes: tuple[AuxNote, ...] = ()
+    error: str | None = None
+    engine_version: str | None = None
+    engine_platform: str | None = None
+    runner: str | None = None
+
+    @classmethod
+    def read(cls, profile: EngineProfile, ids, key: str | None, num_layers: int | None, arch: str | None,
+             build: bool = False) -> AuxRow:
+        """``profile``'s row; ``build``: a build asked (ids seen for the target's arch, version, platform, runner)."""
+        seen, why = profile.visible_ids(ids, key, arch) if build else profile.visible_ids(ids, key)
+        head = dict(engine=profile.label, ids_seen=list(seen) if seen is not None else None, note=why)
+        if build:
+            head.update(engine_version=profile.engine_version, engine_platform=profile.engine_platform)
+        try:
+            res = profile.aux_resolution(ids, key, num_layers, arch)
+        except Eagle3LabError as err:
+            return cls(**head, error=str(err))
+        return cls(**head, resid=list(res.resid), label=res.label, defaulted=res.defaulted, rule=res.rule,
+                   notes=tuple(res.notes), runner=res.runner if build else None)
+
+    @property
+    def warnings(self) -> list[str]:
+        return [n.text for n in self.notes]
+
+    @property
+    def fatal(self) -> list[str]:
+        return [n.text for n in self.notes if n.kind == "breaks"]
+
+    @property
+    def codes(self) -> list[str]:
+        return [n.code for n in self.notes if n.code]
+
+    def to_dict(self) -> dict:
+        row = {"engine": self.engine, "ids_seen": self.ids_seen, "note": self.note}
+        if self.engine_version or self.engine_platform:
+            row.update(engine_version=self.engine_version, engine_platform=self.engine_platform)
+        if self.error is not None:
+            return {**row, "resid": None, "label": None, "error": self.error}
+        row.update(resid=self.resid, label=self.label, defaulted=self.defaulted, rule=self.rule,
+                   warnings=self.warnings, fatal=self.fatal)
+        if self.runner:
+            row.update(runner=self.runner, codes=self.codes)
+        return row
+
+
+@dataclass
+class AuxIds:
+    """``aux_ids``: the ids as written, where, and each profile's reading; ``builds`` when ``--engine`` named one."""
+
+    as_written: list[int] | None
+    key: str | None
+    num_target_layers: int | None
+    target_arch: str | None
+    by_engine: dict[str, AuxRow]
+    builds: dict[str, dict] | None = None
+
+    def with_builds(self, builds: dict[str, EngineProfile]) -> None:
+        """Each build's row redone as that build reads the ids (profile name -> EngineProfile)."""
+        if not builds:
+            return
+        for name, profile in builds.items():
+            self.by_engine[name] = AuxRow.read(profile, self.as_written, self.key, self.num_target_layers,
+                                               self.target_arch, build=True)
+        self.builds = {name: {"engine_version": p.engine_version, "engine_platform": p.engine_platform}
+                       for name, p in builds.items()}
+
+    def to_dict(self) -> dict:
+        out = {"as_written": self.as_written, "key": self.key, "num_target_layers": self.num_target_layers,
+               "target_arch": self.target_arch, "by_engine": {n: r.to_dict() for n, r in self.by_engine.items()}}
+        return out if self.builds is None else {**out, "builds": self.builds}
+
+
+@dataclass(frozen=True)
+class Serving:
+    """``serving.<profile>``: why that engine cannot run this draft as written (empty: it can)."""
+
+    engine: str
+    problems: list[str]
+
+    def to_dict(self) -> dict:
+        return _plain(self)
+
+
+@dataclass(frozen=True)
+class NormFlag:
+    """``norm_flags.<flag>``: the value written (None: missing) and each profile's ``Decision(value, how)``."""
+
+    written: object
+    by_engine: dict[str, Decision] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"written": self.written, "by_engine": {n: d._asdict() for n, d in self.by_engine.items()}}
+
+
+@dataclass
+class Inspection:
+    """Everything ``eagle3lab inspect`` reports (see docs/cli/inspect.md for each key). A field that does not apply
+    (``target_like`` for a draft, everything past ``family`` when the config cannot describe one) is None."""
+
+    path: str
+    config_file: str
+    kind: str
+    is_eagle3_draft: bool
+    format_reason: str
+    errors: list[Note] = field(default_factory=list)
+    warnings: list[Note] = field(default_factory=list)
+    not_checked: list[Note] = field(default_factory=list)
+    family: DraftDescription | None = None
+    target_like: TargetLike | None = None
+    format: str | None = None
+    defaulted: list[Defaulted] | None = None
+    weights: WeightsCheck | None = None
+    vocab: VocabCheck | None = None
+    sizes: Sizes | None = None
+    aux_ids: AuxIds | None = None
+    serving: dict[str, Serving] | None = None
+    findings: list[ConfigProblem] | None = None
+    norm_flags: dict[str, NormFlag] | None = None
+
+    def codes(self, *, of: str = "errors") -> list[str]:
+        """The codes of ``errors``, ``warnings`` or ``not_checked``, in order."""
+        return [n.code for n in getattr(self, of)]
+
+    def to_dict(self) -> dict:
+        """The JSON ``eagle3lab inspect --json`` prints, keys in the order it has always printed them."""
+        out = {"path": self.path, "config_file": self.config_file, "kind": self.kind,
+               "is_eagle3_draft": self.is_eagle3_draft, "format_reason": self.format_reason,
+               "errors": _texts(self.errors), "warnings": _texts(self.warnings), "not_checked": _texts(self.not_checked)}
+        # a checked load filled vocab before weights; otherwise weights came first (and vocab only without files)
+        checks = ("vocab", "weights") if self.weights is not None and self.weights.checked else ("weights", "vocab")
+        for key in ("family", "target_like", "format", "defaulted", *checks, "sizes", "aux_ids", "serving",
+                    "findings", "norm_flags"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = _json(value)
+        return out
+
+    def __getitem__(self, key: str):
+        """Transitional: the old dict's value at ``key`` (``to_dict()[key]``), for callers not yet reading fields
+        (eagle3lab/analysis/doctor.py reads ``["errors"]``). New code reads the fields and matches codes."""
+        return self.to_dict()[key]
+
+
+def _json(value):
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    return value.to_dict() if hasattr(value, "to_dict") else value
+
+
+@dataclass
+class SavedDraft:
+    """What ``save_draft`` wrote: the folder, the format, the aux ids (None: none written), the resid points the draft
+    was trained on (None: the engines' defaults), the norm flags, whether the embedding is in it, the warnings;
+    ``source`` (path, format) when ``convert_draft`` wrote it."""
+
+    path: str
+    format: str
+    aux_ids_written: list[int] | None
+    trained_resid: list[int] | None
+    flags_written: dict[str, bool]
+    embedding_written: bool
+    warnings: list[str]
+    source: dict | None = None
+
+    def to_dict(self) -> dict:
+        out = _plain(self)
+        if self.source is None:
+            del out["source"]
+        return out
