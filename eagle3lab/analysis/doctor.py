@@ -300,9 +300,9 @@ def check_checkpoint(case: Case, engine: str, engine_version=None, engine_platfo
         findings.append(absolute)
         notes.append("every rung is measured with d2t read as offsets: as written, the engine indexes outside the "
                      "target vocabulary")
-    for err in inspect_checkpoint(case.draft_path, target=case.inspect_target)["errors"]:
-        findings.append(DoctorFinding("CHECKPOINT_ERROR", "critical", "the checkpoint does not load cleanly", err,
-                                      source="config"))
+    for err in inspect_checkpoint(case.draft_path, target=case.inspect_target).errors:
+        findings.append(DoctorFinding("CHECKPOINT_ERROR", "critical", "the checkpoint does not load cleanly", err.text,
+                                      source="config", data={"code": err.code}))
     findings += config_findings(case.draft, case.target_config, f"{case.draft_path}/config.json")
     flags = launch.flags if launch is not None else None
     window = flags.effective.get("draft_window_size") if flags is not None else None

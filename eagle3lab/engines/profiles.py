@@ -794,27 +794,6 @@ def engine_builds(engine: str | None = None, engine_version=None, engine_platfor
     return {name: for_build(name, engine_version, engine_platform)}
 
 
-def aux_row(profile: str | EngineProfile, ids, key: str | None, num_layers: int | None, arch: str | None) -> dict:
-    """What ``profile`` feeds fc for ids written at ``key`` (one row of inspect's ``aux_ids.by_engine``): ids seen,
-    why not, resid points, notes (with codes), or the error."""
-    from eagle3lab.errors import Eagle3LabError
-
-    profile = get_profile(profile)
-    seen, why = profile.visible_ids(ids, key, arch)
-    row = {"engine": profile.label, "ids_seen": list(seen) if seen is not None else None, "note": why}
-    if profile.engine_version or profile.engine_platform:
-        row.update(engine_version=profile.engine_version, engine_platform=profile.engine_platform)
-    try:
-        res = profile.aux_resolution(ids, key, num_layers, arch)
-        row.update(resid=list(res.resid), label=res.label, defaulted=res.defaulted, rule=res.rule,
-                   warnings=list(res.warnings), fatal=list(res.fatal))
-        if res.runner:
-            row.update(runner=res.runner, codes=[n.code for n in res.notes if n.code])
-    except Eagle3LabError as err:
-        row.update(resid=None, label=None, error=str(err))
-    return row
-
-
 def get_profile(profile: str | EngineProfile) -> EngineProfile:
     if isinstance(profile, EngineProfile):
         return profile

@@ -281,11 +281,6 @@ class Inspection:
                 out[key] = _json(value)
         return out
 
-    def __getitem__(self, key: str):
-        """Transitional: the old dict's value at ``key`` (``to_dict()[key]``), for callers not yet reading fields
-        (eagle3lab/analysis/doctor.py reads ``["errors"]``). New code reads the fields and matches codes."""
-        return self.to_dict()[key]
-
 
 def _json(value):
     if isinstance(value, dict):

@@ -210,7 +210,8 @@ def test_a_regenerated_map_is_read_from_behaviour(tiny8, healthy_dir, prompts, t
 
     save_draft(draft, broken_dir, format="sglang", include_embedding=False)   # ids copied: same convention
     report = doctor(tiny8, broken_dir, prompts, engine="sglang")
-    assert any("d2t" in f.evidence for f in report.findings if f.code == "CHECKPOINT_ERROR")   # the static check
+    assert any(f.data.get("code") == "VOCAB_MAP_INVALID" for f in report.findings
+               if f.code == "CHECKPOINT_ERROR")   # the static check, by the inspection's code
     vocab = report.finding("VOCAB_MAP")
     assert vocab is not None and vocab.severity == "critical", report.table()
     assert set(vocab.data["slots"]) == set(moved)
