@@ -454,16 +454,26 @@ def _evidence_note(found, choice: FixChoice, cap: int) -> str:
 
 
 def in_float32(draft):
-    """``draft``'s weights in fp32 (a copy; the target's embedding, when attached, shared as it is), or
-    ``draft`` itself when they are fp32 already."""
+    """``draft`` with its weights in fp32, or ``draft`` itself when they are fp32 already. Each parameter and
+    buffer is converted once (no intermediate copy in the served dtype); both embeddings (its own and the
+    target's) are shared as they are, their rows upcast as they are looked up (``Eagle3Draft.forward``): on a
+    163840-token vocabulary an fp32 copy of an embedding would be GBs."""
     import copy
 
     import torch
 
     if draft.fc.weight.dtype == torch.float32:
         return draft
-    shared = {id(draft.target_embedding): draft.target_embedding} if draft.target_embedding is not None else {}
-    return copy.deepcopy(draft, shared).float()
+    memo = {}
+    for name, t in [*draft.named_parameters(), *draft.named_buffers()]:
+        if name == "embed_tokens.weight":
+            memo[id(t)] = t
+        elif t.is_floating_point():
+            memo[id(t)] = torch.nn.Parameter(t.detach().float(), t.requires_grad) if isinstance(
+                t, torch.nn.Parameter) else t.float()
+    if draft.target_embedding is not None:
+        memo[id(draft.target_embedding)] = draft.target_embedding
+    return copy.deepcopy(draft, memo)
 
 
 def search(case: Case, served: Served, build: Build, *, num_steps: int, prompt_step: int, progress: bool) -> Searched:
@@ -495,6 +505,10 @@ def search(case: Case, served: Served, build: Build, *, num_steps: int, prompt_s
         "half the prompts did not raise its tau beyond noise on the other half: the search ran with the map as "
         "written"] if first and first.suspects else []
     notes.append(_evidence_note(found, choice, case.cap))
+    if draft is not case.draft:
+        notes.append(f"the wiring search and the fix's choice ran with the draft in fp32 (served in "
+                     f"{str(case.draft.fc.weight.dtype).replace('torch.', '')}): their tau and cross-entropy "
+                     "differences are fp32's; the ladder's are in the dtype asked")
     top = min(scores, key=lambda k: scores[k].ce)
     served_ok = served.key is not None and served.key in scores and close_to(scores[served.key], scores[top])
     return Searched(found, choice, served_ok, notes)

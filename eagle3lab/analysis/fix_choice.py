@@ -8,9 +8,10 @@ fix is chosen from that set, never ranked inside it by noise:
 3. the rest are taken in an order that reads no score (``Preference``): the engine's as-launched reading,
    the wiring nearest the stated ids (then the switches as stated), the engine's default points, the fewest
    changes, then the lower points;
-4. unless the as-launched reading is within noise (nothing to change), the wiring is then searched again
-   on the final bank from the engines' default points, each slot moved to the median of its points within
-   noise and then to a one-slot neighbour only where that beats it in tau beyond noise (``_refine``).
+4. unless the choice is the as-launched reading within noise (nothing to change), the wiring is then
+   searched again on the final bank from the engines' default points, each slot moved to the median of its
+   points within noise and then to a one-slot neighbour only where that beats it in tau beyond noise, the
+   stated ids kept where that answer does not beat them beyond noise (``_refine``).
    Cross-entropy steers the search and names the best the set is measured against, but the last digits of
    a score never choose between members (issue 33: fp32 on a CPU and bf16 on a GPU named two wirings within
    noise of each other); and the edge of the set, where noise decides what belongs, is not where the answer
@@ -330,7 +331,8 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         if choice.settled or at_cap:
             if choice.servable and choice.cost is None:
                 choice, rival_keys = _refine(choice, scores, measure, build, served_key, level,
-                                             points={p for p in evidence.bank.points if isinstance(p, int)})
+                                             points={p for p in evidence.bank.points if isinstance(p, int)},
+                                             stated_wiring=stated_wiring)
             if choice.settled or at_cap:
                 return choice, scores
             # the search from the default points moved it, or found a neighbour it is not told apart from: grow
@@ -352,7 +354,8 @@ def _stepped(wiring, slot: int, p, build: Build, points: set) -> tuple | None:
     """``wiring`` with ``slot`` moved to point ``p``, when the bank holds ``p``, the points stay distinct and
     the build captures them exactly; else None."""
     w = tuple(wiring[:slot]) + (p,) + tuple(wiring[slot + 1:])
-    return w if p in points and len(set(w)) == len(w) and build.servable(w)[0] == w else None
+    held = all(q in points for q in w if isinstance(q, int))   # a dump may lack the points another slot holds
+    return w if held and len(set(w)) == len(w) and build.servable(w)[0] == w else None
 
 
 def _slot_scan(measure, wiring: list, slot: int, variant: dict, first, build: Build, points: set):
@@ -499,28 +502,71 @@ def _climb(key, scores: dict, measure, build: Build, level: float, points: set):
     return key
 
 
+def _snapped(start: list, points: set) -> list:
+    """Each resid point of ``start`` moved to the nearest point the bank holds (the lower of two), no two
+    slots on one point: a dump captured at other ids lacks the engines' default points."""
+    out, taken = list(start), set()
+    for i, p in enumerate(start):
+        if isinstance(p, int):
+            out[i] = min((q for q in points if q not in taken), key=lambda q: (abs(q - p), q), default=p)
+            taken.add(out[i])
+    return out
+
+
+def _kept_as_stated(key, stated_wiring, scores: dict, measure, build: Build, level: float):
+    """The wiring the checkpoint states instead of ``key`` when the build serves it exactly, it is within noise
+    of the best, and ``key`` does not beat it in tau beyond noise: ids the draft may well have been trained
+    on are not rewritten for a difference the evidence does not show (an engine that misreads right ids is
+    fixed by the ids it reads, not by other points)."""
+    if stated_wiring is None or len(stated_wiring) != len(key[0]) or tuple(stated_wiring) == key[0]:
+        return key
+    stated = key_of(tuple(stated_wiring), dict(key[1]))
+    if build.servable(stated[0])[0] != stated[0]:
+        return key
+    measure(stated[0], dict(stated[1]))
+    beaten = _diffs(scores[key], scores[stated], level)[1].low > 0
+    return stated if _within(stated, scores, level) and not beaten else key
+
+
 def _refine(choice: FixChoice, scores: dict, measure, build: Build, served_key, level: float, *,
-            points: set) -> tuple[FixChoice, list]:
+            points: set, stated_wiring: tuple | None = None) -> tuple[FixChoice, list]:
     """Where slots serve alike, which member the sequential rule ends on depends on which ones the first
-    draw's search happened to score. So on the final bank the wiring is searched again from a start that
-    depends on neither the draw nor the build (``_canonical_start``), slot by slot by cross-entropy
-    (``_line_search``). Unless the choice is the as-launched reading within noise (nothing to change), that
-    answer (the choice, where the answer is not a servable member) is moved to the centre of the set around it
-    (``_centred``). Then the choice is held against both one-slot steps of every slot.
-    ``points``: the resid points the bank holds. Returns the choice and the rivals it was held against."""
+    draw's search happened to score. So, unless the choice is the as-launched reading within noise (nothing
+    to change), the wiring is searched again on the final bank from a start that depends on neither the draw
+    nor the build (``_canonical_start``, snapped to the bank's points), slot by slot by cross-entropy
+    (``_line_search``); that answer (the choice, where the answer is not a servable member) is moved to the
+    median of the set around it (``_centred``), then to neighbours that beat it beyond noise (``_climb``),
+    and the stated ids are kept where it does not beat them (``_kept_as_stated``). The choice is then held
+    against its rivals and both one-slot steps of every slot (``_held``). ``points``: the resid points the
+    bank holds. Returns the choice and the rivals it was held against."""
     variant = dict(choice.variant)
-    found = tuple(_line_search(measure, _canonical_start(choice.wiring, build.num_layers), variant, build, points))
-    servable = build.servable(found)[0] == found
     within = set(_members(scores, list(scores), level)[1])
     key = choice.key
-    if key != served_key or key not in within:     # as launched and within noise: nothing to change
-        start = key_of(found, variant) if servable and key_of(found, variant) in within else key
-        key = _climb(_centred(start, scores, measure, build, level, points), scores, measure, build, level, points)
+    if key == served_key and key in within:        # as launched and within noise: nothing to change
+        return _held(choice, scores, measure, build, served_key, level, points)
+    start = _snapped(_canonical_start(choice.wiring, build.num_layers), points)
+    found = tuple(_line_search(measure, start, variant, build, points))
+    servable = build.servable(found)[0] == found
+    within = set(_members(scores, list(scores), level)[1])
+    start = key_of(found, variant) if servable and key_of(found, variant) in within else key
+    key = _climb(_centred(start, scores, measure, build, level, points), scores, measure, build, level, points)
+    key = _kept_as_stated(key, stated_wiring, scores, measure, build, level)
     said = choice.statement + (
-        "" if key == served_key else f"; on the final {choice.prompts} prompts, each slot moved to the median of its "
-        "points within noise, then to a one-slot neighbour only where it beats the wiring in tau beyond noise: "
-        f"{wiring_text(key[0])}")
-    refined = FixChoice(key[0], variant, True, choice.members, choice.search_best, said, prompts=choice.prompts)
+        f"; searched again on the final {choice.prompts} prompts from the engines' default points: "
+        f"{wiring_text(found)}" + ("" if servable else f", which {build.label} cannot serve")
+        + "; each slot moved to the median of its points within noise, then to a one-slot neighbour only where "
+        f"it beats the wiring in tau beyond noise: {wiring_text(key[0])}"
+        + (" (the stated ids: nothing beats them beyond noise)" if stated_wiring is not None
+           and tuple(stated_wiring) == key[0] else ""))
+    return _held(replace(choice, wiring=key[0], statement=said), scores, measure, build, served_key, level, points)
+
+
+def _held(choice: FixChoice, scores: dict, measure, build: Build, served_key, level: float,
+          points: set) -> tuple[FixChoice, list]:
+    """The choice held against its rivals and both one-slot steps of every slot, on the final bank."""
+    key = choice.key
+    refined = FixChoice(key[0], dict(choice.variant), True, choice.members, choice.search_best, choice.statement,
+                        prompts=choice.prompts)
     within = _members(scores, list(scores), level)[1]       # on the final bank, the scanned points included
     rival_keys = list(dict.fromkeys(rivals(refined, within, served_key, build, scores) + _steps(key, build, points)))
     for k in rival_keys:

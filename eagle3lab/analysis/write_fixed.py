@@ -86,14 +86,16 @@ def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> di
                             "was trained with (its training run's vocabulary) instead.")
     config_keys = dict(plan.config_keys)
     with _fc_columns(draft, fix.wiring) as ascending:
-        # the config states the rule the weights were trained with, even where this engine ignores it
+        # the config states the rule of the fixes kept (plan_checkpoint), even where this engine ignores it
         view = draft.rewired(aux_resid=ascending, **plan.stated_variant)
         view.config = replace(draft.config, **config_keys)
         with vocab_map(draft, fix.d2t) if fix.d2t is not None else contextlib.nullcontext():
             written = save_draft(view, out_dir, format=ENGINE_FORMAT[engine], overwrite=overwrite,
                                  include_embedding=False if engine == "sglang" else None,
                                  num_target_layers=bank.num_layers)
-    reloaded = load_draft(out_dir, target=plan.target_source, device=str(draft.fc.weight.device))
+    # in the dtype the prediction was measured in (load_draft's "auto" is fp32 on a CPU, bf16 on CUDA)
+    reloaded = load_draft(out_dir, target=plan.target_source, device=str(draft.fc.weight.device),
+                          dtype=draft.fc.weight.dtype)
     # read back as the engine build doctor was told of reads the written ids (save_draft writes them for the
     # newest code read: a build that reads them otherwise measures, and is reported, as it runs them)
     views = served_views(reloaded, bank.num_layers, reloaded.target_arch,

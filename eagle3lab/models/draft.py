@@ -431,7 +431,8 @@ class Eagle3Draft(nn.Module):
             raise bad_input("draft", "embed_tokens.weight", "an embedding (this checkpoint has none)", "missing",
                             "Load it with load_draft(..., target=) so the target's embedding is used.")
         emb_weight = self.target_embedding if s.use_target_embedding else self.embed_tokens.weight
-        emb = self.hook_embed(F.embedding(input_ids, emb_weight))
+        # rows in fc's dtype: a target's bf16 embedding feeding an fp32 draft (doctor's search) is upcast
+        emb = self.hook_embed(F.embedding(input_ids, emb_weight).to(self.fc.weight.dtype))
 
         if (aux_hidden_states is None) == (recycled_hidden is None):
             raise bad_input("draft forward", "aux_hidden_states / recycled_hidden", "exactly one of them",
