@@ -76,3 +76,38 @@ def test_the_right_labels_raise_nothing_critical_in_bf16_on_two_threads():
     assert report.critical == [], report.table()
     prenorm = report.finding("TARGET_DISTRIBUTION_PRENORM")
     assert prenorm is None or prenorm.severity != "critical", prenorm
+
+
+def test_a_bf16_run_writes_a_checkpoint_that_measures_what_it_predicted(pool, tmp_path):
+    """--write-fixed reloads the written draft in the dtype the prediction was measured in (load_draft's
+    "auto" is fp32 on a CPU: a bf16 prediction against an fp32 reload once read as "does NOT match")."""
+    from eagle3lab.analysis.write_fixed import write_fixed
+
+    target, bank = pool
+    report = _doctor("case", target, bank, "bfloat16", 1)
+    fixed = write_fixed(report, tmp_path / "fixed")
+    assert fixed["agrees"] and fixed["difference"].value == pytest.approx(0, abs=1e-9), fixed["difference"]
+
+
+def test_the_search_copy_is_fp32_and_shares_the_embeddings():
+    """doctor identifies the wiring with the draft in fp32 (doctor.in_float32): each weight converted, both
+    embeddings shared (a 163840-token one would be GBs in fp32), the served draft untouched, and the copy
+    computes what the whole draft in fp32 computes."""
+    from eagle3lab.analysis.doctor import in_float32
+    from eagle3lab.models.checkpoint import load_draft
+
+    target = tiny8()[0]
+    draft = load_draft(draft_dir("case"), target=target, dtype="bfloat16")
+    copy32 = in_float32(draft)
+    assert copy32.fc.weight.dtype == torch.float32 and draft.fc.weight.dtype == torch.bfloat16
+    assert copy32.embed_tokens.weight is draft.embed_tokens.weight
+    assert copy32.target_embedding is draft.target_embedding and draft.target_embedding.dtype == torch.bfloat16
+    assert in_float32(copy32) is copy32
+    whole = load_draft(draft_dir("case"), target=target, dtype="bfloat16").float()
+    whole.target_embedding = whole.target_embedding.float()
+    ids = torch.randint(0, draft.config.vocab_size, (2, 6))
+    aux = torch.randn(2, 6, draft.config.fc_width)
+    with torch.no_grad():
+        got, want = copy32(ids, aux_hidden_states=aux), whole(ids, aux_hidden_states=aux)
+    got, want = getattr(got, "logits", got), getattr(want, "logits", want)
+    assert torch.equal(got, want)

@@ -162,3 +162,35 @@ def test_a_prompt_step_below_one_is_refused_before_anything_loads(step):
 
     with pytest.raises(Eagle3LabError, match=r"--prompt-step.*at least 1"):
         run_doctor(bundled.DRAFT_CASE, target=bundled.TARGET, prompt_step=step)
+
+
+def test_a_dumps_points_hold_the_final_search_start():
+    """A dump captured at other ids lacks the engines' default points: the start moves to the nearest points
+    it holds, never two slots on one, and a step that needs a point the bank lacks is no step."""
+    from eagle3lab.analysis.fix_choice import _snapped, _stepped
+
+    points = {1, 29, 57, 61}
+    assert _snapped([2, 30, 58], points) == [1, 29, 57]
+    assert _snapped([1, 2, 3], points) == [1, 29, 57]     # never two slots on one point
+    build = Build("vllm", "0.32.0", "cpu", 61, "LlamaForCausalLM")
+    assert _stepped((1, 29, 57), 0, 2, build, points) is None           # resid[2] not captured
+    assert _stepped((2, 29, 57), 0, 1, build, points) == (1, 29, 57)
+
+
+def test_the_stated_ids_are_kept_unless_the_answer_beats_them():
+    """An answer one slot from the stated ids that does not beat them beyond noise hands the stated ids back
+    (right ids an engine misreads are not rewritten); one that beats them keeps its own."""
+    from eagle3lab.analysis.fix_choice import _kept_as_stated
+    from eagle3lab.decoding.evaluate import BankScore
+
+    variant = {"norm_before_residual": True}
+    build = Build("vllm", "0.32.0", "cpu", 12, "LlamaForCausalLM")
+
+    def score(ce, low):
+        accepted = [[(2 if (i + j) % 3 else 3) - low for j in range(10)] for i in range(12)]
+        return BankScore(3, [ce * 10 + 0.01 * i for i in range(12)], [10] * 12, accepted)
+
+    answer, stated = key_of((0, 3, 8), variant), key_of((0, 3, 7), variant)
+    for stated_low, kept in ((0, stated), (1, answer)):
+        scores = {answer: score(1.0, 0), stated: score(1.0001, stated_low)}
+        assert _kept_as_stated(answer, (0, 3, 7), scores, lambda w, v, s=scores: s[key_of(w, v)], build, 0.95) == kept
