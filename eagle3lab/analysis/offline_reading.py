@@ -21,6 +21,7 @@ import pandas as pd
 
 from eagle3lab.analysis.speed_reading import (
     ChainReading,
+    ServedCosts,
     fmt,
     interval_claims,
     served_round_costs,
@@ -124,22 +125,23 @@ class ServedPrice:
     name: str
     num_steps: int
     verified: int
-    served: dict                 # label -> round cost in target steps (= the break-even tau), projected
+    served: ServedCosts          # round costs in target steps (= the break-even tau), projected
     assumptions: dict
     tau: Interval | None = None  # teacher-forced on a dump, with its interval over prompts
 
-    def words_for(self, label: str) -> str:
-        return "no tau here to place against it" if self.tau is None else projected_word(self.tau, self.served[label])
+    def words_for(self, cost: float) -> str:
+        """The verdict of this tau against a round ``cost`` (one of ``served``'s)."""
+        return "no tau here to place against it" if self.tau is None else projected_word(self.tau, cost)
 
     def table(self) -> pd.DataFrame:
         rows = [{"where": f"{label}, projected", "round cost = break-even tau (target steps)": round(be, 3),
                  "tau 95% (teacher-forced)": fmt(self.tau) if self.tau is not None else "not measured here",
-                 "verdict": self.words_for(label)} for label, be in self.served.items()]
+                 "verdict": self.words_for(be)} for label, be in self.served.labelled().items()]
         return pd.DataFrame(rows).set_index("where")
 
     def words(self) -> str:
         a = self.assumptions
-        served = "; ".join(f"{label}: round {be:.2f} target steps, {self.words_for(label)}" for label, be in self.served.items())
+        served = "; ".join(f"{label}: round {be:.2f} target steps, {self.words_for(be)}" for label, be in self.served.labelled().items())
         tau = f"teacher-forced tau {fmt(self.tau)}" if self.tau is not None else "no tau measured here"
         return (f"{self.name} ({self.num_steps}-step chain, {self.verified} verified; {tau}). Priced on the served "
                 f"{a['roofline']} (c = {a['c']}, overhead {a['overhead']} target steps per round; stated assumptions, "
@@ -147,7 +149,7 @@ class ServedPrice:
 
     def claims(self) -> dict:
         out = {"num_steps": self.num_steps, "verified": self.verified, "assumptions": dict(self.assumptions),
-               "served": {label: {"round_cost": be, "word": self.words_for(label)} for label, be in self.served.items()}}
+               "served": {label: {"round_cost": be, "word": self.words_for(be)} for label, be in self.served.labelled().items()}}
         if self.tau is not None:
             out["tau"] = interval_claims(self.tau)
         return out
@@ -192,16 +194,15 @@ def offline_summary(*, source, skipped, chains: ChainReading | None = None, pric
         text += f"For the half fix (the trained wiring) at N = {source.num_layers}: {ids}. "
         claims["half_ids"] = half_ids
     for name, p in prices.items():
-        label = f"served, batch {batch}"
         where = f"on the served {p.assumptions['roofline']} at batch {batch}, under stated costs (projected)"
         if p.tau is None:
-            text += (f"{name}: {where}, a {p.num_steps}-step round costs {p.served[label]:.2f} target steps, "
-                     f"{p.served[label + ', overlap on']:.2f} with the overlap scheduler on: the tau it must exceed "
+            text += (f"{name}: {where}, a {p.num_steps}-step round costs {p.served.at_batch:.2f} target steps, "
+                     f"{p.served.overlapped:.2f} with the overlap scheduler on: the tau it must exceed "
                      "to pay there (no tau measured here to place against it). ")
             continue
-        text += (f"{name} (teacher-forced tau {fmt(p.tau)}): {where}, a round costs {p.served[label]:.2f} target "
-                 f"steps ({p.words_for(label)}), {p.served[label + ', overlap on']:.2f} with the overlap scheduler on "
-                 f"({p.words_for(label + ', overlap on')}). ")
+        text += (f"{name} (teacher-forced tau {fmt(p.tau)}): {where}, a round costs {p.served.at_batch:.2f} target "
+                 f"steps ({p.words_for(p.served.at_batch)}), {p.served.overlapped:.2f} with the overlap scheduler on "
+                 f"({p.words_for(p.served.overlapped)}). ")
     if prices:
         claims["served"] = {name: p.claims() for name, p in prices.items()}
     text += ("Skipped, for want of the loaded target: " + "; ".join(skipped) + "." if skipped else "Nothing was skipped.")

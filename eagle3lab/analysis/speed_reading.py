@@ -404,6 +404,22 @@ def break_even_words(reading: SpeedReading, names) -> str:
 
 # ------------------------------------------------------------------ section 9: one what-if, here and served
 
+@dataclass(frozen=True)
+class ServedCosts:
+    """A round's projected cost on a served target, in target steps (= the break-even tau): at batch 1, at
+    ``batch``, and at ``batch`` with the per-round overhead hidden by an overlap scheduler."""
+
+    batch: int
+    at_one: float
+    at_batch: float
+    overlapped: float
+
+    def labelled(self) -> dict[str, float]:
+        """Display label -> cost, in the order shown (labels only for tables, words and claims' keys)."""
+        return {"served, batch 1": self.at_one, f"served, batch {self.batch}": self.at_batch,
+                f"served, batch {self.batch}, overlap on": self.overlapped}
+
+
 @dataclass
 class WhatIf:
     """One setting's verdict here (measured, with its interval) and its projections on a served target (tau's
@@ -412,18 +428,18 @@ class WhatIf:
 
     name: str
     row: SpeedRow
-    served: pd.DataFrame           # label -> break-even (projected round cost) on the served target
+    served: ServedCosts            # break-even (projected round cost) on the served target
     assumptions: dict
     recorded: dict | None = None
 
     def served_words(self) -> dict:
-        return {label: projected_word(self.row.tau, be) for label, be in self.served.items()}
+        return {label: projected_word(self.row.tau, be) for label, be in self.served.labelled().items()}
 
     def table(self) -> pd.DataFrame:
         r = self.row
         rows = [{"where": "here, measured", "round cost (target steps)": fmt(r.paid_cost),
                  "tau 95%": fmt(r.tau), "speedup": fmt(r.speed, unit="x"), "verdict": r.word}]
-        for label, be in self.served.items():
+        for label, be in self.served.labelled().items():
             rows.append({"where": f"{label}, projected", "round cost (target steps)": f"{be:.3f}", "tau 95%": fmt(r.tau),
                          "speedup": f"{r.tau.value / be:.2f}x", "verdict": projected_word(r.tau, be)})
         return pd.DataFrame(rows).set_index("where")
@@ -433,7 +449,7 @@ class WhatIf:
         r = self.row
         row = {"tau": r.tau.value, "tau_low": r.tau.low, "tau_high": r.tau.high, "break-even here, measured": r.paid_cost.value,
                "break-even here, measured low": r.paid_cost.low, "break-even here, measured high": r.paid_cost.high}
-        row |= {f"break-even {label}, projected": be for label, be in self.served.items()}
+        row |= {f"break-even {label}, projected": be for label, be in self.served.labelled().items()}
         return pd.DataFrame([row], index=[self.name])
 
     def recorded_agrees(self) -> bool | None:
@@ -478,7 +494,7 @@ class WhatIf:
     def words(self) -> str:
         r, a = self.row, self.assumptions
         served = "; ".join(f"{label}: round {be:.2f} target steps, {projected_word(r.tau, be)}"
-                           for label, be in self.served.items())
+                           for label, be in self.served.labelled().items())
         return (f"{self.name}: tau {fmt(r.tau)}. Here a {r.num_steps}-step round paid {fmt(r.paid_cost)} target steps (tau / the measured "
                 f"{fmt(r.speed, unit='x')}): {r.word}. Priced on the served {a['roofline']} (c = {a['c']}, overhead "
                 f"{a['overhead']} target steps per round; stated assumptions, projected, no interval but tau's): {served}.")
@@ -487,7 +503,7 @@ class WhatIf:
         out = {"tau": interval_claims(self.row.tau), "speed": interval_claims(self.row.speed), "word": self.row.word,
                "paid_cost": interval_claims(self.row.paid_cost),
                "served": {label: {"round_cost": be, "word": projected_word(self.row.tau, be),
-                                  "speedup": self.row.tau.value / be} for label, be in self.served.items()},
+                                  "speedup": self.row.tau.value / be} for label, be in self.served.labelled().items()},
                "assumptions": dict(self.assumptions)}
         if self.recorded:
             out["recorded"] = {**self.recorded, "agrees": self.recorded_agrees(),
@@ -496,16 +512,14 @@ class WhatIf:
 
 
 def served_round_costs(num_steps: int, verified: int, *, roofline: str, c: float, overhead: float,
-                       batch: int) -> dict:
+                       batch: int) -> ServedCosts:
     """A round of ``num_steps`` drafts and ``verified`` tokens priced on ``roofline`` from stated costs, in target
     steps (the break-even tau): at batch 1, at ``batch``, and at ``batch`` with the overhead hidden by an overlap
     scheduler. No tau is needed: the price is the round's, whatever it emits."""
     case = {"round": {"tau": float("nan"), "num_steps": num_steps, "num_draft_tokens": verified}}
-    served = {}
-    for label, b, o in (("served, batch 1", 1, overhead), (f"served, batch {batch}", batch, overhead),
-                        (f"served, batch {batch}, overlap on", batch, 0.0)):
-        served[label] = float(price_on_served(case, roofline, c=c, overhead=o, batches=(b,))["break_even_tau"].iloc[0])
-    return served
+    cost = [float(price_on_served(case, roofline, c=c, overhead=o, batches=(b,))["break_even_tau"].iloc[0])
+            for b, o in ((1, overhead), (batch, overhead), (batch, 0.0))]
+    return ServedCosts(batch, *cost)
 
 
 def what_if(reading: SpeedReading, name: str, *, roofline: str, c: float, overhead: float, batch: int,
@@ -528,7 +542,7 @@ def what_if(reading: SpeedReading, name: str, *, roofline: str, c: float, overhe
                                    "level": acc.get("tau_level", 0.95), "units": rec["prompts"]}
     roof = ROOFLINE_EXAMPLES[roofline]
     experts = {n: roof.touched_experts(n) for n in (batch, batch * r.verified)}   # tokens in one forward
-    return WhatIf(name, r, pd.Series(served), {"roofline": roofline, "c": c, "overhead": overhead, "batch": batch,
+    return WhatIf(name, r, served, {"roofline": roofline, "c": c, "overhead": overhead, "batch": batch,
                                                "num_experts": roof.num_experts, "experts": experts}, rec)
 
 
@@ -679,13 +693,12 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
         ids = "".join(f"; {engine} {v}: " + (f"ids {i}" if i is not None else "no ids feed it")
                       for v, i in (half_ids or {}).items())
         b = half.assumptions["batch"]
-        served = half.served_words()
         text += (f" Half fixed (trained wiring, {case_profile}'s residual rule{ids}), its {half.row.num_steps}-step chain had tau "
                  f"{fmt(half.row.tau)}: here {fmt(half.row.speed, unit='x')} ({half.row.word}, measured); on the served "
                  f"{half.assumptions['roofline']} at batch {b}, under stated costs, a round costs "
-                 f"{half.served[f'served, batch {b}']:.2f} target steps ({served[f'served, batch {b}']}), "
-                 f"{half.served[f'served, batch {b}, overlap on']:.2f} with the overlap scheduler on "
-                 f"({served[f'served, batch {b}, overlap on']}).")
+                 f"{half.served.at_batch:.2f} target steps ({projected_word(half.row.tau, half.served.at_batch)}), "
+                 f"{half.served.overlapped:.2f} with the overlap scheduler on "
+                 f"({projected_word(half.row.tau, half.served.overlapped)}).")
         if half.recorded:
             text += " " + half.recorded_words()
         claims.update(half=half.claims(), half_ids=half_ids or {})

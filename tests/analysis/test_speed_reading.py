@@ -131,9 +131,10 @@ def test_a_what_if_has_one_verdict_and_places_a_recorded_run_against_it(sweep):
               "projection": {"measured_speedup": r.speed.value}}
     w = reading.what_if(speeds, "case", roofline="kimi-k2 fp8, 8 GPUs (H200-class)", c=0.1, overhead=0.2, batch=48,
                         recorded=inside)
-    assert list(w.served.index) == ["served, batch 1", "served, batch 48", "served, batch 48, overlap on"]
-    assert w.served["served, batch 48, overlap on"] == pytest.approx(w.served["served, batch 48"] - 0.2)
-    assert w.served_words() == {k: reading.projected_word(r.tau, v) for k, v in w.served.items()}
+    assert list(w.served.labelled()) == ["served, batch 1", "served, batch 48", "served, batch 48, overlap on"]
+    assert list(w.served.labelled().values()) == [w.served.at_one, w.served.at_batch, w.served.overlapped]
+    assert w.served.batch == 48 and w.served.overlapped == pytest.approx(w.served.at_batch - 0.2)
+    assert w.served_words() == {k: reading.projected_word(r.tau, v) for k, v in w.served.labelled().items()}
     assert "inside this run's interval: the two agree" in w.recorded_words()
     assert "not a second verdict" in w.recorded_words()
     table = w.table()

@@ -270,7 +270,7 @@ def _assert_served_prices(claims, params, taus=None):
         assert (p["num_steps"], p["verified"]) == (1, 2), name          # SGLang's topk-1 rule: steps + 1 verified
         costs = served_round_costs(1, 2, roofline=params["SERVED_ROOFLINE"], c=params["SERVED_C"],
                                    overhead=params["SERVED_OVERHEAD"], batch=params["SERVED_BATCH"])
-        assert {k: v["round_cost"] for k, v in p["served"].items()} == pytest.approx(costs), name
+        assert {k: v["round_cost"] for k, v in p["served"].items()} == pytest.approx(costs.labelled()), name
         for label, s in p["served"].items():
             if taus is None:
                 assert s["word"] == "no tau here to place against it" and "tau" not in p
