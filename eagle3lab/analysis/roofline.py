@@ -127,11 +127,12 @@ def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: fl
     projected speedup tau / break-even, and the word of tau's interval against it ("projected faster" /
     "projected slower" / "projected within noise"; "projected, no tau interval" without one).
     """
-    served = {"batch 1": price_on_served(cases, c=c, overhead=overhead, batches=(1,)),
-              f"batch {batch}": price_on_served(cases, c=c, overhead=overhead, batches=(batch,)),
-              f"batch {batch}, overlap on": price_on_served(cases, c=c, overhead=0.0, batches=(batch,))}
+    # one batch per table, so one row per case in ``cases``' order: read by position, never by row label
+    served = {label: price_on_served(cases, c=c, overhead=o, batches=(b,))["break_even_tau"].tolist()
+              for label, b, o in (("batch 1", 1, overhead), (f"batch {batch}", batch, overhead),
+                                  (f"batch {batch}, overlap on", batch, 0.0))}
     rows = []
-    for name, case in cases.items():
+    for i, (name, case) in enumerate(cases.items()):
         here = _measured(case["measured_here"])
         tau = (Interval(case["tau"], case["tau_low"], case["tau_high"], None, None)
                if case.get("tau_low") is not None and case.get("tau_high") is not None else None)
@@ -143,8 +144,8 @@ def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: fl
                 "measured here low": float("nan") if here is None else here.low,
                 "measured here high": float("nan") if here is None else here.high,
                 "verdict here": NO_INTERVAL if here is None else speed_word(here)}
-        for label, table in served.items():
-            be = float(table.loc[table.index.str.startswith(f"{name} | "), "break_even_tau"].iloc[0])
+        for label, costs in served.items():
+            be = float(costs[i])
             row[f"break-even served, {label}"] = be
             row[f"projected speedup served, {label}"] = case["tau"] / be
             # a projection from stated assumptions: tau's interval against it, never a point
