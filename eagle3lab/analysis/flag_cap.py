@@ -1,7 +1,7 @@
 """What a launch's cap on accept length costs, stated as one verdict from the numbers (notebook 01's summary).
 
-``cap_verdict(res, demo, ...)`` takes the flag resolution (``resolve_flags``) and the measured demo table
-(one row per launch: as launched, then fixed) and returns a ``CapVerdict``: its ``text`` says what the engine
+``cap_verdict(res, readings, ...)`` takes the flag resolution (``resolve_flags``) and the measured demo (one
+``LaunchReading`` per launch: as launched, then fixed; ``demo_table`` shows them) and returns a ``CapVerdict``: its ``text`` says what the engine
 runs, what the cap costs at an assumed alpha, and whether the fixed launch measured a longer accept length
 than the one as launched ("longer", "no longer"), every number taken from ``claims``.
 """
@@ -10,7 +10,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
+
 from eagle3lab.engines.acceptance import expected_tau
+
+
+@dataclass(frozen=True)
+class LaunchReading:
+    """One launch of the demo as measured: the tokens verified per round, the measured tau, the most tokens
+    emitted in one round and the cap (num_steps + 1)."""
+    launch: str
+    verified: int | None
+    tau: float
+    most_in_a_round: int
+    cap: int
+
+
+# display labels, used only by ``demo_table``
+_LABELS = {"verified": "verified per round", "tau": "tau (measured)", "most_in_a_round": "most tokens in one round",
+           "cap": "cap"}
+
+
+def demo_table(readings: list[LaunchReading]) -> pd.DataFrame:
+    """The readings as the notebook shows them: one row per launch, labelled columns."""
+    return pd.DataFrame([{"launch": r.launch, **{label: getattr(r, name) for name, label in _LABELS.items()}}
+                         for r in readings]).set_index("launch")
 
 
 @dataclass
@@ -19,17 +43,16 @@ class CapVerdict:
     claims: dict       # the numbers ``text`` states, by name (the notebook passes both to ``eagle3lab.summary``)
 
 
-def cap_verdict(res, demo, *, alpha: float, ran: int, wanted: int, command: str, draft: str, target: str,
+def cap_verdict(res, readings: list[LaunchReading], *, alpha: float, ran: int, wanted: int, command: str, draft: str, target: str,
                 measured: str = "decoding for real", adjusted_code: str = "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED") -> CapVerdict:
-    """The verdict on launch ``res`` (a flags result) and its measured ``demo`` (rows: as launched, fixed;
-    columns "tau (measured)", "most tokens in one round"); ``measured``: how the demo was measured
+    """The verdict on launch ``res`` (a flags result) and its measured ``readings`` (as launched, fixed);
+    ``measured``: how the demo was measured
     ("decoding for real", or "teacher-forced on dumped states" when no target was loaded)."""
     adj = res.finding(adjusted_code)
     counts = res.to_dict()["counts"]
     claims = dict(alpha=alpha, max_accept_length=res.max_accept_length, tau_cap_ran=expected_tau([alpha] * ran),
-                  tau_cap_wanted=expected_tau([alpha] * wanted), tau_as_given=float(demo["tau (measured)"].iloc[0]),
-                  tau_fixed=float(demo["tau (measured)"].iloc[1]),
-                  most_in_a_round=int(demo["most tokens in one round"].iloc[0]), adjusted=adj is not None, **counts)
+                  tau_cap_wanted=expected_tau([alpha] * wanted), tau_as_given=float(readings[0].tau),
+                  tau_fixed=float(readings[1].tau), most_in_a_round=int(readings[0].most_in_a_round), adjusted=adj is not None, **counts)
     claims["fixed_longer"] = claims["tau_fixed"] > claims["tau_as_given"]
     text = (f"{res.engine} ({res.version_note}) runs `{command[:60]}...` as {res.effective.get('algorithm')} with at "
             f"most **{res.max_accept_length}** tokens per verify step")
