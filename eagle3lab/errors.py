@@ -8,6 +8,24 @@ from pathlib import Path
 class Eagle3LabError(ValueError):
     """Bad input: a checkpoint, config, flag or id that cannot be used as given."""
 
+    @property
+    def headline(self) -> str:
+        """What failed, without the advice that follows it (the whole message unless a subclass splits it)."""
+        return str(self)
+
+
+class UncapturablePoints(Eagle3LabError):
+    """An engine captures these resid points with no ids it accepts. Callers read ``headline`` (what was
+    asked and every ids tried) and ``tried`` (one "ids -> what it feeds (why not)" per try), never the text."""
+
+    def __init__(self, what: str, tried: tuple[str, ...], advice: str):
+        super().__init__(f"{what}. {advice}")
+        self.what, self.tried, self.advice = what, tuple(tried), advice
+
+    @property
+    def headline(self) -> str:
+        return self.what
+
 
 def bad_input(where: str | Path | None, key: str | None, expected, found, hint: str | None = None,
               cls: type[Eagle3LabError] = Eagle3LabError) -> Eagle3LabError:

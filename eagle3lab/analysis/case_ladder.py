@@ -465,15 +465,17 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
     releases), and the options left. ``team_ids``: engine -> ids a team wrote for it; a column says what each
     build does with them (the states it feeds, or how it crashes or drops one)."""
     from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
-    from eagle3lab.errors import Eagle3LabError
+    from eagle3lab.errors import Eagle3LabError, UncapturablePoints
 
     rows = []
     for engine, versions in builds.items():
         for version in versions:
             try:
                 ids, why = to_engine_ids(engine, list(trained), num_layers, arch=arch, engine_version=version), ""
+            except UncapturablePoints as e:
+                ids, why = None, "; ".join(e.tried)
             except (Eagle3LabError, ValueError) as e:
-                ids, why = None, _tried(str(e))
+                ids, why = None, str(e).splitlines()[0]
             cannot = ([f"the ids for {resid_label(trained)} ({why})"] if ids is None else []) + (
                 ["norm_before_residual (ignored in every build read)"] if rule and not honours_rule[engine] else [])
             team = {}
@@ -503,14 +505,6 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
         options.append("; ".join(opts))
     df["options left"] = options
     return df.drop(columns=["ok_", "ids_ok_", "rule_ok_"]).set_index(["engine", "build"])
-
-
-def _tried(message: str) -> str:
-    """What ``to_engine_ids`` tried and why each failed (its message between "Tried: " and its advice)."""
-    first = message.splitlines()[0]
-    if " Tried: " not in first:
-        return first
-    return first.split(" Tried: ", 1)[1].split(". Choose other points", 1)[0]
 
 
 def _what_ids_do(res, ids) -> str:

@@ -50,7 +50,7 @@ from eagle3lab.engines.versions import (
     row_value,
 )
 from eagle3lab.engines.vllm_runner import IDS_NESTED, VLLM_NEWEST_READ, check_platform, vllm_runner
-from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.errors import Eagle3LabError, UncapturablePoints, bad_input
 
 ID_CONVENTIONS = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
 
@@ -1113,10 +1113,10 @@ def to_engine_ids(engine: str, resid, num_layers: int, arch: str | None = None,
         # SpecForge's own refusal comes first: no SGLang build can make it train on those ids
         why = [n.text for n in res.notes if n.code == "SPECFORGE_IDS_REJECTED"] or list(res.fatal[:1]) or unsure[:1]
         tried.append(f"{ids if ids is not None else '(hard-coded)'} -> {res.label}" + (f" ({why[0]})" if why else ""))
-    raise Eagle3LabError(
+    raise UncapturablePoints(
         f"{engine}: cannot capture {[resid_name(k, n) for k in target]} for N = {n}"
-        + (f", arch {arch}" if arch else "") + ". Tried: " + "; ".join(tried)
-        + ". Choose other points (e.g. resid[1] instead of resid[0] where the target's model file cannot capture "
+        + (f", arch {arch}" if arch else "") + ". Tried: " + "; ".join(tried), tuple(tried),
+        "Choose other points (e.g. resid[1] instead of resid[0] where the target's model file cannot capture "
         "the embedding, resid[N-1] instead of resid[N]), or patch the engine's capture loop.")
 
 
