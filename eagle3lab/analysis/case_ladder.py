@@ -581,6 +581,11 @@ class ChainChoice:
     def launched_within_noise(self) -> bool:
         return self.chain in self.within_noise
 
+    @property
+    def mean_projected(self) -> list[float]:
+        """Each chain's projected speedup over no speculation, mean of the repeats (num_steps 1, 2, ...)."""
+        return [float(self.projected[k].mean()) for k in self.projected.columns]
+
     def table(self) -> pd.DataFrame:
         rows = []
         for k in self.projected.columns:

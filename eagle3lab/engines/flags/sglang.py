@@ -519,6 +519,10 @@ def _auto_steps(inp: Inputs, algo: str, topk, ndt, out: list) -> tuple[int, int,
     return steps, topk, ndt
 
 
+# the findings whose rule caps accept length below the chain the command asks for: callers match these codes
+CHAIN_CAP_CODES = frozenset({"SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"})
+
+
 def _chain_draft_tokens(inp: Inputs, steps: int, topk: int, ndt, width, out: list):
     """topk 1 (a chain): SGLang sets draft tokens := steps + 1, filling in a missing value or overriding another."""
     w = inp.parsed.written
