@@ -39,3 +39,20 @@ def test_the_cap_verdict_reads_launch_readings_and_the_table_only_labels_them():
     v = cap_verdict(res, readings, alpha=0.7, ran=1, wanted=4, command="cmd", draft="D", target="T")
     assert (v.claims["tau_as_given"], v.claims["tau_fixed"], v.claims["most_in_a_round"]) == (1.6, 2.9, 2)
     assert v.claims["fixed_longer"] and v.claims["adjusted"] and "**tau 1.60**" in v.text
+
+
+def test_the_chain_choice_exposes_its_mean_projection_and_the_cap_codes_name_the_rule():
+    from eagle3lab.analysis.case_ladder import choose_chain
+    from eagle3lab.analysis.cost_model import CostModel
+    from eagle3lab.engines.flags import resolve_flags
+    from eagle3lab.engines.flags.sglang import CHAIN_CAP_CODES
+
+    runs = [CostModel(device="cpu", context_len=10, target_step_s=1.0, draft_step_s=d,
+                      verify_s={1: 1.0, 2: 1.1, 4: 1.3, 8: 1.7}, extend_s={1: 0.1, 2: 0.12, 3: 0.14, 4: 0.16})
+            for d in (0.05, 0.06, 0.08)]
+    choice = choose_chain(runs, [0.8, 0.6, 0.4])
+    assert choice.mean_projected == choice.table()["projected speedup (mean of repeats)"].tolist()
+    assert choice.mean_projected == pytest.approx([choice.projected[k].mean() for k in (1, 2, 3)])
+    res = resolve_flags("sglang", "python -m sglang.launch_server --speculative-algorithm EAGLE3 "
+                        "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 5")
+    assert [c for c in res.codes() if c in CHAIN_CAP_CODES] == ["SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"]
