@@ -526,14 +526,15 @@ def pick_chain(costs, agree: list[float]) -> tuple[int, pd.DataFrame]:
     trainer's teacher-forced agreement per step): tau of a K-chain is 1 + the running products of the first
     K agreements, priced with the measured ``costs`` (``CostModel.project``). Only the chains the trainer
     measured (K up to ``len(agree)``) are priced."""
-    rows = []
+    rows, speedup = [], {}
     for k in range(1, len(agree) + 1):
         tau = chain_tau(agree, k)
         p = costs.project(tau, k)
+        speedup[k] = p.speedup
         rows.append({"num_steps": k, "tau (from the trainer's agreement)": tau, "round cost": p.round_cost,
                      "projected speedup": p.speedup})
-    df = pd.DataFrame(rows).set_index("num_steps")
-    return int(df["projected speedup"].idxmax()), df
+    # the first fastest, read from the projections (the frame is for display)
+    return max(speedup, key=speedup.get), pd.DataFrame(rows).set_index("num_steps")
 
 
 def steps(k: int) -> str:
