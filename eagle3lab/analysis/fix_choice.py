@@ -567,9 +567,11 @@ def _held(choice: FixChoice, scores: dict, measure, build: Build, served_key, le
           points: set) -> tuple[FixChoice, list]:
     """The choice held against its rivals and both one-slot steps of every slot, on the final bank."""
     key = choice.key
-    refined = FixChoice(key[0], dict(choice.variant), True, choice.members, choice.search_best, choice.statement,
-                        prompts=choice.prompts)
-    within = _members(scores, list(scores), level)[1]       # on the final bank, the scanned points included
+    best, within = _members(scores, list(scores), level)     # on the final bank, the scanned points included
+    members = len({k[0] for k in within})
+    said = choice.statement + (f"; {members} wiring(s) within noise of the best on the final bank"
+                               if members != choice.members else "")
+    refined = FixChoice(key[0], dict(choice.variant), True, members, best, said, prompts=choice.prompts)
     rival_keys = list(dict.fromkeys(rivals(refined, within, served_key, build, scores) + _steps(key, build, points)))
     for k in rival_keys:
         measure(k[0], dict(k[1]))
