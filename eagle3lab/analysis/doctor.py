@@ -64,6 +64,7 @@ from eagle3lab.analysis.vocab_behaviour import (
 )
 from eagle3lab.analysis.wiring_search import WiringSearch, close_to, wiring_text
 from eagle3lab.engines.acceptance import Interval
+from eagle3lab.engines.flags.sglang import CHAIN_CAP_CODES
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.engines.versions import parse_engine_version
 from eagle3lab.engines.vllm_runner import check_platform
@@ -72,7 +73,6 @@ from eagle3lab.models.state_bank import StateBank
 
 _FLAG_SEVERITY = {"error": "critical", "warning": "warning", "info": "info"}
 # flag findings whose effect doctor measures itself (the flag finding then carries the measured taus)
-_CHAIN_CAPS = {"SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"}
 _ALGORITHM = {"SGL_EAGLE3_DRAFT_WITH_EAGLE", "VLLM_EAGLE3_DRAFT_WITH_EAGLE"}
 # what write_fixed writes besides the ladder's fixes: d2t as offsets, the target's context
 _WRITTEN_BESIDE_THE_FIXES = {"VOCAB_ABSOLUTE_IDS", "DRAFT_CONTEXT_SHORT"}
@@ -348,7 +348,7 @@ def _served_chain(flags, engine: str, default: int) -> tuple[int, int, list[str]
     if (eff.get("topk") or 1) > 1:
         notes.append(f"topk {eff.get('topk')}: the engine drafts a tree; doctor scores chains of the same depth")
     intended = served
-    cap = next((f for f in flags.findings if f.code in _CHAIN_CAPS), None)
+    cap = next((f for f in flags.findings if f.code in CHAIN_CAP_CODES), None)
     asked = flags.as_given.get("num_draft_tokens")
     if cap is not None and isinstance(asked, int) and asked - 1 > served:
         intended = asked - 1
@@ -367,11 +367,11 @@ def read_launch(case: Case, engine: str, engine_args, engine_version, num_steps:
     served, intended, notes = _served_chain(flags, engine, num_steps)
     found = [DoctorFinding(f.code, _FLAG_SEVERITY[f.severity], f.message.split(". ")[0], f.message, f.fix, "flags",
                            data={"rule": f.rule})
-             for f in flags.findings if f.code in _CHAIN_CAPS | _ALGORITHM or f.severity != "info"]
+             for f in flags.findings if f.code in CHAIN_CAP_CODES | _ALGORITHM or f.severity != "info"]
     algorithm_wrong = any(f.code in _ALGORITHM for f in flags.findings)
     fc_skipped = algorithm_wrong and case.draft.config.hidden_size == case.bank.hidden_size
     algorithm = next(f for f in found if f.code in _ALGORITHM) if fc_skipped else None
-    cap = next(f for f in found if f.code in _CHAIN_CAPS) if intended != served else None
+    cap = next(f for f in found if f.code in CHAIN_CAP_CODES) if intended != served else None
     return Launch(flags, served, intended, notes, [f for f in found if f is not algorithm and f is not cap],
                   algorithm_wrong, fc_skipped, algorithm, cap)
 
