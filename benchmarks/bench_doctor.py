@@ -36,8 +36,8 @@ from pathlib import Path
 import torch
 
 from eagle3lab import bundled
-from eagle3lab.analysis.doctor import run_doctor
 from eagle3lab.atomic import write_json
+from eagle3lab.doctor.run import run_doctor
 from eagle3lab.engines.flags import SEED_COMMAND
 
 SEED_FLAGS = SEED_COMMAND.replace("moonshotai/Kimi-K2-Instruct", "TARGET").replace("./kimi-k2-eagle3", "DRAFT")
@@ -147,9 +147,9 @@ def _probe(case: dict, threads, device: str, rows) -> dict:
     """Load what doctor --dump loads, then time the served wiring scored by fc on the concatenation and fused
     (the first fused call computes its three slot projections, the second finds them cached), on the first
     ``rows`` prompts (all when None; an evaluation's cost is linear in them)."""
-    from eagle3lab.analysis.doctor import gather_evidence
-    from eagle3lab.analysis.evidence import take_rows
     from eagle3lab.decoding.evaluate import evaluate_on_bank
+    from eagle3lab.doctor.evidence import take_rows
+    from eagle3lab.doctor.run import gather_evidence
 
     if threads:
         torch.set_num_threads(threads)

@@ -8,7 +8,7 @@ build, one captured pool of prompts shared by every run (a draw is a choice of i
 Prints one row per (engine build, seed): the wiring and norm_before_residual doctor hands the user, whether
 the build can serve it, the prompts the answer rests on and whether the sequential rule settled it; then
 whether every draw of a build, and both builds, gave the same answer. Issue 24's check; nothing is
-asserted here (tests/analysis/test_doctor_stability.py asserts two draws per build in the suite).
+asserted here (tests/doctor/test_doctor_stability.py asserts two draws per build in the suite).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import pandas as pd
 import torch
 
 from eagle3lab import bundled
-from eagle3lab.analysis.doctor import run_doctor
 from eagle3lab.atomic import write_json
 from eagle3lab.decoding.evaluate import greedy_dataset
+from eagle3lab.doctor.run import run_doctor
 from eagle3lab.models.state_bank import capture_bank
 from eagle3lab.models.target import load_target
 

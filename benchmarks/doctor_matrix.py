@@ -9,7 +9,7 @@ codes for the case whatever the dtype and thread count.
 Each track's prompt pool is decoded and captured once in fp32 (a draw is a choice of its rows); bf16 runs the
 draft in bf16 on the bank cast to bf16, the thread count is set in-process. One row per run: seconds, the
 wiring and rule handed out, the findings above info. The suite holds a cheap slice of this
-(tests/analysis/test_doctor_healthy.py, test_doctor_dtypes.py); this script runs the whole matrix and asserts
+(tests/doctor/test_doctor_healthy.py, test_doctor_dtypes.py); this script runs the whole matrix and asserts
 nothing (SmolLM2 needs `make install`: its target lives in data/external). bf16 on a CPU is slow: the
 bundled case took 423 s a run in bf16 against 163 s in fp32 on this 2-core machine under load.
 """
@@ -24,9 +24,9 @@ import pandas as pd
 import torch
 
 from eagle3lab import bundled
-from eagle3lab.analysis.doctor import run_doctor
 from eagle3lab.atomic import write_json
 from eagle3lab.decoding.evaluate import greedy_dataset
+from eagle3lab.doctor.run import run_doctor
 from eagle3lab.models.state_bank import capture_bank
 from eagle3lab.models.target import load_target
 

@@ -13,8 +13,11 @@ The package is in layers, each a folder that imports only the ones below it:
                 (+ checkpoint_formats), vocab, device
     decoding/   running drafts: speculative (lossless chain / tree decoding), tree, evaluate
                 (teacher-forced offline acceptance)
-    analysis/   cost_model, timing, roofline (served targets), benchmark (the side-by-side
-                harness), diagnosis (symptoms, wiring search), plots
+    analysis/   measurement and statistics: verdicts, cost_model, timing, roofline (served targets),
+                benchmark (the side-by-side harness), diagnosis and wiring_search, tracks, plots
+    doctor/     the doctor pipeline: run (run_doctor), evidence, config_checks, fix_choice, fixes,
+                ladder, findings, write_fixed, serve_check
+    readings/   each notebook's numbers in words, one module per notebook (nb01_... to nb07_...)
     app/        the face: cli + commands/, workbook runner, environment report, widgets
     train/      rebuilds the bundled models in data/ (beside app, at the top)
 
@@ -62,17 +65,18 @@ _HOMES = {
     "eagle3lab.analysis.diagnosis": ("score_wirings", "slot_scan", "wiring_neighbourhood"),
     "eagle3lab.analysis.wiring_search": ("search_wiring", "WiringSearch"),
     "eagle3lab.analysis.tracks": ("measure_track", "side_by_side"),
-    "eagle3lab.analysis.doctor": ("run_doctor",),
-    "eagle3lab.analysis.write_fixed": ("write_fixed",),
-    "eagle3lab.analysis.vocab_behaviour": ("vocab_from_behaviour", "prenorm_labels_check"),
-    "eagle3lab.analysis.config_checks": ("config_findings",),
     "eagle3lab.analysis.tensor_diff": ("tensor_diff", "save_trace", "load_trace"),
-    "eagle3lab.analysis.server_evidence": ("parse_server_evidence", "compare_with_prediction"),
-    "eagle3lab.analysis.serve_check": ("vllm_installed",),
     "eagle3lab.analysis.plots": ("plot_acceptance", "plot_break_even", "plot_here_and_served",
                                  "plot_speedup_vs_c", "plot_tokens_per_round", "plot_slot_scan", "plot_rms_halves",
                                  "plot_residual_balance", "plot_survival_by_rule", "plot_residual_scale",
                                  "plot_chain_vs_tree", "plot_wiring_search", "plot_tracks", "plot_tensor_diff"),
+    # doctor
+    "eagle3lab.doctor.run": ("run_doctor",),
+    "eagle3lab.doctor.write_fixed": ("write_fixed",),
+    "eagle3lab.doctor.vocab_behaviour": ("vocab_from_behaviour", "prenorm_labels_check"),
+    "eagle3lab.doctor.config_checks": ("config_findings",),
+    "eagle3lab.doctor.server_evidence": ("parse_server_evidence", "compare_with_prediction"),
+    "eagle3lab.doctor.serve_check": ("vllm_installed",),
     # training data
     "eagle3lab.train.chat_data": ("heldout_chat_requests", "chat_prompt", "raw_prompt"),
     # the face

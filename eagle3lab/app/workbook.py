@@ -230,7 +230,7 @@ def claim_metrics(claims: dict) -> dict:
     booleans and lists are not metrics.
 
     A number claimed with its interval is stored whole (``value``, ``low``, ``high``): a claim object with
-    ``value`` / ``low`` / ``high`` (``Verdict.claims()``, ``speed_reading.interval_claims``, an ``Interval`` passed
+    ``value`` / ``low`` / ``high`` (``Verdict.claims()``, ``readings.numbers.interval_claims``, an ``Interval`` passed
     to :func:`summary`) becomes one metric named by the object's path, and ``NAME`` beside ``NAME_low`` /
     ``NAME_high`` (at any depth; a verdict's ``diff`` and ``by`` too) one metric ``NAME``. Each also keeps
     ``level`` (the interval's confidence), ``units`` (how many units its bootstrap resampled) and ``unit`` (what

@@ -2,7 +2,7 @@
 flags the build does not read where they are written, a sliding window it runs otherwise than the trainer, aux ids
 that do not fit the fc the weights hold. Each ``ConfigProblem`` carries a code, what the build does, the release
 range (from the rows of eagle3lab.engines.profiles) and the fix in the engine's own syntax; ``inspect`` lists them
-and doctor's static findings (eagle3lab.analysis.config_checks) are made from them.
+and doctor's static findings (eagle3lab.doctor.config_checks) are made from them.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from eagle3lab.analysis import verdicts
-from eagle3lab.analysis.rule_reading import probe_positions
 from eagle3lab.analysis.verdicts import Measured, compare
+from eagle3lab.readings.nb04_decoder_norm_split import probe_positions
 
 # per prompt: tokens and rounds (tau = tokens / rounds)
 ROUNDS = [10, 12, 9, 11, 10, 13, 8, 12]

@@ -43,7 +43,7 @@ def _fake_report(device="cpu"):
 
 @pytest.mark.parametrize("asked, used", [("bfloat16", "bfloat16"), ("auto", "float32")])
 def test_doctor_passes_the_dtype_on_and_records_the_one_used(asked, used, monkeypatch, tmp_path, capsys):
-    import eagle3lab.analysis.doctor as doctor_module
+    import eagle3lab.doctor.run as doctor_module
     from eagle3lab.app.session import Session
 
     if torch.cuda.is_available() or not (bundled.DRAFT_CASE / "config.json").exists():

@@ -1,7 +1,7 @@
 """``eagle3lab serve-check`` without vLLM: it says how to install it and exits 3 (docs/cli/serve-check.md).
 
 The command's real runs (vLLM serving, our emulation beside it) are tests/oracles/test_vllm_serve.py and
-test_vllm_doctor.py, which use the same analysis module (eagle3lab.analysis.serve_check).
+test_vllm_doctor.py, which use the same analysis module (eagle3lab.doctor.serve_check).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_bad_num_steps_is_bad_input(capsys, tmp_path):
 def test_the_served_runs_rejection_method_is_stated_with_the_prediction():
     """vllm_serve.py writes no rejection key and serves greedily: vLLM 0.32 runs 'standard' at temperature 0,
     where the emulation predicts the counters exactly; a synthetic run's counters would not measure the draft."""
-    from eagle3lab.analysis.serve_check import rejection_terms
+    from eagle3lab.doctor.serve_check import rejection_terms
 
     served = rejection_terms(None, "0.32.0")
     assert (served["method"], served["draft_sample"], served["prediction"], served["measures_draft"]) == (

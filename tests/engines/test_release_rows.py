@@ -1,7 +1,7 @@
 """Adding an engine release's id rule is one row: a fictional SGLang 0.5.24 whose llama.py also captures loop index N
 (after the last layer, as gpt_oss.py does since PR #32334) is added to ``SGLANG_ROWS`` with its ``Change``, the
 newest release read moves to it, and ``eagle3lab ids``, ``eagle3lab inspect`` and doctor's serving decision
-(``nearest_servable``, which ``analysis.fix_choice`` asks) follow it. Nothing else is edited."""
+(``nearest_servable``, which ``doctor.fix_choice`` asks) follow it. Nothing else is edited."""
 
 import json
 from dataclasses import replace

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from eagle3lab import bundled
-from eagle3lab.analysis.config_checks import config_findings, engine_findings
+from eagle3lab.doctor.config_checks import config_findings, engine_findings
 from eagle3lab.engines.config_view import read_draft, read_rope, read_target
 from eagle3lab.engines.profiles import FLAGS, engine_builds, for_build
 from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft

@@ -214,9 +214,9 @@ def test_scaling_the_normed_residual_by_rms_h_reproduces_the_flag_off_run(nb):
 def test_as_trained_is_notebook_03s_number(nb, models):
     """One evaluation set for "as trained": the same parameters as notebook 03 and the same scorer, so the
     same tau, recomputed here from the set the notebook states."""
-    from eagle3lab.analysis import rule_reading
     from eagle3lab.decoding.evaluate import greedy_dataset
     from eagle3lab.models.state_bank import capture_bank
+    from eagle3lab.readings import nb04_decoder_norm_split as rule_reading
 
     s = nb["eval_set"]
     mine, _ = parameters_and_code_below(NOTEBOOKS / NAME)

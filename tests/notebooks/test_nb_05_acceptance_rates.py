@@ -263,7 +263,7 @@ def _assert_skips_named(mode, claims, text, printed):
 
 
 def _assert_served_prices(claims, params, taus=None):
-    from eagle3lab.analysis.speed_reading import served_round_costs
+    from eagle3lab.readings.nb05_acceptance_rates import served_round_costs
 
     assert set(claims["served"]) == {"case (sglang) as launched", "case (sglang) half fixed, chain 1"}
     for name, p in claims["served"].items():
@@ -307,10 +307,10 @@ def test_dump_mode_scores_teacher_forced_what_the_dump_holds_and_skips_the_rest(
     """DUMP_DIR + TARGET_HEAD: every resid point dumped for the notebook's prompts with the target's greedy
     continuations; tau against chain length and the case draft as SGLang serves it are teacher-forced on the dump,
     and equal the same scores on the live target's states (the dump path loses nothing); nothing decodes."""
-    from eagle3lab.analysis.offline_reading import teacher_forced_chains, teacher_forced_tau
     from eagle3lab.decoding.evaluate import greedy_dataset
     from eagle3lab.models.hidden_dump import dump_hidden_states
     from eagle3lab.models.state_bank import capture_bank
+    from eagle3lab.readings.nb05_acceptance_rates import teacher_forced_chains, teacher_forced_tau
 
     params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
     target = eagle3lab.load_target(bundled.TARGET, device="cpu")

@@ -16,7 +16,13 @@ from helpers.parameters import assert_parameters_hold_the_literals, parameters_a
 
 import eagle3lab
 from eagle3lab import bundled
-from eagle3lab.analysis.case_ladder import (
+from eagle3lab.analysis.verdicts import speed_word
+from eagle3lab.app.workbook import NOTEBOOKS
+from eagle3lab.engines.acceptance import Interval, simulated_acc_len
+from eagle3lab.engines.flags import resolve_flags
+from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
+from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
+from eagle3lab.readings.nb06_case_file import (
     SKIPS,
     SPEED_WORDS,
     STEP_WORDS,
@@ -26,12 +32,6 @@ from eagle3lab.analysis.case_ladder import (
     skipped,
     steps,
 )
-from eagle3lab.analysis.verdicts import speed_word
-from eagle3lab.app.workbook import NOTEBOOKS
-from eagle3lab.engines.acceptance import Interval, simulated_acc_len
-from eagle3lab.engines.flags import resolve_flags
-from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
-from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
 
 LAUNCH = ("python -m sglang.launch_server --model-path data/models/target --speculative-draft-model-path "
           "data/models/draft-case --speculative-algorithm EAGLE3 --speculative-num-steps 1 "
@@ -345,7 +345,7 @@ def test_case_ladder_words_and_chain_pick_from_numbers():
     """The module's rules, without the notebook: verdicts from the interval's sign, the pick from the costs."""
     from types import SimpleNamespace
 
-    from eagle3lab.analysis.case_ladder import RungState, pick_chain
+    from eagle3lab.readings.nb06_case_file import RungState, pick_chain
 
     assert interval_word(Interval(0.2, 0.05, 0.4, 0.95, 8)) == "beats"
     assert interval_word(Interval(-0.2, -0.4, -0.05, 0.95, 8)) == "loses"
@@ -368,7 +368,7 @@ def test_chain_choice_from_repeated_costs():
     best, and says whether the launched chain is in it."""
     from types import SimpleNamespace
 
-    from eagle3lab.analysis.case_ladder import chain_tau, choose_chain
+    from eagle3lab.readings.nb06_case_file import chain_tau, choose_chain
 
     def model(draft_cost):         # round cost 1 + draft_cost * k target steps
         return SimpleNamespace(project=lambda tau, k: SimpleNamespace(speedup=tau / (1 + draft_cost * k)))
@@ -410,8 +410,8 @@ def test_what_each_mode_skips():
 def test_stated_wiring_without_states(bundled_models):
     """Config-only: the wiring the checklist serves is the stated one, else the checkpoint's format's trainer's
     reading of its ids (SpecForge reads [2, 6, 10] as resid[3, 7, 11]) and its config's flag."""
-    from eagle3lab.analysis.case_ladder import stated_wiring
     from eagle3lab.models.target_source import open_target
+    from eagle3lab.readings.nb06_case_file import stated_wiring
 
     draft = open_target(num_layers=12).load_draft(bundled.DRAFT_CASE)
     assert stated_wiring(draft, [0, 3, 7], False, 12)[:2] == ((0, 3, 7), False)
@@ -521,11 +521,11 @@ def test_score_rungs_on_a_dump_that_holds_some_points(bundled_models, tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from eagle3lab.analysis.case_ladder import RungSpec, RungState, candidates_held, score_rungs
     from eagle3lab.decoding.evaluate import evaluate_on_bank, greedy_dataset
     from eagle3lab.engines.acceptance import bootstrap_ratio
     from eagle3lab.models.hidden_dump import dump_hidden_states
     from eagle3lab.models.state_bank import TargetHead, bank_from_dump
+    from eagle3lab.readings.nb06_case_file import RungSpec, RungState, candidates_held, score_rungs
 
     target = eagle3lab.load_target(bundled.TARGET, device="cpu")
     seqs, lens = greedy_dataset(target, bundled.load_prompts(n=3), max_new_tokens=12)

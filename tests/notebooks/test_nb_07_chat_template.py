@@ -110,10 +110,10 @@ def test_dump_mode_scores_both_drafts_teacher_forced_on_the_dump(real_target, bu
     drafts are scored teacher-forced on them, equal to the same scores on the live target's states (within 1e-6),
     and the renderings' comparison, which needs the target, says why it skips."""
     from eagle3lab import bundled, chat_prompt, heldout_chat_requests
-    from eagle3lab.analysis.chat_reading import teacher_forced_drafts
     from eagle3lab.decoding.evaluate import greedy_dataset
     from eagle3lab.models.hidden_dump import dump_hidden_states
     from eagle3lab.models.state_bank import capture_bank
+    from eagle3lab.readings.nb07_chat_template import teacher_forced_drafts
 
     params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
     drafts = {label: load_draft(NOTEBOOKS / params[key], target=real_target, device="cpu")

@@ -15,7 +15,7 @@ import pytest
 from helpers.paths import vllm_python
 
 from eagle3lab import bundled
-from eagle3lab.analysis import serve_check as sc
+from eagle3lab.doctor import serve_check as sc
 
 VERSION, PLATFORM = "0.32.0", "cpu"
 K, MAX_NEW = 4, 64
@@ -38,8 +38,8 @@ def doctor(prompt_ids, tmp_path_factory):
     """doctor on draft-case for vLLM 0.32.0's CPU build, and the checkpoint it writes (or why it cannot)."""
     from helpers.tiny_models import one_thread
 
-    from eagle3lab.analysis.doctor import run_doctor
-    from eagle3lab.analysis.write_fixed import write_fixed
+    from eagle3lab.doctor.run import run_doctor
+    from eagle3lab.doctor.write_fixed import write_fixed
 
     vllm_python()   # nothing to compare with without the engine: skip (locally) before the costly part
     with one_thread():

@@ -91,7 +91,7 @@ def test_vllm_writes_the_live_targets_states(bundled_models, vllm_dump, live):
 
 @pytest.mark.timeout(2400)
 def test_doctor_from_vllms_dump_answers_as_from_the_live_target(bundled_models, vllm_dump, live):
-    from eagle3lab.analysis.doctor import run_doctor
+    from eagle3lab.doctor.run import run_doctor
 
     target = live[0]
     common = dict(engine="vllm", engine_version="0.32.0", engine_platform="cpu", progress=False)

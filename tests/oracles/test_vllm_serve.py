@@ -16,7 +16,7 @@ import pytest
 from helpers.paths import vllm_python
 
 from eagle3lab import bundled
-from eagle3lab.analysis import serve_check as sc
+from eagle3lab.doctor import serve_check as sc
 
 VERSION, PLATFORM = "0.32.0", "cpu"
 K, MAX_NEW = 4, 64

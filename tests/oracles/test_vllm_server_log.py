@@ -65,8 +65,8 @@ def _spec_lines(printed: str) -> dict[str, str]:
 
 @pytest.mark.timeout(2400)
 def test_doctor_agrees_with_the_real_run_and_not_with_other_ids(bundled_models, served):
-    from eagle3lab.analysis.doctor import _server_finding, run_doctor
-    from eagle3lab.analysis.server_evidence import parse_server_evidence
+    from eagle3lab.doctor.run import _server_finding, run_doctor
+    from eagle3lab.doctor.server_evidence import parse_server_evidence
 
     target, jobs, printed = served
     healthy, other = jobs["healthy"], jobs["other-ids"]
@@ -94,7 +94,7 @@ def test_doctor_agrees_with_the_real_run_and_not_with_other_ids(bundled_models, 
 
 
 def test_a_real_run_without_a_spec_decode_line_is_named(served):
-    from eagle3lab.analysis.server_evidence import parse_server_evidence
+    from eagle3lab.doctor.server_evidence import parse_server_evidence
 
     _, _, printed = served
     lines = printed.splitlines()

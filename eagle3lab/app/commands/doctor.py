@@ -58,9 +58,9 @@ def _interval(i) -> str:
 def run(args) -> int:
     import torch
 
-    from eagle3lab.analysis.doctor import run_doctor
-    from eagle3lab.analysis.write_fixed import write_fixed
     from eagle3lab.bundled import load_prompts
+    from eagle3lab.doctor.run import run_doctor
+    from eagle3lab.doctor.write_fixed import write_fixed
     from eagle3lab.errors import bad_input
     from eagle3lab.models.device import dtype_name, resolve_dtype
 

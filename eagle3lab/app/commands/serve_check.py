@@ -30,8 +30,8 @@ def add_arguments(parser):
 def run(args) -> int:
     from eagle3lab import bundled
     from eagle3lab.analysis.benchmark import finite_json
-    from eagle3lab.analysis.serve_check import EngineFailed, EngineMissing, default_prompts, serve_check
     from eagle3lab.app.commands.bench import _resolve
+    from eagle3lab.doctor.serve_check import EngineFailed, EngineMissing, default_prompts, serve_check
     from eagle3lab.models.device import dtype_name, resolve_dtype
 
     dtype = dtype_name(resolve_dtype(args.dtype, "cpu"))   # vLLM's CPU build and the emulation both run here

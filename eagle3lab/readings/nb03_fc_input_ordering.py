@@ -1,0 +1,425 @@
+"""Notebook 03's readings of the fc input: around one wiring, the contrast of two drafts, and ``search_wiring``.
+
+:func:`scan_neighbourhood` scores every one-slot change and reordering of a wiring (what +-1 and the noise
+mean there); :func:`contrast_drafts` sets each draft as trained beside as an engine serves it;
+:func:`read_search` says what ``search_wiring`` found, why it stopped where it did, and whether the trained
+wiring lies in its set; :func:`fc_order_summary` is the notebook's summary, its words from its claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import permutations
+
+import pandas as pd
+
+from eagle3lab.analysis.hypotheses import WiringComparison, compare_wirings, make_scorer, served_hypothesis
+from eagle3lab.analysis.verdicts import Verdict, Verdicts, compare, short
+from eagle3lab.engines.acceptance import bootstrap_ratio_difference
+from eagle3lab.engines.layer_ids import resid_label, resid_name
+
+# ------------------------------------------------------------------ around one wiring
+
+@dataclass
+class NeighbourhoodScan:
+    """Every one-slot change and every reordering of ``trained`` (one residual rule), each against it."""
+
+    trained: tuple
+    rule: bool
+    num_layers: int
+    verdicts: Verdicts
+    wirings: dict            # name -> wiring
+    why: dict                # name -> list of reasons
+
+    @property
+    def reference(self) -> str:
+        return short(self.trained)
+
+    def grid(self) -> pd.DataFrame:
+        """Row i = slot i of the trained wiring, column k = tau when that slot alone is fed resid[k]."""
+        by = {w: self.verdicts[n].value.value for n, w in self.wirings.items()}
+        t = self.trained
+        rows = [[by.get(t[:i] + (k,) + t[i + 1:], float("nan")) for k in range(self.num_layers + 1)]
+                for i in range(len(t))]
+        return pd.DataFrame(rows, index=[f"slot {i} ({resid_name(k)})" for i, k in enumerate(t)],
+                            columns=[f"resid[{k}]" for k in range(self.num_layers + 1)])
+
+    def orders(self) -> pd.DataFrame:
+        """The trained states in every order (the trained order included), worst first, with intervals."""
+        rows = [{"aux_resid": w, "tau": v.value.value, "tau_low": v.value.low, "tau_high": v.value.high,
+                 "verdict": v.word} for n, w in self.wirings.items() if sorted(w) == sorted(self.trained)
+                for v in [self.verdicts[n]]]
+        return pd.DataFrame(rows).sort_values("tau", ignore_index=True)
+
+    def neighbours(self) -> list[tuple[int, int, Verdict]]:
+        """(slot, point, verdict) for each slot fed the point one layer before or after its trained one."""
+        out = []
+        for i, t in enumerate(self.trained):
+            for k in (t - 1, t + 1):
+                w = self.trained[:i] + (k,) + self.trained[i + 1:]
+                if 0 <= k <= self.num_layers and short(w) in self.verdicts.items:
+                    out.append((i, k, self.verdicts[short(w)]))
+        return out
+
+    def slots(self) -> pd.DataFrame:
+        """Per slot: its +-1 neighbours' verdicts, and the worst point with its verdict."""
+        rows = []
+        for i, t in enumerate(self.trained):
+            subs = [(k, self.verdicts[short(w)]) for k in range(self.num_layers + 1)
+                    if (w := self.trained[:i] + (k,) + self.trained[i + 1:]) != self.trained]
+            worst_k, worst = min(subs, key=lambda kv: kv[1].value.value)
+            near = [f"resid[{k}]: {v.value.value:.2f}, {v.word}" for s, k, v in self.neighbours() if s == i]
+            rows.append({"slot": f"slot {i} ({resid_name(t)})", "+-1 neighbours": "; ".join(near),
+                         "worst point": f"resid[{worst_k}]", "worst tau": round(worst.value.value, 3),
+                         "worst minus trained": f"{worst.diff.value:+.2f} [{worst.diff.low:+.2f}, "
+                                                f"{worst.diff.high:+.2f}]",
+                         "worst verdict": worst.word,
+                         "points within noise": sum(v.word != "loses" for _, v in subs) + 1})
+        return pd.DataFrame(rows).set_index("slot")
+
+    def worst_slot(self) -> int:
+        """The slot whose worst substitute costs the most tau."""
+        g = self.grid()
+        return int((g.apply(lambda row: self.verdicts[self.reference].value.value - row.min(), axis=1)).to_numpy().argmax())
+
+    def noise(self) -> dict:
+        """Median half-widths: of tau's own interval over the scanned wirings, and of the paired difference
+        for the +-1 neighbours (the small differences a reader is tempted to rank)."""
+        import statistics
+
+        near = [v for _, _, v in self.neighbours()] or self.verdicts.others()
+        return {"tau_half_width": statistics.median(v.half_width for v in self.verdicts),
+                "paired_half_width": statistics.median((v.diff.high - v.diff.low) / 2 for v in near),
+                "prompts": self.verdicts.units,
+                "chance_crossings": (1 - self.verdicts.level) / 2 * len(self.verdicts.others())}
+
+    def words(self) -> str:
+        ref, others = self.verdicts[self.reference], self.verdicts.others()
+        c = self.verdicts.counts()
+        top = self.verdicts.highest()
+        noise = self.noise()
+        near = self.neighbours()
+        nc = self.verdicts.counts([v.name for _, _, v in near])
+        worst_order = self.verdicts[short(self.orders().aux_resid.iloc[0])]
+        lines = [
+            f"- **Rank means little inside the noise.** As trained {ref.measured()}. Of the {len(others)} other "
+            f"wirings scanned, {c['beats']} beat it, {c['within noise']} are within noise of it and "
+            f"{c['loses']} lose (paired {self.verdicts.level:.0%} intervals over {noise['prompts']} prompts; with "
+            f"{len(others)} comparisons, about {noise['chance_crossings']:.1f} would cross 0 on each side by chance "
+            "alone). "
+            + ("The trained wiring scores highest." if top is ref else
+               f"The highest tau scanned, {top.name} ({top.value.value:.2f}), {top.against()}."),
+            f"- **One layer away (+-1)**: {nc['within noise']} of {len(near)} neighbours are within noise of the "
+            f"trained point, {nc['loses']} lose, {nc['beats']} beat it: "
+            + "; ".join(f"slot {s} fed resid[{k}] {v.value.value:.2f} ({v.word})" for s, k, v in near) + ".",
+            f"- **Noise.** tau's own {self.verdicts.level:.0%} interval is about +-{noise['tau_half_width']:.2f} "
+            f"here (median half-width over {noise['prompts']} prompts); the difference between a +-1 neighbour and "
+            f"the trained point, measured on the same prompts, about +-{noise['paired_half_width']:.2f}. Smaller "
+            "differences are not read as a ranking; more prompts narrow both (about as 1/sqrt(prompts)).",
+            f"- **Order.** The worst reordering of the trained states, {worst_order.name}, {worst_order.against()}.",
+        ]
+        return "\n".join(lines)
+
+    def claims(self) -> dict:
+        c, noise, near = self.verdicts.counts(), self.noise(), self.neighbours()
+        nc = self.verdicts.counts([v.name for _, _, v in near])
+        orders = self.orders()
+        worst_order = self.verdicts[short(orders.aux_resid.iloc[0])]
+        top = self.verdicts.highest()
+        g = self.grid()
+        i = self.worst_slot()
+        worst_k = int(g.iloc[i].to_numpy().argmin())
+        worst = self.verdicts[short(self.trained[:i] + (worst_k,) + self.trained[i + 1:])]
+        return {"scanned": len(self.verdicts), "beats": c["beats"], "within_noise": c["within noise"],
+                "loses": c["loses"], "tau_trained": self.verdicts[self.reference].value.value,
+                "highest": list(self.wirings[top.name]), "highest_tau": top.value.value,
+                "highest_word": top.word, "neighbours": len(near), "neighbours_within_noise": nc["within noise"],
+                "neighbours_lose": nc["loses"], "neighbours_beat": nc["beats"],
+                "neighbour_tau": {f"slot {s} resid[{k}]": v.value.value for s, k, v in near},
+                "neighbour_word": {f"slot {s} resid[{k}]": v.word for s, k, v in near},
+                **noise, "worst_order": list(orders.aux_resid.iloc[0]), "worst_order_tau": worst_order.value.value,
+                "worst_order_word": worst_order.word, "worst_order_by": worst_order.claims().get("by"),
+                "worst_order_by_high": worst_order.claims().get("by_high"),
+                "worst_slot": i, "worst_slot_point": worst_k, "worst_slot_cost": -worst.diff.value,
+                "worst_slot_word": worst.word, "tau_best_scanned": top.value.value,
+                "slot_substitute_best": [float(g.iloc[s].drop(f"resid[{t}]").max()) for s, t in enumerate(self.trained)],
+                "verdicts": self.verdicts.claims()}
+
+
+def scan_neighbourhood(bank, draft, trained, rule: bool, *, num_steps: int, scorer=None,
+                       level: float = 0.95) -> NeighbourhoodScan:
+    """Score every reordering of ``trained`` and each slot alone fed every resid[k] (``rule`` held), each
+    against ``trained`` (paired over the bank's prompts)."""
+    trained = tuple(int(k) for k in trained)
+    n = bank.num_layers
+    why: dict = {short(trained): ["as given"]}
+    wirings = {short(trained): trained}
+    for order in permutations(trained):
+        wirings.setdefault(short(order), order)
+        why.setdefault(short(order), ["reordered"])
+    for i in range(len(trained)):
+        for k in range(n + 1):
+            w = trained[:i] + (k,) + trained[i + 1:]
+            if w != trained:
+                wirings.setdefault(short(w), w)
+                why.setdefault(short(w), []).append(f"slot {i} fed resid[{k}]")
+    comp = compare_wirings(bank, draft, {name: (w, rule) for name, w in wirings.items()}, short(trained),
+                           num_steps=num_steps, scorer=scorer, level=level)
+    return NeighbourhoodScan(trained, bool(rule), n, comp.verdicts, wirings, why)
+
+
+# ------------------------------------------------------------------ reading search_wiring
+
+@dataclass
+class SearchReading:
+    """What ``search_wiring`` found, in words: identified or a set, the rule, where it stopped and why, and
+    the trained wiring (when known) against its best."""
+
+    found: object
+    trained: tuple | None
+    trained_rule: bool | None
+    vs_best: Verdicts            # the search's best (reference), the highest tau it scored, the trained wiring
+    highest: str                 # the name of the highest-tau hypothesis in vs_best
+    equivalent: list             # per slot: the points within noise of the best there
+    rules_in_set: list           # norm_before_residual values among the hypotheses within noise
+    ce: dict = field(default_factory=dict)   # name -> cross-entropy
+    ce_diff: dict = field(default_factory=dict)   # name -> paired cross-entropy difference to the best (Interval)
+
+    @property
+    def in_sets(self) -> bool | None:
+        from eagle3lab.models.state_bank import point_name
+
+        if self.trained is None:
+            return None
+        return all(point_name(p) in eq for p, eq in zip(self.trained, self.equivalent))
+
+    def words(self) -> str:
+        from eagle3lab.analysis.wiring_search import wiring_text
+
+        f, best = self.found, self.vs_best["search's best"]
+        rule = (f"every hypothesis within noise of the best runs norm_before_residual={self.rules_in_set[0]}, so "
+                "the rule is found" if len(self.rules_in_set) == 1 else
+                f"hypotheses within noise run norm_before_residual in {self.rules_in_set}: the rule is not found")
+        sizes = ", ".join(f"slot {i}: {len(eq)}" for i, eq in enumerate(self.equivalent))
+        lines = [f"- **{'One wiring' if f.identifiable else 'A set, not one wiring'}.** search_wiring "
+                 f"{'identifies the wiring' if f.identifiable else 'does NOT identify one wiring'} "
+                 f"({f.evaluations} draft evaluations; brute force {f.brute_force}): {f.reason}. Points within noise "
+                 f"of its best, per slot: {sizes}; {rule}."]
+        high = self.vs_best[self.highest]
+        lines.append(
+            f"- **Where it stopped.** The descent moves a slot only while the cross-entropy falls; it stopped at "
+            f"{wiring_text(f.best['wiring'])} (cross-entropy {self.ce[best.name]:.3f}, {best.measured()}). "
+            + ("That is also the highest tau it scored." if high is best else
+               f"The highest tau it scored, {high.value.value:.2f} at {self.highest.split(': ', 1)[-1]}, "
+               f"{high.against(reference='its best')}, "
+               f"with cross-entropy {self.ce[self.highest]:.3f}: it ranks by cross-entropy (what training "
+               "minimised, less noisy than tau), and a tau that much higher is inside the noise."
+               if high.word != "beats" else
+               f"The highest tau it scored, {high.value.value:.2f} at {self.highest.split(': ', 1)[-1]}, "
+               f"{high.against(reference='its best')}: "
+               "cross-entropy and tau disagree here beyond noise."))
+        if self.trained is not None:
+            t = self.vs_best["trained wiring"]
+            d = self.ce_diff["trained wiring"]
+            lines.append(f"- **The trained wiring** {resid_label(self.trained)} (norm_before_residual="
+                         f"{self.trained_rule}): tau {t.against(reference='its best')}; cross-entropy {d.value:+.3f} "
+                         f"[{d.low:+.3f}, {d.high:+.3f}] against the best's. It lies "
+                         f"{'inside' if self.in_sets else 'OUTSIDE'} the per-slot sets. The weights narrow the "
+                         f"wiring {'to it' if f.identifiable and self.in_sets else 'to a set that holds it' if self.in_sets else 'to a set that misses it'}.")
+        return "\n".join(lines)
+
+    def claims(self) -> dict:
+        f = self.found
+        out = {"identifiable": bool(f.identifiable), "evaluations": int(f.evaluations),
+               "brute_force": int(f.brute_force), "best": list(f.best["wiring"]),
+               "best_rule": bool(f.best["variant"]["norm_before_residual"]), "rules_in_set": self.rules_in_set,
+               "equivalent_sizes": [len(e) for e in self.equivalent], "in_sets": self.in_sets,
+               "ce": self.ce, "vs_best": self.vs_best.claims(), "highest": self.highest,
+               "ce_diff": {k: {"value": d.value, "low": d.low, "high": d.high} for k, d in self.ce_diff.items()},
+               "tau_drops": [float(x) for x in f.slots.tau_drop]}
+        return out
+
+
+def read_search(found, trained=None, trained_rule: bool | None = None, *, bank=None, draft=None,
+                num_steps: int | None = None) -> SearchReading:
+    """Read a ``WiringSearch``. The trained wiring, when given, is compared with the search's best on the same
+    prompts (scored here if the search did not score it: pass ``bank``, ``draft`` and ``num_steps``)."""
+    from eagle3lab.analysis.wiring_search import wiring_text
+
+    scores, best_key = found.extra["scores"], found.extra["best_key"]
+    table = found.table
+    best_name = "search's best"
+    hi = table.loc[table.tau.idxmax()]
+    highest_key = (tuple(hi["aux"]), tuple(sorted(hi["variant"].items())))
+    highest = f"highest tau: {wiring_text(hi['aux'])}"
+    measured = {best_name: scores[best_key]}
+    ce = {best_name: scores[best_key].ce}
+    if highest_key != best_key:
+        measured[highest], ce[highest] = scores[highest_key], scores[highest_key].ce
+    else:
+        highest = best_name
+    if trained is not None:
+        trained = tuple(int(k) for k in trained)
+        mine = [k for k in scores if k[0] == trained and dict(k[1]).get("norm_before_residual") == trained_rule]
+        if mine:
+            key = min(mine, key=lambda k: scores[k].ce)
+            measured["trained wiring"] = scores[key]
+        else:
+            if bank is None or draft is None or num_steps is None:
+                raise ValueError("read_search: the search did not score the trained wiring; pass bank, draft and "
+                                 "num_steps to score it")
+            measured["trained wiring"] = make_scorer(bank, draft, num_steps)(
+                trained, {**dict(best_key[1]), "norm_before_residual": bool(trained_rule)})
+        ce["trained wiring"] = measured["trained wiring"].ce
+    near = table[table["within_noise"]]
+    rules = sorted({bool(r) for r in near["norm_before_residual"]})
+    b = measured[best_name]
+    ce_diff = {name: bootstrap_ratio_difference(s.ce_sum, s.ce_n, b.ce_sum, b.ce_n, level=found.level)
+               for name, s in measured.items() if name != best_name}
+    return SearchReading(found, trained, trained_rule, compare(measured, best_name, level=found.level), highest,
+                         list(found.slots.equivalent), rules, ce, ce_diff)
+
+
+def fc_input_words(chunks) -> str:
+    """Section 1 of notebook 03 in words, from ``fc_input_difference``'s table (rows: slots, then the whole)."""
+    import math
+
+    slots = chunks.iloc[:-1]
+    moved = [name for name, r in slots.iterrows() if not r["cosine"] > 0.999]
+    i = int(slots["cosine"].to_numpy().argmin())
+    r = slots.iloc[i]
+    scale = abs(math.log(max(float(r["norm ratio"]), 1e-12))) > math.log(2)
+    return (f"{len(moved)} of {len(slots)} slots hold another state than in training. {slots.index[i]} changes "
+            f"the most: cosine {r['cosine']:.2f}, norm ratio {r['norm ratio']:.2f}, so the block of fc's columns "
+            f"trained on it multiplies a vector of another direction{' and scale' if scale else ''}. "
+            "Section 2 measures what that costs.")
+
+
+@dataclass
+class DraftContrast:
+    """Per draft: as trained, as ``engine`` serves it and every reordering of its trained states."""
+
+    engine: str
+    rows: dict                   # draft name -> WiringComparison
+    trained: dict                # draft name -> wiring
+    served: dict                 # draft name -> wiring the engine feeds
+
+    def worst_order(self, name: str) -> Verdict:
+        comp = self.rows[name]
+        return min((v for v in comp.verdicts if v.name.startswith("reordered")), key=lambda v: v.value.value)
+
+    def served_verdict(self, name: str) -> Verdict:
+        return self.rows[name].verdicts[f"as {self.engine} serves it"]
+
+    def table(self) -> pd.DataFrame:
+        out = {}
+        for name, comp in self.rows.items():
+            ref, srv, worst = comp.verdicts["as trained"], self.served_verdict(name), self.worst_order(name)
+            out[name] = {"trained on": resid_label(self.trained[name]), f"{self.engine} feeds": resid_label(self.served[name]),
+                         "tau as trained": f"{ref.value.value:.2f} [{ref.value.low:.2f}, {ref.value.high:.2f}]",
+                         f"tau as {self.engine} serves it": f"{srv.value.value:.2f} [{srv.value.low:.2f}, {srv.value.high:.2f}]",
+                         "served vs trained": srv.word,
+                         "worst reordering": f"{worst.name.split(' ', 1)[1]}: {worst.value.value:.2f}, {worst.word}"}
+        return pd.DataFrame.from_dict(out, orient="index")
+
+    def words(self) -> str:
+        return "\n".join(f"- {name} (trained on {resid_label(self.trained[name])}, {self.engine} feeds "
+                         f"{resid_label(self.served[name])}): as {self.engine} serves it, "
+                         f"{self.served_verdict(name).measured()}, {self.served_verdict(name).against()}; "
+                         f"its worst reordering, {self.worst_order(name).name.split(' ', 1)[1]}, "
+                         f"{self.worst_order(name).against()}." for name in self.rows)
+
+    def claims(self) -> dict:
+        return {name: {"trained": list(self.trained[name]), "served": list(self.served[name]),
+                       "served_as_trained": tuple(self.trained[name]) == tuple(self.served[name]),
+                       "as_trained": comp.verdicts["as trained"].claims(), "as_served": self.served_verdict(name).claims(),
+                       "worst_order": self.worst_order(name).claims()} for name, comp in self.rows.items()}
+
+
+def contrast_drafts(bank, drafts: Mapping, engine_profile: str, *, num_steps: int, level: float = 0.95) -> DraftContrast:
+    """``drafts``: name -> (draft, trained wiring, trained rule). Each: as trained, as ``engine_profile`` serves it,
+    and every reordering of its trained states, against as trained."""
+    from eagle3lab.engines.profiles import PROFILES
+
+    engine = PROFILES[engine_profile].engine
+    rows, trained, served = {}, {}, {}
+    for name, (d, wiring, rule) in drafts.items():
+        wiring = tuple(int(k) for k in wiring)
+        hyp = {"as trained": (wiring, rule), f"as {engine} serves it": served_hypothesis(d, engine_profile)}
+        hyp.update({f"reordered {short(o)}": (o, rule) for o in dict.fromkeys(permutations(wiring)) if o != wiring})
+        rows[name] = compare_wirings(bank, d, hyp, "as trained", num_steps=num_steps, level=level)
+        trained[name], served[name] = wiring, tuple(hyp[f"as {engine} serves it"][0])
+    return DraftContrast(engine, rows, trained, served)
+
+
+def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: WiringComparison,
+                     scan: NeighbourhoodScan, servable: WiringComparison, builds: dict, contrast: DraftContrast | None,
+                     reading: SearchReading, num_steps: int, anchors: int) -> tuple[str, dict]:
+    """Notebook 03's summary: (text, claims), every number and verdict in the text taken from the claims."""
+    cos = [float(c) for c in chunks["cosine"].iloc[:-1]]
+    t, sw = pair.verdicts["as trained"], pair.verdicts["served wiring, trained residual"]
+    sv = pair.verdicts[f"as {engine} serves it"]
+    sc = scan.claims()
+    text = (f"{draft} was trained on {resid_label(trained)}; its checkpoint ids make {engine} feed {resid_label(served)}: "
+            "same shape, per-slot cosine to the trained states " + ", ".join(f"{c:.2f}" for c in cos)
+            + f". Teacher-forced on {anchors} tokens of {t.value.units} prompts ({num_steps}-step chains), as trained "
+            f"{t.measured()}; with only the wiring changed the draft {sw.against(reference='as trained')}; as "
+            f"{engine} serves it (wiring and residual rule) it {sv.against(reference='as trained')}. ")
+    c = scan.verdicts.counts()
+    text += (f"Of {len(scan.verdicts.others())} one-slot changes and reorderings of the trained wiring, {c['beats']} "
+             f"beat it, {c['within noise']} are within noise and {c['loses']} lose; of its {sc['neighbours']} +-1 "
+             f"neighbours {sc['neighbours_within_noise']} are within noise and {sc['neighbours_lose']} lose; the "
+             f"worst reordering {scan.verdicts[short(sc['worst_order'])].against(reference='as trained')}; the most "
+             f"sensitive slot is slot {sc['worst_slot']} ({resid_name(trained[sc['worst_slot']])}): fed "
+             f"resid[{sc['worst_slot_point']}] it loses {sc['worst_slot_cost']:.2f}. ")
+    parts = []
+    for v, (wiring, ids) in builds.items():
+        tr, er = servable.verdicts[f"{engine} {v}, trained rule"], servable.verdicts[f"{engine} {v}, {engine}'s rule"]
+        what = ("feeds the trained wiring itself" if tuple(wiring) == tuple(trained) else
+                f"can serve, {resid_label(wiring)}")
+        parts.append(f"{engine} {v} {what} (ids {list(ids)}): with the trained rule it {tr.against(reference='as trained')}, "
+                     f"with {engine}'s own rule it {er.against(reference='as trained')}")
+    text += "Per build: " + "; ".join(parts) + ". "
+    if contrast is not None:
+        name = list(contrast.rows)[-1]
+        v = contrast.served_verdict(name)
+        text += (f"The contrast draft {name}, served what it was trained on, has as trained "
+                 f"{contrast.rows[name].verdicts['as trained'].measured()}; as {engine} serves it it {v.against(reference='as trained')}. ")
+    r = reading.claims()
+    vt = reading.vs_best["trained wiring"] if reading.trained is not None else None
+    best = reading.vs_best["search's best"]
+    text += (f"Without the training log, search_wiring ({r['evaluations']} draft evaluations, brute force "
+             f"{r['brute_force']}) {'identifies one wiring' if r['identifiable'] else 'does not identify one wiring'}: "
+             f"its best, {resid_label(r['best'])} with norm_before_residual={r['best_rule']}, "
+             f"{best.measured()}"
+             + (f"; the trained wiring {vt.against(reference='that best')} in tau and lies "
+                f"{'inside' if reading.in_sets else 'OUTSIDE'} the per-slot sets" if vt is not None else "")
+             + ".")
+    claims = dict(trained=list(trained), served=list(served), slot_cosines=cos,
+                  slot_distances=[float(x) for x in chunks["relative distance"].iloc[:-1]], anchors=anchors,
+                  num_steps=num_steps, pair=pair.claims(), scan=sc, servable=servable.claims(),
+                  builds={v: {"wiring": list(w), "ids": list(i)} for v, (w, i) in builds.items()},
+                  contrast=None if contrast is None else contrast.claims(), search=r,
+                  c1_trained=pair.scores["as trained"].stats.conditional[0])
+    return text, claims
+
+
+# ------------------------------------------------------------------ config-only mode: no states to score on
+
+def served_ids_summary(*, draft: str, engine: str, trained, served, builds: dict, num_layers: int,
+                       arch: str | None) -> tuple[str, dict]:
+    """``builds``: engine build -> (the nearest wiring it can serve, the ids to write for it)."""
+    trained, served = tuple(trained), tuple(served)
+    same = served == trained
+    parts = [f"{engine} {v} " + ("feeds the trained wiring itself" if tuple(w) == trained else
+                                 f"can serve at nearest {resid_label(w)}") + f" (ids {list(ids)})"
+             for v, (w, ids) in builds.items()]
+    text = (f"{draft} was trained on {resid_label(trained)}; its checkpoint ids make {engine} feed "
+            f"{resid_label(served)}: {'the trained states' if same else 'other states than training fed'}. "
+            f"From the config alone ({arch or 'architecture not given'}, N = {num_layers}) nothing was scored. "
+            f"Per build: {'; '.join(parts)}. What each costs in acceptance needs states: the target loaded here, "
+            "or a hidden-state dump of it (DUMP_DIR).")
+    claims = dict(mode="config-only", trained=list(trained), served=list(served), served_as_trained=same,
+                  builds={v: {"wiring": list(w), "ids": list(i)} for v, (w, i) in builds.items()})
+    return text, claims

@@ -1,0 +1,734 @@
+"""A case file's ladder: one served configuration changed one knob at a time, every rung decoded, and the
+words ("beats", "within noise", "loses") read from each rung's intervals.
+
+A rung is a :class:`RungState` (engine, build, flag line, ids, what the build feeds, first-layer rule,
+checkpoint format) and the doctor finding that motivated its change. :func:`climb` decodes every distinct
+state that the build can run in ONE interleaved :func:`~eagle3lab.analysis.benchmark.decode_sweep`
+(the machine's noise hits all rungs alike) and returns a :class:`CaseLadder`, whose ``table()``,
+``plot()``, ``words()`` and ``claims()`` a notebook cell calls once each.
+
+A target known only through a serving cluster's hidden-state dump (``models.target_source``, dump mode) cannot
+decode: :func:`score_rungs` scores the same rungs teacher-forced on the dump's states (``StateBank``; tau with
+bootstrap intervals over the dumped prompts, as doctor's ladder does) and times nothing. What each mode skips,
+and the words for it, live here (:data:`SKIPS`, :func:`skipped`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+import pandas as pd
+
+from eagle3lab.analysis.verdicts import speed_word, word_of
+from eagle3lab.engines.acceptance import (
+    Interval,
+    bootstrap_ratio,
+    bootstrap_ratio_difference,
+    simulated_acc_len,
+)
+from eagle3lab.engines.layer_ids import resid_label
+from eagle3lab.errors import bad_input
+from eagle3lab.models.target_source import CONFIG_ONLY, LIVE
+
+# what a step needs that a target known by its dump (states, no weights) or its config alone lacks: the skip line
+# each cell prints (TargetSource.skip) and the summary's list
+SKIPS = {
+    "search": "step 3, scoring the candidate wirings (states to score the draft on)",
+    "costs": "step 4, timing the round costs the chain verdict prices",
+    "ladder": "step 4, the ladder's rungs (states to score them on)",
+    "decode": "step 4, decoding and timing the rungs (tokens/s, the lossless check)",
+    "real": "step 5b, the real engine serving the last rung",
+}
+NEEDS_TARGET = ("costs", "decode", "real")       # the rest needs states, which a dump holds
+
+
+def skipped(mode: str) -> list[str]:
+    """What a run in ``mode`` skips, in the notebook's order (none live; a dump lacks the target's weights;
+    the config alone lacks states too)."""
+    if mode == LIVE:
+        return []
+    return [w for k, w in SKIPS.items() if mode == CONFIG_ONLY or k in NEEDS_TARGET]
+
+KNOBS = ("engine", "flags", "wiring", "rule")   # what a user turns: ids count by the wiring they feed (a new
+# engine writes the same wiring in its own numbering)
+
+
+@dataclass(frozen=True)
+class RungState:
+    """What runs on one rung. ``fed``: the canonical resid points the build feeds for ``ids``;
+    ``rule``: norm_before_residual as the engine runs it; ``runs``: False when the build cannot run it."""
+
+    engine: str
+    build: str | None
+    num_steps: int
+    num_draft_tokens: int
+    ids: tuple
+    fed: tuple
+    rule: bool
+    checkpoint: str
+    runs: bool = True
+
+    def knobs(self) -> dict:
+        return {"engine": (self.engine, self.build, self.checkpoint), "flags": (self.num_steps, self.num_draft_tokens),
+                "wiring": self.fed, "rule": self.rule}
+
+    def changed(self, other: RungState) -> tuple[str, ...]:
+        mine, theirs = self.knobs(), other.knobs()
+        return tuple(k for k in KNOBS if mine[k] != theirs[k])
+
+    def key(self) -> tuple:
+        """Two states with one key decode alike (ids matter only through what they feed)."""
+        return (self.engine, self.num_steps, self.num_draft_tokens, self.fed, self.rule)
+
+
+@dataclass
+class RungSpec:
+    """A rung before it is measured: its name, the state, the finding that motivated it, what the build
+    does with it (``note``), the draft to decode with and the decode_sweep keywords."""
+
+    name: str
+    state: RungState
+    finding: str
+    note: str = ""
+    draft: object = None
+    profile: str | None = None
+
+
+@dataclass
+class Rung:
+    name: str
+    state: RungState
+    finding: str
+    note: str
+    changed: tuple[str, ...]
+    measured_as: str | None         # the rung whose decoding this rung shares (same key), None if not run
+    tau: Interval | None = None
+    gain: Interval | None = None    # tau minus the previous run rung's, paired over prompts
+    e2e_tps: float = float("nan")
+    speed: Interval | None = None   # rate over no speculation (end to end), paired over prompts (repetitions summed)
+    step_speed: Interval | None = None  # rate over the previous run rung's, paired the same way
+    identical: str = ""
+    word: str = ""                  # beats / within noise / loses / not run / no change / start
+
+    @property
+    def speedup(self) -> float:
+        return float("nan") if self.speed is None else self.speed.value
+
+    @property
+    def speed_verdict(self) -> str | None:
+        """faster / slower / within noise of no speculation (the whole interval); None when not run."""
+        return None if self.speed is None else speed_word(self.speed)
+
+    @property
+    def step_verdict(self) -> str | None:
+        """The same against the previous run rung; "no change" when this rung shares its decoding."""
+        if self.step_speed is None:
+            return None
+        return "no change" if self.word == "no change" else speed_word(self.step_speed)
+
+    def change_text(self) -> str:
+        return ", ".join(self.changed) or "nothing"
+
+
+SPEED_WORDS = {"faster": "faster than no speculation", "slower": "slower than no speculation",
+               "within noise": "within noise of no speculation", "not measured": "not measured"}
+STEP_WORDS = {"faster": "faster than the rung before", "slower": "slower than the rung before",
+              "within noise": "within noise of the rung before", "no change": "the same decoding as the rung before",
+              "not measured": "not measured"}
+
+
+def ratio_text(iv: Interval) -> str:
+    """A speed ratio and its interval: ``0.62x [0.55, 0.70]``."""
+    return f"{iv.value:.2f}x [{iv.low:.2f}, {iv.high:.2f}]"
+
+
+def interval_word(diff: Interval | None) -> str:
+    """``verdicts.word_of`` ("beats" / "within noise" / "loses"), or "not run" for a rung not measured."""
+    return "not run" if diff is None else word_of(diff)
+
+
+class TeacherForced:
+    """Rungs scored teacher-forced on one bank (``decoding.evaluate.BankScore`` per rung name): tau and paired
+    differences over the bank's prompts, read the way ``DecodeSweep`` reads decoded ones."""
+
+    def __init__(self, scores: dict, bank):
+        self.scores, self.prompts = scores, len(bank.lengths)
+        self.anchors = {name: sum(sc.tau_sums[1]) for name, sc in scores.items()}
+
+    def tau_interval(self, name: str) -> Interval:
+        return bootstrap_ratio(*self.scores[name].tau_sums)
+
+    def tau_difference(self, a: str, b: str) -> Interval:
+        return bootstrap_ratio_difference(*self.scores[a].tau_sums, *self.scores[b].tau_sums)
+
+
+@dataclass
+class CaseLadder:
+    rungs: list[Rung]
+    sweep: object                  # the DecodeSweep every run rung came from (score_rungs: a TeacherForced)
+    repeats: int
+    device: str
+    dtype: str
+    trainer: dict = field(default_factory=dict)
+    speed_kind: str = "e2e"        # the rates every speed ratio compares ("e2e" or "decode")
+    scored_on: str = ""            # score_rungs: what the teacher-forced taus were scored on ("" = decoded)
+    untimed: str = ""              # why no rung was timed ("" = every run rung timed)
+
+    @property
+    def decoded(self) -> bool:
+        return not self.scored_on
+
+    @property
+    def lossless(self) -> bool | None:
+        """Every decoded rung token-identical to the target's greedy output; None when nothing was decoded."""
+        if not self.decoded:
+            return None
+        return all(r.identical.split("/")[0] == r.identical.split("/")[1] for r in self.run)
+
+    # -------------------------------------------------------------- reading
+    def rung(self, name: str) -> Rung:
+        return next(r for r in self.rungs if r.name == name)
+
+    @property
+    def run(self) -> list[Rung]:
+        return [r for r in self.rungs if r.tau is not None]
+
+    def overall(self) -> Interval:
+        """The last run rung's tau minus the first's (paired)."""
+        first, last = self.run[0], self.run[-1]
+        return self.sweep.tau_difference(last.measured_as, first.measured_as)
+
+    def speed_word(self, rung: Rung) -> str:
+        """Against no speculation, from the whole interval of the paired rate ratio (``verdicts.speed_word``)."""
+        return SPEED_WORDS[rung.speed_verdict]
+
+    def step_speed_word(self, rung: Rung) -> str:
+        """Against the previous run rung, the same way; a rung that shares its decoding is "no change"."""
+        return STEP_WORDS[rung.step_verdict]
+
+    def table(self) -> pd.DataFrame:
+        rows = []
+        for i, r in enumerate(self.rungs):
+            s = r.state
+            rows.append({"rung": f"{i}. {r.name}", "changes": r.change_text(), "finding": r.finding,
+                         "engine": f"{s.engine} {s.build or 'newest'}", "flags": f"{s.num_steps} steps, "
+                         f"{s.num_draft_tokens} verified", "ids": list(s.ids), "feeds": resid_label(s.fed),
+                         "norm_before_residual": s.rule, "checkpoint": s.checkpoint,
+                         "tau": float("nan") if r.tau is None else r.tau.value,
+                         "tau 95%": "" if r.tau is None else f"[{r.tau.low:.2f}, {r.tau.high:.2f}]",
+                         "change in tau": "" if r.gain is None else str(r.gain),
+                         "verdict": r.word, "e2e tok/s": r.e2e_tps,
+                         "x no spec (e2e, 95%)": "" if r.speed is None else ratio_text(r.speed),
+                         "speed": r.speed_verdict or "",
+                         "x rung before": "" if r.step_speed is None else ratio_text(r.step_speed),
+                         "speed vs rung before": r.step_verdict or "",
+                         "lossless": r.identical, "what the build does": r.note})
+        return pd.DataFrame(rows).set_index("rung")
+
+    def trainer_table(self) -> pd.DataFrame:
+        """The trainer's teacher-forced agreement per step and the tau it implies, beside the served tau of
+        the last rung (decoding) and its interval."""
+        t, last = self.trainer, self.run[-1]
+        if not t:
+            return pd.DataFrame()
+        return pd.DataFrame([
+            {"source": "trainer (teacher-forced, held-out)", "agreement per step": t["agree"],
+             "tau": t["tau_est"], "how": "trainer's tau_est: 1 + mean leading agreeing steps"},
+            {"source": "trainer (teacher-forced, held-out)", "agreement per step": t["agree"],
+             "tau": t["tau_implied"], "how": "1 + sum of running products of the agreements (SpecForge acc_i)"},
+            {"source": f"{'served' if self.decoded else 'scored'}: {last.name}", "agreement per step": "",
+             "tau": last.tau.value, "how": f"{'decoded' if self.decoded else 'teacher-forced on ' + self.scored_on}, "
+             f"{last.state.num_steps}-step chain, 95% {last.tau}"},
+        ]).set_index("source").assign(**{"against the served interval": [
+            self.against_served(t["tau_est"]), self.against_served(t["tau_implied"]), ""]})
+
+    def against_served(self, tau: float) -> str:
+        """Where a tau (the trainer's) lies against the last rung's interval."""
+        iv = self.run[-1].tau
+        return "inside" if tau in iv else "above" if tau > iv.high else "below"
+
+    def words(self) -> str:
+        """One sentence a rung: what changed, why, and what it did (from the intervals)."""
+        out = []
+        for i, r in enumerate(self.rungs):
+            if r.tau is None:       # first: a rung not run (even the first) has no speed to state
+                out.append(f"{r.name} ({r.finding}): not run: {r.note}")
+            elif r.speed is None and (i == 0 or r.word == "start"):
+                out.append(f"{r.name}: tau {r.tau} (teacher-forced).")
+            elif i == 0 or r.word == "start":
+                out.append(f"{r.name}: tau {r.tau}, {ratio_text(r.speed)} no speculation "
+                           f"({self.speed_word(r)}).")
+            elif r.word == "no change":
+                out.append(f"{r.name} ({r.finding}): nothing changes on this build ({r.note}).")
+            elif r.speed is None:
+                out.append(f"{r.name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
+                           f"change {r.gain} - {r.word}{' of' if r.word == 'within noise' else ''} the rung before.")
+            else:
+                out.append(f"{r.name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
+                           f"change {r.gain} - {r.word}{' of' if r.word == 'within noise' else ''} the rung before; {ratio_text(r.speed)} no speculation "
+                           f"({self.speed_word(r)}), {ratio_text(r.step_speed)} the rung before "
+                           f"({self.step_speed_word(r)}).")
+        return "\n".join(f"- {w}" for w in out)
+
+    def claims(self) -> dict:
+        return {"rungs": [{"name": r.name, "changed": list(r.changed), "finding": r.finding, "word": r.word,
+                           "ran": r.tau is not None, "measured_as": r.measured_as,
+                           "tau": None if r.tau is None else [r.tau.value, r.tau.low, r.tau.high],
+                           "gain": None if r.gain is None else [r.gain.value, r.gain.low, r.gain.high],
+                           # untimed (or not run): None, not NaN (JSON has no NaN)
+                           "speedup": None if r.speed is None else r.speedup,
+                           "e2e_tps": None if r.speed is None else r.e2e_tps, "identical": r.identical,
+                           "speed": None if r.speed is None else [r.speed.value, r.speed.low, r.speed.high],
+                           "speed_word": r.speed_verdict,
+                           "step_speed": None if r.step_speed is None else
+                           [r.step_speed.value, r.step_speed.low, r.step_speed.high],
+                           "step_speed_word": r.step_verdict,
+                           "state": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(r.state).items()}}
+                          for r in self.rungs],
+                "overall": [*(lambda d: [d.value, d.low, d.high])(self.overall())],
+                "overall_word": interval_word(self.overall()), "repeats": self.repeats, "speed_kind": self.speed_kind,
+                "scored": "decoded" if self.decoded else "teacher-forced", "scored_on": self.scored_on or None,
+                "untimed": self.untimed or None,
+                # a negative bound printed after "[" reads as its magnitude to a decimal scan of the text
+                "bounds_abs": [abs(x) for r in self.rungs for iv in (r.tau, r.gain, r.speed, r.step_speed) if iv is not None
+                               for x in (iv.value, iv.low, iv.high)] + [abs(self.overall().low)],
+                "trainer": {**self.trainer, **({"tau_est_against_served": self.against_served(self.trainer["tau_est"]),
+                                                "tau_implied_against_served": self.against_served(
+                                                    self.trainer["tau_implied"])} if self.trainer else {})}}
+
+    def plot(self):
+        """Two panels on one y axis: tau per rung (colour: its verdict against the rung before) and the measured
+        speed over no speculation (colour: faster / slower / within noise of it), each with its 95% interval.
+        Untimed (teacher-forced on a dump): the tau panel alone, the title saying why no speed is shown."""
+        import matplotlib.pyplot as plt
+
+        if self.untimed:
+            fig, ax = plt.subplots(figsize=(8, 0.5 * len(self.rungs) + 2))
+            bx = None
+        else:
+            fig, (ax, bx) = plt.subplots(1, 2, sharey=True, figsize=(12, 0.5 * len(self.rungs) + 2),
+                                         gridspec_kw={"width_ratios": [3, 2]})
+        names = [f"{i}. {r.name}" for i, r in enumerate(self.rungs)]
+        for y, r in enumerate(self.rungs):
+            if r.tau is None:
+                ax.text(1.02, y, "not run: " + r.note.split(":")[0][:60], va="center", fontsize=8, color="tab:red")
+                continue
+            color = {"beats": "tab:green", "loses": "tab:red"}.get(r.word, "tab:grey")
+            ax.errorbar(r.tau.value, y, xerr=[[r.tau.value - r.tau.low], [r.tau.high - r.tau.value]], fmt="o",
+                        color=color, capsize=3)
+            if bx is None:
+                continue
+            s = r.speed
+            color = {"faster": "tab:green", "slower": "tab:red"}.get(r.speed_verdict, "tab:grey")
+            bx.errorbar(s.value, y, xerr=[[s.value - s.low], [s.high - s.value]], fmt="o", color=color, capsize=3)
+        ax.set_yticks(range(len(names)), names)
+        ax.set_ylabel("rung (one change each)")
+        ax.invert_yaxis()
+        ax.axvline(1, color="k", lw=0.5)
+        engines = sorted({"emulated " + r.state.engine for r in self.run})
+        if bx is None:
+            ax.set_xlabel(f"accept length tau (tokens per verify round), teacher-forced on {self.scored_on}\n"
+                          "95% paired bootstrap over prompts")
+            ax.set_title(f"tau; green / red: beats / loses the rung before, grey: within noise or no change\n"
+                         f"tokens/s not measured: {self.untimed}", fontsize=9)
+            fig.suptitle(f"The ladder, one change a rung, teacher-forced ({', '.join(engines)} arithmetic; "
+                         f"{self.device}, {self.dtype})", fontsize=10)
+            fig.tight_layout()
+            return fig
+        ax.set_xlabel("accept length tau (tokens per verify round)\n95% paired bootstrap over prompts")
+        ax.set_title("tau; green / red: beats / loses the rung before,\ngrey: within noise or no change", fontsize=9)
+        bx.set_ylabel("the same rungs", fontsize=8)
+        bx.axvline(1, color="k", lw=0.8, ls="--")
+        kind = "end to end" if self.speed_kind == "e2e" else "decode"
+        bx.set_xlabel(f"measured {kind} tokens/s over no speculation (x)\n95% paired bootstrap over "
+                      f"{self.repeats} repeats x prompts")
+        bx.set_title("measured speed; green / red: faster / slower than\nno speculation, grey: within noise",
+                     fontsize=9)
+        fig.suptitle(f"The ladder, one change a rung ({', '.join(engines)}; {self.device}, {self.dtype}, batch 1)",
+                     fontsize=10)
+        fig.tight_layout()
+        return fig
+
+
+def trainer_record(training: dict | None) -> dict:
+    """The trainer's held-out teacher-forced agreement and the tau it implies (``training.json``)."""
+    if not training or "heldout" not in training:
+        return {}
+    agree = list(training["heldout"]["agree"])
+    return {"agree": agree, "tau_est": training["heldout"].get("tau_est"), "tau_implied": 1 + simulated_acc_len(agree)}
+
+
+def climb(target, specs: list[RungSpec], prompts, *, max_new_tokens: int, repeats: int, trainer: dict | None = None,
+          dtype: str = "float32", progress: bool = False, speed_kind: str = "e2e") -> CaseLadder:
+    """Decode every runnable rung (one case per distinct state) in one interleaved sweep; read each rung's
+    change against the previous run rung from a paired interval: tau paired over prompts, speed (``speed_kind``
+    rates, end to end by default: prefill included, as ``generate`` is timed) over prompts (each prompt's repetitions summed),
+    against no speculation and against the rung before."""
+    from eagle3lab.analysis.benchmark import decode_sweep
+
+    cases, by_key = {}, {}
+    for sp in specs:
+        if sp.state.runs and sp.state.key() not in by_key:
+            by_key[sp.state.key()] = sp.name
+            cases[sp.name] = dict(draft=sp.draft, num_steps=sp.state.num_steps, topk=1,
+                                  num_draft_tokens=sp.state.num_draft_tokens, profile=sp.profile)
+    sweep = decode_sweep(target, cases, prompts, max_new_tokens=max_new_tokens, repeats=repeats, progress=progress)
+
+    def timed(r: Rung, prev_run: Rung | None) -> None:
+        r.e2e_tps = sweep.e2e_tps[r.measured_as]
+        r.speed = sweep.speed_ratio(r.measured_as, kind=speed_kind)
+        if prev_run is not None:
+            r.step_speed = sweep.speed_ratio(r.measured_as, prev_run.measured_as, kind=speed_kind)
+        r.identical = f"{sweep.identical(r.measured_as)}/{len(sweep.reference)}"
+
+    rungs = _read_rungs(specs, by_key, sweep, timed)
+    device = str(getattr(target, "device", "cpu"))
+    return CaseLadder(rungs, sweep, repeats, device, dtype, trainer or {}, speed_kind)
+
+
+def score_rungs(bank, specs: list[RungSpec], *, trainer: dict | None = None, scored_on: str, untimed: str,
+                batch_size: int = 2) -> CaseLadder:
+    """The rungs of :func:`climb` scored teacher-forced on ``bank`` (a dump's states: no target to decode or
+    time with): each distinct state's draft as its engine runs it (``spec.draft.under(spec.profile)``), fed
+    what that build feeds, over a chain of ``num_steps`` capped by ``num_draft_tokens - 1`` (what the flag line
+    lets the engine accept); each rung's change against the previous scored rung paired over the bank's
+    prompts. A rung whose states the bank does not hold is not run, saying which. ``scored_on``: what the bank
+    is, for the words; ``untimed``: why no tokens/s."""
+    from eagle3lab.decoding.evaluate import evaluate_on_bank
+
+    scores, by_key, kept = {}, {}, []
+    for sp in specs:
+        view = sp.draft.under(sp.profile) if sp.profile is not None else sp.draft
+        if view.num_target_layers is None:
+            view = view.bound(num_target_layers=bank.num_layers)
+        wiring = tuple(view.aux_resid)
+        missing = [k for k in wiring if k not in bank.points]
+        if sp.state.runs and missing:
+            sp = replace(sp, state=replace(sp.state, runs=False),
+                         note=f"the bank ({scored_on}) holds no {resid_label(missing)}; {sp.note}")
+        if sp.state.runs and sp.state.key() not in by_key:
+            by_key[sp.state.key()] = sp.name
+            chain = min(sp.state.num_steps, sp.state.num_draft_tokens - 1)
+            scores[sp.name] = evaluate_on_bank(bank, view, wiring, chain, batch_size=batch_size)
+        kept.append(sp)
+    measure = TeacherForced(scores, bank)
+    rungs = _read_rungs(kept, by_key, measure, None)
+    some = next(iter(specs)).draft
+    return CaseLadder(rungs, measure, 0, str(some.fc.weight.device), str(some.fc.weight.dtype), trainer or {}, None,
+                      scored_on=scored_on, untimed=untimed)
+
+
+def _read_rungs(specs: list[RungSpec], by_key: dict, measure, timed) -> list[Rung]:
+    """Each spec as a rung: what changed against the previous runnable state, its tau and its change against
+    the previous run rung (``measure``: ``tau_interval`` / ``tau_difference`` by case name); ``timed(rung,
+    previous run rung)`` fills its speeds (None: not timed)."""
+    rungs, prev_state, prev_run = [], None, None
+    for sp in specs:
+        changed = () if prev_state is None else sp.state.changed(prev_state)
+        r = Rung(sp.name, sp.state, sp.finding, sp.note, changed, by_key.get(sp.state.key()) if sp.state.runs else None)
+        if r.measured_as is not None:
+            r.tau = measure.tau_interval(r.measured_as)
+            if timed is not None:
+                timed(r, prev_run)
+            if prev_run is None:
+                r.word = "start"
+            elif not changed or prev_run.measured_as == r.measured_as:
+                r.gain, r.word = measure.tau_difference(r.measured_as, prev_run.measured_as), "no change"
+            else:
+                r.gain = measure.tau_difference(r.measured_as, prev_run.measured_as)
+                r.word = interval_word(r.gain)
+            prev_run = r
+        else:
+            r.word = "not run"
+        rungs.append(r)
+        prev_state = sp.state if sp.state.runs else prev_state
+    return rungs
+
+
+def with_state(spec: RungSpec, **changes) -> RungState:
+    return replace(spec.state, **changes)
+
+
+def flag_line(engine: str, num_steps: int, draft: str = "DRAFT") -> str:
+    """The speculative part of a launch command for a chain of ``num_steps`` (topk 1)."""
+    if engine.startswith("sglang"):
+        return (f"--speculative-algorithm EAGLE3 --speculative-num-steps {num_steps} --speculative-eagle-topk 1 "
+                f"--speculative-num-draft-tokens {num_steps + 1}")
+    return f"--speculative-config '{{\"method\": \"eagle3\", \"model\": \"{draft}\", \"num_speculative_tokens\": {num_steps}}}'"
+
+
+def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, builds: dict[str, list], num_steps: int,
+              honours_rule: dict[str, bool], id_keys: dict[str, str], draft: str = "DRAFT",
+              team_ids: dict[str, list] | None = None) -> pd.DataFrame:
+    """Per engine and build: the ids for the trained wiring in that engine's numbering (and where it reads
+    them), the flag line, what it cannot honour (with the engine knowledge's reason: which model file, which
+    releases), and the options left. ``team_ids``: engine -> ids a team wrote for it; a column says what each
+    build does with them (the states it feeds, or how it crashes or drops one)."""
+    from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
+    from eagle3lab.errors import Eagle3LabError, UncapturablePoints
+
+    rows = []
+    for engine, versions in builds.items():
+        for version in versions:
+            try:
+                ids, why = to_engine_ids(engine, list(trained), num_layers, arch=arch, engine_version=version), ""
+            except UncapturablePoints as e:
+                ids, why = None, "; ".join(e.tried)
+            except (Eagle3LabError, ValueError) as e:
+                ids, why = None, str(e).splitlines()[0]
+            cannot = ([f"the ids for {resid_label(trained)} ({why})"] if ids is None else []) + (
+                ["norm_before_residual (ignored in every build read)"] if rule and not honours_rule[engine] else [])
+            team = {}
+            if team_ids:
+                team = {"the team's ids do": "" if engine not in team_ids else
+                        _what_ids_do(resolve_aux_layers(engine, list(team_ids[engine]), num_layers, arch=arch,
+                                                        engine_version=version), team_ids[engine])}
+            rows.append({"engine": engine, "build": version or "newest", "ids": ids, **team, "read at": id_keys[engine],
+                         "flag line": flag_line(engine, num_steps, draft), "cannot honour": "; ".join(cannot) or "nothing",
+                         "ok_": not cannot, "ids_ok_": ids is not None, "rule_ok_": not (rule and not honours_rule[engine])})
+    df = pd.DataFrame(rows)
+    whole = [f"{r.engine} {r.build}" for r in df.itertuples() if r.ok_]
+    options = []
+    for r in df.itertuples():
+        if r.ok_:
+            options.append("serve as it is")
+            continue
+        opts = []
+        if not r.ids_ok_:
+            later = [f"{o.build}" for o in df.itertuples() if o.engine == r.engine and o.ids_ok_]
+            opts.append(f"a build with ids ({', '.join(later)})" if later else
+                        "no build read has ids for these points: retrain on points it captures (the reason names them)")
+        if not r.rule_ok_:
+            opts += ["retrain with norm_before_residual off", "patch the engine's draft model to read the flag"]
+        if whole:
+            opts.append("serve with " + " or ".join(whole))
+        options.append("; ".join(opts))
+    df["options left"] = options
+    return df.drop(columns=["ok_", "ids_ok_", "rule_ok_"]).set_index(["engine", "build"])
+
+
+def _what_ids_do(res, ids) -> str:
+    """What a build does with ``ids``: the states it feeds, or what it would read and why that fails."""
+    if res.fatal:
+        return f"{list(ids)} would feed {res.label}, but: {res.fatal[0]}"
+    return f"{list(ids)} feed {res.label}"
+
+
+def chain_tau(agree: list[float], k: int) -> float:
+    """tau of a ``k``-chain from teacher-forced agreement per step: 1 + the running products of the first ``k``."""
+    import math
+
+    return 1 + sum(math.prod(agree[:j + 1]) for j in range(k))
+
+
+def pick_chain(costs, agree: list[float]) -> tuple[int, pd.DataFrame]:
+    """The chain length the cost model projects fastest for a draft accepted as ``agree`` says (the
+    trainer's teacher-forced agreement per step): tau of a K-chain is 1 + the running products of the first
+    K agreements, priced with the measured ``costs`` (``CostModel.project``). Only the chains the trainer
+    measured (K up to ``len(agree)``) are priced."""
+    rows, speedup = [], {}
+    for k in range(1, len(agree) + 1):
+        tau = chain_tau(agree, k)
+        p = costs.project(tau, k)
+        speedup[k] = p.speedup
+        rows.append({"num_steps": k, "tau (from the trainer's agreement)": tau, "round cost": p.round_cost,
+                     "projected speedup": p.speedup})
+    # the first fastest, read from the projections (the frame is for display)
+    return max(speedup, key=speedup.get), pd.DataFrame(rows).set_index("num_steps")
+
+
+def steps(k: int) -> str:
+    """``1 step``, ``4 steps``."""
+    return f"{k} step" if k == 1 else f"{k} steps"
+
+
+@dataclass
+class ChainChoice:
+    """Which chain lengths the cost model cannot tell apart from the fastest, on costs timed ``repeats`` times.
+
+    One cost model's pick rides on the machine's load (on this 2-core machine it moved between 1, 2 and 4
+    steps from run to run). Each repeat prices every chain K (tau from the trainer's agreement, the same in every
+    repeat); K's projected speedup over the best's is a ratio paired over the repeats (each repeat prices
+    both on the same timings), with a bootstrap interval. ``within_noise``: the chains whose interval reaches
+    1, the best among them: the verdict the load does not decide. Only the costs vary: the trainer's agreement
+    comes without counts, so its own uncertainty is not in the interval."""
+
+    projected: pd.DataFrame        # repeat x num_steps -> projected speedup over no speculation
+    taus: dict                     # num_steps -> tau from the trainer's agreement
+    launched: int | None           # the chain the parameters launch (None: the best)
+
+    @property
+    def repeats(self) -> int:
+        return len(self.projected)
+
+    @property
+    def best(self) -> int:
+        """The fastest projection pooled over the repeats."""
+        return int(self.projected.sum().idxmax())
+
+    def against_best(self, k: int) -> Interval:
+        p = self.projected
+        return bootstrap_ratio(p[k].tolist(), p[self.best].tolist())
+
+    @property
+    def within_noise(self) -> list[int]:
+        return [k for k in self.projected.columns if self.against_best(k).high >= 1]
+
+    @property
+    def chain(self) -> int:
+        return self.launched or self.best
+
+    @property
+    def launched_within_noise(self) -> bool:
+        return self.chain in self.within_noise
+
+    @property
+    def mean_projected(self) -> list[float]:
+        """Each chain's projected speedup over no speculation, mean of the repeats (num_steps 1, 2, ...)."""
+        return [float(self.projected[k].mean()) for k in self.projected.columns]
+
+    def table(self) -> pd.DataFrame:
+        rows = []
+        for k in self.projected.columns:
+            col, iv = self.projected[k], self.against_best(k)
+            rows.append({"num_steps": int(k), "tau (from the trainer's agreement)": self.taus[k],
+                         "projected speedup (mean of repeats)": col.mean(),
+                         "lowest - highest": f"{col.min():.2f} - {col.max():.2f}",
+                         "over the best (95%)": ratio_text(iv),
+                         "verdict": "best" if k == self.best else "within noise of the best" if iv.high >= 1
+                         else "slower than the best",
+                         "launched": "yes" if k == self.chain else ""})
+        return pd.DataFrame(rows).set_index("num_steps")
+
+    def words(self) -> str:
+        near = ", ".join(str(k) for k in self.within_noise)
+        best = self.projected[self.best].mean()
+        launch = (f"the launched {steps(self.chain)} " + ("is" if self.launched_within_noise else "is NOT")
+                  + " in that set" + ("" if self.launched else " (the best itself)"))
+        return (f"Projected on costs timed {self.repeats} times, the fastest chain is {steps(self.best)} "
+                f"({best:.2f}x over no speculation, mean of the repeats); the chains within noise of it are "
+                f"{{{near}}} steps; {launch}")
+
+    def claims(self) -> dict:
+        return {"best": self.best, "within_noise": [int(k) for k in self.within_noise], "chain": self.chain,
+                "launched": self.launched, "launched_within_noise": self.launched_within_noise,
+                "repeats": self.repeats, "taus": {int(k): v for k, v in self.taus.items()},
+                "projected": {int(k): self.projected[k].tolist() for k in self.projected.columns},
+                "against_best": {int(k): [iv.value, iv.low, iv.high] for k in self.projected.columns
+                                 for iv in [self.against_best(k)]}}
+
+
+def choose_chain(costs_runs, agree: list[float], launched: int | None = None) -> ChainChoice:
+    """Every chain the trainer measured (K up to ``len(agree)``) priced on each of ``costs_runs`` (``CostModel``
+    timed independently, one per repeat): the fastest, and the chains within noise of it."""
+    if len(costs_runs) < 2:
+        raise bad_input("choose_chain", "costs_runs", "at least two timed cost models (to say what is noise)",
+                        len(costs_runs))
+    ks = range(1, len(agree) + 1)
+    taus = {k: chain_tau(agree, k) for k in ks}
+    projected = pd.DataFrame([{k: c.project(taus[k], k).speedup for k in ks} for c in costs_runs])
+    projected.index.name = "repeat"
+    return ChainChoice(projected, taus, launched)
+
+
+def candidates_held(bank, draft) -> tuple[dict, list]:
+    """Step 3's candidate wirings (``diagnosis.wiring_hypotheses``) that ``bank`` holds every point of, and those
+    it does not (a dump need not hold every resid[k]: the cluster dumps what it was asked to), each left-out one
+    as ``(label, missing points)``."""
+    from eagle3lab.analysis.diagnosis import wiring_hypotheses
+
+    held, left_out = {}, []
+    for wiring, why in wiring_hypotheses(draft, bank.num_layers).items():
+        missing = [k for k in wiring if k not in bank.points]
+        if missing:
+            left_out.append((resid_label(wiring), resid_label(missing)))
+        else:
+            held[wiring] = why
+    return held, left_out
+
+
+def stated_wiring(draft, trained_resid, trained_rule, num_layers: int) -> tuple[tuple, bool, str]:
+    """Without states to score the candidates on (config-only mode): the wiring and rule the checklist serves,
+    as stated (``TRAINED_RESID`` / ``TRAINED_NORM_BEFORE_RESIDUAL``), else the checkpoint's own word: the wiring
+    its format's trainer reads its ids as, and the flag its config writes. The third item says which."""
+    from eagle3lab.models.checkpoint import trained_resid as format_reading
+
+    if trained_resid is not None:
+        wiring, said = tuple(int(k) for k in trained_resid), "as stated (TRAINED_RESID)"
+    else:
+        claimed, trainer = format_reading(draft, num_layers)
+        if claimed is None:
+            raise bad_input("parameters", "TRAINED_RESID", "the wiring the draft's trainer fed (config-only mode: no "
+                            "states to find it from)", None, "The checkpoint's ids say nothing its trainer reads.")
+        wiring, said = tuple(claimed), f"as {trainer.engine} (the checkpoint format's trainer) reads its ids"
+    if trained_rule is not None:
+        rule, rule_said = bool(trained_rule), "as stated (TRAINED_NORM_BEFORE_RESIDUAL)"
+    else:
+        rule, rule_said = bool(draft.config.norm_before_residual), "as the draft's config writes it"
+    return wiring, rule, (f"{resid_label(wiring)} {said}, norm_before_residual={rule} {rule_said}; not scored "
+                          "(no states)")
+
+
+def case_summary(ladder: CaseLadder | None, *, chain: ChainChoice | None, fix_steps: int, serve_engine: str,
+                 real: dict | None = None, mode: str = LIVE, target: str = "", wiring: str = "") -> tuple[str, dict]:
+    """Notebook 06's summary: (text, claims), every number and word in the text read from the claims.
+    ``chain``: the chain verdict (None without a training record or a loaded target); ``fix_steps``: the chain
+    launched; ``real``: ``eagle3lab serve-check --json``'s report when the real engine served the last rung;
+    ``mode``: the target source's (live / dump / config-only), ``target`` its name; ``wiring``: config-only, what
+    the checklist serves (``stated_wiring``'s words). A dump-mode ``ladder`` is ``score_rungs``'; config-only has
+    none."""
+    skips = skipped(mode)
+    head = (f"**{mode.capitalize()} mode** ({target}" + ("; nothing skipped). " if not skips else
+                                                         f"; skipped: {'; '.join(skips)}). "))
+    if ladder is None:
+        text = (head + f"From the config alone nothing was scored, decoded or timed: the checklist answers per engine "
+                f"and build for the trained wiring {wiring}, with a chain of {steps(fix_steps)}.")
+        claims = dict(mode=mode, skipped=skips, ladder=None, lossless=None, chain=fix_steps, chain_choice=None,
+                      real_vllm_verdict=None, real_vllm_tau=None)
+        return text, claims
+    if ladder.decoded:
+        text = head + _decoded_words(ladder, chain, fix_steps)
+    else:
+        overall = ladder.overall()
+        text = (head + f"The ladder, one change a rung, scored teacher-forced on {ladder.scored_on} (no rung decoded or "
+                f"timed: {ladder.untimed}):\n\n{ladder.words()}\n\nFrom as launched to the last rung tau changed by "
+                f"{overall} (**{interval_word(overall)}** as launched, teacher-forced). The chain to launch is set to "
+                f"{steps(fix_steps)} (FIX_STEPS: no round costs timed without the target)")
+    t, last = ladder.trainer, ladder.run[-1]
+    if t:
+        where = "the served interval" if ladder.decoded else "the last rung's teacher-forced interval"
+        text += (f". The trainer's teacher-forced agreement implies tau {t['tau_implied']:.2f} (its own estimate "
+                 f"{t['tau_est']:.2f}), {ladder.against_served(t['tau_implied'])} {where} {last.tau}")
+    if real is not None:
+        engine = real["engine"]
+        agrees = real["verdict"] == "AGREES"
+        text += (f"; served by the real {engine} {real['engine_version']} ({real['engine_platform']} build): tau "
+                 f"{real[engine]['tau']:.2f}, its counters "
+                 + ("equal to eagle3lab's emulation" if agrees else
+                    f"DIFFERENT from eagle3lab's emulation ({', '.join(real['differs'])})"))
+    elif ladder.decoded:
+        text += f" (the real {serve_engine} is not installed here: emulated only)"
+    claims = dict(mode=mode, skipped=skips, ladder=ladder.claims(), lossless=ladder.lossless, chain=fix_steps,
+                  chain_choice=None if chain is None else {**chain.claims(),
+                                                           "best_speedup": float(chain.projected[chain.best].mean())},
+                  real_vllm_verdict=real["verdict"] if real else None,
+                  real_vllm_tau=real[real["engine"]]["tau"] if real else None)
+    return text + ".", claims
+
+
+def _decoded_words(ladder: CaseLadder, chain: ChainChoice | None, fix_steps: int) -> str:
+    """The decoded ladder's words: the symptom, each rung, the overall change, the chain verdict."""
+    first, last = ladder.run[0], ladder.run[-1]
+    overall = ladder.overall()
+    kind = "end to end" if ladder.speed_kind == "e2e" else "decode"
+    text = (f"As launched the draft was **{ladder.speed_word(first)}** ({ratio_text(first.speed)} {kind}, "
+            f"tau {first.tau}) while every output stayed " + ("token-identical" if ladder.lossless else "NOT identical")
+            + f". The ladder, one change a rung, decoded in one run:\n\n{ladder.words()}\n\n"
+            f"From as launched to the last rung tau changed by {overall} (**{interval_word(overall)}** as launched), "
+            f"and the last rung runs {ratio_text(last.speed)} no speculation {kind}: **{ladder.speed_word(last)}**")
+    if chain is not None:
+        text += (f". {chain.words()}" + (" (the cost model's pick)" if chain.launched is None else
+                                         f" (FIX_STEPS = {fix_steps})"))
+    else:
+        text += f". The chain to launch is set to {fix_steps} steps (no training record to price chains with)"
+    return text
