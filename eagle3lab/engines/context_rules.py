@@ -1,0 +1,287 @@
+"""What each engine does with a draft's own context limits, by release: one row per rule.
+
+A draft carries three limits of its own, whatever its target takes:
+
+    limit (ROWS kind)   the draft config's key(s)                         what the engines do with it
+    MAX_POSITIONS       max_position_embeddings (SGLang: times the        vLLM before PR #49343 sizes the draft's RoPE
+                        rope_scaling factor, get_context_length)          cache by it and fails past it (#48894); since
+                                                                          #49343 raises it to the target's length.
+                                                                          SGLang refuses to start when the target's
+                                                                          context is longer, unless
+                                                                          SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1
+                                                                          (then raises it, PR #10787)
+    ROPE                rope_scaling / rope_parameters                    every engine rotates the draft by its own
+                                                                          config, never the target's
+    WINDOW              sliding_window with layer_types                   speculators trains it on the layers
+                                                                          layer_types names (#684, default 2048);
+                                                                          vLLM applies it through layer_types only;
+                                                                          SGLang never reads it, applies
+                                                                          --speculative-draft-window-size (0.5.12 on)
+
+Each ``ContextRow`` states one rule whole: engine, the limit (``kind``), the launch setting it needs (``key``), the
+change it holds from (``since``, one of ``CHANGES``; None: every build read before the next row), what the engine does
+(``value``: a code), the file it was read in (``reader``) and the releases read (``source``). ``resolve_context(engine, draft_config,
+target_config, engine_version, ...)`` answers with a typed ``ContextRule``: the first position the engine cannot
+serve (``fails_from``), the window it runs (``window``: keys with ``query - key < window``, on ``window_layers``),
+whether the draft's RoPE computes the target's, and notes with stable codes (``NOTE_CODES``; callers match the code,
+never the text). Builds are placed by ``eagle3lab.engines.versions`` (dates, PR marks, releases); one it cannot place
+behaves as the newest code read, with the warning note. ``eagle3lab.analysis.context_curve`` runs a draft as each
+rule says. Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eagle3lab.engines.config_view import read_draft, read_target, rope_type_of
+from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ
+from eagle3lab.engines.versions import ENGINE_NAMES, Change, place, place_in_order
+from eagle3lab.engines.vllm_runner import VLLM_NEWEST_READ
+from eagle3lab.errors import bad_input
+
+MAX_POSITIONS, ROPE, WINDOW = "max_positions", "rope", "window"
+# what an engine does (ContextRow.value)
+FAILS = "fails past it"            # positions >= the draft's limit crash (or read past the RoPE cache)
+REFUSES = "refuses to start"       # start-up raises while the target's context is longer than the draft's
+EXTENDS = "extends it"             # the draft's limit is raised to the target's: RoPE computed at every position
+DRAFT_ROPE = "the draft's own"     # the draft's RoPE from its own config, never the target's
+BY_LAYER_TYPES = "layer_types"     # the window on the layers layer_types names sliding_attention
+BY_FLAG = "launch flag"            # the window only from a launch flag, on every draft layer
+NO_WINDOW = "none"                 # no window, whatever the config says
+ENGINES = ("speculators", "vllm", "sglang")
+SPECULATORS_READ = "0.9.0"
+SGLANG_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+SGLANG_FLAG = "--speculative-draft-window-size"
+
+CHANGES = {
+    # vLLM PR #49343 "[BugFix] eagle draft max position embeddings" (opened 2026-07-21, fixes #48894, reported and
+    # traced on v0.24.0): SpeculativeConfig._maybe_override_draft_max_position_embeddings, read in the 0.32.0 wheel
+    # (config/speculative.py); the releases between were not read, and the merge day was not read.
+    "vllm#49343": Change("vllm", "an EAGLE draft's max_position_embeddings raised to the target's max_model_len",
+                         pr=49343, opened="2026-07-21", last_without="0.24.0", first_with="0.32.0"),
+    # SGLang PR #10787 (opened 2025-09-23, fixes #10713): with the env var, ModelConfig._derive_context_length also
+    # raises the draft's max_position_embeddings; present in the 0.5.4 and 0.5.23 wheels (configs/model_config.py)
+    "sglang#10787": Change("sglang", "with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, the draft's "
+                           "max_position_embeddings raised to the target's context length", pr=10787,
+                           opened="2025-09-23", first_with="0.5.4"),
+    # --speculative-draft-window-size: llama_eagle3.py sets it on every draft layer from 0.5.12 (the project's WINDOW
+    # rows, eagle3lab.engines.profiles, read in the 0.5.12-0.5.23 wheels; 0.5.23 re-read for this module)
+    "sglang-draft-window": Change("sglang", "--speculative-draft-window-size applied to the draft's attention",
+                                  last_without="0.5.11", first_with="0.5.12"),
+}
+
+
+@dataclass(frozen=True)
+class ContextRow:
+    """From the change ``since`` on (None: every build read before the next row), ``engine`` launched with ``key``
+    (a launch setting; None: a plain launch) does ``value`` (FAILS, REFUSES, EXTENDS, DRAFT_ROPE, BY_LAYER_TYPES,
+    BY_FLAG, NO_WINDOW) with the draft's ``kind`` of limit (MAX_POSITIONS, ROPE, WINDOW); ``reader``: the file read and
+    what it does; ``source``: the releases read, or why not read. The fields are those of the package's release rules
+    (engine, kind, key, since, value, reader, source), so the one release lookup reads these rows too."""
+
+    engine: str
+    kind: str
+    key: str | None
+    since: Change | None
+    value: str
+    reader: str
+    source: str
+
+
+# Which keys a window of W keeps, past query - key < W: vLLM's flash-attention window (W-1, 0) and speculators'
+# kv_idx > q_idx - W keep W keys; SGLang's backends keep k_pos >= q_pos - W (Gemma's files pass sliding_window - 1 to
+# match; llama_eagle3.py passes the flag as it is), one key more.
+WINDOW_EXTRA = {BY_LAYER_TYPES: 0, BY_FLAG: 1}
+
+
+def _row(engine, kind, since, value, reader, source, key=None) -> ContextRow:
+    return ContextRow(engine, kind, key, None if since is None else CHANGES[since], value, reader, source)
+
+
+ROWS: tuple[ContextRow, ...] = (
+    # vLLM: llama.py get_rope(max_position=max_position_embeddings) sizes cos_sin_cache; index_select past it is a
+    # device-side assert under torch.compile, an unchecked read in eager forward_cuda (#48894's trace of v0.24.0)
+    _row("vllm", MAX_POSITIONS, None, FAILS, "model_executor/layers/rotary_embedding/base.py (cos_sin_cache)",
+               "not read here: vLLM #48894's trace of v0.24.0 (crash under torch.compile, out-of-bounds reads eager)"),
+    _row("vllm", MAX_POSITIONS, "vllm#49343", EXTENDS, "config/speculative.py "
+               "(_maybe_override_draft_max_position_embeddings)", "read in the 0.32.0 wheel"),
+    _row("vllm", ROPE, None, DRAFT_ROPE, "model_executor/models/llama_eagle3.py (the draft's own hf_config)",
+               "read in the 0.32.0 wheel; #48894 traces the same in v0.24.0"),
+    _row("vllm", WINDOW, None, BY_LAYER_TYPES, "model_executor/models/llama.py LlamaAttention (layer_types "
+               "indexed from target_layer_count); v1/attention/backends/flash_attn.py window (W-1, 0)",
+               "read in the 0.32.0 wheel (the project's WINDOW rows: 0.23.0 too)"),
+    # SGLang: the draft's ModelConfig gets the target's context_len (eagle_worker.py / draft_worker_common.py)
+    _row("sglang", MAX_POSITIONS, None, REFUSES, "srt/configs/model_config.py (_derive_context_length: "
+               "ValueError 'Target model's context_length ... is greater than the derived context_length')",
+               "read in the 0.5.4 and 0.5.23 wheels"),
+    _row("sglang", MAX_POSITIONS, None, FAILS, "srt/layers/rotary_embedding.py (cache sized by "
+               "max_position_embeddings: illegal memory access past it, #10713)", "before PR #10787: not read here",
+               key=SGLANG_ENV),
+    _row("sglang", MAX_POSITIONS, "sglang#10787", EXTENDS, "srt/configs/model_config.py "
+               "(_derive_context_length overrides max_position_embeddings)", "read in the 0.5.4 and 0.5.23 wheels",
+               key=SGLANG_ENV),
+    _row("sglang", ROPE, None, DRAFT_ROPE, "srt/models/llama_eagle3.py (the draft's own config)",
+               f"read in the 0.5.4 and {SGLANG_NEWEST_READ} wheels"),
+    _row("sglang", WINDOW, None, NO_WINDOW, "srt/models/llama_eagle3.py (the config's window never read)",
+               "the project's WINDOW rows (0.5.4-0.5.11)"),
+    _row("sglang", WINDOW, "sglang-draft-window", BY_FLAG, "srt/models/llama_eagle3.py (sliding_window_size "
+               "on every layer); srt/layers/attention/torch_native_backend.py (k_pos >= q_pos - W)",
+               f"read in the {SGLANG_NEWEST_READ} wheel (the flag from 0.5.12: the project's WINDOW rows)"),
+    # speculators (the trainer): cli.py writes max_position_embeddings = the verifier's and layer_types from
+    # --sliding-window (default 2048, schema.py); eagle3/attention.py keeps kv_idx > q_idx - sliding_window
+    _row("speculators", MAX_POSITIONS, None, EXTENDS, "transformers' RoPE (computed at every position)",
+               f"speculators {SPECULATORS_READ}"),
+    _row("speculators", ROPE, None, DRAFT_ROPE, "models/eagle3/core.py (the draft's transformer_layer_config)",
+               f"speculators {SPECULATORS_READ}"),
+    _row("speculators", WINDOW, None, BY_LAYER_TYPES, "models/eagle3/core.py, eagle3/attention.py "
+               "(kv_idx > q_idx - sliding_window)", f"speculators {SPECULATORS_READ} (#684)"),
+)
+
+NEWEST_READ = {"vllm": VLLM_NEWEST_READ, "sglang": SGLANG_NEWEST_READ, "speculators": SPECULATORS_READ}
+LABELS = {**ENGINE_NAMES, "speculators": "speculators"}
+
+NOTE_CODES = {
+    "CONTEXT_VERSION_UNPLACED": "the build cannot be placed relative to a change: the newest behaviour is assumed",
+    "CONTEXT_FAILS_PAST_LIMIT": "positions from the draft's limit on fail (crash or reads past the RoPE cache)",
+    "CONTEXT_REFUSES_START": "start-up refuses while the target's context is longer than the draft's",
+    "CONTEXT_EXTENDED": "the draft's limit is raised to the target's: positions past it run untrained",
+    "CONTEXT_ROPE_DIFFERS": "the draft's RoPE computes other angles than the target's",
+    "CONTEXT_WINDOW_DROPPED": "the draft config's window is not applied by this engine (full attention)",
+    "CONTEXT_WINDOW_APPLIED": "a sliding window limits the draft's attention",
+    "CONTEXT_WINDOW_FROM_VERIFIER": "sliding_window without layer_types: vLLM gives the draft the verifier's window",
+}
+
+
+@dataclass(frozen=True)
+class ContextNote:
+    code: str      # a key of NOTE_CODES
+    text: str
+
+
+@dataclass(frozen=True)
+class ContextRule:
+    """How ``engine`` (build ``engine_version``) runs a draft's context: see the module docstring."""
+
+    engine: str
+    engine_version: str | None
+    draft_max_positions: int | None   # as the engine reads it (SGLang: times the rope factor)
+    target_max_positions: int | None
+    positions: str                    # FAILS, REFUSES or EXTENDS
+    fails_from: int | None            # the first position not served (None: every position)
+    rope_same_as_target: bool | None  # None: a RoPE not read
+    window: int | None                # keys with query - key < window (None: full attention)
+    window_layers: tuple[int, ...]
+    rows: tuple[ContextRow, ...]
+    notes: tuple[ContextNote, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{LABELS.get(self.engine, self.engine)} {self.engine_version or NEWEST_READ[self.engine]}"
+
+    def codes(self) -> tuple[str, ...]:
+        return tuple(n.code for n in self.notes)
+
+
+def rule_row(engine: str, kind: str, engine_version=None, key: str | None = None, warn=None) -> ContextRow:
+    """The row of ``engine``'s ``kind`` of limit (launched with ``key``) that holds for the build; ``warn(text)`` is
+    called for each change the build cannot be placed by where the row changes (it behaves as the newest code read).
+    Dates, PR marks and releases place a build (``versions.place_in_order``)."""
+    rows = [r for r in ROWS if (r.engine, r.kind, r.key) == (engine, kind, key)]
+    if not rows:
+        raise bad_input("context rule", None, f"a row for {engine} {kind} {key or ''}".strip(), "none")
+    era, sure = place_in_order([r.since for r in rows[1:]], engine_version, "engine_version")
+    for row in rows[sure + 1:era + 1]:
+        warning = place(row.since, engine_version).warning
+        if warning and warn is not None:
+            warn(warning)
+    return rows[era]
+
+
+def _derived_max(engine: str, view) -> int | None:
+    """The draft's context as the engine reads it: SGLang's get_context_length multiplies max_position_embeddings by
+    rope_scaling.factor unless original_max_position_embeddings is written or the type is llama3 (0.5.4, 0.5.23)."""
+    m = view.max_positions
+    scaling = view.rope.scaling if view.rope.scaling_from == "rope_scaling" else None
+    if engine != "sglang" or m is None or not scaling:
+        return m
+    factor = 1 if "original_max_position_embeddings" in scaling or rope_type_of(scaling) == "llama3" \
+        else scaling.get("factor", 1)
+    return int(factor * m)
+
+
+def _positions(engine, row, m, target_m, note) -> int | None:
+    """The first position not served, with its note."""
+    if m is None or (target_m is not None and m >= target_m):
+        return None
+    if row.value == FAILS:
+        note("CONTEXT_FAILS_PAST_LIMIT", f"{LABELS[engine]} sizes the draft's RoPE cache by its max_position_embeddings "
+             f"{m}: every request reaching position {m} fails ({row.reader}; {row.source}).")
+        return m
+    if row.value == REFUSES:
+        note("CONTEXT_REFUSES_START", f"{LABELS[engine]} refuses to start: the target's context "
+             f"({target_m}) is longer than the draft's ({m}); launch with --context-length {m} (the target is then "
+             f"served only up to {m}) or set {SGLANG_ENV} ({row.reader}; {row.source}).")
+        return m
+    note("CONTEXT_EXTENDED", f"{LABELS[engine]} raises the draft's max_position_embeddings {m} to the target's "
+         f"{target_m}: positions past {m} run, RoPE computed beyond the draft's own limit ({row.reader}; {row.source}).")
+    return None
+
+
+def _window(engine, row, view, launch_window, note) -> tuple[int | None, tuple[int, ...]]:
+    w, n = view.window, view.num_layers
+    if row.value == BY_FLAG:
+        if launch_window:
+            note("CONTEXT_WINDOW_APPLIED", f"{SGLANG_FLAG} {launch_window}: every draft layer attends keys with "
+                 f"query - key <= {launch_window} ({row.reader}).")
+            return launch_window + WINDOW_EXTRA[BY_FLAG], tuple(range(n))
+        if w.written:
+            note("CONTEXT_WINDOW_DROPPED", f"the draft's sliding_window {w.size} is never read by {LABELS[engine]} "
+                 f"({row.reader}): full attention unless launched with {SGLANG_FLAG} {w.size}.")
+        return None, ()
+    if row.value == NO_WINDOW:
+        if w.written:
+            note("CONTEXT_WINDOW_DROPPED", f"the draft's sliding_window {w.size} is never read by this "
+                 f"{LABELS[engine]} build ({row.reader}): full attention.")
+        return None, ()
+    layers = w.by_layer_types(n)
+    if w.written and w.layer_types is None:
+        note("CONTEXT_WINDOW_FROM_VERIFIER" if engine == "vllm" else "CONTEXT_WINDOW_DROPPED",
+             f"sliding_window {w.size} without layer_types: {LABELS[engine]} applies a draft window only through "
+             f"layer_types ({row.reader})" + ("; the draft gets the verifier's window (cache_config), full attention "
+                                            "for a target without one." if engine == "vllm" else "."))
+    if layers:
+        note("CONTEXT_WINDOW_APPLIED", f"layers {list(layers)} attend keys with query - key < {w.size} "
+             f"({row.reader}).")
+        return w.size + WINDOW_EXTRA[BY_LAYER_TYPES], layers
+    return None, ()
+
+
+def resolve_context(engine: str, draft_config: dict, target_config: dict, engine_version=None, *,
+                    launch_window: int | None = None, allow_longer: bool = False) -> ContextRule:
+    """How ``engine`` runs this draft's context (``draft_config`` / ``target_config``: the config.json dicts).
+    ``launch_window``: SGLang's --speculative-draft-window-size; ``allow_longer``: SGLang launched with
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
+    if engine not in ENGINES:
+        raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine))
+    notes: list[ContextNote] = []
+
+    def note(code, text):
+        notes.append(ContextNote(code, text))
+
+    def warn(text):
+        note("CONTEXT_VERSION_UNPLACED", text)
+
+    view, target = read_draft(draft_config, ()), read_target(target_config)
+    setting = SGLANG_ENV if engine == "sglang" and allow_longer else None
+    pos_row = rule_row(engine, MAX_POSITIONS, engine_version, setting, warn)
+    rope_row = rule_row(engine, ROPE, engine_version, None, warn)
+    win_row = rule_row(engine, WINDOW, engine_version, None, warn)
+    m, target_m = _derived_max(engine, view), target.max_positions
+    fails_from = _positions(engine, pos_row, m, target_m, note)
+    same = None if view.rope.unclear or target.rope.unclear else view.rope.computes() == target.rope.computes()
+    if same is False:
+        note("CONTEXT_ROPE_DIFFERS", f"{LABELS[engine]} rotates the draft by its own RoPE ({view.rope.words()}), not "
+             f"the target's ({target.rope.words()}) ({rope_row.reader}; {rope_row.source}).")
+    window, layers = _window(engine, win_row, view, launch_window, note)
+    return ContextRule(engine, None if engine_version is None else str(engine_version), m, target_m, pos_row.value,
+                       fails_from, same, window, layers, (pos_row, rope_row, win_row), tuple(notes))

@@ -1,0 +1,123 @@
+"""Each engine's rule for a draft's own context limits, row by row (eagle3lab.engines.context_rules)."""
+
+import json
+
+import pytest
+
+from eagle3lab.bundled import DRAFT_HEALTHY, TARGET
+from eagle3lab.engines import context_rules as cr
+from eagle3lab.engines.context_rules import (
+    BY_FLAG,
+    BY_LAYER_TYPES,
+    EXTENDS,
+    FAILS,
+    MAX_POSITIONS,
+    NO_WINDOW,
+    REFUSES,
+    ROPE,
+    ROWS,
+    SGLANG_ENV,
+    WINDOW,
+    resolve_context,
+    rule_row,
+)
+from eagle3lab.errors import Eagle3LabError
+
+DRAFT = json.loads((DRAFT_HEALTHY / "config.json").read_text())
+TARGET_CFG = json.loads((TARGET / "config.json").read_text())        # max_position_embeddings 2048
+SHORT = dict(DRAFT, max_position_embeddings=256)                       # a limit below the target's
+WINDOWED = dict(DRAFT, sliding_window=64, layer_types=["sliding_attention"])
+
+# (engine, kind, build, key) -> the behaviour its row states: every row of ROWS is one case here
+CASES = [
+    ("vllm", MAX_POSITIONS, "0.24.0", None, FAILS),
+    ("vllm", MAX_POSITIONS, "0.32.0", None, EXTENDS),
+    ("vllm", ROPE, "0.32.0", None, cr.DRAFT_ROPE),
+    ("vllm", WINDOW, "0.32.0", None, BY_LAYER_TYPES),
+    ("sglang", MAX_POSITIONS, "0.5.23", None, REFUSES),
+    ("sglang", MAX_POSITIONS, "pre-#10787", SGLANG_ENV, FAILS),
+    ("sglang", MAX_POSITIONS, "0.5.4", SGLANG_ENV, EXTENDS),
+    ("sglang", ROPE, "0.5.23", None, cr.DRAFT_ROPE),
+    ("sglang", WINDOW, "0.5.11", None, NO_WINDOW),
+    ("sglang", WINDOW, "0.5.12", None, BY_FLAG),
+    ("speculators", MAX_POSITIONS, None, None, EXTENDS),
+    ("speculators", ROPE, None, None, cr.DRAFT_ROPE),
+    ("speculators", WINDOW, None, None, BY_LAYER_TYPES),
+]
+
+
+@pytest.mark.parametrize("engine,kind,build,key,value", CASES)
+def test_each_row_answers_its_build(engine, kind, build, key, value):
+    row = rule_row(engine, kind, build, key)
+    assert row.value == value and row.reader and row.source
+
+
+def test_every_row_is_a_case():
+    hit = {rule_row(e, k, b, key) for e, k, b, key, _ in CASES}
+    assert hit == set(ROWS)
+
+
+def test_vllm_before_49343_fails_at_the_drafts_limit_and_after_it_extends():
+    before = resolve_context("vllm", SHORT, TARGET_CFG, "0.24.0")
+    assert (before.positions, before.fails_from, before.codes()) == (FAILS, 256, ("CONTEXT_FAILS_PAST_LIMIT",))
+    assert resolve_context("vllm", SHORT, TARGET_CFG, "pre-#49343").fails_from == 256
+    after = resolve_context("vllm", SHORT, TARGET_CFG, "0.32.0")
+    assert (after.fails_from, after.codes()) == (None, ("CONTEXT_EXTENDED",))
+    # a build between the releases read is placed by nothing: it behaves as the newest code, and says so
+    unplaced = resolve_context("vllm", SHORT, TARGET_CFG, "0.28.0")
+    assert unplaced.fails_from is None and unplaced.codes()[0] == "CONTEXT_VERSION_UNPLACED"
+    assert resolve_context("vllm", SHORT, TARGET_CFG, "2026-07-01").fails_from == 256   # dated before the PR opened
+
+
+def test_no_limit_below_the_target_means_every_position_is_served():
+    for engine, build in (("vllm", "0.24.0"), ("sglang", "0.5.23"), ("speculators", None)):
+        rule = resolve_context(engine, DRAFT, TARGET_CFG, build)
+        assert rule.fails_from is None and rule.window is None and not rule.codes()
+
+
+def test_sglang_refuses_to_start_unless_the_env_var_then_extends():
+    plain = resolve_context("sglang", SHORT, TARGET_CFG)
+    assert (plain.positions, plain.fails_from, plain.codes()) == (REFUSES, 256, ("CONTEXT_REFUSES_START",))
+    allowed = resolve_context("sglang", SHORT, TARGET_CFG, allow_longer=True)
+    assert (allowed.positions, allowed.fails_from) == (EXTENDS, None)
+
+
+def test_sglang_reads_the_context_times_the_rope_factor():
+    linear = dict(SHORT, rope_scaling={"rope_type": "linear", "factor": 4.0})
+    assert resolve_context("sglang", linear, TARGET_CFG).fails_from == 1024
+    assert resolve_context("vllm", linear, TARGET_CFG, "0.24.0").fails_from == 256
+    llama3 = dict(SHORT, rope_scaling={"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 128})
+    assert resolve_context("sglang", llama3, TARGET_CFG).fails_from == 256
+
+
+def test_rope_against_the_targets():
+    assert resolve_context("vllm", DRAFT, TARGET_CFG).rope_same_as_target is True
+    other = dict(DRAFT, rope_theta=500000.0)
+    rule = resolve_context("vllm", other, TARGET_CFG)
+    assert rule.rope_same_as_target is False and "CONTEXT_ROPE_DIFFERS" in rule.codes()
+
+
+def test_windows_by_engine():
+    vllm = resolve_context("vllm", WINDOWED, TARGET_CFG)
+    assert (vllm.window, vllm.window_layers) == (64, (0,))
+    assert resolve_context("speculators", WINDOWED, TARGET_CFG).window == 64
+    dropped = resolve_context("sglang", WINDOWED, TARGET_CFG)
+    assert dropped.window is None and "CONTEXT_WINDOW_DROPPED" in dropped.codes()
+    flag = resolve_context("sglang", WINDOWED, TARGET_CFG, launch_window=64)
+    assert (flag.window, flag.window_layers) == (65, (0,))       # SGLang keeps key >= query - W: one key more
+    assert resolve_context("sglang", WINDOWED, TARGET_CFG, "0.5.11", launch_window=64).window is None
+    no_types = dict(DRAFT, sliding_window=64)
+    rule = resolve_context("vllm", no_types, TARGET_CFG)
+    assert rule.window is None and rule.codes() == ("CONTEXT_WINDOW_FROM_VERIFIER",)
+
+
+def test_an_unknown_engine_is_refused():
+    with pytest.raises(Eagle3LabError, match="engine"):
+        resolve_context("tgi", DRAFT, TARGET_CFG)
+
+
+def test_note_codes_are_listed():
+    rules = [resolve_context(e, {**WINDOWED, "max_position_embeddings": 256, "rope_theta": 1.0}, TARGET_CFG, v)
+             for e, v in (("vllm", "0.28.0"), ("vllm", "0.24.0"), ("sglang", None), ("speculators", None))]
+    assert {c for r in rules for c in r.codes()} <= set(cr.NOTE_CODES)
