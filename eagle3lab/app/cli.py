@@ -21,6 +21,7 @@ COMMANDS = {
     "bench": "measure baseline vs speculative tokens/s, acceptance and the throughput model",
     "doctor": "every finding for a draft as an engine serves it, measured, with the fix (and --write-fixed)",
     "serve-check": "serve a draft with the real vLLM and hold eagle3lab's predicted counters against its own",
+    "profile": "a draft's acceptance profile (speculation_profile.json) and the engines' settings that replay it",
     "workbook": "execute every notebook headless and render build/workbook/index.html",
     "session": "show a recorded debug session, or what changed between two (models, flags, metrics)",
 }
