@@ -375,15 +375,15 @@ def _rule_label(name, nbr) -> str:
 @styled
 def plot_residual_balance(balance: pd.DataFrame, ax=None):
     """Median per-token RMS of the residual and of attn_out, per (draft, norm_before_residual) row of
-    ``balance`` (columns ``rms residual``, ``rms attn_out``), on a log scale."""
+    ``balance`` (stable columns ``rms_residual``, ``rms_attn_out``), on a log scale."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 3.4))
     x = np.arange(len(balance))
-    ax.bar(x - 0.2, balance["rms residual"], 0.4, label="residual")
-    ax.bar(x + 0.2, balance["rms attn_out"], 0.4, label="attn_out")
+    ax.bar(x - 0.2, balance["rms_residual"], 0.4, label="residual")
+    ax.bar(x + 0.2, balance["rms_attn_out"], 0.4, label="attn_out")
     ax.set_xticks(x, [_rule_label(name, nbr) for name, nbr in balance.index], fontsize=8)
     ax.set_yscale("log")
     ax.set_xlabel("draft and norm_before_residual")

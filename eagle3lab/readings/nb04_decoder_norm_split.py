@@ -21,22 +21,23 @@ class RuleComparison:
     """Each draft (fed its trained wiring) under each residual rule, scored on one bank."""
 
     scores: dict                 # (draft name, rule) -> BankScore
-    per_draft: dict              # draft name -> Verdicts over its rules, the preferred rule the reference
+    per_draft: dict              # draft name -> Verdicts over its rules (labelled for display), the preferred the reference
     preferred: dict              # draft name -> the rule with the higher tau
     wiring: dict
+    by_rule: dict                # (draft name, rule) -> its Verdict in per_draft (read by rule, never by label)
 
     def tau(self, name: str, rule: bool) -> float:
-        return self.per_draft[name][f"norm_before_residual={rule}"].value.value
+        return self.by_rule[name, bool(rule)].value.value
 
     def verdict(self, name: str) -> Verdict:
         """The other rule against the preferred one."""
-        return self.per_draft[name][f"norm_before_residual={not self.preferred[name]}"]
+        return self.by_rule[name, not self.preferred[name]]
 
     def table(self) -> pd.DataFrame:
         """tau with its interval, a_k (share of rounds with >= k accepted) and the rounds reaching each position."""
         rows = []
         for (name, rule), s in self.scores.items():
-            v = self.per_draft[name][f"norm_before_residual={rule}"]
+            v = self.by_rule[name, rule]
             row = {"draft": name, "norm_before_residual": rule, "tau": round(v.value.value, 3),
                    "tau 95%": f"[{v.value.low:.2f}, {v.value.high:.2f}]", "verdict": v.word}
             row.update({f"a{k}": round(a, 3) for k, a in enumerate(s.stats.survival, start=1)})
@@ -71,15 +72,21 @@ class RuleComparison:
 def compare_rules(bank, drafts: Mapping, *, num_steps: int, rules=(False, True), level: float = 0.95) -> RuleComparison:
     """``drafts``: name -> (draft, wiring). Each draft is scored fed ``wiring`` under each rule (its other
     settings as loaded); the rule with the higher tau is the reference the other is compared with."""
-    scores, per, pref, wiring = {}, {}, {}, {}
+    scores, per, pref, wiring, by_rule = {}, {}, {}, {}, {}
+    rules = [bool(r) for r in rules]
     for name, (d, w) in drafts.items():
         scorer, wiring[name] = make_scorer(bank, d, num_steps), tuple(int(k) for k in w)
-        mine = {f"norm_before_residual={bool(r)}": scorer(wiring[name], settings_for(d, r)) for r in rules}
         for r in rules:
-            scores[name, bool(r)] = mine[f"norm_before_residual={bool(r)}"]
-        pref[name] = max(rules, key=lambda r: mine[f"norm_before_residual={bool(r)}"].stats.tau)
-        per[name] = compare(mine, f"norm_before_residual={bool(pref[name])}", level=level)
-    return RuleComparison(scores, per, pref, wiring)
+            scores[name, r] = scorer(wiring[name], settings_for(d, r))
+        pref[name] = max(rules, key=lambda r: scores[name, r].stats.tau)
+        # each rule labelled once, for tables, words and claims' keys; compare keeps the order given
+        per[name] = compare({_rule_label(r): scores[name, r] for r in rules}, _rule_label(pref[name]), level=level)
+        by_rule.update({(name, r): v for r, v in zip(rules, per[name])})
+    return RuleComparison(scores, per, pref, wiring, by_rule)
+
+
+def _rule_label(rule: bool) -> str:
+    return f"norm_before_residual={rule}"
 
 
 def engine_rules(bank, draft, wiring, profiles, *, num_steps: int, reference_rule: bool,
@@ -97,6 +104,61 @@ def engine_rules(bank, draft, wiring, profiles, *, num_steps: int, reference_rul
     return compare(measured, "reference", level=level)
 
 
+def engines_table(engines: Verdicts, engine_rule: dict, reference_rule: bool) -> pd.DataFrame:
+    """``engine_rules``' verdicts as the notebook shows them: one row per engine (the reference row dropped), the
+    rule each engine runs, and the difference column named after the reference rule it was measured against."""
+    table = engines.table().drop(index=engines.reference)
+    table.insert(0, "norm_before_residual", [engine_rule[e] for e in table.index])
+    return table.rename(columns={f"minus {engines.reference}": f"minus {_rule_label(reference_rule)}"})
+
+
+# the residual balance's stable columns (``plots.plot_residual_balance`` reads them) and their display labels
+BALANCE_LABELS = {"cos_h_hidden_norm": "cos(h, hidden_norm(h))", "rms_residual": "rms residual",
+                  "rms_attn_out": "rms attn_out", "attn_out_over_residual": "attn_out / residual",
+                  "rms_mlp_out": "rms mlp_out", "agreement_prompt": "step-1 agreement, prompt",
+                  "agreement_continuation": "step-1 agreement, continuation"}
+
+
+def balance_table(balance: pd.DataFrame) -> pd.DataFrame:
+    """The residual balance (stable columns, ``BALANCE_LABELS``) relabelled for display."""
+    return balance.rename(columns=BALANCE_LABELS)
+
+
+@dataclass
+class ScaleSweep:
+    """Step-1 agreement of the flag-on run with its residual scaled by each factor c, against the flag-off run."""
+
+    verdicts: Verdicts           # labelled for display ("flag off", "c = 0.25", ...): table and claims
+    flag_off: Verdict
+    by_factor: dict              # c -> Verdict (read by factor, never by label)
+
+    def at(self, c: float) -> Verdict:
+        return self.by_factor[c]
+
+    def series(self) -> pd.Series:
+        """c -> step-1 agreement (what ``plots.plot_residual_scale`` draws)."""
+        return pd.Series({c: v.value.value for c, v in self.by_factor.items()}, name=self.verdicts.quantity)
+
+    def table(self) -> pd.DataFrame:
+        return self.verdicts.table()
+
+    def claims(self) -> dict:
+        return self.verdicts.claims()
+
+
+def scale_sweep(flag_off, scaled: Mapping, *, level: float = 0.95) -> ScaleSweep:
+    """``flag_off``: the flag-off run's step-1 hits (``verdicts.Measured``); ``scaled``: factor c -> the flag-on
+    run's hits with its residual times c. Each factor against the flag-off run, paired over prompts."""
+    factors = [float(c) for c in scaled]
+    labels = [f"c = {c:.2f}" for c in factors]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"scale_sweep: factors {factors} share a two-decimal label; give factors that differ at 0.01")
+    verdicts = compare({"flag off": flag_off, **dict(zip(labels, scaled.values()))}, "flag off",
+                       quantity="step-1 agreement", level=level)
+    off, *rest = verdicts
+    return ScaleSweep(verdicts, off, dict(zip(factors, rest)))
+
+
 def probe_positions(prompt_lens, lengths, width: int, num_steps: int, device=None) -> dict:
     """Boolean ``[B, width]`` masks over the rows of a first draft pass (row t reads token t+1 and the target's
     states at t): ``prompt`` rows inside the prompt, ``continuation`` the anchors a teacher-forced chain of
@@ -112,7 +174,7 @@ def probe_positions(prompt_lens, lengths, width: int, num_steps: int, device=Non
 
 def rule_summary(*, study: str, control: str, scale: pd.DataFrame, cos_h_normed: float, patch_diff: float,
                  rules: RuleComparison, engines: Verdicts, engine_rule: dict, serving_engine: str,
-                 agreement: dict, scale_sweep: Verdicts, h_scale: float, num_steps: int,
+                 agreement: dict, scale_sweep: ScaleSweep, h_scale: float, num_steps: int,
                  mla: dict, states_from: str = "the as-trained set notebook 03 uses") -> tuple[str, dict]:
     """Notebook 04's summary: (text, claims); ``states_from`` says whose sequences the acceptance was scored on."""
     s = scale.xs(study, level="draft")["median"]
@@ -121,7 +183,7 @@ def rule_summary(*, study: str, control: str, scale: pd.DataFrame, cos_h_normed:
     other = [e for e, v in engine_rule.items() if v != rules.preferred[study]]
     serving = engines[serving_engine]
     a = agreement
-    at_scale = scale_sweep[f"c = {h_scale:.2f}"]
+    at_scale = scale_sweep.at(round(h_scale, 2))
     text = (f"In the draft's first layer the embedding half and the fc half enter at very different scales (median "
             f"per-token RMS {embed:.3f} vs {fc:.1f} in {study}); after their norms both are near 1 ({emb_n:.2f} and "
             f"{hid_n:.2f}). The residual rule is a question of scale: h and hidden_norm(h) have cosine "

@@ -127,10 +127,10 @@ def _by_rule(values: dict) -> pd.DataFrame:
 
 
 def test_residual_balance_pairs_residual_and_attn_out_bars_on_a_log_scale():
-    balance = _by_rule({("a", False): {"rms residual": 20.0, "rms attn_out": 0.5},
-                        ("a", True): {"rms residual": 1.0, "rms attn_out": 0.6},
-                        ("b", False): {"rms residual": 15.0, "rms attn_out": 9.0},
-                        ("b", True): {"rms residual": 1.1, "rms attn_out": 8.0}})
+    balance = _by_rule({("a", False): {"rms_residual": 20.0, "rms_attn_out": 0.5},
+                        ("a", True): {"rms_residual": 1.0, "rms_attn_out": 0.6},
+                        ("b", False): {"rms_residual": 15.0, "rms_attn_out": 9.0},
+                        ("b", True): {"rms_residual": 1.1, "rms_attn_out": 8.0}})
     ax = plot_residual_balance(balance).axes[0]
     assert len(ax.patches) == 8
     residual, attn = ax.containers
