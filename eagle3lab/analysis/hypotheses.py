@@ -2,17 +2,19 @@
 
 :func:`compare_wirings` scores each hypothesis teacher-forced (one evaluation per distinct wiring and
 settings, ``wiring_search.Scorer``) and states each against a reference (``verdicts.compare``);
-:func:`served_hypothesis` is what an engine profile runs a draft with, as such a hypothesis.
+:func:`served_hypothesis` is what an engine profile runs a draft with, as such a hypothesis. A caller keys
+each :class:`Hypothesis` stably (``"trained"``, ``"served"``, a wiring tuple) and reads its results by that
+key; the label is what tables, sentences and claims call it, and nothing reads it back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-from eagle3lab.analysis.verdicts import Verdicts, compare
+from eagle3lab.analysis.verdicts import Verdict, Verdicts, compare
 from eagle3lab.engines.layer_ids import resid_label
 
 
@@ -31,33 +33,49 @@ def make_scorer(bank, draft, num_steps: int):
     return Scorer(bank, draft, num_steps)
 
 
+@dataclass(frozen=True)
+class Hypothesis:
+    """A wiring (resid indices) and the draft's settings (``norm_before_residual``, or a settings dict) under
+    ``label``, the name tables, sentences and claims give it."""
+
+    wiring: tuple
+    rule: object
+    label: str
+
+
 @dataclass
 class WiringComparison:
-    """Named (wiring, settings) hypotheses scored on one bank, each against ``reference``."""
+    """Hypotheses scored on one bank, each against the reference; ``scores``, ``wiring``, ``variant`` and
+    ``by_key`` are keyed as the caller keyed the hypotheses, ``verdicts`` by their labels (for display)."""
 
     verdicts: Verdicts
     scores: dict
     wiring: dict
     variant: dict
     num_layers: int | None = None
+    by_key: dict = field(default_factory=dict)    # key -> Verdict, in the order given
 
     @property
     def reference(self) -> str:
+        """The reference's label."""
         return self.verdicts.reference
 
-    def tau(self, name: str) -> float:
-        return self.verdicts[name].value.value
+    def verdict(self, key) -> Verdict:
+        return self.by_key[key]
+
+    def tau(self, key) -> float:
+        return self.by_key[key].value.value
 
     def table(self) -> pd.DataFrame:
         """Per hypothesis: wiring, rule, tau with its interval, the paired difference and verdict, c_k (the
         acceptance at position k given k-1 accepted) and the rounds that reached each position."""
-        df = self.verdicts.table()
-        df.insert(0, "norm_before_residual", [bool(self.variant[n]["norm_before_residual"]) for n in df.index])
-        df.insert(0, "wiring", [resid_label(self.wiring[n], self.num_layers) for n in df.index])
-        stats = {n: self.scores[n].stats for n in df.index}
-        for k in range(len(next(iter(stats.values())).conditional)):
-            df[f"c{k + 1}"] = [round(stats[n].conditional[k], 3) for n in df.index]
-        df["rounds reaching 1..K"] = [list(stats[n].reached_per_pos) for n in df.index]
+        df, keys = self.verdicts.table(), list(self.by_key)    # the table's rows in the keys' order
+        df.insert(0, "norm_before_residual", [bool(self.variant[k]["norm_before_residual"]) for k in keys])
+        df.insert(0, "wiring", [resid_label(self.wiring[k], self.num_layers) for k in keys])
+        stats = [self.scores[k].stats for k in keys]
+        for i in range(len(stats[0].conditional)):
+            df[f"c{i + 1}"] = [round(s.conditional[i], 3) for s in stats]
+        df["rounds reaching 1..K"] = [list(s.reached_per_pos) for s in stats]
         return df
 
     def words(self, names=None) -> str:
@@ -67,16 +85,22 @@ class WiringComparison:
         return self.verdicts.claims()
 
 
-def compare_wirings(bank, draft, hypotheses: Mapping, reference: str, *, num_steps: int, scorer=None,
+def compare_wirings(bank, draft, hypotheses: Mapping, reference, *, num_steps: int, scorer=None,
                     level: float = 0.95) -> WiringComparison:
-    """``hypotheses``: name -> (wiring as resid indices, norm_before_residual or a settings dict). Names that
-    repeat an earlier (wiring, settings) are scored once and kept under each name."""
+    """``hypotheses``: key -> :class:`Hypothesis`, or -> (wiring as resid indices, norm_before_residual or a
+    settings dict), labelled by its key; ``reference``: a key. Keys that repeat an earlier (wiring, settings) are
+    scored once and kept under each key."""
     scorer = scorer or make_scorer(bank, draft, num_steps)
-    wiring, variant, scores = {}, {}, {}
-    for name, (w, rule) in hypotheses.items():
-        wiring[name], variant[name] = tuple(int(k) for k in w), settings_for(draft, rule)
-        scores[name] = scorer(wiring[name], variant[name])
-    return WiringComparison(compare(scores, reference, level=level), scores, wiring, variant, bank.num_layers)
+    wiring, variant, scores, labels = {}, {}, {}, {}
+    for key, h in hypotheses.items():
+        h = h if isinstance(h, Hypothesis) else Hypothesis(*h, label=str(key))
+        wiring[key], variant[key] = tuple(int(k) for k in h.wiring), settings_for(draft, h.rule)
+        scores[key], labels[key] = scorer(wiring[key], variant[key]), h.label
+    if len(set(labels.values())) != len(labels):
+        raise ValueError(f"compare_wirings: two hypotheses share a label ({list(labels.values())}); each needs its own")
+    # compare keeps the order given, so each key's verdict is the one at its position
+    verdicts = compare({labels[k]: s for k, s in scores.items()}, labels[reference], level=level)
+    return WiringComparison(verdicts, scores, wiring, variant, bank.num_layers, dict(zip(scores, verdicts)))
 
 
 def served_hypothesis(draft, profile) -> tuple:

@@ -14,12 +14,24 @@ from itertools import permutations
 
 import pandas as pd
 
-from eagle3lab.analysis.hypotheses import WiringComparison, compare_wirings, make_scorer, served_hypothesis
-from eagle3lab.analysis.verdicts import Verdict, Verdicts, compare, short
+from eagle3lab.analysis.hypotheses import (
+    Hypothesis,
+    WiringComparison,
+    compare_wirings,
+    make_scorer,
+    served_hypothesis,
+)
+from eagle3lab.analysis.verdicts import WORDS, Verdict, Verdicts, compare, short
 from eagle3lab.engines.acceptance import bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import resid_label, resid_name
 
 # ------------------------------------------------------------------ around one wiring
+
+def word_counts(verdicts) -> dict:
+    """How many of ``verdicts`` earn each word (``verdicts.WORDS``)."""
+    chosen = list(verdicts)
+    return {w: sum(v.word == w for v in chosen) for w in WORDS}
+
 
 @dataclass
 class NeighbourhoodScan:
@@ -28,9 +40,10 @@ class NeighbourhoodScan:
     trained: tuple
     rule: bool
     num_layers: int
-    verdicts: Verdicts
+    verdicts: Verdicts       # labelled by each wiring's ``short`` text, for tables and claims
     wirings: dict            # name -> wiring
     why: dict                # name -> list of reasons
+    by_wiring: dict = field(default_factory=dict)    # wiring -> Verdict (read by wiring, never by label)
 
     @property
     def reference(self) -> str:
@@ -38,7 +51,7 @@ class NeighbourhoodScan:
 
     def grid(self) -> pd.DataFrame:
         """Row i = slot i of the trained wiring, column k = tau when that slot alone is fed resid[k]."""
-        by = {w: self.verdicts[n].value.value for n, w in self.wirings.items()}
+        by = {w: v.value.value for w, v in self.by_wiring.items()}
         t = self.trained
         rows = [[by.get(t[:i] + (k,) + t[i + 1:], float("nan")) for k in range(self.num_layers + 1)]
                 for i in range(len(t))]
@@ -48,8 +61,7 @@ class NeighbourhoodScan:
     def orders(self) -> pd.DataFrame:
         """The trained states in every order (the trained order included), worst first, with intervals."""
         rows = [{"aux_resid": w, "tau": v.value.value, "tau_low": v.value.low, "tau_high": v.value.high,
-                 "verdict": v.word} for n, w in self.wirings.items() if sorted(w) == sorted(self.trained)
-                for v in [self.verdicts[n]]]
+                 "verdict": v.word} for w, v in self.by_wiring.items() if sorted(w) == sorted(self.trained)]
         return pd.DataFrame(rows).sort_values("tau", ignore_index=True)
 
     def neighbours(self) -> list[tuple[int, int, Verdict]]:
@@ -58,15 +70,15 @@ class NeighbourhoodScan:
         for i, t in enumerate(self.trained):
             for k in (t - 1, t + 1):
                 w = self.trained[:i] + (k,) + self.trained[i + 1:]
-                if 0 <= k <= self.num_layers and short(w) in self.verdicts.items:
-                    out.append((i, k, self.verdicts[short(w)]))
+                if 0 <= k <= self.num_layers and w in self.by_wiring:
+                    out.append((i, k, self.by_wiring[w]))
         return out
 
     def slots(self) -> pd.DataFrame:
         """Per slot: its +-1 neighbours' verdicts, and the worst point with its verdict."""
         rows = []
         for i, t in enumerate(self.trained):
-            subs = [(k, self.verdicts[short(w)]) for k in range(self.num_layers + 1)
+            subs = [(k, self.by_wiring[w]) for k in range(self.num_layers + 1)
                     if (w := self.trained[:i] + (k,) + self.trained[i + 1:]) != self.trained]
             worst_k, worst = min(subs, key=lambda kv: kv[1].value.value)
             near = [f"resid[{k}]: {v.value.value:.2f}, {v.word}" for s, k, v in self.neighbours() if s == i]
@@ -81,7 +93,7 @@ class NeighbourhoodScan:
     def worst_slot(self) -> int:
         """The slot whose worst substitute costs the most tau."""
         g = self.grid()
-        return int((g.apply(lambda row: self.verdicts[self.reference].value.value - row.min(), axis=1)).to_numpy().argmax())
+        return int((g.apply(lambda row: self.by_wiring[self.trained].value.value - row.min(), axis=1)).to_numpy().argmax())
 
     def noise(self) -> dict:
         """Median half-widths: of tau's own interval over the scanned wirings, and of the paired difference
@@ -94,14 +106,18 @@ class NeighbourhoodScan:
                 "prompts": self.verdicts.units,
                 "chance_crossings": (1 - self.verdicts.level) / 2 * len(self.verdicts.others())}
 
+    def highest(self) -> tuple:
+        """The wiring with the highest tau scanned (the first in scan order on a tie)."""
+        return max(self.by_wiring, key=lambda w: self.by_wiring[w].value.value)
+
     def words(self) -> str:
-        ref, others = self.verdicts[self.reference], self.verdicts.others()
+        ref, others = self.by_wiring[self.trained], self.verdicts.others()
         c = self.verdicts.counts()
-        top = self.verdicts.highest()
+        top = self.by_wiring[self.highest()]
         noise = self.noise()
         near = self.neighbours()
-        nc = self.verdicts.counts([v.name for _, _, v in near])
-        worst_order = self.verdicts[short(self.orders().aux_resid.iloc[0])]
+        nc = word_counts(v for _, _, v in near)
+        worst_order = self.by_wiring[tuple(self.orders().aux_resid.iloc[0])]
         lines = [
             f"- **Rank means little inside the noise.** As trained {ref.measured()}. Of the {len(others)} other "
             f"wirings scanned, {c['beats']} beat it, {c['within noise']} are within noise of it and "
@@ -123,17 +139,18 @@ class NeighbourhoodScan:
 
     def claims(self) -> dict:
         c, noise, near = self.verdicts.counts(), self.noise(), self.neighbours()
-        nc = self.verdicts.counts([v.name for _, _, v in near])
+        nc = word_counts(v for _, _, v in near)
         orders = self.orders()
-        worst_order = self.verdicts[short(orders.aux_resid.iloc[0])]
-        top = self.verdicts.highest()
+        worst_order = self.by_wiring[tuple(orders.aux_resid.iloc[0])]
+        top_wiring = self.highest()
+        top = self.by_wiring[top_wiring]
         g = self.grid()
         i = self.worst_slot()
         worst_k = int(g.iloc[i].to_numpy().argmin())
-        worst = self.verdicts[short(self.trained[:i] + (worst_k,) + self.trained[i + 1:])]
+        worst = self.by_wiring[self.trained[:i] + (worst_k,) + self.trained[i + 1:]]
         return {"scanned": len(self.verdicts), "beats": c["beats"], "within_noise": c["within noise"],
-                "loses": c["loses"], "tau_trained": self.verdicts[self.reference].value.value,
-                "highest": list(self.wirings[top.name]), "highest_tau": top.value.value,
+                "loses": c["loses"], "tau_trained": self.by_wiring[self.trained].value.value,
+                "highest": list(top_wiring), "highest_tau": top.value.value,
                 "highest_word": top.word, "neighbours": len(near), "neighbours_within_noise": nc["within noise"],
                 "neighbours_lose": nc["loses"], "neighbours_beat": nc["beats"],
                 "neighbour_tau": {f"slot {s} resid[{k}]": v.value.value for s, k, v in near},
@@ -164,9 +181,9 @@ def scan_neighbourhood(bank, draft, trained, rule: bool, *, num_steps: int, scor
             if w != trained:
                 wirings.setdefault(short(w), w)
                 why.setdefault(short(w), []).append(f"slot {i} fed resid[{k}]")
-    comp = compare_wirings(bank, draft, {name: (w, rule) for name, w in wirings.items()}, short(trained),
+    comp = compare_wirings(bank, draft, {w: Hypothesis(w, rule, name) for name, w in wirings.items()}, trained,
                            num_steps=num_steps, scorer=scorer, level=level)
-    return NeighbourhoodScan(trained, bool(rule), n, comp.verdicts, wirings, why)
+    return NeighbourhoodScan(trained, bool(rule), n, comp.verdicts, wirings, why, comp.by_key)
 
 
 # ------------------------------------------------------------------ reading search_wiring
@@ -179,12 +196,17 @@ class SearchReading:
     found: object
     trained: tuple | None
     trained_rule: bool | None
-    vs_best: Verdicts            # the search's best (reference), the highest tau it scored, the trained wiring
-    highest: str                 # the name of the highest-tau hypothesis in vs_best
+    vs_best: Verdicts            # labelled for display and claims: the search's best (reference), the highest tau it
+                                 # scored, the trained wiring
+    highest: str                 # the label of the highest-tau hypothesis in vs_best
     equivalent: list             # per slot: the points within noise of the best there
     rules_in_set: list           # norm_before_residual values among the hypotheses within noise
-    ce: dict = field(default_factory=dict)   # name -> cross-entropy
-    ce_diff: dict = field(default_factory=dict)   # name -> paired cross-entropy difference to the best (Interval)
+    ce: dict = field(default_factory=dict)   # role -> cross-entropy
+    ce_diff: dict = field(default_factory=dict)   # role -> paired cross-entropy difference to the best (Interval)
+    by_role: dict = field(default_factory=dict)   # "best", "highest", "trained" -> Verdict ("highest" is "best"'s
+                                                  # when the best scored the highest tau)
+    labels: dict = field(default_factory=dict)    # role -> its label in vs_best
+    highest_wiring: tuple = ()                    # the highest-tau hypothesis's wiring
 
     @property
     def in_sets(self) -> bool | None:
@@ -197,7 +219,7 @@ class SearchReading:
     def words(self) -> str:
         from eagle3lab.analysis.wiring_search import wiring_text
 
-        f, best = self.found, self.vs_best["search's best"]
+        f, best = self.found, self.by_role["best"]
         rule = (f"every hypothesis within noise of the best runs norm_before_residual={self.rules_in_set[0]}, so "
                 "the rule is found" if len(self.rules_in_set) == 1 else
                 f"hypotheses within noise run norm_before_residual in {self.rules_in_set}: the rule is not found")
@@ -206,22 +228,22 @@ class SearchReading:
                  f"{'identifies the wiring' if f.identifiable else 'does NOT identify one wiring'} "
                  f"({f.evaluations} draft evaluations; brute force {f.brute_force}): {f.reason}. Points within noise "
                  f"of its best, per slot: {sizes}; {rule}."]
-        high = self.vs_best[self.highest]
+        high, at = self.by_role["highest"], wiring_text(self.highest_wiring)
         lines.append(
             f"- **Where it stopped.** The descent moves a slot only while the cross-entropy falls; it stopped at "
-            f"{wiring_text(f.best['wiring'])} (cross-entropy {self.ce[best.name]:.3f}, {best.measured()}). "
+            f"{wiring_text(f.best['wiring'])} (cross-entropy {self.ce['best']:.3f}, {best.measured()}). "
             + ("That is also the highest tau it scored." if high is best else
-               f"The highest tau it scored, {high.value.value:.2f} at {self.highest.split(': ', 1)[-1]}, "
+               f"The highest tau it scored, {high.value.value:.2f} at {at}, "
                f"{high.against(reference='its best')}, "
-               f"with cross-entropy {self.ce[self.highest]:.3f}: it ranks by cross-entropy (what training "
+               f"with cross-entropy {self.ce['highest']:.3f}: it ranks by cross-entropy (what training "
                "minimised, less noisy than tau), and a tau that much higher is inside the noise."
                if high.word != "beats" else
-               f"The highest tau it scored, {high.value.value:.2f} at {self.highest.split(': ', 1)[-1]}, "
+               f"The highest tau it scored, {high.value.value:.2f} at {at}, "
                f"{high.against(reference='its best')}: "
                "cross-entropy and tau disagree here beyond noise."))
         if self.trained is not None:
-            t = self.vs_best["trained wiring"]
-            d = self.ce_diff["trained wiring"]
+            t = self.by_role["trained"]
+            d = self.ce_diff["trained"]
             lines.append(f"- **The trained wiring** {resid_label(self.trained)} (norm_before_residual="
                          f"{self.trained_rule}): tau {t.against(reference='its best')}; cross-entropy {d.value:+.3f} "
                          f"[{d.low:+.3f}, {d.high:+.3f}] against the best's. It lies "
@@ -235,8 +257,10 @@ class SearchReading:
                "brute_force": int(f.brute_force), "best": list(f.best["wiring"]),
                "best_rule": bool(f.best["variant"]["norm_before_residual"]), "rules_in_set": self.rules_in_set,
                "equivalent_sizes": [len(e) for e in self.equivalent], "in_sets": self.in_sets,
-               "ce": self.ce, "vs_best": self.vs_best.claims(), "highest": self.highest,
-               "ce_diff": {k: {"value": d.value, "low": d.low, "high": d.high} for k, d in self.ce_diff.items()},
+               "ce": {self.labels[r]: ce for r, ce in self.ce.items()}, "vs_best": self.vs_best.claims(),
+               "highest": self.highest,
+               "ce_diff": {self.labels[r]: {"value": d.value, "low": d.low, "high": d.high}
+                           for r, d in self.ce_diff.items()},
                "tau_drops": [float(x) for x in f.slots.tau_drop]}
         return out
 
@@ -249,36 +273,35 @@ def read_search(found, trained=None, trained_rule: bool | None = None, *, bank=N
 
     scores, best_key = found.extra["scores"], found.extra["best_key"]
     table = found.table
-    best_name = "search's best"
     hi = table.loc[table.tau.idxmax()]
     highest_key = (tuple(hi["aux"]), tuple(sorted(hi["variant"].items())))
-    highest = f"highest tau: {wiring_text(hi['aux'])}"
-    measured = {best_name: scores[best_key]}
-    ce = {best_name: scores[best_key].ce}
+    # roles are the keys; labels name them in the table, the words' references and the claims
+    labels = {"best": "search's best", "highest": f"highest tau: {wiring_text(hi['aux'])}", "trained": "trained wiring"}
+    measured = {"best": scores[best_key]}
     if highest_key != best_key:
-        measured[highest], ce[highest] = scores[highest_key], scores[highest_key].ce
-    else:
-        highest = best_name
+        measured["highest"] = scores[highest_key]
     if trained is not None:
         trained = tuple(int(k) for k in trained)
         mine = [k for k in scores if k[0] == trained and dict(k[1]).get("norm_before_residual") == trained_rule]
         if mine:
-            key = min(mine, key=lambda k: scores[k].ce)
-            measured["trained wiring"] = scores[key]
+            measured["trained"] = scores[min(mine, key=lambda k: scores[k].ce)]
         else:
             if bank is None or draft is None or num_steps is None:
                 raise ValueError("read_search: the search did not score the trained wiring; pass bank, draft and "
                                  "num_steps to score it")
-            measured["trained wiring"] = make_scorer(bank, draft, num_steps)(
+            measured["trained"] = make_scorer(bank, draft, num_steps)(
                 trained, {**dict(best_key[1]), "norm_before_residual": bool(trained_rule)})
-        ce["trained wiring"] = measured["trained wiring"].ce
     near = table[table["within_noise"]]
     rules = sorted({bool(r) for r in near["norm_before_residual"]})
-    b = measured[best_name]
-    ce_diff = {name: bootstrap_ratio_difference(s.ce_sum, s.ce_n, b.ce_sum, b.ce_n, level=found.level)
-               for name, s in measured.items() if name != best_name}
-    return SearchReading(found, trained, trained_rule, compare(measured, best_name, level=found.level), highest,
-                         list(found.slots.equivalent), rules, ce, ce_diff)
+    b = measured["best"]
+    ce_diff = {role: bootstrap_ratio_difference(s.ce_sum, s.ce_n, b.ce_sum, b.ce_n, level=found.level)
+               for role, s in measured.items() if role != "best"}
+    vs_best = compare({labels[r]: s for r, s in measured.items()}, labels["best"], level=found.level)
+    by_role = dict(zip(measured, vs_best))     # compare keeps the order given
+    by_role.setdefault("highest", by_role["best"])
+    return SearchReading(found, trained, trained_rule, vs_best, labels["highest" if "highest" in measured else "best"],
+                         list(found.slots.equivalent), rules, {r: s.ce for r, s in measured.items()}, ce_diff,
+                         by_role, {r: labels[r] for r in measured}, tuple(hi["aux"]))
 
 
 def fc_input_words(chunks) -> str:
@@ -298,42 +321,47 @@ def fc_input_words(chunks) -> str:
 
 @dataclass
 class DraftContrast:
-    """Per draft: as trained, as ``engine`` serves it and every reordering of its trained states."""
+    """Per draft: as trained, as ``engine`` serves it and every reordering of its trained states (hypotheses
+    keyed ``"trained"``, ``"served"`` and ``("reordered", wiring)``)."""
 
     engine: str
     rows: dict                   # draft name -> WiringComparison
     trained: dict                # draft name -> wiring
     served: dict                 # draft name -> wiring the engine feeds
 
+    def _worst(self, name: str) -> tuple[tuple, Verdict]:
+        """The reordering of ``name``'s trained states with the lowest tau: (its wiring, its verdict)."""
+        orders = [(key[1], v) for key, v in self.rows[name].by_key.items() if key[0] == "reordered"]
+        return min(orders, key=lambda wv: wv[1].value.value)
+
     def worst_order(self, name: str) -> Verdict:
-        comp = self.rows[name]
-        return min((v for v in comp.verdicts if v.name.startswith("reordered")), key=lambda v: v.value.value)
+        return self._worst(name)[1]
 
     def served_verdict(self, name: str) -> Verdict:
-        return self.rows[name].verdicts[f"as {self.engine} serves it"]
+        return self.rows[name].verdict("served")
 
     def table(self) -> pd.DataFrame:
         out = {}
         for name, comp in self.rows.items():
-            ref, srv, worst = comp.verdicts["as trained"], self.served_verdict(name), self.worst_order(name)
+            ref, srv, (order, worst) = comp.verdict("trained"), self.served_verdict(name), self._worst(name)
             out[name] = {"trained on": resid_label(self.trained[name]), f"{self.engine} feeds": resid_label(self.served[name]),
                          "tau as trained": f"{ref.value.value:.2f} [{ref.value.low:.2f}, {ref.value.high:.2f}]",
                          f"tau as {self.engine} serves it": f"{srv.value.value:.2f} [{srv.value.low:.2f}, {srv.value.high:.2f}]",
                          "served vs trained": srv.word,
-                         "worst reordering": f"{worst.name.split(' ', 1)[1]}: {worst.value.value:.2f}, {worst.word}"}
+                         "worst reordering": f"{short(order)}: {worst.value.value:.2f}, {worst.word}"}
         return pd.DataFrame.from_dict(out, orient="index")
 
     def words(self) -> str:
         return "\n".join(f"- {name} (trained on {resid_label(self.trained[name])}, {self.engine} feeds "
                          f"{resid_label(self.served[name])}): as {self.engine} serves it, "
                          f"{self.served_verdict(name).measured()}, {self.served_verdict(name).against()}; "
-                         f"its worst reordering, {self.worst_order(name).name.split(' ', 1)[1]}, "
+                         f"its worst reordering, {short(self._worst(name)[0])}, "
                          f"{self.worst_order(name).against()}." for name in self.rows)
 
     def claims(self) -> dict:
         return {name: {"trained": list(self.trained[name]), "served": list(self.served[name]),
                        "served_as_trained": tuple(self.trained[name]) == tuple(self.served[name]),
-                       "as_trained": comp.verdicts["as trained"].claims(), "as_served": self.served_verdict(name).claims(),
+                       "as_trained": comp.verdict("trained").claims(), "as_served": self.served_verdict(name).claims(),
                        "worst_order": self.worst_order(name).claims()} for name, comp in self.rows.items()}
 
 
@@ -346,20 +374,23 @@ def contrast_drafts(bank, drafts: Mapping, engine_profile: str, *, num_steps: in
     rows, trained, served = {}, {}, {}
     for name, (d, wiring, rule) in drafts.items():
         wiring = tuple(int(k) for k in wiring)
-        hyp = {"as trained": (wiring, rule), f"as {engine} serves it": served_hypothesis(d, engine_profile)}
-        hyp.update({f"reordered {short(o)}": (o, rule) for o in dict.fromkeys(permutations(wiring)) if o != wiring})
-        rows[name] = compare_wirings(bank, d, hyp, "as trained", num_steps=num_steps, level=level)
-        trained[name], served[name] = wiring, tuple(hyp[f"as {engine} serves it"][0])
+        hyp = {"trained": Hypothesis(wiring, rule, "as trained"),
+               "served": Hypothesis(*served_hypothesis(d, engine_profile), f"as {engine} serves it")}
+        hyp.update({("reordered", o): Hypothesis(o, rule, f"reordered {short(o)}")
+                    for o in dict.fromkeys(permutations(wiring)) if o != wiring})
+        rows[name] = compare_wirings(bank, d, hyp, "trained", num_steps=num_steps, level=level)
+        trained[name], served[name] = wiring, tuple(hyp["served"].wiring)
     return DraftContrast(engine, rows, trained, served)
 
 
 def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: WiringComparison,
                      scan: NeighbourhoodScan, servable: WiringComparison, builds: dict, contrast: DraftContrast | None,
                      reading: SearchReading, num_steps: int, anchors: int) -> tuple[str, dict]:
-    """Notebook 03's summary: (text, claims), every number and verdict in the text taken from the claims."""
+    """Notebook 03's summary: (text, claims), every number and verdict in the text taken from the claims.
+    ``pair``'s hypotheses are keyed ``"trained"``, ``"served_wiring"`` (the served wiring, the trained residual
+    rule) and ``"served"``; ``servable``'s ``(build, "trained_rule")`` and ``(build, "engine_rule")`` per build."""
     cos = [float(c) for c in chunks["cosine"].iloc[:-1]]
-    t, sw = pair.verdicts["as trained"], pair.verdicts["served wiring, trained residual"]
-    sv = pair.verdicts[f"as {engine} serves it"]
+    t, sw, sv = pair.verdict("trained"), pair.verdict("served_wiring"), pair.verdict("served")
     sc = scan.claims()
     text = (f"{draft} was trained on {resid_label(trained)}; its checkpoint ids make {engine} feed {resid_label(served)}: "
             "same shape, per-slot cosine to the trained states " + ", ".join(f"{c:.2f}" for c in cos)
@@ -370,12 +401,12 @@ def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: 
     text += (f"Of {len(scan.verdicts.others())} one-slot changes and reorderings of the trained wiring, {c['beats']} "
              f"beat it, {c['within noise']} are within noise and {c['loses']} lose; of its {sc['neighbours']} +-1 "
              f"neighbours {sc['neighbours_within_noise']} are within noise and {sc['neighbours_lose']} lose; the "
-             f"worst reordering {scan.verdicts[short(sc['worst_order'])].against(reference='as trained')}; the most "
+             f"worst reordering {scan.by_wiring[tuple(sc['worst_order'])].against(reference='as trained')}; the most "
              f"sensitive slot is slot {sc['worst_slot']} ({resid_name(trained[sc['worst_slot']])}): fed "
              f"resid[{sc['worst_slot_point']}] it loses {sc['worst_slot_cost']:.2f}. ")
     parts = []
     for v, (wiring, ids) in builds.items():
-        tr, er = servable.verdicts[f"{engine} {v}, trained rule"], servable.verdicts[f"{engine} {v}, {engine}'s rule"]
+        tr, er = servable.verdict((v, "trained_rule")), servable.verdict((v, "engine_rule"))
         what = ("feeds the trained wiring itself" if tuple(wiring) == tuple(trained) else
                 f"can serve, {resid_label(wiring)}")
         parts.append(f"{engine} {v} {what} (ids {list(ids)}): with the trained rule it {tr.against(reference='as trained')}, "
@@ -385,10 +416,10 @@ def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: 
         name = list(contrast.rows)[-1]
         v = contrast.served_verdict(name)
         text += (f"The contrast draft {name}, served what it was trained on, has as trained "
-                 f"{contrast.rows[name].verdicts['as trained'].measured()}; as {engine} serves it it {v.against(reference='as trained')}. ")
+                 f"{contrast.rows[name].verdict('trained').measured()}; as {engine} serves it it {v.against(reference='as trained')}. ")
     r = reading.claims()
-    vt = reading.vs_best["trained wiring"] if reading.trained is not None else None
-    best = reading.vs_best["search's best"]
+    vt = reading.by_role.get("trained")
+    best = reading.by_role["best"]
     text += (f"Without the training log, search_wiring ({r['evaluations']} draft evaluations, brute force "
              f"{r['brute_force']}) {'identifies one wiring' if r['identifiable'] else 'does not identify one wiring'}: "
              f"its best, {resid_label(r['best'])} with norm_before_residual={r['best_rule']}, "
@@ -401,7 +432,7 @@ def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: 
                   num_steps=num_steps, pair=pair.claims(), scan=sc, servable=servable.claims(),
                   builds={v: {"wiring": list(w), "ids": list(i)} for v, (w, i) in builds.items()},
                   contrast=None if contrast is None else contrast.claims(), search=r,
-                  c1_trained=pair.scores["as trained"].stats.conditional[0])
+                  c1_trained=pair.scores["trained"].stats.conditional[0])
     return text, claims
 
 
