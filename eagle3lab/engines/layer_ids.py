@@ -25,13 +25,15 @@ saying whether it was read in the engine's source (``confirmed``); ``to_engine_i
 Which config key vLLM reads the ids from (and what it logs on falling back) follows its model runner,
 V1 or V2, which the build and the platform decide (``eagle3lab.engines.vllm_runner``; ``key=`` and
 ``engine_platform=`` here).
-What each engine's model file does with an id list in each release range is a row: ``SGLANG_ROWS`` (one per
-SGLang model file and the change from which it holds: offset, what loop index 0 captures, whether loop index N
-is, what an id past the layers does, the rule) and ``VLLM_FILE_ROWS`` / ``VLLM_ROWS`` (vLLM's DeepSeek-family
-loops), all found by one lookup (``eagle3lab.engines.versions.change_rows``: dates, PR marks and releases place a
-build). Adding a release's rule is one ``Change`` in ``CHANGES`` and one row (``tests/engines/test_release_rows.py``
-shows it); ``SGLANG_NEWEST_READ`` / ``VLLM_NEWEST_READ`` are formatted into every sentence that names the newest
-release read. Each note carries a stable code (``NOTE_CODES``): callers match the code, never the text.
+What each engine's model file does with an id list in each release range is a rule (``RULES``, one
+``eagle3lab.engines.versions.Rule`` shape): per SGLang model file and the ``Change`` from which it holds (CAPTURE:
+offset, what loop index 0 captures, whether loop index N is, what an id past the layers does, the rule's words), per
+target whether SGLang has the hook at all (HOOK) and what a short capture does (COUNT), and vLLM's DeepSeek-family
+loops (FILE, CAPTURE), all found by one lookup (``versions.rule_at``: dates, PR marks and releases place a build). A
+rule's words are a template filled from its range and its ``Change`` ({since}, {until}, {pr}, {merged}, {newest}), so
+no release boundary is typed beside the row that holds it. Adding a release's rule is one row holding its ``Change``
+(``tests/engines/test_release_rows.py`` shows it); ``SGLANG_NEWEST_READ`` / ``VLLM_NEWEST_READ`` fill every sentence
+that names the newest release read. Each note carries a stable code (``NOTE_CODES``): callers match the code, never the text.
 Pure Python: no torch import, so ``eagle3lab ids`` starts fast.
 """
 
@@ -41,15 +43,14 @@ import operator
 import re
 from dataclasses import asdict, dataclass
 
-from eagle3lab.engines.versions import (
-    Change,
-    change_rows,
-    parse_engine_version,
-    place,
-    place_in_order,
-    row_value,
+from eagle3lab.engines.versions import Change, Rule, parse_engine_version, place, rule_at, rule_field
+from eagle3lab.engines.vllm_runner import (
+    IDS_NESTED,
+    RELEASES_READ,
+    VLLM_NEWEST_READ,
+    check_platform,
+    vllm_runner,
 )
-from eagle3lab.engines.vllm_runner import IDS_NESTED, VLLM_NEWEST_READ, check_platform, vllm_runner
 from eagle3lab.errors import Eagle3LabError, UncapturablePoints, bad_input
 
 ID_CONVENTIONS = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
@@ -146,7 +147,7 @@ _SGLANG_FILE = {  # architecture (lower case) -> (file with the capture loop, ho
 }
 
 # SGLang: what each model file does with an id list, one row per (file, the change from which it holds), in the
-# order the changes landed; ``sglang_rule`` finds a build's row (eagle3lab.engines.versions.change_rows). Every file
+# order the changes landed; ``_Rules`` finds a build's rule (eagle3lab.engines.versions.rule_at). Every file
 # read adds the offset with no check and no sort, and ModelRunner passes eagle_config's ids unchanged. Loop index 0
 # is tested before layer 0 runs, where the residual is still None (PP first rank): a file captures resid[0] there
 # ("bare": it appends the bare hidden states; "prepared": the residual its layer prepares, the embedding output) or
@@ -155,33 +156,31 @@ SGLANG_NEWEST_READ = "0.5.23"   # the newest SGLang release whose model files we
 PLUS_ONE, FIRST_ID, LARGEST_N = "+1", "+1 if the first id is 1", "+1 unless the largest id is N"
 
 
-def _newest(text: str) -> str:
-    """A row's text with the newest release read ({newest}) filled in when it is said, so one constant moves them all."""
-    return text.format(newest=SGLANG_NEWEST_READ)
+# What a rule governs (``Rule.kind``; eagle3lab.engines.versions): CAPTURE, what a model file (the key) does with an
+# id list (a ``Capture``); HOOK, whether a target architecture (lower case) has set_eagle3_layers_to_capture at all
+# ("yes", "missing": ModelRunner's call raises AttributeError at start-up, "no class": the architecture is not
+# served); COUNT, what a file does when fewer aux states are captured than configured (layers/aux_hidden_states.py:
+# "none", "assert", "RuntimeError"); FILE, which file serves a target architecture (vLLM).
+CAPTURE, HOOK, COUNT, FILE = "capture", "hook", "count-check", "file"
 
 
 @dataclass(frozen=True)
-class IdRow:
-    """What ``engine``'s ``file`` does with an id list, from the change ``since`` on (None: the oldest build read)
-    to the next row of the same file: the ``offset`` added to every id (PLUS_ONE, FIRST_ID, LARGEST_N), what loop
-    index 0 captures (``index0``: "bare", "prepared" or "TypeError"), whether loop index N (after the last layer) is
-    captured (``final``), what a loop index past the layers does (``past_end``: "missing", or "IndexError" at
-    start-up), and the ``rule`` (its text, or for vLLM a key of _RULES)."""
+class Capture:
+    """A CAPTURE rule's value: the ``offset`` added to every id (PLUS_ONE, FIRST_ID, LARGEST_N, AS_WRITTEN), what loop
+    index 0 captures (``index0``: "bare", "prepared", "TypeError", "platform" or "unknown"), whether loop index N
+    (after the last layer) is captured (``final``), what a loop index past the layers does (``past_end``: "missing",
+    or "IndexError" at start-up), and whether the engine serves an EAGLE-3 draft on such a target at all."""
 
-    engine: str
-    file: str
-    since: str | None
     offset: str
     index0: str
     final: bool
-    past_end: str
-    rule: str
-    eagle3: bool = True   # the engine serves an EAGLE-3 draft on a target served by this file at all
+    past_end: str = "missing"
+    eagle3: bool = True
 
 
 def _rows(file, *rows, past_end="missing"):
-    return tuple(IdRow("sglang", file, since, offset, index0, final, past_end, rule)
-                 for since, offset, index0, final, rule in rows)
+    return tuple(Rule("sglang", CAPTURE, file, since and CHANGES[since], Capture(offset, index0, final, past_end),
+                      note) for since, offset, index0, final, note in rows)
 
 
 _PR25454 = CHANGES["sglang#25454"]
@@ -190,19 +189,26 @@ _RULE_PLUS_ONE = ("SGLang (python/sglang/srt/models/llama.py, qwen3.py, qwen3_mo
                   "read): config id k is stored as loop index k+1 and captured before layer k+1 runs, so id k = "
                   "resid[k+1] (the output of layer k).")
 _RULE_DEEPSEEK_OLD = ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, before PR "
-                      f"#25454 merged {_PR25454.merged}): config id k = resid[k+1], as in llama.py.")
+                      f"#{_PR25454.pr} merged {_PR25454.merged}): config id k = resid[k+1], as in llama.py.")
 _RULE_DEEPSEEK_NEW = ("SGLang DeepSeek-family (python/sglang/srt/models/deepseek_v2.py, since PR #25454 "
-                      f"merged {_PR25454.merged}; read in releases 0.5.13 and {{newest}}): +1 only when the FIRST "
-                      "id is 1 (id k = resid[k+1]); otherwise ids are loop indices used as-is (id k = resid[k]).")
+                      f"merged {_PR25454.merged}; read in releases {_PR25454.first_with} and {{newest}}): +1 only when "
+                      "the FIRST id is 1 (id k = resid[k+1]); otherwise ids are loop indices used as-is (id k = resid[k]).")
 _RULE_GLM4 = ("SGLang Glm4MoeLiteForCausalLM (python/sglang/srt/models/glm4_moe_lite.py): the same "
-              "set_eagle3_layers_to_capture as deepseek_v2.py in the releases read (0.5.12: a subclass, "
-              "+1 always; 0.5.13 and {newest}: PR #25454's first-id rule, copied), so "
+              f"set_eagle3_layers_to_capture as deepseek_v2.py in the releases read ({_PR25454.last_without}: a "
+              f"subclass, +1 always; {_PR25454.first_with} and {{newest}}: PR #25454's first-id rule, copied), so "
               "builds are placed by PR #25454. deepseek_v2.py's rule: ")
-_RULE_GPT_OSS = ("SGLang GptOssForCausalLM (python/sglang/srt/models/gpt_oss.py, since PR #32334, release "
-                 "0.5.17; read up to {newest}): ids whose largest is N are boundary indices as written (id k = "
+_RULE_GPT_OSS = ("SGLang GptOssForCausalLM (python/sglang/srt/models/gpt_oss.py, since PR #{pr}, release "
+                 "{since}; read up to {newest}): ids whose largest is N are boundary indices as written (id k = "
                  "resid[k], N = the last layer's output, captured at the final norm); any other list gets the "
                  "+1 (id k = resid[k+1], so id N-1 = resid[N]).")
-SGLANG_ROWS = (
+_KIMI_K25 = "kimik25forconditionalgeneration"
+_HOOK_WORDS = {
+    "missing": ("{arch} has no set_eagle3_layers_to_capture in this build: ModelRunner calls it for every EAGLE3 "
+                "launch, so start-up fails with AttributeError (nothing is served)"),
+    "no class": ("this build has no {arch} class (kimi_k25.py first ships in " + CHANGES["sglang-kimi-k25"].first_with
+                 + "): the target does not load"),
+}
+_SGLANG_RULES = (
     # `aux_hidden_states.append(hidden_states + residual)`, unguarded, up to 0.5.21; the layer boundary from 0.5.22
     *_rows("llama.py", (None, PLUS_ONE, "TypeError", False, _RULE_PLUS_ONE),
            ("sglang-llama-boundary", PLUS_ONE, "prepared", False, _RULE_PLUS_ONE)),
@@ -215,7 +221,7 @@ SGLANG_ROWS = (
            ("sglang#25454", FIRST_ID, "TypeError", False, _RULE_GLM4 + _RULE_DEEPSEEK_NEW),
            ("sglang-glm4-lite-boundary", FIRST_ID, "prepared", False, _RULE_GLM4 + _RULE_DEEPSEEK_NEW)),
     *_rows("gpt_oss.py", (None, PLUS_ONE, "TypeError", False,
-                          _RULE_PLUS_ONE + " (gpt_oss.py up to release 0.5.16, before PR #32334.)"),
+                          _RULE_PLUS_ONE + " (gpt_oss.py up to release {until}, before PR #32334.)"),
            ("sglang#32334", LARGEST_N, "prepared", True, _RULE_GPT_OSS)),
     # `hidden_states + residual if residual is not None else hidden_states`; the layer boundary from 0.5.22
     *_rows("qwen2.py", (None, PLUS_ONE, "bare", False, _RULE_PLUS_ONE)),
@@ -223,57 +229,55 @@ SGLANG_ROWS = (
     *_rows("qwen2_moe.py", (None, PLUS_ONE, "bare", False, _RULE_PLUS_ONE), past_end="IndexError"),
     # a target whose file was not read: the +1 rule of every file read (notes say it is not confirmed)
     *_rows(None, (None, PLUS_ONE, "unknown", False, _RULE_PLUS_ONE)),
+    # SGLang release wheels 0.5.4-0.5.10: which DeepSeek-family targets have set_eagle3_layers_to_capture at all
+    *(Rule("sglang", HOOK, arch, since, hook, _HOOK_WORDS.get(hook, "")) for arch in (
+        "deepseekv2forcausallm", "deepseekv3forcausallm", "deepseekv32forcausallm")
+      for since, hook in ((None, "missing"), (CHANGES["sglang#12319"], "yes"))),
+    Rule("sglang", HOOK, _KIMI_K25, None, "no class", _HOOK_WORDS["no class"]),
+    Rule("sglang", HOOK, _KIMI_K25, CHANGES["sglang-kimi-k25"], "missing", _HOOK_WORDS["missing"]),
+    Rule("sglang", HOOK, _KIMI_K25, CHANGES["sglang#19689"], "yes"),
+    # layers/aux_hidden_states.py (deepseek_v2.py packs its captures there from 0.5.17): finalize checks the count
+    Rule("sglang", COUNT, "deepseek_v2.py", None, "none", "no check counts them (release wheels up to {until}): the "
+         "target returns fewer states than fc reads and nothing names the ids; what the draft then does with the "
+         "narrower input was read, not run"),
+    Rule("sglang", COUNT, "deepseek_v2.py", CHANGES["sglang-aux-count-assert"], "assert", "deepseek_v2.py packs them "
+         "in layers/aux_hidden_states.py, whose finalize asserts 'captured i of n aux hidden states': AssertionError "
+         "at the first forward ({since}-{until}; skipped under python -O)"),
+    Rule("sglang", COUNT, "deepseek_v2.py", CHANGES["sglang-aux-count-error"], "RuntimeError", "deepseek_v2.py packs "
+         "them in layers/aux_hidden_states.py, whose finalize raises RuntimeError 'captured i of n aux hidden "
+         "states' at the first forward ({since} on)"),
 )
 
 
-@dataclass(frozen=True)
-class HookRow:
-    """Whether SGLang can start an EAGLE-3 launch on a target ``arch`` (lower case) from the change ``since`` on
-    (None: the oldest release read, 0.5.4): ``hook`` "yes", "missing" (the class has no set_eagle3_layers_to_capture:
-    ModelRunner's call raises AttributeError at start-up) or "no class" (the architecture is not served at all)."""
-
-    arch: str
-    since: str | None
-    hook: str
-
-
-SGLANG_HOOK_ROWS = (
-    *(row for arch in ("deepseekv2forcausallm", "deepseekv3forcausallm", "deepseekv32forcausallm") for row in (
-        HookRow(arch, None, "missing"), HookRow(arch, "sglang#12319", "yes"))),
-    HookRow("kimik25forconditionalgeneration", None, "no class"),
-    HookRow("kimik25forconditionalgeneration", "sglang-kimi-k25", "missing"),
-    HookRow("kimik25forconditionalgeneration", "sglang#19689", "yes"),
-)
-_HOOK_WORDS = {
-    "missing": ("{arch} has no set_eagle3_layers_to_capture in this build: ModelRunner calls it for every EAGLE3 "
-                "launch, so start-up fails with AttributeError (nothing is served)"),
-    "no class": "this build has no {arch} class (kimi_k25.py first ships in 0.5.9): the target does not load",
-}
 # Changes every file's rows are placed after (a build before PR #25454, 0.5.13, lacks each file's later change).
-_SGLANG_LANDED_AFTER = {"llama.py": ("sglang#25454",), "gpt_oss.py": ("sglang#25454",)}
+_SGLANG_LANDED_AFTER = {"llama.py": (_PR25454,), "gpt_oss.py": (_PR25454,)}
+# The oldest SGLang release whose model files were read here: ids written for the newest code are checked
+# against it (save_draft warns when that build reads them otherwise).
+SGLANG_OLDEST_READ = "0.5.4"
 
 # The versions of each file read (said in the notes about loop index 0); each release boundary is its row's.
 _LLAMA, _DEEPSEEK = CHANGES["sglang-llama-boundary"], CHANGES["sglang-deepseek-capture"]
 _GLM4_LITE, _GPT_OSS = CHANGES["sglang-glm4-lite-boundary"], CHANGES["sglang#32334"]
 _SGLANG_READ = {
-    "llama.py": ("00239548f1cd and bf7a0e237e8d (2025 main), the release wheels 0.5.4-" + _LLAMA.last_without
+    "llama.py": (f"00239548f1cd and bf7a0e237e8d (2025 main), the release wheels {SGLANG_OLDEST_READ}-" + _LLAMA.last_without
                  + ", and " + _LLAMA.first_with + "-{newest} (layer boundary; {newest} run on CPU)"),
     "deepseek_v2.py": ("up to Dec 2025: 3e4a39ee7330 (with PR #12319's hook) and PR #14280's diff; the "
-                       "release wheels 0.5.12 (before PR #25454) and 0.5.13 (since it); 0.5.14-"
-                       "{newest} capture the prepared residual"),
-    "glm4_moe_lite.py": ("release wheels 0.5.13-" + _GLM4_LITE.last_without + " (0.5.12 runs deepseek_v2.py's loop) and "
+                       f"release wheels {_PR25454.last_without} (before PR #25454) and {_PR25454.first_with} (since "
+                       f"it); {_DEEPSEEK.first_with}-{{newest}} capture the prepared residual"),
+    "glm4_moe_lite.py": (f"release wheels {_PR25454.first_with}-{_GLM4_LITE.last_without} ({_PR25454.last_without} "
+                         "runs deepseek_v2.py's loop) and "
                          + _GLM4_LITE.first_with + "-{newest} (layer boundary)"),
-    "gpt_oss.py": ("release wheels 0.5.4-" + _GPT_OSS.last_without + ", and " + _GPT_OSS.first_with
+    "gpt_oss.py": (f"release wheels {SGLANG_OLDEST_READ}-" + _GPT_OSS.last_without + ", and " + _GPT_OSS.first_with
                    + "-{newest} (boundary 0 guarded, then the layer boundary)"),
     "qwen2.py": ("the hook came with PR #9216 (Aug 2025, modelled on Qwen3's PR #7745); its capture line "
                  "was read in the fork copy Fridge003/sglang@40cef40f2757, qwen3.py at 28aa91cd0565, the "
-                 "release wheels 0.5.4-{newest} ({newest} run on CPU)"),
+                 f"release wheels {SGLANG_OLDEST_READ}-{{newest}} ({{newest}} run on CPU)"),
     "qwen2_moe.py": ("0115497da8f2 (qwen2_moe.py), e3d8e9aec2c7 (qwen3_moe.py), the release wheels 0.5.12-"
                      "{newest} ({newest} run on CPU)"),
 }
 
 _INDEX0_READ = (f"llama.py (up to {_LLAMA.last_without}), deepseek_v2.py (up to {_DEEPSEEK.last_without}), "
-                f"glm4_moe_lite.py (0.5.13-{_GLM4_LITE.last_without}) and gpt_oss.py (up to {_GPT_OSS.last_without}) "
+                f"glm4_moe_lite.py ({_PR25454.first_with}-{_GLM4_LITE.last_without}) and gpt_oss.py (up to {_GPT_OSS.last_without}) "
                 "raise TypeError there, later releases of each capture resid[0]; qwen2.py "
                 "(Qwen2, Qwen3) and qwen2_moe.py (Qwen3-MoE) append the bare hidden states, i.e. resid[0]")
 
@@ -283,22 +287,13 @@ _PASS_ARCH = ("pass the target architecture (--arch in `eagle3lab ids`, --target
               "arch= in Python)")
 _PASS_VERSION = "pass --engine-version, or engine_version= in Python, to choose"
 
-_RULES = {  # the rules that are not release rows (SGLang's are in SGLANG_ROWS)
+_RULES = {  # the rules that are not release rules (the others are notes of RULES)
     "sglang-default": ("SGLang (set_eagle3_layers_to_capture with layer_ids None, every version read): loop "
                        "indices [2, N//2, N-3] with no +1, i.e. resid[2], resid[N//2], resid[N-3]. Ids are read "
                        "only from config.json -> eagle_config -> eagle_aux_hidden_state_layer_ids."),
     "vllm": ("vLLM (model_executor/models, EagleModelMixin._maybe_add_hidden_state via "
              "set_aux_hidden_state_layers, since PR #36063; older model files captured layer inputs, the same "
              "points for k < N): id k = resid[k]; 0 = embedding output, N = last layer output before the final norm."),
-    "vllm-deepseek": ("vLLM DeepSeek-family (model_executor/models/deepseek_v2.py DeepseekV2Model.forward, its own "
-                      f"loop, not EagleModelMixin; every release read, 0.18.0-{VLLM_NEWEST_READ}): appends `hidden_states + "
-                      "residual` before layer k runs, so id k = resid[k] for k < N, and id N after the last layer "
-                      "since PR #46973 (release 0.25.0); id 0 meets residual None there (TypeError)."),
-    "vllm-deepseek-v32": ("vLLM DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM on CUDA since release 0.29.0 "
-                          "(registry.py -> vllm/models/deepseek_v32; CUDA: nvidia/model.py, ROCm: amd/model.py, CPU and "
-                          "XPU: deepseek_v2.py, whose rule then applies; read up to "
-                          f"{VLLM_NEWEST_READ}): captures before layer k runs, so id k = resid[k] for k < N; id N is never "
-                          "captured; id 0 depends on the platform."),
     "vllm-default": ("vLLM (get_eagle3_aux_hidden_state_layers when the draft config has no ids vLLM reads): "
                      "(2, N//2, N-3) = resid[2], resid[N//2], resid[N-3]."),
     "speculators": ("speculators (eagle_aux_hidden_state_layer_ids, vLLM convention; served by vLLM): id k = "
@@ -318,24 +313,11 @@ _RULES = {  # the rules that are not release rows (SGLang's are in SGLANG_ROWS)
 }
 
 
-# vLLM: the DeepSeek-family capture loops (every other file is EagleModelMixin's, id k = resid[k]), in the same
-# shape: which file serves an architecture from which change (FileRow), and what each file does (IdRow; offset
+# vLLM: the DeepSeek-family capture loops (every other file is EagleModelMixin's, id k = resid[k]), as rules of the
+# same shape: which file serves an architecture from which change (FILE), and what each file does (CAPTURE; offset
 # "as written", index0 "TypeError" or "platform": CUDA's nvidia/model.py captures resid[0], ROCm's amd/model.py and
 # other platforms raise TypeError).
 AS_WRITTEN = "as written"
-
-
-@dataclass(frozen=True)
-class FileRow:
-    """``engine`` serves ``arch`` (lower case) with ``file`` from the change ``since`` on (None: the oldest build read)."""
-
-    engine: str
-    arch: str
-    since: str | None
-    file: str
-    platform: str | None = None   # the row holds on this platform only (None: every platform)
-
-
 # vLLM's DeepSeek-family targets (registry.py, read in the wheels 0.18.0-0.32.0): the architectures whose class is, or
 # subclasses, deepseek_v2.py's DeepseekV2ForCausalLM and so runs its loop, not EagleModelMixin's. DeepseekForCausalLM
 # and GlmMoeDsaForCausalLM are classes of deepseek_v2.py; mistral_large_3.py's MistralLarge3ForCausalLM subclasses
@@ -343,25 +325,43 @@ class FileRow:
 _VLLM_DEEPSEEK_ARCHS = frozenset({"deepseekforcausallm", "deepseekv2forcausallm", "deepseekv3forcausallm",
                                   "deepseekv32forcausallm", "kimik25forconditionalgeneration",
                                   "mistrallarge3forcausallm", "glmmoedsaforcausallm"})
-# DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM (the same DSA model, registry.py) come from vllm/models/deepseek_v32
-# from 0.29.0, whose __init__.py picks nvidia/model.py on CUDA (amd/model.py on ROCm from 0.30.0; deepseek_v2.py there
-# in 0.29.0) and deepseek_v2.py's classes on CPU and XPU: the CPU build runs deepseek_v2.py's loop in every release.
-VLLM_FILE_ROWS = tuple(row for arch in ("deepseekv32forcausallm", "glmmoedsaforcausallm") for row in (
-    FileRow("vllm", arch, None, "deepseek_v2.py"),
-    FileRow("vllm", arch, "vllm-deepseek-v32", "deepseek_v32", platform="cuda")))
 # vLLM 0.18.0-0.21.0 config/speculative.py serves eagle3 only for a target whose model_type CONTAINS one of
 # aux_hidden_states_supported (llama, qwen, ..., deepseek_v2, deepseek_v3, kimi_k2, kimi_k25): these architectures'
 # model_type matches none and the launch raises ValueError; 0.22.0 drops the list (SupportsEagle3 decides).
 VLLM_EAGLE3_MODEL_TYPES = {"deepseekforcausallm": "deepseek", "glmmoedsaforcausallm": "glm_moe_dsa"}
-VLLM_ROWS = (
-    IdRow("vllm", "deepseek_v2.py", None, AS_WRITTEN, "TypeError", False, "missing", "vllm-deepseek", eagle3=False),
-    IdRow("vllm", "deepseek_v2.py", "vllm-deepseek-eagle3", AS_WRITTEN, "TypeError", False, "missing",
-          "vllm-deepseek"),
-    IdRow("vllm", "deepseek_v2.py", "vllm#46973", AS_WRITTEN, "TypeError", True, "missing", "vllm-deepseek"),
-    IdRow("vllm", "deepseek_v32", None, AS_WRITTEN, "platform", False, "missing", "vllm-deepseek-v32", eagle3=False),
-    IdRow("vllm", "deepseek_v32", "vllm-deepseek-eagle3", AS_WRITTEN, "platform", False, "missing",
-          "vllm-deepseek-v32"),
+_VLLM_EAGLE3, _VLLM_V32 = CHANGES["vllm-deepseek-eagle3"], CHANGES["vllm-deepseek-v32"]
+_VLLM_ANY_TYPE = CHANGES["vllm-eagle3-any-model-type"]
+_RULE_VLLM_DEEPSEEK = ("vLLM DeepSeek-family (model_executor/models/deepseek_v2.py DeepseekV2Model.forward, its own "
+                       f"loop, not EagleModelMixin; every release read, {_VLLM_EAGLE3.first_with}-{{newest}}): appends "
+                       "`hidden_states + residual` before layer k runs, so id k = resid[k] for k < N, and id N after "
+                       f"the last layer since PR #{_PR46973.pr} (release {_PR46973.first_with}); id 0 meets residual "
+                       "None there (TypeError).")
+_RULE_VLLM_V32 = (f"vLLM DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM on CUDA since release {_VLLM_V32.first_with} "
+                  "(registry.py -> vllm/models/deepseek_v32; CUDA: nvidia/model.py, ROCm: amd/model.py, CPU and "
+                  "XPU: deepseek_v2.py, whose rule then applies; read up to {newest}): captures before layer k runs, "
+                  "so id k = resid[k] for k < N; id N is never captured; id 0 depends on the platform.")
+
+
+def _vllm(file, since, index0, final, note, eagle3=True):
+    return Rule("vllm", CAPTURE, file, since, Capture(AS_WRITTEN, index0, final, eagle3=eagle3), note)
+
+
+_VLLM_RULES = (
+    _vllm("deepseek_v2.py", None, "TypeError", False, _RULE_VLLM_DEEPSEEK, eagle3=False),
+    _vllm("deepseek_v2.py", _VLLM_EAGLE3, "TypeError", False, _RULE_VLLM_DEEPSEEK),
+    _vllm("deepseek_v2.py", _PR46973, "TypeError", True, _RULE_VLLM_DEEPSEEK),
+    _vllm("deepseek_v32", None, "platform", False, _RULE_VLLM_V32, eagle3=False),
+    _vllm("deepseek_v32", _VLLM_EAGLE3, "platform", False, _RULE_VLLM_V32),
+    # DeepseekV32ForCausalLM and GlmMoeDsaForCausalLM (the same DSA model, registry.py) come from vllm/models/
+    # deepseek_v32 from 0.29.0, whose __init__.py picks nvidia/model.py on CUDA (amd/model.py on ROCm from 0.30.0;
+    # deepseek_v2.py there in 0.29.0) and deepseek_v2.py's classes on CPU and XPU: the CPU build runs deepseek_v2.py's
+    # loop in every release.
+    *(rule for arch in ("deepseekv32forcausallm", "glmmoedsaforcausallm") for rule in (
+        Rule("vllm", FILE, arch, None, "deepseek_v2.py"),
+        Rule("vllm", FILE, arch, _VLLM_V32, "deepseek_v32", platform="cuda"))),
 )
+# Every release rule of the translator, one shape (eagle3lab.engines.versions.Rule), found by one lookup (_Rules).
+RULES = (*_SGLANG_RULES, *_VLLM_RULES)
 
 
 @dataclass(frozen=True)
@@ -527,7 +527,7 @@ def sglang_first_id_rule(arch: str | None) -> bool:
     """SGLang reads this target's ids with PR #25454's first-id rule (deepseek_v2.py, and glm4_moe_lite.py,
     which carries the same code since it became a file of its own in 0.5.13)."""
     file = sglang_model_file(arch)
-    return any(r.offset == FIRST_ID for r in SGLANG_ROWS if r.file == file)
+    return any(r.value.offset == FIRST_ID for r in RULES if (r.engine, r.kind, r.key) == ("sglang", CAPTURE, file))
 
 
 
@@ -638,25 +638,28 @@ def _vllm_deepseek_file(arch, notes, platform=None) -> str | None:
     vllm_runner assumes): 'deepseek_v2.py', 'deepseek_v32' (DSA targets on CUDA since 0.29.0) or None."""
     if not vllm_deepseek_family(arch):
         return None
-    where = platform or "cuda"
-    rows = [r for r in VLLM_FILE_ROWS if r.arch == arch.strip().lower() and r.platform in (None, where)]
-    return _FileRule(None, notes, rows).get("file") if rows else "deepseek_v2.py"
+    key, where = arch.strip().lower(), platform or "cuda"
+    if not _has("vllm", FILE, key):
+        return "deepseek_v2.py"
+    return _Rules(notes, "vllm", FILE, key, [r for r in RULES if r.platform in (None, where)]).get("value")
 
 
 def _vllm_points(engine, written, n, arch, notes, runner=None, platform=None):
     """vLLM and speculators (served by vLLM): id k = resid[k], with DeepSeek-family exceptions. ``runner``: the
     ``vllm_runner`` choice whose fallback log the default note names (None: both runners' are named)."""
     deepseek = _vllm_deepseek_file(arch, notes, platform)
-    rows = _FileRule(None, notes, [r for r in VLLM_ROWS if r.file == deepseek]) if deepseek else None
+    rows = _Rules(notes, "vllm", CAPTURE, deepseek) if deepseek else None
     model_type = VLLM_EAGLE3_MODEL_TYPES.get((arch or "").strip().lower())
     if rows and not rows.get("eagle3"):
-        notes.add(f"vLLM before 0.18.0 serves no EAGLE-3 draft on {arch}: config/speculative.py raises ValueError "
-                  "('eagle3 is only supported for [...] models'; DeepSeek model types join the list in 0.18.0) and "
-                  "deepseek_v2.py has no capture hook.", "breaks", code="VLLM_DEEPSEEK_NO_EAGLE3")
+        notes.add(rows.say("vLLM before {later} serves no EAGLE-3 draft on {arch}: config/speculative.py raises "
+                           "ValueError ('eagle3 is only supported for [...] models'; DeepSeek model types join the list "
+                           "in {later}) and deepseek_v2.py has no capture hook.", arch=arch), "breaks",
+                  code="VLLM_DEEPSEEK_NO_EAGLE3")
     elif model_type and not notes.after("vllm-eagle3-any-model-type"):
-        notes.add(f"vLLM 0.18.0-0.21.0 serves no EAGLE-3 draft on {arch}: config/speculative.py raises ValueError "
-                  f"('eagle3 is only supported for [...] models') because its model_type {model_type!r} contains none "
-                  "of aux_hidden_states_supported (0.22.0 drops the list).", "breaks", code="VLLM_DEEPSEEK_NO_EAGLE3")
+        notes.add(f"vLLM {_VLLM_EAGLE3.first_with}-{_VLLM_ANY_TYPE.last_without} serves no EAGLE-3 draft on {arch}: "
+                  "config/speculative.py raises ValueError ('eagle3 is only supported for [...] models') because its "
+                  f"model_type {model_type!r} contains none of aux_hidden_states_supported ({_VLLM_ANY_TYPE.first_with} "
+                  "drops the list).", "breaks", code="VLLM_DEEPSEEK_NO_EAGLE3")
     if written is None:
         warns = notes.after("vllm#50170")
         if runner is None:
@@ -670,7 +673,7 @@ def _vllm_points(engine, written, n, arch, notes, runner=None, platform=None):
         notes.add("Default ids used: the draft config has no ids vLLM reads, so vLLM falls back to (2, N//2, N-3) = "
                   f"{list(default_resid(n))}"
                   + (" and warns once (PR #50170)." if warns else
-                     f"; {log}, and no release read (0.17.0-{VLLM_NEWEST_READ}) warns (PR #50170 adds a warning; open as of "
+                     f"; {log}, and no release read ({RELEASES_READ[0]}-{VLLM_NEWEST_READ}) warns (PR #50170 adds a warning; open as of "
                      "2026-07-28).")
                   + " If the draft was trained on other states, acceptance collapses while output stays correct.",
                   "defaulted", code="VLLM_AUX_IDS_DEFAULTED")
@@ -683,30 +686,33 @@ def _vllm_points(engine, written, n, arch, notes, runner=None, platform=None):
                             "and that state is silently missing. Use 0 for the embedding output (resid[0]).")
     rule = _RULES[engine]
     if rows:
-        rule = _RULES[rows.get("rule")] + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators"
-                                           else "")
+        rows.get("note")
+        rule = rows.say() + (" Served by vLLM: " + _RULES["speculators"] if engine == "speculators" else "")
     if rows and rows.get("index0") == "TypeError":
         if 0 in points:
             notes.add(f"Id 0 (resid[0], the embedding output) crashes vLLM on {arch}: deepseek_v2.py's "
                       "DeepseekV2Model.forward appends `hidden_states + residual` before layer 0, where the residual "
                       "is still None, and raises TypeError ('Tensor' + 'NoneType') at the target's first forward "
-                      f"(every release read, 0.18.0-{VLLM_NEWEST_READ}; read, not run). Use resid[1] instead.", "breaks",
-                      code="VLLM_DEEPSEEK_ID0_TYPEERROR")
+                      f"(every release read, {_VLLM_EAGLE3.first_with}-{VLLM_NEWEST_READ}; read, not run). Use resid[1] "
+                      "instead.", "breaks", code="VLLM_DEEPSEEK_ID0_TYPEERROR")
         if n is not None and n in points and not rows.get("final"):
-            notes.add(f"id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR #46973 "
-                      f"(merged {_PR46973.merged}; releases 0.18.0-0.24.0 capture ids up to {n - 1}): one state "
-                      "fewer comes back than configured.", "breaks", code="VLLM_DEEPSEEK_FINAL_UNREACHED")
+            # the last rule without id N says its range: the releases that miss it
+            notes.add(rows.say("id {n} (final layer output) is never captured by vLLM's deepseek_v2.py before PR "
+                               "#{next_pr} (merged {next_merged}; releases {since}-{until} capture ids up to {below}): "
+                               "one state fewer comes back than configured.", row=rows.last("final", False), n=n,
+                               below=n - 1, next_pr=_PR46973.pr, next_merged=_PR46973.merged), "breaks",
+                      code="VLLM_DEEPSEEK_FINAL_UNREACHED")
             points = [p for p in points if p != n]
     elif rows:   # deepseek_v32: id 0 depends on the platform
         if 0 in points:
-            notes.add(f"Id 0 on {arch} (vLLM 0.29.0 on, vllm/models/deepseek_v32, releases read up to "
-                      f"{VLLM_NEWEST_READ}) depends on the platform: CUDA's nvidia/model.py appends the bare hidden states when the "
-                      "residual is None (resid[0]); ROCm's amd/model.py (and deepseek_v2.py on other platforms) "
-                      "computes `hidden_states + residual` and raises TypeError at the first forward.",
+            notes.add(f"Id 0 on {arch} (vLLM {_VLLM_V32.first_with} on, vllm/models/deepseek_v32, releases read up to "
+                      f"{VLLM_NEWEST_READ}) depends on the platform: CUDA's nvidia/model.py appends the bare hidden "
+                      "states when the residual is None (resid[0]); ROCm's amd/model.py (and deepseek_v2.py on other "
+                      "platforms) computes `hidden_states + residual` and raises TypeError at the first forward.",
                       code="VLLM_DEEPSEEK_V32_ID0_PLATFORM")
         if n is not None and n in points and not rows.get("final"):
             notes.add(f"id {n} (final layer output) is never captured by vLLM's vllm/models/deepseek_v32 on CUDA "
-                      f"(0.29.0-{VLLM_NEWEST_READ} read): it captures before each layer only; one state fewer comes "
+                      f"({_VLLM_V32.first_with}-{VLLM_NEWEST_READ} read): it captures before each layer only; one state fewer comes "
                       "back than configured. The CPU build falls back to deepseek_v2.py's classes, which capture it"
                       + (" (a CUDA build assumed: engine_platform not given)." if platform is None else "."),
                       "breaks", code="VLLM_DEEPSEEK_V32_FINAL_UNREACHED")
@@ -714,29 +720,42 @@ def _vllm_points(engine, written, n, arch, notes, runner=None, platform=None):
     elif arch is None and 0 in points:
         notes.add("If the target is DeepSeek-family (DeepseekV2/V3/V32, Kimi-K2/K2.5, DeepseekForCausalLM, "
                   "MistralLarge3ForCausalLM, GlmMoeDsaForCausalLM), id 0 crashes vLLM: "
-                  f"deepseek_v2.py adds a None residual at layer 0 (TypeError, releases 0.18.0-{VLLM_NEWEST_READ}). Other model "
+                  f"deepseek_v2.py adds a None residual at layer 0 (TypeError, releases {_VLLM_EAGLE3.first_with}-"
+                  f"{VLLM_NEWEST_READ}). Other model "
                   f"files (EagleModelMixin) capture resid[0]. To decide, {_PASS_ARCH}.", code="VLLM_ID0_ARCH_NEEDED")
     return rule, points
 
 
-class _FileRule:
-    """One model file's rows as a build reads them: ``get(field)`` is the newest possible row's value, with a
-    version note when the build cannot be placed by a change at which that field changes."""
+def _has(engine: str, kind: str, key) -> bool:
+    """Is there a release rule of ``engine``'s ``kind`` for ``key`` (a file or architecture that was read)?"""
+    return any((r.engine, r.kind, r.key) == (engine, kind, key) for r in RULES)
 
-    def __init__(self, file: str | None, notes, rows=None, landed_after=()):
-        self.rows = tuple(r for r in SGLANG_ROWS if r.file == file) if rows is None else tuple(rows)
+
+class _Rules:
+    """One key's release rules as this build reads them (the one lookup, eagle3lab.engines.versions.rule_at):
+    ``get(field)`` is the newest possible rule's value, with a version note when the build cannot be placed by a
+    change at which that field changes; ``say`` fills a note template from the rule's range."""
+
+    def __init__(self, notes, engine: str, kind: str, key, rules=None, earlier=(), later=()):
         self.notes = notes
-        self.span = change_rows(self.rows, CHANGES, notes.engine_version,
-                                landed_after=_SGLANG_LANDED_AFTER.get(file, ()) if rows is None else landed_after)
+        newest = SGLANG_NEWEST_READ if engine == "sglang" else VLLM_NEWEST_READ
+        self.found = rule_at(RULES if rules is None else rules, notes.engine_version, engine=engine, kind=kind,
+                             key=key, newest=newest, earlier=earlier, later=later)
 
     def get(self, field: str):
-        return row_value(self.rows, CHANGES, self.span, field, self.notes.engine_version,
-                         lambda text, change: self.notes.add_once(text, "version", change, code="ENGINE_VERSION_UNPLACED"))
+        return self.found.get(field, lambda text, change: self.notes.add_once(text, "version", change,
+                                                                              code="ENGINE_VERSION_UNPLACED"))
 
     def change_to(self, field: str, value) -> Change | None:
-        """The change from which ``field`` first has ``value`` (None: every row has it from the start)."""
-        row = next(r for r in self.rows if getattr(r, field) == value)
-        return CHANGES[row.since] if row.since else None
+        """The change from which ``field`` first has ``value`` (None: every rule has it from the start)."""
+        return self.found.change_to(field, value)
+
+    def last(self, field: str, value) -> Rule:
+        """The last rule whose ``field`` is ``value``: the one whose range a note about that value names."""
+        return [r for r in self.found.rows if rule_field(r, field) == value][-1]
+
+    def say(self, template: str | None = None, row: Rule | None = None, **more) -> str:
+        return self.found.say(template, row, **more)
 
     def captures_index0(self) -> bool:
         return self.get("index0") != "TypeError"
@@ -749,37 +768,37 @@ _SPECFORGE_CHECK = ("specforge/algorithms/model_providers.py resolve_eagle_captu
 
 
 def _sglang_hook(arch, notes) -> None:
-    """A 'breaks' note when this SGLang build cannot start an EAGLE-3 launch on ``arch`` at all (``SGLANG_HOOK_ROWS``;
-    every row's change landed before PR #25454, so a mark after it places them)."""
-    rows = [r for r in SGLANG_HOOK_ROWS if r.arch == (arch or "").strip().lower()]
+    """A 'breaks' note when this SGLang build cannot start an EAGLE-3 launch on ``arch`` at all (the HOOK rules;
+    every rule's change landed before PR #25454, so a mark after it places them)."""
+    key = (arch or "").strip().lower()
+    if not _has("sglang", HOOK, key):
+        return
+    rows = [r for r in RULES if (r.kind, r.key) == (HOOK, key)]
     mark = re.match(r"^(pre|post)-?#?(\d+)$", (notes.engine_version or "").lower())
     # a mark for another PR says nothing about these; the ones this project asks for (#22836, #25454, #25464,
     # #32334, ...) all landed after both hooks, so it is read as having them
-    if not rows or mark and int(mark.group(2)) not in {CHANGES[r.since].pr for r in rows[1:]}:
+    if mark and int(mark.group(2)) not in {r.since.pr for r in rows[1:]}:
         return
-    chain = [CHANGES[r.since] for r in rows[1:]] + [_PR25454]
-    era, sure = place_in_order(chain, notes.engine_version)
-    span = (min(sure, len(rows) - 1), min(era, len(rows) - 1))
-    hook = row_value(rows, CHANGES, span, "hook", notes.engine_version,
-                     lambda text, change: notes.add_once(text, "version", change, code="ENGINE_VERSION_UNPLACED"))
-    if hook != "yes":
-        fixed = CHANGES[rows[-1].since]
-        notes.add(_HOOK_WORDS[hook].format(arch=arch) + f" (SGLang release wheels read; PR #{fixed.pr}, release "
+    hook = _Rules(notes, "sglang", HOOK, key, later=(_PR25454,))
+    if hook.get("value") != "yes":
+        fixed = rows[-1].since
+        notes.add(hook.say(arch=arch) + f" (SGLang release wheels read; PR #{fixed.pr}, release "
                   f"{fixed.first_with} on, serves EAGLE-3 on it).", "breaks", code="SGLANG_NO_EAGLE3_HOOK")
 
 
 def _sglang_points(engine, written, n, arch, notes):
     """SGLang, and SpecForge (which captures through SGLang's hook): the row of the target's model file for this
-    build (``SGLANG_ROWS``) applied to the ids, with a note for everything that breaks or is assumed."""
+    build (its CAPTURE rules) applied to the ids, with a note for everything that breaks or is assumed."""
     file = sglang_model_file(arch)
     if engine == "sglang":
         _sglang_hook(arch, notes)
     if written is None:
         return _sglang_default_points(engine, n, notes)
     ids = _sglang_written_ids(engine, written)
-    rule = _FileRule(file, notes)
+    rule = _Rules(notes, "sglang", CAPTURE, file, earlier=_SGLANG_LANDED_AFTER.get(file, ()))
     offset = rule.get("offset") if file is not None else PLUS_ONE
-    text = _newest(rule.get("rule"))
+    rule.get("note")
+    text = rule.say()
     family = sglang_first_id_rule(arch)
     _sglang_offset_notes(ids, n, arch, file, rule, offset, family, notes)
     if engine == "specforge":
@@ -865,14 +884,14 @@ def _sglang_reachable(ids, points, n, arch, file, rule, plus_one, family, notes)
         change = rule.change_to("index0", "prepared")
         notes.add(f"Loop index 0, where the residual is still None: {file} computes `hidden_states + "
                   f"residual` there and raises TypeError at the target's first forward (releases <= "
-                  f"{change.last_without}; from {change.first_with} it captures resid[0]; read {_newest(_SGLANG_READ[file])}"
+                  f"{change.last_without}; from {change.first_with} it captures resid[0]; read {_SGLANG_READ[file].format(newest=SGLANG_NEWEST_READ)}"
                   ").", "breaks", code="SGLANG_INDEX0_TYPEERROR")
     if n is not None and any(p >= n for p in points) and rule.get("past_end") == "IndexError":
         missing = sorted({p for p in points if p >= n})
         notes.add(f"Loop indices {missing} (written ids {[p - 1 for p in missing]}) do not exist: qwen2_moe.py's "
                   "Qwen2MoeModel.set_eagle3_layers_to_capture marks self.layers[k+1] for each id k, so SGLang raises "
-                  f"IndexError while it sets up the target (start-up fails; release wheels 0.5.12-{SGLANG_NEWEST_READ} read, {SGLANG_NEWEST_READ} "
-                  "run).", "breaks", code="SGLANG_PAST_END_INDEXERROR")
+                  f"IndexError while it sets up the target (start-up fails; release wheels {_PR25454.last_without}-"
+                  f"{SGLANG_NEWEST_READ} read, {SGLANG_NEWEST_READ} run).", "breaks", code="SGLANG_PAST_END_INDEXERROR")
         points = [p for p in points if p < n]
     if n is not None and n in points and not rule.get("final"):
         notes.add(f"Loop index {n} (written id {n - 1 if plus_one else n}) is never reached: SGLang captures before "
@@ -894,47 +913,25 @@ def _specforge_notes(ids, n, notes) -> None:
                   "breaks", code="SPECFORGE_IDS_REJECTED")
 
 
-@dataclass(frozen=True)
-class CheckRow:
-    """What SGLang's ``file`` does when fewer aux states are captured than configured, from the change ``since`` on
-    (None: every release before): ``check`` "none", "assert" or "RuntimeError" (layers/aux_hidden_states.py)."""
-
-    file: str
-    since: str | None
-    check: str
-
-
-SGLANG_COUNT_ROWS = (CheckRow("deepseek_v2.py", None, "none"),
-                     CheckRow("deepseek_v2.py", "sglang-aux-count-assert", "assert"),
-                     CheckRow("deepseek_v2.py", "sglang-aux-count-error", "RuntimeError"))
-_COUNT_WORDS = {
-    "none": ("no check counts them (release wheels up to 0.5.16): the target returns fewer states than fc reads and "
-             "nothing names the ids; what the draft then does with the narrower input was read, not run"),
-    "assert": ("deepseek_v2.py packs them in layers/aux_hidden_states.py, whose finalize asserts 'captured i of n aux "
-               "hidden states': AssertionError at the first forward (0.5.17-0.5.19; skipped under python -O)"),
-    "RuntimeError": ("deepseek_v2.py packs them in layers/aux_hidden_states.py, whose finalize raises RuntimeError "
-                     "'captured i of n aux hidden states' at the first forward (0.5.20 on)"),
-}
-
-
-def _count_rule(file, notes) -> str | None:
-    """This build's row of ``SGLANG_COUNT_ROWS`` for ``file`` ("none", "assert", "RuntimeError"); None: not read."""
-    rows = [r for r in SGLANG_COUNT_ROWS if r.file == file]
-    return _FileRule(None, notes, rows, landed_after=("sglang#25454",)).get("check") if rows else None
+def _count_rule(file, notes) -> _Rules | None:
+    """This build's COUNT rules for ``file`` (value "none", "assert", "RuntimeError"); None: not read."""
+    return _Rules(notes, "sglang", COUNT, file, earlier=(_PR25454,)) if _has("sglang", COUNT, file) else None
 
 
 def _count_checked(file, notes) -> bool:
     """Does this build stop the first forward when fewer aux states come back (the newest read does, per file)?"""
-    return _count_rule(file, notes) in (None, "assert", "RuntimeError")
+    rule = _count_rule(file, notes)
+    return rule is None or rule.get("value") in ("assert", "RuntimeError")
 
 
 def _count_check(file, notes) -> str:
-    """What this build says when fewer aux states come back (``SGLANG_COUNT_ROWS``), in words."""
-    check = _count_rule(file, notes)
-    if check is None:
+    """What this build says when fewer aux states come back (the COUNT rules), in words."""
+    rule = _count_rule(file, notes)
+    if rule is None:
         return (f"the count check was read for {file} only in SGLang {SGLANG_NEWEST_READ}, where it packs them in "
                 "layers/aux_hidden_states.py: RuntimeError 'captured i of n aux hidden states' at the first forward")
-    return _COUNT_WORDS[check]
+    rule.get("value")
+    return rule.say()
 
 
 # The codes of the notes on SGLang id -1 under the +1 rule, by (kind, whether the target's file was read).
@@ -953,7 +950,7 @@ def _index0_note(arch, rule):
         return head + f"{which}. Read: {_INDEX0_READ}.", "note"
     via = _SGLANG_FILE[arch.strip().lower()][1]
     where = f"SGLang's {file}" + (f" ({via})" if via else "")
-    read = f" (read: {_newest(_SGLANG_READ[file])})"
+    read = f" (read: {_SGLANG_READ[file].format(newest=SGLANG_NEWEST_READ)})"
     index0 = rule.get("index0")
     if index0 != "TypeError":
         how = ("appends the bare hidden states there" if index0 == "bare" else
@@ -963,11 +960,6 @@ def _index0_note(arch, rule):
     return (head + f"{where} computes `hidden_states + residual` there and raises TypeError ('Tensor' + 'NoneType') "
             f"at the target's first forward (releases <= {change.last_without}; from {change.first_with} "
             f"it captures resid[0]): -1 cannot feed resid[0] in this build{read}."), "breaks"
-
-
-# The oldest SGLang release whose model files were read here: ids written for the newest code are checked
-# against it (save_draft warns when that build reads them otherwise).
-SGLANG_OLDEST_READ = "0.5.4"
 
 
 def resolve_aux_layers(engine: str, ids=None, num_layers: int | None = None, arch: str | None = None,

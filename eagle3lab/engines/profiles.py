@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from eagle3lab.engines.config_view import Written, rope_type_of
 from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, resolve_aux_layers
-from eagle3lab.engines.versions import release_row
+from eagle3lab.engines.versions import Rule, rule_at
 from eagle3lab.engines.vllm_runner import (
     IDS_NESTED,
     IDS_TOP,
@@ -174,10 +174,10 @@ _SGLANG_ROPE_NOTE = ("llama_eagle3.py builds RoPE with llama.py's get_rope(rope_
 # ---------------------------------------------------------------------------- release rows
 # What an engine does that changed with a release is a row: from release ``since`` on, to the next row of the same
 # engine, kind, name and reader. A profile's honours, RoPE and family dicts are the rows that hold at its
-# ``release`` (``rows_at``, by the one lookup eagle3lab.engines.versions.release_row), their prose generated from the
+# ``release`` (``rows_at``, by the one lookup eagle3lab.engines.versions.rule_at), their prose generated from the
 # rows; adding a release's rule is one row (tests/engines/test_profile_rows.py). Rows are keyed by the profile's
 # id_engine ("speculators", "vllm", "sglang"); SpecForge and EAGLE are one build each, their dicts written out.
-ALL = "0"   # a row's since: every release read
+ALL = None   # a row's since: every release read
 FLAG, ROPE, ROPE_IGNORES, ROPE_LENGTH, FAMILY = "flag", "rope", "rope_ignores", "rope_length", "family"
 FLAG_KEYS, FAMILY_IGNORES, WINDOW = "flag_keys", "family_ignores", "window"
 SPECULATORS_READ = "0.9.0"   # the newest speculators tag read (its arithmetic is checked against it)
@@ -190,43 +190,31 @@ _TAG = {"speculators": "v"}   # how the engine's tags spell a release (speculato
 _RELEASES = {"vllm": RELEASES_READ}   # every release read, where known: "up to <the one before>" in the prose
 
 
-@dataclass(frozen=True)
-class Row:
-    """From release ``since`` (PEP 440; ALL: every release read) on, ``engine``'s ``reader`` (a file or code path;
-    "": the engine) does ``value`` with ``name``, by ``kind``: FLAG honours the flag (value True; a flag with several
-    readers is honoured where every reader has it), ROPE applies the rope type, ROPE_IGNORES drops the rope_scaling
-    keys in ``value`` (() = reads them all), ROPE_LENGTH picks dynamic/longrope frequencies by the rule ``value``
-    (eagle3lab.models.rope.LENGTH_RULES), FAMILY serves the draft family, FLAG_KEYS reads the flag at the places in
-    ``value`` in turn ("nested": eagle_config, "top"), FAMILY_IGNORES: the family's draft model never reads the flags
-    in ``value``, WINDOW applies a draft's sliding window by the rule ``value`` (NO_WINDOW, BY_LAYER_TYPES, BY_FLAG). ``source``: the PR(s) or note it came with;
-    ``before``: what a build before it does, in words ({since} is filled in)."""
-
-    engine: str
-    kind: str
-    name: str
-    since: str = ALL
-    value: object = True
-    reader: str = ""
-    source: str = ""
-    before: str = ""
-
-
-def _rows(engine: str, kind: str, since: str, *names: str, **fields) -> tuple[Row, ...]:
-    return tuple(Row(engine, kind, name, since, **fields) for name in names)
+# A row (eagle3lab.engines.versions.Rule, the one release-rule shape): from release ``since`` (PEP 440; ALL: every
+# release read) on, ``engine``'s ``reader`` (a file or code path; "": the engine) does ``value`` with ``key``, by
+# ``kind``: FLAG honours the flag (value True; a flag with several readers is honoured where every reader has it), ROPE
+# applies the rope type, ROPE_IGNORES drops the rope_scaling keys in ``value`` (() = reads them all), ROPE_LENGTH picks
+# dynamic/longrope frequencies by the rule ``value`` (eagle3lab.models.rope.LENGTH_RULES), FAMILY serves the draft
+# family, FLAG_KEYS reads the flag at the places in ``value`` in turn ("nested": eagle_config, "top"), FAMILY_IGNORES:
+# the family's draft model never reads the flags in ``value``, WINDOW applies a draft's sliding window by the rule
+# ``value`` (NO_WINDOW, BY_LAYER_TYPES, BY_FLAG). ``source``: the PR(s) or note it came with; ``note``: what a build
+# before it does, a template ({since} is filled in).
+def _rows(engine: str, kind: str, since: str, *names: str, **fields) -> tuple[Rule, ...]:
+    return tuple(Rule(engine, kind, name, since, **fields) for name in names)
 
 
 _BASE_ROPE = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
-ROWS: tuple[Row, ...] = (
+ROWS: tuple[Rule, ...] = (
     # speculators tags: norm_before_fc (one norm over the whole fc input, input_norm.weight) since v0.5.0 (PR #337,
     # gpt-oss); norm_output (recycle the normed state) since v0.7.0 (PR #610); fc_norm (one norm per aux chunk,
     # fc_norm.{i}.weight) since v0.7.0 (PR #670), refused together with norm_before_fc by the config validator; the
     # training CLI defaults to --draft-arch llama --norm-before-fc --norm-output since v0.7.0 (PR #692):
     # speculators' "EAGLE 3.1" is the one-norm variant, SGLang's the per-chunk one.
-    Row("speculators", FLAG, "norm_before_residual"),
-    Row("speculators", FLAG, "norm_before_fc", "0.5.0", source="PR #337"),
-    Row("speculators", FLAG, "fc_norm", "0.7.0", source="PR #670"),
-    Row("speculators", FLAG, "norm_output", "0.7.0", source="PR #610"),
-    Row("speculators", FAMILY, QWEN3, "0.4.0", reader="--draft-arch qwen3 (Qwen3DecoderEagle3FirstLayer over "
+    Rule("speculators", FLAG, "norm_before_residual"),
+    Rule("speculators", FLAG, "norm_before_fc", "0.5.0", source="PR #337"),
+    Rule("speculators", FLAG, "fc_norm", "0.7.0", source="PR #670"),
+    Rule("speculators", FLAG, "norm_output", "0.7.0", source="PR #610"),
+    Rule("speculators", FAMILY, QWEN3, "0.4.0", reader="--draft-arch qwen3 (Qwen3DecoderEagle3FirstLayer over "
                                                       "transformers' Qwen3DecoderLayer)", source="PR #291"),
     # vLLM wheels: llama_eagle3.py applies input_norm since 0.18.0 (PR #36545) and also reads
     # eagle_config.norm_before_fc since 0.22.0, qwen3_eagle3.py since 0.24.0; update_eagle3 (speculators/algos.py)
@@ -235,30 +223,30 @@ ROWS: tuple[Row, ...] = (
     # qwen3_eagle3.py since 0.24.0; update_eagle3 passes a speculators config's fc_norm / norm_output through since
     # 0.25.0 (PR #46488): before, the keys never reach the model, so fc_norm.* weights find no module (load fails)
     # and norm_output recycles the pre-norm state.
-    Row("vllm", FLAG, "norm_before_residual"),
-    Row("vllm", FLAG, "norm_before_fc", "0.18.0", reader="llama_eagle3.py", source="PR #36545"),
-    Row("vllm", FLAG, "norm_before_fc", "0.19.0", reader="speculators configs", source="PR #38111"),
+    Rule("vllm", FLAG, "norm_before_residual"),
+    Rule("vllm", FLAG, "norm_before_fc", "0.18.0", reader="llama_eagle3.py", source="PR #36545"),
+    Rule("vllm", FLAG, "norm_before_fc", "0.19.0", reader="speculators configs", source="PR #38111"),
     *(row for flag in ("fc_norm", "norm_output") for row in (
-        Row("vllm", FLAG, flag, "0.22.0", reader="model code"),
-        Row("vllm", FLAG, flag, "0.25.0", reader="speculators configs", source="PR #46488"))),
+        Rule("vllm", FLAG, flag, "0.22.0", reader="model code"),
+        Rule("vllm", FLAG, flag, "0.25.0", reader="speculators configs", source="PR #46488"))),
     # vLLM wheels 0.10.1.1, 0.12-0.22, 0.26-0.30 and VLLM_NEWEST_READ (_VLLM_ROPE_NOTE)
     *_rows("vllm", ROPE, ALL, *_BASE_ROPE),
-    Row("vllm", ROPE, "mrope", source="legacy 'type: mrope' read as default + mrope_section"),
-    Row("vllm", ROPE_IGNORES, "yarn", value=_YARN_MSCALE),
-    Row("vllm", ROPE_IGNORES, "yarn", "0.30.0", value=()),
-    Row("vllm", ROPE_LENGTH, "dynamic", value="max_positions_times_factor"),
-    Row("vllm", ROPE_LENGTH, "dynamic", "0.22.0", value="max_positions"),
-    Row("vllm", ROPE_LENGTH, "longrope", value="last_position"),   # 0.10.1.1: per batch, any position > original
-    Row("vllm", ROPE_LENGTH, "longrope", "0.12.0", value="max_positions"),
+    Rule("vllm", ROPE, "mrope", source="legacy 'type: mrope' read as default + mrope_section"),
+    Rule("vllm", ROPE_IGNORES, "yarn", value=_YARN_MSCALE),
+    Rule("vllm", ROPE_IGNORES, "yarn", "0.30.0", value=()),
+    Rule("vllm", ROPE_LENGTH, "dynamic", value="max_positions_times_factor"),
+    Rule("vllm", ROPE_LENGTH, "dynamic", "0.22.0", value="max_positions"),
+    Rule("vllm", ROPE_LENGTH, "longrope", value="last_position"),   # 0.10.1.1: per batch, any position > original
+    Rule("vllm", ROPE_LENGTH, "longrope", "0.12.0", value="max_positions"),
     # 0.24.0 read in the 0.23.0 (no qwen3_eagle3.py, update_eagle3 names every draft Eagle3LlamaForCausalLM) and
     # 0.24.0 wheels (qwen3_eagle3.py, the qwen3 map)
-    Row("vllm", FAMILY, QWEN3, "0.24.0", reader="qwen3_eagle3.py",
+    Rule("vllm", FAMILY, QWEN3, "0.24.0", reader="qwen3_eagle3.py",
         source="PR #43132: update_eagle3 maps layer model_type qwen3 to Eagle3Qwen3ForCausalLM",
-        before="update_eagle3 names every speculators draft Eagle3LlamaForCausalLM before {since}, and "
+        note="update_eagle3 names every speculators draft Eagle3LlamaForCausalLM before {since}, and "
                "llama_eagle3.py has no q_norm/k_norm parameter: loading fails"),
-    Row("vllm", FAMILY, MLA, "0.18.0", reader="deepseek_eagle3.py (Eagle3DeepseekV2ForCausalLM / "
+    Rule("vllm", FAMILY, MLA, "0.18.0", reader="deepseek_eagle3.py (Eagle3DeepseekV2ForCausalLM / "
                                               "Eagle3DeepseekV3ForCausalLM)", source="PR #36361",
-        before="no deepseek_eagle3.py before {since}"),
+        note="no deepseek_eagle3.py before {since}"),
     # SGLang wheels: fc_norm (one RMSNorm per aux chunk; keys fc_norm.{i}.weight, legacy aux_norm_low/mid/high, flag
     # fc_norm or legacy use_aux_norm) and norm_output (recycle the normed state): llama_eagle3.py since 0.5.12 (PRs
     # #24663, #26506), kimi_k25_eagle3.py since 0.5.13. norm_before_fc: absent from every model file in 0.5.12-0.5.16;
@@ -266,66 +254,66 @@ ROWS: tuple[Row, ...] = (
     # before fc for every target (PR #32334, "Fix GPT-OSS EAGLE3 hidden states", opened 2026-07-24). With
     # norm_before_fc also set it applies both, input_norm first. norm_before_residual: never read.
     *(row for flag in ("fc_norm", "norm_output") for row in (
-        Row("sglang", FLAG, flag, "0.5.12", reader="llama_eagle3.py", source="PRs #24663, #26506"),
-        Row("sglang", FLAG, flag, "0.5.13", reader="kimi_k25_eagle3.py"))),
-    Row("sglang", FLAG, "norm_before_fc", "0.5.17", reader="llama_eagle3.py (every target)", source="PR #32334"),
+        Rule("sglang", FLAG, flag, "0.5.12", reader="llama_eagle3.py", source="PRs #24663, #26506"),
+        Rule("sglang", FLAG, flag, "0.5.13", reader="kimi_k25_eagle3.py"))),
+    Rule("sglang", FLAG, "norm_before_fc", "0.5.17", reader="llama_eagle3.py (every target)", source="PR #32334"),
     # SGLang wheels 0.4.6-SGLANG_NEWEST_READ (_SGLANG_ROPE_NOTE)
     *_rows("sglang", ROPE, ALL, *_BASE_ROPE),
-    Row("sglang", ROPE, "mrope", "0.5.2"),   # up to 0.5.1 get_rope has no 'mrope': the draft does not load
-    Row("sglang", ROPE, "proportional", "0.5.11"),
-    Row("sglang", ROPE_IGNORES, "yarn", value=_YARN_MSCALE),
-    Row("sglang", ROPE_IGNORES, "yarn", "0.5.16", value=(), source="PR #22711"),
-    Row("sglang", ROPE_LENGTH, "dynamic", value="max_positions_times_factor"),
-    Row("sglang", ROPE_LENGTH, "longrope", value="last_position"),
-    Row("sglang", FAMILY, MLA, "0.5.12", reader="kimi_k25_eagle3.py (Eagle3DeepseekV2ForCausalLM)",
-        before="no kimi_k25_eagle3.py before {since}"),
+    Rule("sglang", ROPE, "mrope", "0.5.2"),   # up to 0.5.1 get_rope has no 'mrope': the draft does not load
+    Rule("sglang", ROPE, "proportional", "0.5.11"),
+    Rule("sglang", ROPE_IGNORES, "yarn", value=_YARN_MSCALE),
+    Rule("sglang", ROPE_IGNORES, "yarn", "0.5.16", value=(), source="PR #22711"),
+    Rule("sglang", ROPE_LENGTH, "dynamic", value="max_positions_times_factor"),
+    Rule("sglang", ROPE_LENGTH, "longrope", value="last_position"),
+    Rule("sglang", FAMILY, MLA, "0.5.12", reader="kimi_k25_eagle3.py (Eagle3DeepseekV2ForCausalLM)",
+        note="no kimi_k25_eagle3.py before {since}"),
     # Where norm_before_fc is read. vLLM llama_eagle3.py: eagle_config.norm_before_fc, else the top-level key, since
     # 0.22.0 (PR #42143; read in the 0.22.0, 0.23.0, 0.24.0 and 0.32.0 wheels), qwen3_eagle3.py likewise since it
     # exists (0.24.0); a speculators config's eagle_config never reaches the model (update_eagle3 passes top-level
     # keys only: nested_unread_formats). SGLang llama_eagle3.py: eagle_config.norm_before_fc, else the top-level key,
     # from 0.5.17 (PR #32334; absent from every model file in the 0.5.4-0.5.16 wheels). Every other reader: top level.
-    Row("vllm", FLAG_KEYS, "norm_before_fc", value=("top",), reader="llama_eagle3.py", source="PR #36545"),
-    Row("vllm", FLAG_KEYS, "norm_before_fc", "0.22.0", value=("nested", "top"), reader="llama_eagle3.py",
+    Rule("vllm", FLAG_KEYS, "norm_before_fc", value=("top",), reader="llama_eagle3.py", source="PR #36545"),
+    Rule("vllm", FLAG_KEYS, "norm_before_fc", "0.22.0", value=("nested", "top"), reader="llama_eagle3.py",
         source="PR #42143"),
-    Row("sglang", FLAG_KEYS, "norm_before_fc", value=("top",), reader="llama_eagle3.py"),
-    Row("sglang", FLAG_KEYS, "norm_before_fc", "0.5.17", value=("nested", "top"), reader="llama_eagle3.py",
+    Rule("sglang", FLAG_KEYS, "norm_before_fc", value=("top",), reader="llama_eagle3.py"),
+    Rule("sglang", FLAG_KEYS, "norm_before_fc", "0.5.17", value=("nested", "top"), reader="llama_eagle3.py",
         source="PR #32334"),
     # MLA draft models never read norm_before_fc: vLLM deepseek_eagle3.py (0.18.0, 0.24.0 and 0.32.0 wheels: no
     # input_norm, fc reads the raw concatenation), SGLang kimi_k25_eagle3.py (0.5.12-SGLANG_NEWEST_READ wheels)
-    Row("vllm", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="deepseek_eagle3.py"),
-    Row("sglang", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="kimi_k25_eagle3.py"),
+    Rule("vllm", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="deepseek_eagle3.py"),
+    Rule("sglang", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="kimi_k25_eagle3.py"),
     # A draft's sliding window (speculators#684 made sliding_window 2048 with layer_types the default for new draft
     # layers; speculators trains the window on the layers layer_types names sliding_attention, eagle3/core.py, 0.9.0).
     # vLLM: llama.py's LlamaAttention (which llama_eagle3.py builds) and qwen3_eagle3.py apply sliding_window only to
     # the layers layer_types names, indexed from target_layer_count (read in the 0.23.0 and 0.32.0 wheels); without
     # layer_types the window falls through to the verifier's. SGLang: llama_eagle3.py never reads the config's
     # window; --speculative-draft-window-size sets one for the draft's attention from 0.5.12 (0.5.12-SGLANG_NEWEST_READ wheels).
-    Row("speculators", WINDOW, "draft", value=BY_LAYER_TYPES, reader="eagle3/core.py", source="speculators#684"),
-    Row("vllm", WINDOW, "draft", value=BY_LAYER_TYPES, reader="llama.py LlamaAttention / qwen3_eagle3.py",
+    Rule("speculators", WINDOW, "draft", value=BY_LAYER_TYPES, reader="eagle3/core.py", source="speculators#684"),
+    Rule("vllm", WINDOW, "draft", value=BY_LAYER_TYPES, reader="llama.py LlamaAttention / qwen3_eagle3.py",
         source="read in the 0.23.0 and 0.32.0 wheels"),
-    Row("sglang", WINDOW, "draft", value=NO_WINDOW, reader="llama_eagle3.py"),
-    Row("sglang", WINDOW, "draft", "0.5.12", value=BY_FLAG, reader="llama_eagle3.py",
+    Rule("sglang", WINDOW, "draft", value=NO_WINDOW, reader="llama_eagle3.py"),
+    Rule("sglang", WINDOW, "draft", "0.5.12", value=BY_FLAG, reader="llama_eagle3.py",
         source="--speculative-draft-window-size"),
 )
 
 
-def rows_at(engine: str, kind: str, release: str, rows=None) -> dict[str, list[tuple[Row | None, Row | None]]]:
+def rows_at(engine: str, kind: str, release: str, rows=None) -> dict[str, list[tuple[Rule | None, Rule | None]]]:
     """name -> for each reader of it, (the row of ``engine`` and ``kind`` that holds at ``release``, None before its
-    first; the next row of that reader, None when none follows), in the rows' order."""
+    first; the next row of that reader, None when none follows), in the rows' order (the one lookup, rule_at)."""
     from packaging.version import Version
 
-    mine = [r for r in (ROWS if rows is None else rows) if r.engine == engine and r.kind == kind]
-    out: dict[str, list[tuple[Row | None, Row | None]]] = {}
-    for name, reader in dict.fromkeys((r.name, r.reader) for r in mine):
-        row, _, _ = release_row([r for r in mine if r.name == name], release, newest=_NEWEST.get(engine, release),
-                                engine=engine, reader=reader)
-        held = row if Version(row.since) <= Version(release) else None
-        later = [r for r in mine if (r.name, r.reader) == (name, reader) and Version(r.since) > Version(release)]
-        out.setdefault(name, []).append((held, min(later, key=lambda r: Version(r.since), default=None)))
+    rows = ROWS if rows is None else rows
+    mine = [r for r in rows if r.engine == engine and r.kind == kind]
+    out: dict[str, list[tuple[Rule | None, Rule | None]]] = {}
+    for name, reader in dict.fromkeys((r.key, r.reader) for r in mine):
+        found = rule_at(mine, release, engine=engine, kind=kind, key=name, newest=_NEWEST.get(engine, release),
+                        reader=reader)
+        later = [r for r in found.rows if r.since is not ALL and Version(r.since) > Version(release)]
+        out.setdefault(name, []).append((found.row if found.held else None, later[0] if later else None))
     return out
 
 
-def _since(row: Row, verb: str = "since") -> str:
+def _since(row: Rule, verb: str = "since") -> str:
     """A row in words: "<reader> since <release> (<source>)"; ALL reads "all versions" (or the source alone)."""
     if row.since == ALL:
         return " ".join(p for p in (row.reader, row.source or ("all versions" if not row.reader else "")) if p)
@@ -333,7 +321,7 @@ def _since(row: Row, verb: str = "since") -> str:
     return f"{row.reader} {when}" if row.reader else when
 
 
-def _until(row: Row, later: Row) -> str:
+def _until(row: Rule, later: Rule) -> str:
     """A row that a later one ends, in words: up to the release read before it, else before it."""
     from packaging.version import Version
 
@@ -360,7 +348,7 @@ def rope_at(engine: str, release: str, rows=None) -> dict:
     ignores = {}
     for name, (row, later) in held(ROPE_IGNORES).items():
         # the keys some build of this engine drops, named in the prose of every build
-        keys = "/".join(dict.fromkeys(k for r in (ROWS if rows is None else rows) if (r.engine, r.kind, r.name) ==
+        keys = "/".join(dict.fromkeys(k for r in (ROWS if rows is None else rows) if (r.engine, r.kind, r.key) ==
                                       (engine, ROPE_IGNORES, name) for k in r.value))
         if row is not None and row.value:
             ignores[name] = tuple(row.value)
@@ -379,8 +367,8 @@ def families_at(engine: str, release: str, rows=None) -> tuple[dict[str, str], d
     for name, ((row, later), *_) in rows_at(engine, FAMILY, release, rows).items():
         if row is not None and row.value:
             served[name] = _since(row)
-        elif later is not None and later.before:
-            other[name] = later.before.format(since=later.since)
+        elif later is not None and later.note:
+            other[name] = later.note.format(since=later.since)
     return served, other
 
 

@@ -167,20 +167,146 @@ def unplaced_warning(change: Change, engine_version: str) -> str:
             f"assumed the newest code read, which has it. {how}")
 
 
-def release_row(rows, engine_version, *, newest: str, read=(), engine: str = "", where: str = "engine_version",
-                **match):
-    """The one generic lookup of release-ranged rows: among ``rows`` whose attributes equal ``match``, the one with
-    the newest ``since`` (PEP 440) at or before the build's release. A row holds from its ``since`` up to the next
-    matching row's. Returns ``(row, release used, note)``; ``note`` (else None) says what was assumed: no version
-    (or 'latest') and a date or PR mark, which no release row places, are read as ``newest`` (the newest release
-    read); a release newer than that, or one not in ``read``, uses the rows of the release read just before it; one
-    older than every row uses the oldest row."""
+# ----------------------------------------------------------------------------- release rules
+
+@dataclass(frozen=True)
+class Rule:
+    """One engine rule over a release range: ``engine``'s ``kind`` of ``key`` is ``value`` from ``since`` on, up to the
+    next rule of the same engine, kind, key, reader and platform. ``since`` is a ``Change`` (every build with it; the
+    rules of a key then hold in the order their changes landed, the first one's ``since`` None), a release (PEP 440;
+    "0" or None: every release read), or None. ``note`` is the rule in words, a template that ``InForce.say`` fills
+    from the row and its range ({engine}, {since}, {until}, {newest}, {pr}, {merged}), so no release number is typed
+    beside the row that holds it. ``value`` is what the engine does: a flag, a name, or a small record of fields
+    (``InForce.get`` reads either). ``reader``: the file or code path that does it ("": the engine); ``source``: the
+    PR(s) or where it was read; ``platform``: the rule holds on this platform only (None: every one)."""
+
+    engine: str
+    kind: str
+    key: object
+    since: Change | str | None = None
+    value: object = True
+    note: str = ""
+    reader: str = ""
+    source: str = ""
+    platform: str | None = None
+
+
+_RULE_FIELDS = frozenset(Rule.__dataclass_fields__)
+
+
+def rule_field(rule: Rule, name: str):
+    """``name`` of a rule: one of its own fields, else a field of its ``value`` record."""
+    return getattr(rule, name) if name in _RULE_FIELDS else getattr(rule.value, name)
+
+
+def _release_of(since) -> Version:
+    return Version(since or "0")
+
+
+@dataclass(frozen=True)
+class InForce:
+    """The rules of one key as a build reads them. ``span`` = (sure, era): the build is in one of ``rows[sure..era]``
+    (equal when it is placed; ``era``, the newest, is what an unplaced build behaves as). ``held`` is False for a
+    build older than every release rule (``row`` is then the oldest). ``release``: release rules, the release whose
+    rules were used; ``note``: what was assumed about the build (None: nothing)."""
+
+    rows: tuple[Rule, ...]
+    span: tuple[int, int]
+    engine_version: str | None
+    newest: str
+    read: tuple[str, ...] = ()
+    release: str | None = None
+    note: str | None = None
+    held: bool = True
+
+    @property
+    def row(self) -> Rule:
+        """The rule in force (the newest the build may have)."""
+        return self.rows[self.span[1]]
+
+    @property
+    def next(self) -> Rule | None:
+        """The rule that ends the one in force (None: it holds up to the newest build read)."""
+        era = self.span[1] if self.held else -1
+        return self.rows[era + 1] if era + 1 < len(self.rows) else None
+
+    def get(self, field: str, warn=None):
+        """``field`` of the rule in force; ``warn(text, change)`` is called once for each change inside the span at
+        which that field's value changes (the build cannot be placed by it, and it matters)."""
+        sure, era = self.span
+        for before, row in zip(self.rows[sure:era], self.rows[sure + 1:era + 1]):
+            if warn and rule_field(before, field) != rule_field(row, field):
+                warning = place(row.since, self.engine_version).warning
+                if warning:
+                    warn(warning, row.since)
+        return rule_field(self.rows[era], field)
+
+    def change_to(self, field: str, value) -> Change | None:
+        """The change from which ``field`` first has ``value`` (None: every rule has it from the start)."""
+        row = next(r for r in self.rows if rule_field(r, field) == value)
+        return row.since if isinstance(row.since, Change) else None
+
+    def fields(self, row: Rule | None = None) -> dict:
+        """What a note template may name, for ``row`` (default: the rule in force): {engine}, {since} (its first
+        release), {until} (its last: the release read before the next rule, or the newest read), {later} (the next
+        rule's first release), {newest}, {pr} and {merged} (its change's)."""
+        row = self.row if row is None else row
+        later = self.rows[self.rows.index(row) + 1:]
+        change = row.since if isinstance(row.since, Change) else None
+        return {"engine": ENGINE_NAMES.get(row.engine, row.engine), "since": _first_release(row, self.read),
+                "until": _last_release(later[0], self.read) if later else self.newest, "newest": self.newest,
+                "later": _first_release(later[0], self.read) if later else "",
+                "pr": change.pr if change else "", "merged": change.merged if change else ""}
+
+    def say(self, template: str | None = None, row: Rule | None = None, **more) -> str:
+        """``template`` (default: the rule's own note) filled from the rule in force (or ``row``) and ``more``."""
+        row = self.row if row is None else row
+        return (row.note if template is None else template).format(**self.fields(row), **more)
+
+
+def _first_release(row: Rule, read) -> str:
+    if isinstance(row.since, Change):
+        return row.since.first_with or "?"
+    return row.since if row.since not in (None, "0") else (read[0] if read else "?")
+
+
+def _last_release(later: Rule, read) -> str:
+    """The last release a rule holds in: the one before ``later``'s first."""
+    if isinstance(later.since, Change):
+        return later.since.last_without or "?"
+    older = [r for r in read if Version(r) < Version(later.since)]
+    return max(older, key=Version) if older else f"before {later.since}"
+
+
+def rule_at(rules, engine_version, *, engine: str, kind: str, key=None, newest: str, read=(), earlier=(), later=(),
+            where: str = "engine_version", **match) -> InForce:
+    """The one lookup of release rules: the rules of ``engine``'s ``kind`` and ``key`` (and whose fields equal
+    ``match``), as the build ``engine_version`` reads them (``InForce``).
+
+    Rules held from a ``Change`` are placed in the order they landed (``place_in_order``: dates, PR marks and releases
+    all place a build); ``earlier`` / ``later`` are changes that landed before / after every rule's, so that a mark for
+    one places the rules too. Rules held from a release: the one with the newest ``since`` at or before the build's
+    release; no version (or 'latest') and a date or PR mark, which no release places, are read as ``newest`` (the
+    newest release read), a release newer than that or one not in ``read`` uses the rules of the release read just
+    before it, one older than every rule the oldest (``held`` False); ``note`` says which was assumed."""
     v = parse_engine_version(engine_version, where)
-    candidates = sorted((r for r in rows if all(getattr(r, k) == x for k, x in match.items())),
-                        key=lambda r: Version(r.since))
-    if not candidates:
-        raise bad_input("rows", None, f"a row for {match}", "none")
-    note = None
+    mine = tuple(r for r in rules if (r.engine, r.kind, r.key) == (engine, kind, key)
+                 and all(getattr(r, k) == x for k, x in match.items()))
+    if not mine:
+        raise bad_input("rules", None, f"a {engine} {kind} rule for {key!r}" + (f" with {match}" if match else ""),
+                        "none")
+    if any(isinstance(r.since, Change) for r in mine):
+        chain = [*earlier, *(r.since for r in mine[1:]), *later]
+        era, sure = place_in_order(chain, v, where)
+        skip, last = len(earlier), len(mine) - 1
+        span = (min(max(0, sure - skip), last), min(max(0, era - skip), last))
+        return InForce(mine, span, v, newest, tuple(read))
+    return _by_release(tuple(sorted(mine, key=lambda r: _release_of(r.since))), v, newest, tuple(read), engine)
+
+
+def _by_release(rows, v, newest, read, engine) -> InForce:
+    """``rule_at`` for rules held from a release (``rows`` sorted by it)."""
+    engine, note = ENGINE_NAMES.get(engine, engine), None
     if v is None or _MARK.match(v.lower()) or _DATE.match(v):
         note = ((f"engine_version {v!r} is not a release, so no release row places it" if v else
                  "engine_version not given") + f": assumed {engine} {newest}, the newest release read.").lstrip()
@@ -189,39 +315,14 @@ def release_row(rows, engine_version, *, newest: str, read=(), engine: str = "",
         release = Version(v)
         if release > Version(newest):
             note = f"{engine} {v} is newer than the newest release read ({newest}): assumed it behaves as {newest}."
-        elif read and v not in read and release >= Version(candidates[0].since):
+        elif read and v not in read and release >= _release_of(rows[0].since):
             older = max((r for r in read if Version(r) <= release), key=Version)
             note = f"{engine} {v} was not read: assumed it behaves as {older}, the release read just before it."
-    older = [r for r in candidates if Version(r.since) <= release]
+    older = [i for i, r in enumerate(rows) if _release_of(r.since) <= release]
     if not older:
-        note = (f"{engine} {v} is older than every release read for this rule ({candidates[0].since}): assumed it "
-                f"behaves as {candidates[0].since}.")
-        return candidates[0], candidates[0].since, note
+        first = rows[0].since
+        note = (f"{engine} {v} is older than every release read for this rule ({first}): assumed it behaves as "
+                f"{first}.")
+        return InForce(rows, (0, 0), v, newest, read, first, note, held=False)
     used = str(release) if release <= Version(newest) else newest
-    return older[-1], used, note
-
-
-def change_rows(rows, changes, engine_version, *, landed_after=(), where: str = "engine_version") -> tuple[int, int]:
-    """The one generic lookup of change-ranged rows: ``rows`` hold in the order their changes landed, each from its
-    ``since`` (a key of ``changes``; the first row's is None: every build read before the next). Returns ``(sure,
-    era)``: the build is in one of ``rows[sure..era]`` (equal when it is placed; ``era``, the newest, is what an
-    unplaced build behaves as). Dates, PR marks and releases all place it (``place_in_order``); ``landed_after`` are
-    keys of changes that landed before every row's, so that a mark for one (``pre-#N``) places the rows too. Which
-    warning an unplaced build gets depends on what is read from the rows (``row_value``)."""
-    chain = [changes[k] for k in landed_after] + [changes[r.since] for r in rows[1:]]
-    era, sure = place_in_order(chain, engine_version, where)
-    skip = len(landed_after)
-    return max(0, sure - skip), max(0, era - skip)
-
-
-def row_value(rows, changes, span: tuple[int, int], field: str, engine_version, warn) -> object:
-    """``field`` of the newest row in ``span`` (from ``change_rows``); ``warn(text, change)`` is called once for each
-    change inside the span at which that field's value changes (the build cannot be placed by it, and it matters)."""
-    sure, era = span
-    for before, row in zip(rows[sure:era], rows[sure + 1:era + 1]):
-        if getattr(before, field) != getattr(row, field):
-            change = changes[row.since]
-            warning = place(change, engine_version).warning
-            if warning:
-                warn(warning, change)
-    return getattr(rows[era], field)
+    return InForce(rows, (older[-1], older[-1]), v, newest, read, used, note)

@@ -1,6 +1,6 @@
 """Engine rules that changed with a release are rows (eagle3lab.engines.profiles.ROWS): which flags a build honours,
 which RoPE it applies and how, which draft families it serves. A profile's dicts are the rows that hold at its release
-(release_row, the lookup the vLLM runner rows use), their prose made from the rows; adding a release's rule is one
+(rule_at, the one lookup of every release rule), their prose made from the rows; adding a release's rule is one
 row, shown with a fictional SGLang 0.5.24."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from eagle3lab.engines.profiles import (
     PROFILES,
     QWEN3,
     ROPE,
-    Row,
+    Rule,
     families_at,
     honours_at,
     release_fields,
@@ -81,8 +81,8 @@ def test_a_release_rule_is_one_row(monkeypatch):
     """A fictional SGLang 0.5.24 that honours norm_before_residual in llama_eagle3.py and serves Qwen3 drafts: two rows,
     and the build of 0.5.24 follows them; the newest release read does not."""
     rows = (*profiles.ROWS,
-            Row("sglang", FLAG, "norm_before_residual", "0.5.24", reader="llama_eagle3.py", source="PR #99999"),
-            Row("sglang", FAMILY, QWEN3, "0.5.24", reader="qwen3_eagle3.py"))
+            Rule("sglang", FLAG, "norm_before_residual", "0.5.24", reader="llama_eagle3.py", source="PR #99999"),
+            Rule("sglang", FAMILY, QWEN3, "0.5.24", reader="qwen3_eagle3.py"))
     monkeypatch.setattr(profiles, "ROWS", rows)
     assert honours_at("sglang", "0.5.24")["norm_before_residual"] == "llama_eagle3.py since 0.5.24 (PR #99999)"
     assert "norm_before_residual" not in honours_at("sglang", SGLANG_NEWEST_READ)
@@ -94,7 +94,7 @@ def test_a_release_rule_is_one_row(monkeypatch):
     assert settings.norm_before_residual is True and "honoured by SGLang" in settings.decisions["norm_before_residual"].how
     assert resolve_settings(DraftConfig(**GEO, norm_before_residual=True), "sglang").norm_before_residual is False
     # a rope type it applies from then on, one row too
-    monkeypatch.setattr(profiles, "ROWS", (*rows, Row("sglang", ROPE, "dynamic-ntk", "0.5.24")))
+    monkeypatch.setattr(profiles, "ROWS", (*rows, Rule("sglang", ROPE, "dynamic-ntk", "0.5.24")))
     assert "dynamic-ntk" in rope_at("sglang", "0.5.24")["rope_types"]
     assert rope_at("sglang", "0.5.24")["rope_since"]["dynamic-ntk"] == "since 0.5.24"
 

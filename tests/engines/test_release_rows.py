@@ -1,5 +1,5 @@
 """Adding an engine release's id rule is one row: a fictional SGLang 0.5.24 whose llama.py also captures loop index N
-(after the last layer, as gpt_oss.py does since PR #32334) is added to ``SGLANG_ROWS`` with its ``Change``, the
+(after the last layer, as gpt_oss.py does since PR #32334) is added to ``RULES`` with its ``Change``, the
 newest release read moves to it, and ``eagle3lab ids``, ``eagle3lab inspect`` and doctor's serving decision
 (``nearest_servable``, which ``doctor.fix_choice`` asks) follow it. Nothing else is edited."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from eagle3lab.app.cli import main
 from eagle3lab.engines import layer_ids
-from eagle3lab.engines.layer_ids import CHANGES, SGLANG_ROWS, nearest_servable, resolve_aux_layers
+from eagle3lab.engines.layer_ids import CAPTURE, CHANGES, RULES, nearest_servable, resolve_aux_layers
 from eagle3lab.engines.versions import Change
 from eagle3lab.errors import Eagle3LabError
 
@@ -22,12 +22,12 @@ FICTIONAL = "sglang-fictional-llama-final"
 @pytest.fixture
 def release_0_5_24(monkeypatch):
     """SGLang 0.5.24 (fictional): llama.py captures loop index N. One Change, one row, the newest release read."""
-    newest = [r for r in SGLANG_ROWS if r.file == "llama.py"][-1]
-    row = replace(newest, since=FICTIONAL, final=True, rule=newest.rule + " From 0.5.24 loop index N is captured "
-                  "after the last layer (read up to {newest}).")
-    monkeypatch.setitem(CHANGES, FICTIONAL, Change("sglang", "llama.py captures loop index N (fictional)",
-                                                   last_without="0.5.23", first_with="0.5.24"))
-    monkeypatch.setattr(layer_ids, "SGLANG_ROWS", SGLANG_ROWS + (row,))
+    newest = [r for r in RULES if (r.engine, r.kind, r.key) == ("sglang", CAPTURE, "llama.py")][-1]
+    change = Change("sglang", "llama.py captures loop index N (fictional)", last_without="0.5.23", first_with="0.5.24")
+    row = replace(newest, since=change, value=replace(newest.value, final=True), note=newest.note
+                  + " From {since} loop index N is captured after the last layer (read up to {newest}).")
+    monkeypatch.setitem(CHANGES, FICTIONAL, change)   # listed with the others (one record per change)
+    monkeypatch.setattr(layer_ids, "RULES", RULES + (row,))
     monkeypatch.setattr(layer_ids, "SGLANG_NEWEST_READ", "0.5.24")
 
 
@@ -123,7 +123,7 @@ def test_every_note_has_a_listed_code():
 
 
 def test_vllm_deepseek_rows_place_a_build_by_their_order():
-    """vLLM's deepseek_v2.py rows (VLLM_ROWS) hold in the order their changes landed: a build with PR #46973 (0.25.0)
+    """vLLM's deepseek_v2.py rules (layer_ids.RULES) hold in the order their changes landed: a build with PR #46973 (0.25.0)
     has 0.18.0's EAGLE-3 support, so no version note doubts it; a build before #46973 cannot be placed by 0.18.0's
     change (no PR, no date) and says so, and misses id N."""
     after = resolve_aux_layers("vllm", [2, 30, 61], 61, arch="DeepseekV3ForCausalLM", engine_version="post-#46973")

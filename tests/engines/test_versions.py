@@ -12,7 +12,7 @@ from eagle3lab.engines.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET
 from eagle3lab.engines.flags import sglang as flags_sglang
 from eagle3lab.engines.flags import vllm as flags_vllm
 from eagle3lab.engines.layer_ids import CHANGES, resolve_aux_layers
-from eagle3lab.engines.versions import Change, parse_engine_version, place, place_in_order
+from eagle3lab.engines.versions import Change, parse_engine_version, place, place_in_order, rule_at
 from eagle3lab.errors import Eagle3LabError
 
 ROOT = bundled.ROOT
@@ -107,8 +107,9 @@ def _texts():
         yield str(path.relative_to(ROOT)), "\n".join("".join(c["source"]) for c in cells)
     for key, rule in layer_ids._RULES.items():
         yield f"layer_ids._RULES[{key!r}]", rule
-    for row in layer_ids.SGLANG_ROWS:
-        yield f"layer_ids.SGLANG_ROWS[{row.file}, {row.since}]", row.rule
+    for row in layer_ids.RULES:   # each rule's note as said: filled from its range
+        found = rule_at(layer_ids.RULES, None, engine=row.engine, kind=row.kind, key=row.key, newest="0")
+        yield f"layer_ids.RULES[{row.kind}, {row.key}, {row.since}]", found.say(row=row, arch=row.key)
 
 
 MERGED = re.compile(r"#(\d+)\W{0,3}(?:\([^)]*?)?merged\s+(\d{4}-\d{2}-\d{2})")
@@ -186,3 +187,28 @@ def test_place_in_order_gives_every_era_a_build_may_be_in(version, era, sure):
 def test_place_in_order_names_the_version_as_the_caller_wrote_it():
     with pytest.raises(Eagle3LabError, match=r"^my_build: expected"):
         place_in_order(ORDERED, "banana", "my_build")
+
+
+def test_a_rule_says_its_range_from_its_changes():
+    """One rule shape, one lookup: a rule's words are a template filled from the range it holds in (its Change and the
+    next rule's), so a release boundary is typed once, in the Change."""
+    from eagle3lab.engines.versions import Rule
+
+    first = Change("sglang", "a", last_without="1.0", first_with="1.1")
+    second = Change("sglang", "b", 9, "2026-02-01", last_without="1.3", first_with="1.4")
+    rules = (Rule("sglang", "check", "f.py", None, "none", "nothing up to {until}"),
+             Rule("sglang", "check", "f.py", first, "assert", "an assert ({since}-{until})"),
+             Rule("sglang", "check", "f.py", second, "error", "an error from {since} (PR #{pr}, merged {merged}); "
+                  "read up to {newest}"))
+    said = {v: rule_at(rules, v, engine="sglang", kind="check", key="f.py", newest="1.5").say()
+            for v in ("1.0", "1.2", "2026-03-01")}
+    assert said == {"1.0": "nothing up to 1.0", "1.2": "an assert (1.1-1.3)",
+                    "2026-03-01": "an error from 1.4 (PR #9, merged 2026-02-01); read up to 1.5"}
+    # a build the first change cannot place may be in either of the first two: the newest possible holds, and the
+    # field that changes there gets the one unplaced warning
+    found = rule_at(rules, "2026-01-15", engine="sglang", kind="check", key="f.py", newest="1.5")
+    warned = []
+    assert found.span == (0, 1) and found.get("value", lambda text, change: warned.append(change)) == "assert"
+    assert warned == [first] and found.change_to("value", "error") is second
+    with pytest.raises(Eagle3LabError, match="rules: expected a sglang check rule for 'g.py'"):
+        rule_at(rules, None, engine="sglang", kind="check", key="g.py", newest="1.5")

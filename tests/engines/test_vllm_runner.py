@@ -9,7 +9,7 @@ from eagle3lab import bundled
 from eagle3lab.engines import vllm_runner as vr
 from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.engines.profiles import IDS_NESTED, IDS_TOP, PROFILES, for_build
-from eagle3lab.engines.versions import release_row
+from eagle3lab.engines.versions import rule_at
 from eagle3lab.errors import Eagle3LabError
 
 LLAMA = "LlamaForCausalLM"
@@ -137,14 +137,19 @@ def test_what_is_assumed_is_said():
         vr.vllm_runner("0.32.0", "rocm")
 
 
-def test_release_row_is_one_generic_lookup():
-    row, used, note = release_row(vr.DEFAULTS, "0.28.5", newest="0.33.0", read=vr.RELEASES_READ, engine="vLLM",
-                                  platform="cuda")
-    assert row.since == "0.28.0" and used == "0.28.5" and "0.28.0" in note
-    row, used, note = release_row(vr.DEFAULTS, "0.10.0", newest="0.33.0", engine="vLLM", platform="cpu")
-    assert row.since == "0.17.0" and "older than" in note
-    row, used, note = release_row(vr.READS, "2026-05-01", newest="0.33.0", engine="vLLM", runner="V2")
-    assert row.since == "0.27.0" and used == "0.33.0" and "not a release" in note
+def test_rule_at_is_one_generic_lookup():
+    found = rule_at(vr.RULES, "0.28.5", engine="vllm", kind=vr.DEFAULT, key="cuda", newest="0.33.0",
+                    read=vr.RELEASES_READ)
+    assert found.row.since == "0.28.0" and found.release == "0.28.5" and "0.28.0" in found.note
+    found = rule_at(vr.RULES, "0.10.0", engine="vllm", kind=vr.DEFAULT, key="cpu", newest="0.33.0")
+    assert found.row.since == "0.17.0" and not found.held and "older than" in found.note
+    found = rule_at(vr.RULES, "2026-05-01", engine="vllm", kind=vr.READS, key="V2", newest="0.33.0")
+    assert found.row.since == "0.27.0" and found.release == "0.33.0" and "not a release" in found.note
+    # a rule's note is a template filled from its range: the CPU build without Triton refuses V2 from 0.22.0 on
+    refused = rule_at(vr.RULES, "0.25.0", engine="vllm", kind=vr.ENV, key="cpu", newest="0.33.0")
+    assert refused.row.value == "refused" and "(0.22.0: 'VLLM_USE_V2_MODEL_RUNNER requires Triton.')" in refused.say()
+    with pytest.raises(Eagle3LabError, match="rules: expected a vllm runner-env rule for 'rocm'"):
+        rule_at(vr.RULES, "0.25.0", engine="vllm", kind=vr.ENV, key="rocm", newest="0.33.0")
 
 
 @pytest.mark.parametrize("draft, cpu_points", [("draft-healthy", (1, 5, 8)), ("draft-case", (2, 6, 10))])
