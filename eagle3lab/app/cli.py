@@ -22,6 +22,7 @@ COMMANDS = {
     "doctor": "every finding for a draft as an engine serves it, measured, with the fix (and --write-fixed)",
     "serve-check": "serve a draft with the real vLLM and hold eagle3lab's predicted counters against its own",
     "profile": "a draft's acceptance profile (speculation_profile.json) and the engines' settings that replay it",
+    "context-curve": "a draft's acceptance per context position, and as each engine runs it past its own limits",
     "workbook": "execute every notebook headless and render build/workbook/index.html",
     "session": "show a recorded debug session, or what changed between two (models, flags, metrics)",
 }
