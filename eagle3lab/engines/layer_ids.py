@@ -644,6 +644,26 @@ def _vllm_deepseek_file(arch, notes, platform=None) -> str | None:
     return _Rules(notes, "vllm", FILE, key, [r for r in RULES if r.platform in (None, where)]).get("value")
 
 
+def _vllm_default_note(n, runner, notes) -> None:
+    """The note for a draft config with no ids vLLM reads: its default, and what this build's runner logs about it."""
+    warns = notes.after("vllm#50170")
+    if runner is None:
+        log = ("the V2 model runner (eagle3_utils.py) logs it only as INFO 'Using Eagle3 auxiliary layers from "
+               "model: (...)', the V1 runner (gpu_model_runner.py) says nothing")
+    else:
+        log = (f"the {runner.runner} model runner of a {runner.label.replace(', ' + runner.runner + ' model runner', '')}"
+               + (f" ({runner.assumptions} assumed)" if runner.assumptions else "")
+               + f" ({runner.reads.where.split()[0]}) "
+               + (f"logs it only as {runner.reads.default_log}" if runner.reads.default_log else "says nothing"))
+    notes.add("Default ids used: the draft config has no ids vLLM reads, so vLLM falls back to (2, N//2, N-3) = "
+              f"{list(default_resid(n))}"
+              + (" and warns once (PR #50170)." if warns else
+                 f"; {log}, and no release read ({RELEASES_READ[0]}-{VLLM_NEWEST_READ}) warns (PR #50170 adds a warning; open as of "
+                 "2026-07-28).")
+              + " If the draft was trained on other states, acceptance collapses while output stays correct.",
+              "defaulted", code="VLLM_AUX_IDS_DEFAULTED")
+
+
 def _vllm_points(engine, written, n, arch, notes, runner=None, platform=None):
     """vLLM and speculators (served by vLLM): id k = resid[k], with DeepSeek-family exceptions. ``runner``: the
     ``vllm_runner`` choice whose fallback log the default note names (None: both runners' are named)."""
@@ -661,22 +681,7 @@ def _vllm_points(engine, written, n, arch, notes, runner=None, platform=None):
                   f"model_type {model_type!r} contains none of aux_hidden_states_supported ({_VLLM_ANY_TYPE.first_with} "
                   "drops the list).", "breaks", code="VLLM_DEEPSEEK_NO_EAGLE3")
     if written is None:
-        warns = notes.after("vllm#50170")
-        if runner is None:
-            log = ("the V2 model runner (eagle3_utils.py) logs it only as INFO 'Using Eagle3 auxiliary layers from "
-                   "model: (...)', the V1 runner (gpu_model_runner.py) says nothing")
-        else:
-            log = (f"the {runner.runner} model runner of a {runner.label.replace(', ' + runner.runner + ' model runner', '')}"
-                   + (f" ({runner.assumptions} assumed)" if runner.assumptions else "")
-                   + f" ({runner.reads.where.split()[0]}) "
-                   + (f"logs it only as {runner.reads.default_log}" if runner.reads.default_log else "says nothing"))
-        notes.add("Default ids used: the draft config has no ids vLLM reads, so vLLM falls back to (2, N//2, N-3) = "
-                  f"{list(default_resid(n))}"
-                  + (" and warns once (PR #50170)." if warns else
-                     f"; {log}, and no release read ({RELEASES_READ[0]}-{VLLM_NEWEST_READ}) warns (PR #50170 adds a warning; open as of "
-                     "2026-07-28).")
-                  + " If the draft was trained on other states, acceptance collapses while output stays correct.",
-                  "defaulted", code="VLLM_AUX_IDS_DEFAULTED")
+        _vllm_default_note(n, runner, notes)
         return _RULES[f"{engine}-default"], [2, n // 2, n - 3]
     points = [_as_int(engine, x) for x in written]
     for p in points:
