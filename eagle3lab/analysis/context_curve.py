@@ -267,7 +267,7 @@ class PositionBin:
     tau: Interval | None
     served: float
     status: str                       # SERVED, PARTLY, NOT_SERVED, EMPTY
-    past_draft_limit: bool            # the bin reaches the draft's max_position_embeddings
+    past_draft_limit: bool            # a round in the bin drafts at or past the draft's max_position_embeddings
     past_window: bool                 # the bin's anchors attend past the window this curve applies
     change: Interval | None = None
     change_word: str | None = None
@@ -389,8 +389,10 @@ def _curve(engine, label, rule, accepts, bins, K, level, draft_m, reference=None
         status = EMPTY if not total else SERVED if served == 1 else NOT_SERVED if served == 0 else PARTLY
         change = _paired((num, den), prev, level) if prev is not None else None
         vs = _paired((num, den), _bin_sums(reference, lo, hi, K, fails)[:2], level) if reference is not None else None
+        # the last position a round in this bin drafts at (row t drafts t..t+K-1; t + K <= length - 1)
+        reach = min(hi - 1 + K - 1, max(len(a) for a in accepts) - 1)
         out.append(PositionBin(lo, hi, total, sum(1 for d in den if d > 0), _interval(num, den, level), served,
-                               status, hi + K - 1 > draft_m, window is not None and hi + K - 1 > window,
+                               status, reach >= draft_m, window is not None and reach >= window,
                                change, word_of(change) if change else None, vs, word_of(vs) if vs else None))
         prev = (num, den)
     return CurveOfEngine(engine, label, rule, tuple(out))
