@@ -17,6 +17,16 @@ from eagle3lab.engines.layer_ids import NOTE_CODES, resolve_aux_layers, sglang_m
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.errors import Eagle3LabError
 
+# The codes of SGLang's notes on id -1 (engines.layer_ids: loop index 0 under the +1 rule, or -1 never reached);
+# the edge-case table prints the one a resolution carries, matched by exact code
+ID_MINUS1_CODES = ("SGLANG_ID_MINUS1_RESID0", "SGLANG_ID_MINUS1_TYPEERROR", "SGLANG_ID_MINUS1_UNCONFIRMED",
+                   "SGLANG_ID_MINUS1_UNREACHED", "SGLANG_ID_MINUS1_STOPPED")
+
+
+def id_minus1_note(resolution) -> str:
+    """The text of ``resolution``'s note on id -1 (an ``AuxResolution`` of SGLang ids holding -1)."""
+    return next(note.text for note in resolution.notes if note.code in ID_MINUS1_CODES)
+
 
 def engine_name(engine: str) -> str:
     """An engine's own spelling ("SGLang", "vLLM") for a profile name; the name itself otherwise."""
@@ -35,10 +45,14 @@ class WorkedExample:
     written: list
     trained: list
     team: list
-    readings: pd.DataFrame        # one row per (engine, build): what ``written`` feeds fc
+    readings: pd.DataFrame        # one row per (engine, build): what ``written`` feeds fc (``fc_input``)
     per_build: dict               # build -> {"ids": ids for ``trained`` or None, "team": what ``team`` feeds, "breaks"}
     faithful_ids: list | None     # what ``faithful`` needs written for ``trained``, or None when it cannot
     faithful_why: str | None      # why it cannot (a NOTE_CODES description)
+
+    def readings_table(self) -> pd.DataFrame:
+        """``readings`` as the notebook shows it."""
+        return self.readings.rename(columns={"fc_input": "fc input"})
 
     def table(self) -> pd.DataFrame:
         rows = {b: {"ids for the trained wiring": r["ids"] or "none (cannot)",
@@ -60,7 +74,7 @@ class WorkedExample:
             PROFILES[self.engine].id_engine == "sglang" else None
         readers: dict = {}    # one reading, every (engine, build) that reads the ids so
         for _, row in self.readings.iterrows():
-            readers.setdefault(row["fc input"], []).append(
+            readers.setdefault(row["fc_input"], []).append(
                 engine_name(row["engine"]) + ("" if row["build"] == "any" else f" {row['build']}"))
         meaning = "; ".join(f"{label} to {', '.join(who)}" for label, who in readers.items())
         faithful = (f"{engine_name(self.faithful)} cannot capture it ({self.faithful_why})" if self.faithful_ids is None
@@ -79,7 +93,7 @@ class WorkedExample:
 def worked_example(engine: str, faithful: str, arch: str | None, num_layers: int, *, written, trained, team, builds,
                    readings) -> WorkedExample:
     """``builds``: the releases of ``engine`` to ask; ``readings``: (engine, build) pairs to read ``written`` in."""
-    table = pd.DataFrame([{"engine": e, "build": b or "any", "fc input": resolve_aux_layers(
+    table = pd.DataFrame([{"engine": e, "build": b or "any", "fc_input": resolve_aux_layers(
         e, list(written), num_layers, arch=arch, engine_version=b).label} for e, b in readings])
     per_build = {}
     for version in builds:
