@@ -28,21 +28,46 @@ from eagle3lab.models.state_bank import FINAL_NORMED
 ENGINE_FORMAT = {"sglang": "sglang", "vllm": "speculators"}   # the checkpoint family each engine loads
 
 
+KNOBS = ("engine", "flags", "wiring", "rule", "map")   # what a rung turns; ids count by the points they feed (a new
+# engine writes the same wiring in its own numbering)
+
+
 @dataclass(frozen=True, eq=False)
 class RunState:
-    """What one rung runs: fc fed the aux states (False: the EAGLE algorithm feeds the final state past fc),
-    the wiring, the switches, the chain length, the vocabulary map (None: the draft's own)."""
+    """What one rung of the ladder runs (doctor's and notebook 06's alike).
+
+    The draft's side: fc fed the aux states (``aux``; False: the EAGLE algorithm feeds the final state past fc),
+    the canonical resid points the build feeds (``wiring``), the first layer's switches (``variant``, e.g.
+    ``norm_before_residual``), the chain (``num_steps``, ``num_draft_tokens`` verified a round; None: one more),
+    the vocabulary map (None: the draft's own). The build's side: the engine (a profile name) and build (None:
+    newest), the ids written, the checkpoint format, and whether the build can run it at all (``runs``)."""
 
     aux: bool
     wiring: tuple
     variant: dict
     num_steps: int
     d2t: torch.Tensor | None = None
+    engine: str | None = None
+    build: str | None = None
+    num_draft_tokens: int | None = None
+    ids: tuple = ()
+    checkpoint: str | None = None
+    runs: bool = True
 
     @property
     def fed(self) -> tuple:
         """The states fc is fed."""
         return self.wiring if self.aux else NO_AUX
+
+    @property
+    def chain(self) -> int:
+        """The chain a round can accept: ``num_steps``, capped by what the flag line verifies."""
+        return self.num_steps if self.num_draft_tokens is None else min(self.num_steps, self.num_draft_tokens - 1)
+
+    @property
+    def rule(self) -> bool | None:
+        """norm_before_residual as this rung runs it (None: not set)."""
+        return self.variant.get("norm_before_residual")
 
     def changed(self, *changes: dict) -> RunState:
         """This state with each change applied in turn."""
@@ -50,6 +75,30 @@ class RunState:
         for change in changes:
             state = replace(state, **change)
         return state
+
+    def knobs(self) -> dict:
+        """What a user turns, by :data:`KNOBS` (the map by identity: one tensor per map read)."""
+        return {"engine": (self.engine, self.build, self.checkpoint),
+                "flags": (self.aux, self.num_steps, self.num_draft_tokens),
+                "wiring": self.wiring, "rule": tuple(sorted(self.variant.items())), "map": id(self.d2t)}
+
+    def turned(self, before: RunState) -> tuple[str, ...]:
+        """The knobs that differ from ``before``, in :data:`KNOBS` order."""
+        mine, theirs = self.knobs(), before.knobs()
+        return tuple(k for k in KNOBS if mine[k] != theirs[k])
+
+    def key(self) -> tuple:
+        """Two states with one key run alike (ids matter only through the points they feed; the only map a state
+        carries is one read from behaviour, so "has a map" identifies it)."""
+        return (self.engine, self.fed, tuple(sorted(self.variant.items())), self.num_steps, self.num_draft_tokens,
+                self.d2t is not None)
+
+    def claims(self) -> dict:
+        """The state as JSON values (a map as whether one is set)."""
+        return {"engine": self.engine, "build": self.build, "num_steps": self.num_steps,
+                "num_draft_tokens": self.num_draft_tokens, "ids": list(self.ids), "fed": list(self.fed),
+                "rule": self.rule, "checkpoint": self.checkpoint, "runs": self.runs, "aux": self.aux,
+                "variant": dict(self.variant), "map": self.d2t is not None}
 
 
 class FixKind(Enum):

@@ -55,7 +55,7 @@ from eagle3lab.doctor.fixes import (
     unreadable_ids,
     wiring_fix,
 )
-from eagle3lab.doctor.ladder import Ladder, Meter, Rung, measure_ladder
+from eagle3lab.doctor.ladder import Ladder, Meter, Rung, TeacherForced, measure_ladder
 from eagle3lab.doctor.vocab_behaviour import (
     VocabCheck,
     absolute_ids,
@@ -564,7 +564,8 @@ def propose_fixes(case: Case, launch: Launch, served: Served, searched: Searched
     if wiring is None:
         findings.append(unreadable_ids(case.draft_path, case.draft, build, searched.choice))
         wiring = searched.wiring    # the as-launched rung: the ids it can read already given
-    start = RunState(not launch.fc_skipped, wiring, served.variant, launch.served_steps)
+    start = RunState(not launch.fc_skipped, wiring, served.variant, launch.served_steps, engine=build.engine,
+                     build=build.version)
     fixes = [algorithm_fix(launch.algorithm_flag)] if launch.fc_skipped else []
     if launch.algorithm_wrong and not launch.fc_skipped:
         notes.append("the algorithm flag makes the engine feed fc a state of the wrong width: it refuses to load")
@@ -717,7 +718,7 @@ def run_doctor(draft_path, *, target=None, dump=None, dump_layer_ids=None, engin
     build = Build(engine, engine_version, engine_platform, case.bank.num_layers, case.draft.target_arch)
     served = served_reading(case.draft, build)
     searched = search(case, served, build, num_steps=num_steps, prompt_step=prompt_step, progress=progress)
-    meter = Meter(case.bank, served.view)     # the grown bank
+    meter = TeacherForced(case.bank, served.view)     # the grown bank
     proposed = propose_fixes(case, launch, served, searched, build, meter)
     labels = labels_check(meter, proposed.every_fix)
     ladder = measure_ladder(meter, proposed.start, proposed.fixes, max(num_steps, launch.served_steps))

@@ -1,33 +1,29 @@
-"""A case file's ladder: one served configuration changed one knob at a time, every rung decoded, and the
-words ("beats", "within noise", "loses") read from each rung's intervals.
+"""Notebook 06's words: a case file's ladder climbed one knob a rung, and the seed's checklist.
 
-A rung is a :class:`RungState` (engine, build, flag line, ids, what the build feeds, first-layer rule,
-checkpoint format) and the doctor finding that motivated its change. :func:`climb` decodes every distinct
-state that the build can run in ONE interleaved :func:`~eagle3lab.analysis.benchmark.decode_sweep`
-(the machine's noise hits all rungs alike) and returns a :class:`CaseLadder`, whose ``table()``,
-``plot()``, ``words()`` and ``claims()`` a notebook cell calls once each.
-
-A target known only through a serving cluster's hidden-state dump (``models.target_source``, dump mode) cannot
-decode: :func:`score_rungs` scores the same rungs teacher-forced on the dump's states (``StateBank``; tau with
-bootstrap intervals over the dumped prompts, as doctor's ladder does) and times nothing. What each mode skips,
-and the words for it, live here (:data:`SKIPS`, :func:`skipped`).
+The rungs are doctor's (``doctor.ladder``: one ``Rung``, one ``RunState``, one word rule); :func:`case_rungs`
+builds the notebook's seven from named inputs, and :func:`climb_case` climbs them in the source's mode: decoded
+and timed with a loaded target (every distinct runnable state in ONE interleaved ``decode_sweep``, the machine's
+noise hitting all rungs alike), or, for a target known only through a serving cluster's hidden-state dump
+(``models.target_source``, dump mode), teacher-forced on the dump's states (:func:`score_rungs`; tau with
+bootstrap intervals over the dumped prompts, as doctor's ladder does; nothing timed). Either way a
+:class:`CaseLadder` holds them, whose ``table()``, ``plot()``, ``words()`` and ``claims()`` a cell calls once each.
+What each mode skips, and the words for it, live here (:data:`SKIPS`, :func:`skipped`).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+import json
+import textwrap
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import pandas as pd
 
-from eagle3lab.analysis.verdicts import speed_word, word_of
-from eagle3lab.engines.acceptance import (
-    Interval,
-    bootstrap_ratio,
-    bootstrap_ratio_difference,
-    simulated_acc_len,
-)
+from eagle3lab.analysis.verdicts import word_of
+from eagle3lab.doctor.ladder import Decoded, Rung, RunState, TeacherForced, climb
+from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, simulated_acc_len
 from eagle3lab.engines.layer_ids import resid_label
-from eagle3lab.errors import bad_input
+from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models.target_source import CONFIG_ONLY, LIVE
 
 # what a step needs that a target known by its dump (states, no weights) or its config alone lacks: the skip line
@@ -49,86 +45,6 @@ def skipped(mode: str) -> list[str]:
         return []
     return [w for k, w in SKIPS.items() if mode == CONFIG_ONLY or k in NEEDS_TARGET]
 
-KNOBS = ("engine", "flags", "wiring", "rule")   # what a user turns: ids count by the wiring they feed (a new
-# engine writes the same wiring in its own numbering)
-
-
-@dataclass(frozen=True)
-class RungState:
-    """What runs on one rung. ``fed``: the canonical resid points the build feeds for ``ids``;
-    ``rule``: norm_before_residual as the engine runs it; ``runs``: False when the build cannot run it."""
-
-    engine: str
-    build: str | None
-    num_steps: int
-    num_draft_tokens: int
-    ids: tuple
-    fed: tuple
-    rule: bool
-    checkpoint: str
-    runs: bool = True
-
-    def knobs(self) -> dict:
-        return {"engine": (self.engine, self.build, self.checkpoint), "flags": (self.num_steps, self.num_draft_tokens),
-                "wiring": self.fed, "rule": self.rule}
-
-    def changed(self, other: RungState) -> tuple[str, ...]:
-        mine, theirs = self.knobs(), other.knobs()
-        return tuple(k for k in KNOBS if mine[k] != theirs[k])
-
-    def key(self) -> tuple:
-        """Two states with one key decode alike (ids matter only through what they feed)."""
-        return (self.engine, self.num_steps, self.num_draft_tokens, self.fed, self.rule)
-
-
-@dataclass
-class RungSpec:
-    """A rung before it is measured: its name, the state, the finding that motivated it, what the build
-    does with it (``note``), the draft to decode with and the decode_sweep keywords."""
-
-    name: str
-    state: RungState
-    finding: str
-    note: str = ""
-    draft: object = None
-    profile: str | None = None
-
-
-@dataclass
-class Rung:
-    name: str
-    state: RungState
-    finding: str
-    note: str
-    changed: tuple[str, ...]
-    measured_as: str | None         # the rung whose decoding this rung shares (same key), None if not run
-    tau: Interval | None = None
-    gain: Interval | None = None    # tau minus the previous run rung's, paired over prompts
-    e2e_tps: float = float("nan")
-    speed: Interval | None = None   # rate over no speculation (end to end), paired over prompts (repetitions summed)
-    step_speed: Interval | None = None  # rate over the previous run rung's, paired the same way
-    identical: str = ""
-    word: str = ""                  # beats / within noise / loses / not run / no change / start
-
-    @property
-    def speedup(self) -> float:
-        return float("nan") if self.speed is None else self.speed.value
-
-    @property
-    def speed_verdict(self) -> str | None:
-        """faster / slower / within noise of no speculation (the whole interval); None when not run."""
-        return None if self.speed is None else speed_word(self.speed)
-
-    @property
-    def step_verdict(self) -> str | None:
-        """The same against the previous run rung; "no change" when this rung shares its decoding."""
-        if self.step_speed is None:
-            return None
-        return "no change" if self.word == "no change" else speed_word(self.step_speed)
-
-    def change_text(self) -> str:
-        return ", ".join(self.changed) or "nothing"
-
 
 SPEED_WORDS = {"faster": "faster than no speculation", "slower": "slower than no speculation",
                "within noise": "within noise of no speculation", "not measured": "not measured"}
@@ -142,30 +58,23 @@ def ratio_text(iv: Interval) -> str:
     return f"{iv.value:.2f}x [{iv.low:.2f}, {iv.high:.2f}]"
 
 
+def identical_text(rung: Rung) -> str:
+    """``3/4``: prompts token-identical to ``generate`` of those decoded; empty when not decoded."""
+    return "" if rung.identical is None else f"{rung.identical[0]}/{rung.identical[1]}"
+
+
 def interval_word(diff: Interval | None) -> str:
     """``verdicts.word_of`` ("beats" / "within noise" / "loses"), or "not run" for a rung not measured."""
     return "not run" if diff is None else word_of(diff)
 
 
-class TeacherForced:
-    """Rungs scored teacher-forced on one bank (``decoding.evaluate.BankScore`` per rung name): tau and paired
-    differences over the bank's prompts, read the way ``DecodeSweep`` reads decoded ones."""
-
-    def __init__(self, scores: dict, bank):
-        self.scores, self.prompts = scores, len(bank.lengths)
-        self.anchors = {name: sum(sc.tau_sums[1]) for name, sc in scores.items()}
-
-    def tau_interval(self, name: str) -> Interval:
-        return bootstrap_ratio(*self.scores[name].tau_sums)
-
-    def tau_difference(self, a: str, b: str) -> Interval:
-        return bootstrap_ratio_difference(*self.scores[a].tau_sums, *self.scores[b].tau_sums)
-
-
 @dataclass
 class CaseLadder:
+    """The rungs climbed, the meter that measured them (``doctor.ladder.Decoded`` or ``TeacherForced``) and what
+    the words need: repeats, device, dtype, the trainer's record, what was scored and why nothing was timed."""
+
     rungs: list[Rung]
-    sweep: object                  # the DecodeSweep every run rung came from (score_rungs: a TeacherForced)
+    meter: object                  # the doctor.ladder.Meter every run rung came from
     repeats: int
     device: str
     dtype: str
@@ -183,11 +92,9 @@ class CaseLadder:
         """Every decoded rung token-identical to the target's greedy output; None when nothing was decoded."""
         if not self.decoded:
             return None
-        return all(r.identical.split("/")[0] == r.identical.split("/")[1] for r in self.run)
+        return all(same == prompts for same, prompts in (r.identical for r in self.run))
 
     # -------------------------------------------------------------- reading
-    def rung(self, name: str) -> Rung:
-        return next(r for r in self.rungs if r.name == name)
 
     @property
     def run(self) -> list[Rung]:
@@ -196,7 +103,7 @@ class CaseLadder:
     def overall(self) -> Interval:
         """The last run rung's tau minus the first's (paired)."""
         first, last = self.run[0], self.run[-1]
-        return self.sweep.tau_difference(last.measured_as, first.measured_as)
+        return self.meter.difference(last, first)
 
     def speed_word(self, rung: Rung) -> str:
         """Against no speculation, from the whole interval of the paired rate ratio (``verdicts.speed_word``)."""
@@ -222,7 +129,7 @@ class CaseLadder:
                          "speed": r.speed_verdict or "",
                          "x rung before": "" if r.step_speed is None else ratio_text(r.step_speed),
                          "speed vs rung before": r.step_verdict or "",
-                         "lossless": r.identical, "what the build does": r.note})
+                         "lossless": identical_text(r), "what the build does": r.note})
         return pd.DataFrame(rows).set_index("rung")
 
     def trainer_table(self) -> pd.DataFrame:
@@ -272,18 +179,18 @@ class CaseLadder:
 
     def claims(self) -> dict:
         return {"rungs": [{"name": r.name, "changed": list(r.changed), "finding": r.finding, "word": r.word,
-                           "ran": r.tau is not None, "measured_as": r.measured_as,
+                           "ran": r.ran, "measured_as": r.measured_as,
                            "tau": None if r.tau is None else [r.tau.value, r.tau.low, r.tau.high],
                            "gain": None if r.gain is None else [r.gain.value, r.gain.low, r.gain.high],
                            # untimed (or not run): None, not NaN (JSON has no NaN)
                            "speedup": None if r.speed is None else r.speedup,
-                           "e2e_tps": None if r.speed is None else r.e2e_tps, "identical": r.identical,
+                           "e2e_tps": None if r.speed is None else r.e2e_tps, "identical": identical_text(r),
                            "speed": None if r.speed is None else [r.speed.value, r.speed.low, r.speed.high],
                            "speed_word": r.speed_verdict,
                            "step_speed": None if r.step_speed is None else
                            [r.step_speed.value, r.step_speed.low, r.step_speed.high],
                            "step_speed_word": r.step_verdict,
-                           "state": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(r.state).items()}}
+                           "state": r.state.claims()}
                           for r in self.rungs],
                 "overall": [*(lambda d: [d.value, d.low, d.high])(self.overall())],
                 "overall_word": interval_word(self.overall()), "repeats": self.repeats, "speed_kind": self.speed_kind,
@@ -311,7 +218,7 @@ class CaseLadder:
         names = [f"{i}. {r.name}" for i, r in enumerate(self.rungs)]
         for y, r in enumerate(self.rungs):
             if r.tau is None:
-                ax.text(1.02, y, "not run: " + r.note.split(":")[0][:60], va="center", fontsize=8, color="tab:red")
+                ax.text(1.02, y, textwrap.shorten("not run: " + r.note, 70), va="center", fontsize=8, color="tab:red")
                 continue
             color = {"beats": "tab:green", "loses": "tab:red"}.get(r.word, "tab:grey")
             ax.errorbar(r.tau.value, y, xerr=[[r.tau.value - r.tau.low], [r.tau.high - r.tau.value]], fmt="o",
@@ -358,95 +265,155 @@ def trainer_record(training: dict | None) -> dict:
     return {"agree": agree, "tau_est": training["heldout"].get("tau_est"), "tau_implied": 1 + simulated_acc_len(agree)}
 
 
-def climb(target, specs: list[RungSpec], prompts, *, max_new_tokens: int, repeats: int, trainer: dict | None = None,
-          dtype: str = "float32", progress: bool = False, speed_kind: str = "e2e") -> CaseLadder:
-    """Decode every runnable rung (one case per distinct state) in one interleaved sweep; read each rung's
-    change against the previous run rung from a paired interval: tau paired over prompts, speed (``speed_kind``
-    rates, end to end by default: prefill included, as ``generate`` is timed) over prompts (each prompt's repetitions summed),
-    against no speculation and against the rung before."""
-    from eagle3lab.analysis.benchmark import decode_sweep
-
-    cases, by_key = {}, {}
-    for sp in specs:
-        if sp.state.runs and sp.state.key() not in by_key:
-            by_key[sp.state.key()] = sp.name
-            cases[sp.name] = dict(draft=sp.draft, num_steps=sp.state.num_steps, topk=1,
-                                  num_draft_tokens=sp.state.num_draft_tokens, profile=sp.profile)
-    sweep = decode_sweep(target, cases, prompts, max_new_tokens=max_new_tokens, repeats=repeats, progress=progress)
-
-    def timed(r: Rung, prev_run: Rung | None) -> None:
-        r.e2e_tps = sweep.e2e_tps[r.measured_as]
-        r.speed = sweep.speed_ratio(r.measured_as, kind=speed_kind)
-        if prev_run is not None:
-            r.step_speed = sweep.speed_ratio(r.measured_as, prev_run.measured_as, kind=speed_kind)
-        r.identical = f"{sweep.identical(r.measured_as)}/{len(sweep.reference)}"
-
-    rungs = _read_rungs(specs, by_key, sweep, timed)
-    device = str(getattr(target, "device", "cpu"))
-    return CaseLadder(rungs, sweep, repeats, device, dtype, trainer or {}, speed_kind)
+def training_of(draft_path) -> dict | None:
+    """The trainer's record beside a draft (``training.json``), None without one."""
+    path = Path(draft_path) / "training.json"
+    return json.loads(path.read_text()) if path.exists() else None
 
 
-def score_rungs(bank, specs: list[RungSpec], *, trainer: dict | None = None, scored_on: str, untimed: str,
+def chain_verdict(source, draft, trainer: dict, *, repeats: int, launched: int | None) -> ChainChoice | None:
+    """Step 4's chain to launch: the round costs timed ``repeats`` times with the loaded target (one cost model
+    per repeat: one timing's pick rides on the machine's load), priced on the trainer's agreement
+    (``choose_chain``). None without a training record or a loaded target (saying so); then ``launched`` (the
+    FIX_STEPS parameter) must name the chain."""
+    from eagle3lab.analysis.timing import measure_costs
+
+    costs_runs = []
+    if trainer and not source.skip(SKIPS["costs"]):
+        chains = range(1, len(trainer["agree"]) + 1)
+        costs_runs = [measure_costs(source.target, draft, settings=tuple((k, 1, None) for k in chains),
+                                    verify_sizes=tuple(range(1, len(chains) + 2)), repeats=3, warmup=1)
+                      for _ in range(repeats)]
+    if launched is None and not costs_runs:
+        raise bad_input("parameters", "FIX_STEPS", "the chain length to launch", None,
+                        "No round costs to price chains with (no training record beside the draft, or no target "
+                        "loaded here).")
+    return choose_chain(costs_runs, trainer["agree"], launched) if costs_runs else None
+
+
+@dataclass(frozen=True)
+class IdsFor:
+    """The ids an engine build writes for ``wiring``, or None and why (the error's headline)."""
+
+    wiring: tuple
+    ids: list | None
+    why: str = ""
+
+
+def ids_for(engine: str, wiring, num_layers: int, arch: str | None, build: str | None) -> IdsFor:
+    from eagle3lab.engines.layer_ids import to_engine_ids
+
+    try:
+        return IdsFor(tuple(wiring), to_engine_ids(engine, list(wiring), num_layers, arch=arch, engine_version=build))
+    except Eagle3LabError as e:
+        return IdsFor(tuple(wiring), None, e.headline)
+
+
+@dataclass
+class ServedFix:
+    """The checkpoint that serves all of it: the trained wiring and rule written in ``format`` for ``engine``
+    (``save_draft``'s record), what that engine reads from it (``inspect_checkpoint``) and the draft it loads."""
+
+    engine: str
+    format: str
+    path: str
+    written: object        # models.checkpoint's save record (format, aux_ids_written, flags_written)
+    reading: object        # the engine's reading of its ids (resid, label)
+    draft: object          # loaded as the engine runs it
+
+
+def write_fix(source, draft, trained: tuple, rule: bool, *, engine: str, checkpoint: str, device) -> ServedFix:
+    """Write the draft rewired to ``trained`` with ``rule`` as a ``checkpoint``-format checkpoint in a temporary
+    folder, read it back as ``engine`` does."""
+    import tempfile
+
+    from eagle3lab.models.checkpoint import inspect_checkpoint, save_draft
+
+    fixed = draft.rewired(aux_resid=tuple(trained), norm_before_residual=rule)
+    path = tempfile.mkdtemp(prefix="eagle3lab-fixed-") + "/draft-fixed"
+    written = save_draft(fixed, path, checkpoint, num_target_layers=source.num_layers)
+    reading = inspect_checkpoint(path, num_target_layers=source.num_layers).aux_ids.by_engine[engine]
+    return ServedFix(engine, checkpoint, path, written, reading, source.load_draft(path, device=device, profile=engine))
+
+
+def case_rungs(draft, *, engine: str, build: str | None, launched, served, flag_code: str, retry_steps: int,
+               chain: int, chain_pick: int | None, team, trained: IdsFor, rule: bool, fix: ServedFix) -> list[Rung]:
+    """Notebook 06's seven rungs, one knob a rung, each naming the finding that motivated it: as launched
+    (``launched``: the flag resolver's reading, ``served``: the ids as written and what the build feeds); the
+    chain the team retried; the chain to launch; the team's ids (``team``: what the build does with them); the
+    ids for the trained wiring; the trained rule (emulated as a patched draft model where the engine ignores
+    it); a checkpoint and engine that serve all of it (``fix``)."""
+    eff, engine_rule = launched.effective, draft.under(engine).settings.norm_before_residual
+
+    def on(state: RunState, name: str, finding: str, note: str, wiring: tuple | None = None) -> Rung:
+        # the rule forced only where it is not the engine's own: the patched draft model that rung emulates
+        forced = {} if state.rule == engine_rule else {"norm_before_residual": state.rule}
+        return Rung(name, state, finding, note, draft.rewired(aux_resid=wiring or state.wiring, **forced))
+
+    s0 = RunState(True, tuple(served.resid), {"norm_before_residual": engine_rule}, eff["num_steps"], engine=engine,
+                  build=build, num_draft_tokens=eff["num_draft_tokens"], ids=tuple(served.ids_as_written or ()),
+                  checkpoint=draft.load_report.format)
+    s1 = replace(s0, num_steps=retry_steps, num_draft_tokens=retry_steps + 1)
+    s2 = replace(s1, num_steps=chain, num_draft_tokens=chain + 1)
+    s3 = replace(s2, ids=tuple(team.ids_as_written or ()), wiring=tuple(team.resid), runs=not team.fatal)
+    s4 = replace(s3, ids=tuple(trained.ids or ()), wiring=trained.wiring if trained.ids else (),
+                 runs=trained.ids is not None)
+    s5 = replace(s4, variant={"norm_before_residual": rule})
+    s6 = RunState(True, tuple(fix.reading.resid), {"norm_before_residual": fix.draft.settings.norm_before_residual},
+                  chain, engine=fix.engine, num_draft_tokens=chain + 1, ids=tuple(fix.written.aux_ids_written),
+                  checkpoint=fix.written.format)
+    pick = " (the cost model's pick)" if chain == chain_pick else ""
+    return [
+        on(s0, "as launched", "the complaint", served.label),
+        on(s1, "flags as the team fixed them", flag_code, f"cap lifted: accept length up to {retry_steps + 1}"),
+        on(s2, "chain length to launch", flag_code, f"{chain}-step chain{pick}"),
+        on(s3, "the team's ids", "WIRING", team.fatal[0] if team.fatal else f"feeds {team.label}"),
+        on(s4, "ids for the best-scoring wiring", "WIRING", f"ids {trained.ids} feed {resid_label(trained.wiring)}"
+           if trained.ids else f"no ids: {trained.why}", wiring=trained.wiring),
+        on(s5, "the trained rule", "FIRST_LAYER_RULE", "the engine reads the rule" if engine_rule == rule else
+           f"{engine} ignores norm_before_residual in every build read: emulated as a patched draft model"),
+        Rung("a checkpoint and engine that serve all of it", s6, "FIRST_LAYER_RULE",
+             f"{fix.format} checkpoint, {fix.engine} feeds {fix.reading.label} and reads the rule", fix.draft),
+    ]
+
+
+def decode_rungs(target, rungs: list[Rung], prompts, *, max_new_tokens: int, repeats: int, trainer: dict | None = None,
+                 progress: bool = False, speed_kind: str = "e2e") -> CaseLadder:
+    """The ladder climbed decoded and timed (``doctor.ladder.Decoded``: every runnable state in one interleaved
+    sweep), each rung read against the previous run rung by ``doctor.ladder.climb``."""
+    meter = Decoded(target, prompts, max_new_tokens=max_new_tokens, repeats=repeats, speed_kind=speed_kind,
+                    progress=progress)
+    dtype = str(next(target.model.parameters()).dtype)
+    return CaseLadder(climb(meter, rungs), meter, repeats, str(getattr(target, "device", "cpu")), dtype,
+                      trainer or {}, speed_kind)
+
+
+def score_rungs(bank, rungs: list[Rung], *, trainer: dict | None = None, scored_on: str, untimed: str,
                 batch_size: int = 2) -> CaseLadder:
-    """The rungs of :func:`climb` scored teacher-forced on ``bank`` (a dump's states: no target to decode or
-    time with): each distinct state's draft as its engine runs it (``spec.draft.under(spec.profile)``), fed
-    what that build feeds, over a chain of ``num_steps`` capped by ``num_draft_tokens - 1`` (what the flag line
-    lets the engine accept); each rung's change against the previous scored rung paired over the bank's
-    prompts. A rung whose states the bank does not hold is not run, saying which. ``scored_on``: what the bank
-    is, for the words; ``untimed``: why no tokens/s."""
-    from eagle3lab.decoding.evaluate import evaluate_on_bank
-
-    scores, by_key, kept = {}, {}, []
-    for sp in specs:
-        view = sp.draft.under(sp.profile) if sp.profile is not None else sp.draft
-        if view.num_target_layers is None:
-            view = view.bound(num_target_layers=bank.num_layers)
-        wiring = tuple(view.aux_resid)
-        missing = [k for k in wiring if k not in bank.points]
-        if sp.state.runs and missing:
-            sp = replace(sp, state=replace(sp.state, runs=False),
-                         note=f"the bank ({scored_on}) holds no {resid_label(missing)}; {sp.note}")
-        if sp.state.runs and sp.state.key() not in by_key:
-            by_key[sp.state.key()] = sp.name
-            chain = min(sp.state.num_steps, sp.state.num_draft_tokens - 1)
-            scores[sp.name] = evaluate_on_bank(bank, view, wiring, chain, batch_size=batch_size)
-        kept.append(sp)
-    measure = TeacherForced(scores, bank)
-    rungs = _read_rungs(kept, by_key, measure, None)
-    some = next(iter(specs)).draft
-    return CaseLadder(rungs, measure, 0, str(some.fc.weight.device), str(some.fc.weight.dtype), trainer or {}, None,
+    """The same rungs scored teacher-forced on ``bank`` (a dump's states: no target to decode or time with;
+    ``doctor.ladder.TeacherForced``): each distinct state's draft as its engine runs it, fed what that build
+    feeds, over the chain its flag line lets it accept; a rung fed a point the bank lacks is not run, saying which.
+    ``scored_on``: what the bank is, for the words; ``untimed``: why no tokens/s."""
+    meter = TeacherForced(bank, batch_size=batch_size, scored_on=scored_on)
+    weight = rungs[0].draft.fc.weight
+    return CaseLadder(climb(meter, rungs), meter, 0, str(weight.device), str(weight.dtype), trainer or {}, None,
                       scored_on=scored_on, untimed=untimed)
 
 
-def _read_rungs(specs: list[RungSpec], by_key: dict, measure, timed) -> list[Rung]:
-    """Each spec as a rung: what changed against the previous runnable state, its tau and its change against
-    the previous run rung (``measure``: ``tau_interval`` / ``tau_difference`` by case name); ``timed(rung,
-    previous run rung)`` fills its speeds (None: not timed)."""
-    rungs, prev_state, prev_run = [], None, None
-    for sp in specs:
-        changed = () if prev_state is None else sp.state.changed(prev_state)
-        r = Rung(sp.name, sp.state, sp.finding, sp.note, changed, by_key.get(sp.state.key()) if sp.state.runs else None)
-        if r.measured_as is not None:
-            r.tau = measure.tau_interval(r.measured_as)
-            if timed is not None:
-                timed(r, prev_run)
-            if prev_run is None:
-                r.word = "start"
-            elif not changed or prev_run.measured_as == r.measured_as:
-                r.gain, r.word = measure.tau_difference(r.measured_as, prev_run.measured_as), "no change"
-            else:
-                r.gain = measure.tau_difference(r.measured_as, prev_run.measured_as)
-                r.word = interval_word(r.gain)
-            prev_run = r
-        else:
-            r.word = "not run"
-        rungs.append(r)
-        prev_state = sp.state if sp.state.runs else prev_state
-    return rungs
-
-
-def with_state(spec: RungSpec, **changes) -> RungState:
-    return replace(spec.state, **changes)
+def climb_case(source, rungs: list[Rung], *, bank, prompts, max_new_tokens: int, repeats: int,
+               trainer: dict | None) -> CaseLadder | None:
+    """Step 4 in the source's mode: decoded and timed with a loaded target, teacher-forced on a dump's ``bank``,
+    skipped (saying so) from the config alone."""
+    if source.live:
+        return decode_rungs(source.target, rungs, prompts, max_new_tokens=max_new_tokens, repeats=repeats,
+                            trainer=trainer)
+    if bank is None:
+        source.skip(SKIPS["ladder"])
+        source.skip(SKIPS["decode"])
+        return None
+    source.skip(SKIPS["decode"])
+    return score_rungs(bank, rungs, trainer=trainer, scored_on=f"the {bank.source} ({len(bank.lengths)} prompts)",
+                       untimed=f"{source.mode} mode, {source.why}")
 
 
 def flag_line(engine: str, num_steps: int, draft: str = "DRAFT") -> str:
@@ -465,7 +432,7 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
     releases), and the options left. ``team_ids``: engine -> ids a team wrote for it; a column says what each
     build does with them (the states it feeds, or how it crashes or drops one)."""
     from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
-    from eagle3lab.errors import Eagle3LabError, UncapturablePoints
+    from eagle3lab.errors import UncapturablePoints
 
     rows = []
     for engine, versions in builds.items():
@@ -474,8 +441,8 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
                 ids, why = to_engine_ids(engine, list(trained), num_layers, arch=arch, engine_version=version), ""
             except UncapturablePoints as e:
                 ids, why = None, "; ".join(e.tried)
-            except (Eagle3LabError, ValueError) as e:
-                ids, why = None, str(e).splitlines()[0]
+            except Eagle3LabError as e:
+                ids, why = None, e.headline
             cannot = ([f"the ids for {resid_label(trained)} ({why})"] if ids is None else []) + (
                 ["norm_before_residual (ignored in every build read)"] if rule and not honours_rule[engine] else [])
             team = {}
@@ -732,3 +699,34 @@ def _decoded_words(ladder: CaseLadder, chain: ChainChoice | None, fix_steps: int
     else:
         text += f". The chain to launch is set to {fix_steps} steps (no training record to price chains with)"
     return text
+
+
+# ------------------------------------------------------------------ step 5b: the real engine as the judge
+
+
+def serve_check_argv(fix: ServedFix, *, target, prompts, num_steps: int, max_new_tokens: int) -> list[str]:
+    """``eagle3lab serve-check --json`` on the written checkpoint, as a subprocess's arguments (the real engine runs
+    in its own environment), with ``prompts`` written beside the checkpoint."""
+    import sys
+
+    prompt_file = Path(fix.path).parent / "prompts.jsonl"
+    prompt_file.write_text("".join(json.dumps({"text": p} if isinstance(p, str) else {"ids": p}) + "\n"
+                                   for p in prompts))
+    return [sys.executable, "-c", "import sys; from eagle3lab.app.cli import main; sys.exit(main())",
+            "serve-check", "--engine", fix.engine, "--target", str(target), "--draft", fix.path,
+            "--prompts", str(prompt_file), "--num-steps", str(num_steps), "--max-new-tokens", str(max_new_tokens),
+            "--json"]
+
+
+def real_counters(real: dict) -> pd.DataFrame:
+    """serve-check's report (``--json``): the real engine's own counters beside eagle3lab's prediction."""
+    engine = real["engine"]
+    rows = {f"{engine} (real, its counters)": real[engine], "eagle3lab (emulated)": real["eagle3lab"]}
+    return pd.DataFrame(rows).T[["num_drafts", "num_draft_tokens", "num_accepted_tokens", "tau", "accepted_per_pos"]]
+
+
+def real_words(real: dict) -> str:
+    """The verdict of serve-check's report and its lossless check, in one line."""
+    ti = real["token_identity"]
+    return (f"{real['engine']} {real['engine_version']} ({real['engine_platform']} build): verdict {real['verdict']}; "
+            f"with the draft identical to no speculation on {ti['vllm_spec_vs_vllm_plain']}/{ti['prompts']} prompts")

@@ -27,7 +27,7 @@ LOSS = Interval(-0.20, -0.30, -0.10, 0.95, 24)
 
 def measured(name: str, state: RunState) -> Rung:
     """A meter that measures nothing: the rung as the state runs it."""
-    return Rung(name, state.fed, dict(state.variant), state.num_steps, state.d2t)
+    return Rung(name, state)
 
 
 def tau(value: float) -> SimpleNamespace:

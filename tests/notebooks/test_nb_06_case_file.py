@@ -9,6 +9,7 @@ pinned), acceptance with its intervals.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
@@ -345,15 +346,18 @@ def test_case_ladder_words_and_chain_pick_from_numbers():
     """The module's rules, without the notebook: verdicts from the interval's sign, the pick from the costs."""
     from types import SimpleNamespace
 
-    from eagle3lab.readings.nb06_case_file import RungState, pick_chain
+    from eagle3lab.doctor.ladder import RunState
+    from eagle3lab.readings.nb06_case_file import pick_chain
 
     assert interval_word(Interval(0.2, 0.05, 0.4, 0.95, 8)) == "beats"
     assert interval_word(Interval(-0.2, -0.4, -0.05, 0.95, 8)) == "loses"
     assert interval_word(Interval(0.1, -0.05, 0.3, 0.95, 8)) == "within noise"
     assert interval_word(None) == "not run"
-    a = RungState("e", "1", 4, 5, (2, 6, 10), (3, 7, 11), False, "fmt")
-    b = RungState("e", "1", 4, 5, (-1, 2, 6), (0, 3, 7), False, "fmt")
-    assert b.changed(a) == ("wiring",) and a.changed(a) == ()
+    a = RunState(True, (3, 7, 11), {"norm_before_residual": False}, 4, engine="e", build="1", num_draft_tokens=5,
+                 ids=(2, 6, 10), checkpoint="fmt")
+    b = replace(a, ids=(-1, 2, 6), wiring=(0, 3, 7))
+    assert b.turned(a) == ("wiring",) and a.turned(a) == ()
+    assert replace(a, ids=(9, 9, 9)).turned(a) == ()         # ids count by the points they feed
 
     def project(tau, k):      # a draft phase that grows with k: the pick is the fastest, not the longest
         cost = 1 + 0.4 * k
@@ -522,10 +526,11 @@ def test_score_rungs_on_a_dump_that_holds_some_points(bundled_models, tmp_path):
 
     matplotlib.use("Agg")
     from eagle3lab.decoding.evaluate import evaluate_on_bank, greedy_dataset
+    from eagle3lab.doctor.ladder import Rung, RunState
     from eagle3lab.engines.acceptance import bootstrap_ratio
     from eagle3lab.models.hidden_dump import dump_hidden_states
     from eagle3lab.models.state_bank import TargetHead, bank_from_dump
-    from eagle3lab.readings.nb06_case_file import RungSpec, RungState, candidates_held, score_rungs
+    from eagle3lab.readings.nb06_case_file import candidates_held, score_rungs
 
     target = eagle3lab.load_target(bundled.TARGET, device="cpu")
     seqs, lens = greedy_dataset(target, bundled.load_prompts(n=3), max_new_tokens=12)
@@ -537,14 +542,15 @@ def test_score_rungs_on_a_dump_that_holds_some_points(bundled_models, tmp_path):
     assert ("[resid[3], resid[7], resid[11]]", "[resid[11]]") in left_out
 
     def state(fed, rule):
-        return RungState("sglang", None, 4, 5, (), fed, rule, "fmt")
+        return RunState(True, fed, {"norm_before_residual": rule}, 4, engine="sglang", num_draft_tokens=5,
+                        checkpoint="fmt")
 
-    specs = [RungSpec("served", state((3, 7, 11), False), "start", "", draft.rewired(aux_resid=(3, 7, 11)), "sglang"),
-             RungSpec("wiring", state((0, 3, 7), False), "WIRING", "",
-                      draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=False), "sglang"),
-             RungSpec("rule", state((0, 3, 7), True), "FIRST_LAYER_RULE", "",
-                      draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=True), "sglang")]
-    ladder = score_rungs(bank, specs, scored_on="a test dump", untimed="no target here")
+    rungs = [Rung("served", state((3, 7, 11), False), "start", "", draft.rewired(aux_resid=(3, 7, 11))),
+             Rung("wiring", state((0, 3, 7), False), "WIRING", "",
+                  draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=False)),
+             Rung("rule", state((0, 3, 7), True), "FIRST_LAYER_RULE", "",
+                  draft.rewired(aux_resid=(0, 3, 7), norm_before_residual=True))]
+    ladder = score_rungs(bank, rungs, scored_on="a test dump", untimed="no target here")
     served, wiring, rule = ladder.rungs
     assert served.tau is None and served.word == "not run" and "holds no [resid[11]]" in served.note
     assert wiring.word == "start" and rule.changed == ("rule",) and rule.word == interval_word(rule.gain)
