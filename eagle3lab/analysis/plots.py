@@ -440,13 +440,13 @@ def plot_residual_scale(sweep: pd.Series, flag_off: float, h_scale: float, draft
 
 @styled
 def plot_chain_vs_tree(trees: pd.DataFrame, title: str = "chain vs tree, greedy", ax=None):
-    """tau per setting (``trees``: rows named ``chain ...`` or ``tree ...``, columns ``tau`` and ``verified``):
+    """tau per setting (``trees``: one row per setting, columns ``tau``, ``verified`` and ``topk``, 1 for a chain):
     chains blue, trees green, each bar labelled with the tokens it verifies per round."""
     import matplotlib.pyplot as plt
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 2.8))
-    ax.barh(trees.index, trees.tau, color=["tab:blue" if n.startswith("chain") else "tab:green" for n in trees.index])
+    ax.barh(trees.index, trees.tau, color=["tab:blue" if k == 1 else "tab:green" for k in trees.topk])
     for i, row in enumerate(trees.itertuples()):
         ax.text(row.tau, i, f" {row.verified} verified", va="center", fontsize=8)
     ax.invert_yaxis()

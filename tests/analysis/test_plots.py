@@ -172,7 +172,7 @@ def test_residual_scale_plots_the_sweep_with_the_flag_off_level_and_rms_h():
 
 
 def test_chain_vs_tree_colours_chains_and_trees_and_labels_the_verify_width():
-    trees = pd.DataFrame({"tau": [3.1, 3.4, 2.9], "verified": [6, 8, 8]},
+    trees = pd.DataFrame({"tau": [3.1, 3.4, 2.9], "verified": [6, 8, 8], "topk": [1, 1, 4]},
                          index=pd.Index(["chain 5", "chain 7", "tree 5/4/8"], name="setting"))
     ax = plot_chain_vs_tree(trees).axes[0]
     assert [b.get_width() for b in ax.patches] == [3.1, 3.4, 2.9]
@@ -203,7 +203,8 @@ def test_one_plot_style_names_engine_and_device_and_sees_what_is_missing():
 
     from eagle3lab.analysis.plot_style import style_problems
 
-    trees = pd.DataFrame({"tau": [3.1, 2.9], "verified": [6, 8]}, index=pd.Index(["chain 5", "tree 5/4/8"], name="setting"))
+    trees = pd.DataFrame({"tau": [3.1, 2.9], "verified": [6, 8], "topk": [1, 4]},
+                         index=pd.Index(["chain 5", "tree 5/4/8"], name="setting"))
     ax = plot_chain_vs_tree(trees, engine="sglang", device="cpu").axes[0]
     assert ax.get_title() == "chain vs tree, greedy (engine sglang, on cpu)" and style_problems(ax.figure) == []
     # a function with its own engine argument keeps it (and takes it by position too)

@@ -93,7 +93,7 @@ def test_tree_reading_counts_the_rounds_whose_tree_reaches_full_depth(sweep):
     # a round that accepted 3 drafts had a path of depth 3
     assert r["full_depth"] >= sum(x.accepted == 3 for x in rounds)
     assert f"in {r['full_depth']} of {r['rounds']} rounds" in trees.words()
-    assert list(trees.bars().index) == ["chain 3", "tree 3/2/4"]
+    assert list(trees.bars().index) == ["chain 3", "tree 3/2/4"] and trees.bars().topk.tolist() == [1, 2]
 
 
 def test_depth_of_a_tree_round_follows_the_parent_links():
