@@ -14,7 +14,7 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parent.parent / "eagle3lab"
 
 # rank of each top-level room; a module may import only modules of its own rank or below
-RANKS = {"errors": 0, "atomic": 0, "bundled": 0, "__init__": 0,
+RANKS = {"errors": 0, "findings": 0, "atomic": 0, "bundled": 0, "__init__": 0,
          "engines": 1, "models": 2, "decoding": 3, "analysis": 4, "doctor": 5, "readings": 6, "app": 7, "train": 7}
 
 
