@@ -145,12 +145,13 @@ def measure(out: Path, name: str, smoke: bool = False) -> dict:
     from eagle3lab.bundled import load_prompts
     from eagle3lab.models.checkpoint import load_draft
     from eagle3lab.models.target import load_target
-    from eagle3lab.train.model_card import acceptance_runs
+    from eagle3lab.train.model_card import RUN_LABELS, acceptance_runs
 
     target = load_target(TARGET, device="cpu")
     model_dir = out / "models" / name
     facts = json.loads((model_dir / "training.json").read_text())
-    runs = acceptance_runs(load_draft(model_dir, target=target, device="cpu"), facts)
+    keyed = acceptance_runs(load_draft(model_dir, target=target, device="cpu"), facts)
+    runs = {RUN_LABELS[k]: d for k, d in keyed.items()}     # labelled: the records' and README's keys
     chains = ACCEPT_CHAINS[:1] if smoke else ACCEPT_CHAINS
     tokens = 8 if smoke else ACCEPT_TOKENS
     result = {"max_new_tokens": tokens, "threads": torch.get_num_threads(), "runs": {},
@@ -158,7 +159,7 @@ def measure(out: Path, name: str, smoke: bool = False) -> dict:
                                  "norm_before_residual": d.settings.norm_before_residual} for label, d in runs.items()}}
     if name == CHAT:
         from eagle3lab.train.chat_data import chat_prompt, chat_requests, raw_prompt
-        drafts = {"chat draft": runs["as shipped, served by SGLang"],
+        drafts = {"chat draft": keyed["shipped"],
                   "healthy draft": load_draft(out / "models" / HEALTHY, target=target, device="cpu")}
         requests = chat_requests(read_corpus(out / "corpus", "heldout")[:HELDOUT_DOCS], 2 if smoke else ACCEPT_PROMPTS)
         cases = {f"{label}, chain {k}": dict(draft=d, num_steps=k) for label, d in drafts.items() for k in chains}

@@ -111,15 +111,18 @@ ACCEPT_PROMPTS = 12
 ACCEPT_NEW_TOKENS = 48
 
 
+# acceptance_runs' keys and the labels the card, acceptance.json and the build records give them
+RUN_LABELS = {"shipped": "as shipped, served by SGLang", "restored": "trained wiring and residual restored"}
+
+
 def acceptance_runs(draft, facts: dict) -> dict:
-    """How the card measures a draft: as SGLang serves the shipped checkpoint and, when that differs
-    from training, with the trained wiring and residual restored (what vLLM runs after the fix)."""
-    runs = {"as shipped, served by SGLang": draft.under("sglang")}
+    """How the card measures a draft, keyed as ``RUN_LABELS``: ``shipped``, as SGLang serves the shipped checkpoint
+    and, when that differs from training, ``restored``, the trained wiring and residual (what vLLM runs after the fix)."""
+    served = draft.under("sglang")
+    runs = {"shipped": served}
     trained = (tuple(facts["trained_resid"]), bool(facts["config"]["norm_before_residual"]))
-    served = runs["as shipped, served by SGLang"]
     if (tuple(served.aux_resid), served.settings.norm_before_residual) != trained:
-        runs["trained wiring and residual restored"] = draft.rewired(
-            aux_resid=trained[0], norm_before_residual=trained[1]).under("vllm")
+        runs["restored"] = draft.rewired(aux_resid=trained[0], norm_before_residual=trained[1]).under("vllm")
     return runs
 
 
@@ -141,7 +144,7 @@ def measure_acceptance(data_dir: str | Path, name: str, chains=ACCEPT_CHAINS, n_
     prompts = load_prompts(data_dir / "prompts" / "prompts.jsonl", n=n_prompts)
     greedy = [target_greedy(target, p, max_new_tokens).tokens for p in prompts]
     out = {"prompts": n_prompts, "max_new_tokens": max_new_tokens, "runs": {}}
-    for label, d in acceptance_runs(draft, facts).items():
+    for key, d in acceptance_runs(draft, facts).items():
         per_chain = {}
         for k in chains:
             rounds, lossless = [], True
@@ -154,7 +157,7 @@ def measure_acceptance(data_dir: str | Path, name: str, chains=ACCEPT_CHAINS, n_
                                  "conditional": [round(c, 4) if math.isfinite(c) else None for c in st.conditional],
                                  "survival": [round(a, 4) for a in st.survival], "rounds": st.rounds,
                                  "lossless": lossless}
-        out["runs"][label] = {"profile": d.profile.name, "aux_resid": list(d.aux_resid),
+        out["runs"][RUN_LABELS[key]] = {"profile": d.profile.name, "aux_resid": list(d.aux_resid),
                               "norm_before_residual": d.settings.norm_before_residual, "chains": per_chain}
     return out
 
