@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle3lab.engines.flags.result import Finding
+from eagle3lab.engines.flags.result import flag_finding
 from eagle3lab.errors import bad_input
 
 
@@ -127,7 +127,7 @@ def parse_command(engine: str, args, specs: dict[str, FlagSpec], known_names: tu
                 parsed.positionals.append(tok)
             else:
                 parsed.positionals.append(tok)
-                parsed.notes.append(Finding(
+                parsed.notes.append(flag_finding(
                     "STRAY_ARGUMENT", "error", f"'{tok}' is not a flag and no flag before it takes a value: the "
                     f"engine's argparse stops with 'unrecognized arguments: {tok}'.",
                     "argparse (python/sglang/srt/server_args.py, vllm/engine/arg_utils.py)", "all versions",
@@ -147,7 +147,7 @@ def parse_command(engine: str, args, specs: dict[str, FlagSpec], known_names: tu
             matches = [n for n in (*lookup, *known_names) if n.startswith(name)]
             if len(matches) == 1 and matches[0] in lookup:
                 spec = lookup[matches[0]]
-                parsed.notes.append(Finding(
+                parsed.notes.append(flag_finding(
                     "FLAG_ABBREVIATED", "warning", f"'{name}' is not a flag; argparse accepts it as an "
                     f"abbreviation of '{spec.name}' as long as no other flag of your build starts with it.",
                     "argparse allow_abbrev=True (SGLang's ServerArgs parser)", "all versions",
@@ -259,9 +259,9 @@ def _store(parsed: ParsedCommand, spec: FlagSpec, value, written: str):
             raise bad_input(f"`{before}` and `{written}`", None, f"one value for {spec.name}",
                             "two different values",
                             "argparse silently keeps the last one; remove the one you do not mean.")
-        parsed.notes.append(Finding("FLAG_REPEATED", "info", f"{spec.name} is given twice with the same value.",
-                                    "argparse keeps the last occurrence", "all versions",
-                                    f"Keep one {spec.name}.", setting=spec.key))
+        parsed.notes.append(flag_finding("FLAG_REPEATED", "info", f"{spec.name} is given twice with the same value.",
+                                         "argparse keeps the last occurrence", "all versions",
+                                         f"Keep one {spec.name}.", setting=spec.key))
         return
     parsed.values[spec.name] = value
     parsed.written[spec.name] = written
@@ -278,14 +278,14 @@ def _unknown(parsed: ParsedCommand, name: str, value, lookup: dict, known_names:
     shown = f"{name} {value}" if value is not None else name
     if closest:
         spec = lookup.get(closest)
-        parsed.notes.append(Finding(
+        parsed.notes.append(flag_finding(
             "UNKNOWN_FLAG", "error", f"'{shown}' is not a flag; did you mean {closest}? The engine's argparse "
             f"stops with 'unrecognized arguments', and a hand-edited config that drops it loses the setting.",
             "argparse (the engine's CLI parser)", "all versions",
             f"Write {closest}" + (f" {value}" if value is not None else "") + ".",
             setting=spec.key if spec else None, engine_error="SystemExit"))
     else:
-        parsed.notes.append(Finding(
+        parsed.notes.append(flag_finding(
             "UNCHECKED_FLAG", "info", f"'{shown}' is not one of the flags this tool models; it is passed through "
             "unchecked (it may be a real flag of your build).", "eagle3lab flags: modelled flags only",
             "-", None))

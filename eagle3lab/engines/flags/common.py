@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eagle3lab.engines.flags.cmdline import ParsedCommand
-from eagle3lab.engines.flags.result import VERSION_UNPLACED, Finding
+from eagle3lab.engines.flags.result import VERSION_UNPLACED, flag_finding
 from eagle3lab.engines.versions import Change, unplaced_warning
 from eagle3lab.engines.versions import place as place_change
+from eagle3lab.findings import Finding
 
 
 @dataclass
@@ -38,8 +39,8 @@ class Inputs:
 def unplaced_finding(change: Change, engine_version: str) -> Finding:
     """The one shape of ``ENGINE_VERSION_UNPLACED``, whichever rule or translator placed the build: the
     newest behaviour is shown; ``engine_versions`` is the change's span, ``setting`` is ``engine_version``."""
-    return Finding(VERSION_UNPLACED, "warning", unplaced_warning(change, engine_version), "eagle3lab.engines.versions.place",
-                   change.span(), setting="engine_version")
+    return flag_finding(VERSION_UNPLACED, "warning", unplaced_warning(change, engine_version), "eagle3lab.engines.versions.place",
+                        change.span(), setting="engine_version")
 
 
 def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Finding]:
@@ -47,20 +48,20 @@ def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Findi
     codes = {"breaks": (f"{prefix}_AUX_BREAKS", "error"), "defaulted": (f"{prefix}_AUX_IDS_DEFAULTED", "warning"),
              "note": (f"{prefix}_AUX_NOTE", "warning")}
     out = [unplaced_finding(n.change, res.engine_version) if n.kind == "version" else
-           Finding(*codes[n.kind], n.text, res.rule, versions, fix, "aux_resid") for n in res.notes]
+           flag_finding(*codes[n.kind], n.text, res.rule, versions, fix, "aux_resid") for n in res.notes]
     if res.defaulted and not any(n.kind == "defaulted" for n in res.notes):
-        out.insert(0, Finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", f"No aux layer ids where the engine reads "
-                              f"them: it captures its default {res.label}, silently.", res.rule, versions, fix,
-                              "aux_resid"))
+        out.insert(0, flag_finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", f"No aux layer ids where the engine reads "
+                                   f"them: it captures its default {res.label}, silently.", res.rule, versions, fix,
+                                   "aux_resid"))
     return out
 
 
 def aux_unknown(prefix: str, rule: str, versions: str, eff: dict) -> Finding:
     """No draft config: which target layers feed the draft cannot be known (either engine)."""
     eff.update(aux_layer_ids=None, aux_source="unknown (no draft config)", aux_resid=None)
-    return Finding(f"{prefix}_AUX_UNKNOWN", "info", "Which target layers feed the draft depends on the draft's "
-                   "config.json, which was not given.", rule, versions, "Pass --draft-config DRAFT/config.json.",
-                   "aux_resid")
+    return flag_finding(f"{prefix}_AUX_UNKNOWN", "info", "Which target layers feed the draft depends on the draft's "
+                        "config.json, which was not given.", rule, versions, "Pass --draft-config DRAFT/config.json.",
+                        "aux_resid")
 
 
 def aux_needs_layers(prefix: str, ids, rule: str, versions: str, eff: dict) -> list[Finding]:
@@ -68,12 +69,12 @@ def aux_needs_layers(prefix: str, ids, rule: str, versions: str, eff: dict) -> l
     eff["aux_resid"] = None
     out = []
     if ids is None:
-        out.append(Finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", "No aux layer ids where this engine reads them: "
-                           "it captures its default resid[2], resid[N//2], resid[N-3] (N = target layers), silently.",
-                           rule, versions, None, "aux_resid"))
-    out.append(Finding(f"{prefix}_AUX_NEEDS_LAYERS", "info", "The target's num_hidden_layers is unknown, so the ids "
-                       "cannot be placed on resid[k].", rule, versions, "Pass --target-config TARGET/config.json.",
-                       "aux_resid"))
+        out.append(flag_finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", "No aux layer ids where this engine reads them: "
+                                "it captures its default resid[2], resid[N//2], resid[N-3] (N = target layers), silently.",
+                                rule, versions, None, "aux_resid"))
+    out.append(flag_finding(f"{prefix}_AUX_NEEDS_LAYERS", "info", "The target's num_hidden_layers is unknown, so the ids "
+                            "cannot be placed on resid[k].", rule, versions, "Pass --target-config TARGET/config.json.",
+                            "aux_resid"))
     return out
 
 
@@ -104,6 +105,5 @@ def draft_window_finding(inp: Inputs, launch_window: int | None = None, setting:
                              launch_window)
     if problem is None:
         return None
-    return Finding(problem.code, "error" if problem.severity == "critical" else problem.severity,
-                   f"{problem.title}: {problem.evidence}", f"{served.engine}: {served.draft_window_how}",
-                   window_rows(inp.engine), problem.fix, setting)
+    return flag_finding(problem.code, problem.severity, f"{problem.title}: {problem.evidence}",
+                        f"{served.engine}: {served.draft_window_how}", window_rows(inp.engine), problem.fix, setting)

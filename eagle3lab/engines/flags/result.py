@@ -1,14 +1,16 @@
 """A resolved launch command: settings as given vs. effective, and the findings that explain them.
 
 ``FlagsResult`` is what ``resolve_flags`` returns (``to_dict`` is the ``eagle3lab flags --json`` object);
-``Finding`` is one thing the engine will do or refuse, with the rule behind it and a fix in the engine's
-own syntax. Pure Python (pandas only inside ``table()``).
+Each finding (``flag_finding``: an ``eagle3lab.findings.Finding`` whose ``detail`` is an ``EngineRule``) is one
+thing the engine will do or refuse, with the rule behind it and a fix in the engine's own syntax. Pure Python (pandas only inside ``table()``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+
+from eagle3lab.findings import Finding, Severity
 
 SEVERITIES = ("error", "warning", "info")
 SCHEMA_VERSION = 1
@@ -16,26 +18,34 @@ VERSION_UNPLACED = "ENGINE_VERSION_UNPLACED"  # a build that cannot be placed re
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One thing the engine will do (or refuse to do) with this command, and how to fix it."""
+class EngineRule:
+    """What a flag finding (an ``eagle3lab.findings.Finding``, this its ``detail``) adds: the engine rule behind it
+    (file, function, PR), where it applies (e.g. "all versions read (2025-03 .. 2026-09)"), and what the engine
+    itself says while it resolves the arguments, before it loads weights (checked against the engine's own resolver
+    by `eagle3lab flags --cross-check`): the log lines, in order, and the exception type that stops start-up there
+    (e.g. "AssertionError"; argparse: "SystemExit")."""
 
-    code: str                 # stable, e.g. "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"
-    severity: str             # "error" (engine fails or runs something broken), "warning", "info"
-    message: str
-    rule: str                 # the engine rule: file, function, PR
-    engine_versions: str      # where the rule applies, e.g. "all versions read (2025-03 .. 2026-09)"
-    fix: str | None = None    # in the engine's own syntax
-    setting: str | None = None  # the `effective` key this finding explains
-    # What the engine itself says while it resolves the arguments, before it loads weights (checked
-    # against the engine's own resolver by `eagle3lab flags --cross-check`): the log lines, in order,
-    # and the exception type that stops start-up there (e.g. "AssertionError"; argparse: "SystemExit").
+    rule: str
+    engine_versions: str
     engine_logs: tuple[str, ...] = ()
     engine_error: str | None = None
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["engine_logs"] = list(self.engine_logs)
-        return d
+
+def flag_finding(code: str, severity: str, message: str, rule: str, engine_versions: str, fix: str | None = None,
+                 setting: str | None = None, engine_logs=(), engine_error: str | None = None) -> Finding:
+    """One thing the engine will do (or refuse to do) with this command, and how to fix it: ``code`` stable (e.g.
+    "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"), ``severity`` "error" (the engine fails or runs something broken), "warning"
+    or "info", ``fix`` in the engine's own syntax, ``setting`` (the finding's ``where``) the ``effective`` key it
+    explains."""
+    return Finding(code, Severity(severity).worded(Severity.ERROR), message, fix, setting,
+                   detail=EngineRule(rule, engine_versions, tuple(engine_logs), engine_error))
+
+
+def flag_dict(f: Finding) -> dict:
+    """A flag finding as ``eagle3lab flags --json`` prints it (docs/cli/flags.md), keys in their old order."""
+    return {"code": f.code, "severity": str(f.severity), "message": f.text, "rule": f.rule,
+            "engine_versions": f.engine_versions, "fix": f.fix, "setting": f.where,
+            "engine_logs": list(f.engine_logs), "engine_error": f.engine_error}
 
 
 # Rows of the before/after table, in reading order (keys of `as_given` / `effective`).
@@ -89,7 +99,7 @@ class FlagsResult:
             "as_given": self.as_given,
             "effective": self.effective,
             "max_accept_length": self.max_accept_length,
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [flag_dict(f) for f in self.findings],
             "counts": {s: sum(f.severity == s for f in self.findings) for s in SEVERITIES},
             "unknown_flags": self.unknown_flags,
             "sources": self.sources,
@@ -118,7 +128,7 @@ class FlagsResult:
 
         cols = ["severity", "code", "message", "fix", "engine_versions", "rule"]
         order = {s: i for i, s in enumerate(SEVERITIES)}
-        rows = sorted((f.to_dict() for f in self.findings), key=lambda d: order[d["severity"]])
+        rows = sorted((flag_dict(f) for f in self.findings), key=lambda d: order[d["severity"]])
         return pd.DataFrame(rows, columns=["setting", *cols])[cols]
 
     def report(self) -> str:

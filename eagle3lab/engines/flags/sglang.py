@@ -33,13 +33,14 @@ from eagle3lab.engines.flags.common import (
     translator_findings,
 )
 from eagle3lab.engines.flags.configs import config_value, first_arch, written_aux_ids
-from eagle3lab.engines.flags.result import Finding
+from eagle3lab.engines.flags.result import flag_finding
 from eagle3lab.engines.flags.sglang_overlap import CHANGES as OVERLAP_RECORDS
 from eagle3lab.engines.flags.sglang_overlap import overlap_findings
 from eagle3lab.engines.layer_ids import CHANGES as ID_CHANGES
 from eagle3lab.engines.verify_width import ADJUSTED_LOG, POOL_RULE, verify_width
 from eagle3lab.engines.versions import Change, place_in_order
 from eagle3lab.errors import bad_input
+from eagle3lab.findings import Finding
 
 CURRENT = "SGLang release (main as read in 2026, python/sglang/srt/arg_groups/speculative_hook.py)"
 HOOK = "python/sglang/srt/server_args.py (2025) / arg_groups/speculative_hook.py (2026)"
@@ -209,7 +210,7 @@ def auto_params(arch: str | None, algorithm: str, place):
 
 
 def _f(code, severity, message, rule, versions=ALL, fix=None, setting=None, logs=(), error=None) -> Finding:
-    return Finding(code, severity, message, rule, versions, fix, setting, tuple(logs), error)
+    return flag_finding(code, severity, message, rule, versions, fix, setting, tuple(logs), error)
 
 
 def resolve(inp: Inputs):

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from eagle3lab.engines.flags.cmdline import env_bool
 from eagle3lab.engines.flags.common import Inputs
-from eagle3lab.engines.flags.result import Finding
+from eagle3lab.engines.flags.result import flag_finding
 from eagle3lab.engines.versions import Change, place_in_order
+from eagle3lab.findings import Finding
 
 RULE = "python/sglang/srt/server_args.py (2025) / arg_groups/speculative_hook.py (2026)"
 
@@ -191,8 +192,8 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
               1: "_handle_speculative_decoding (opt-in: --enable-beta-spec, then SGLANG_ENABLE_SPEC_V2 from PR #12113)",
               4: "_handle_eagle_family; CPU: _disable_overlap_schedule_for_cpu (newest code read)"}
     logs = ((CPU_LOG,) if cpu and not disabled else ()) + ((NON_OVERLAP_LOG,) if not on else ()) if era == 4 else ()
-    out = [Finding("SGL_OVERLAP_SCHEDULE", "info", msg, f"{where}: {RULE} {detail.get(era, '_handle_eagle_family')}",
-                   versions, setting="overlap_schedule", engine_logs=logs)]
+    out = [flag_finding("SGL_OVERLAP_SCHEDULE", "info", msg, f"{where}: {RULE} {detail.get(era, '_handle_eagle_family')}",
+                        versions, setting="overlap_schedule", engine_logs=logs)]
 
     # Opt-in era only: shown as is when that is the era shown, as a warning when the build only may be in it.
     if sure <= 1 <= era and spec_v2:
@@ -201,18 +202,18 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
         opt_in = f"{overlap_era_text(1)}: {RULE} spec V2 branch"
         sub = "; ".join(f"{k}: {CHANGES[k].span()}" for k in ("opt-in-eagle3", "opt-in-standalone"))
         if disabled and algo in forced:
-            out.append(Finding("SGL_OVERLAP_FLAG_OVERRIDDEN", "warning",
-                               maybe + "--disable-overlap-schedule is overridden: with SGLANG_ENABLE_SPEC_V2=1 SGLang "
-                               f"sets disable_overlap_schedule = False for {algo} in this build (EAGLE only up to "
-                               "0.5.6.post2, EAGLE/EAGLE3 in 0.5.7, STANDALONE too from 0.5.8), so the overlap "
-                               "scheduler runs.", opt_in, f"{versions}; {sub}",
-                               "Drop SGLANG_ENABLE_SPEC_V2=1 to run without the overlap scheduler.",
-                               "overlap_schedule"))
+            out.append(flag_finding("SGL_OVERLAP_FLAG_OVERRIDDEN", "warning",
+                                    maybe + "--disable-overlap-schedule is overridden: with SGLANG_ENABLE_SPEC_V2=1 SGLang "
+                                    f"sets disable_overlap_schedule = False for {algo} in this build (EAGLE only up to "
+                                    "0.5.6.post2, EAGLE/EAGLE3 in 0.5.7, STANDALONE too from 0.5.8), so the overlap "
+                                    "scheduler runs.", opt_in, f"{versions}; {sub}",
+                                    "Drop SGLANG_ENABLE_SPEC_V2=1 to run without the overlap scheduler.",
+                                    "overlap_schedule"))
         if topk is not None and topk > 1 and overlap_rule(1, disabled, topk, spec_v2, cpu, algo, forced)[0]:
             checked = algo in forced and "EAGLE3" in forced  # the ValueError came with 0.5.7, for what it forces on
-            out.append(Finding("SGL_SPEC_V2_TOPK", "error" if era == 1 and checked else "warning",
-                               maybe + f"SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk {topk}: " +
-                               ("SGLang stops at start-up with ValueError 'Spec v2 currently only supports topk = 1 "
+            out.append(flag_finding("SGL_SPEC_V2_TOPK", "error" if era == 1 and checked else "warning",
+                                    maybe + f"SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk {topk}: " +
+                                    ("SGLang stops at start-up with ValueError 'Spec v2 currently only supports topk = 1 "
                                 "for speculative decoding.' (from 0.5.7; earlier builds started and then failed on a "
                                 "tensor shape, issue #14077)." if checked else
                                 "this build (before 0.5.7) starts, then fails on a tensor shape (issue #14077)."),
@@ -224,12 +225,12 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
         notice = inp.place(CHANGES["spec-v2-notice-dropped"]) == "before"
         said = (f"SGLang only logs '{ENV_REMOVED_LOG}'" if notice else
                 "SGLang says nothing about it (the removal notice was dropped after 0.5.20)")
-        out.append(Finding("SGL_SPEC_V2_ENV_IGNORED", "warning" if meant_off else "info",
-                           f"SGLANG_ENABLE_SPEC_V2={raw_env} is ignored: PR #{CHANGES[OVERLAP_CHANGES[3]].pr} removed "
-                           f"it and {said}." + (" The overlap scheduler stays on." if meant_off and on else ""),
-                           f"{where}: {RULE} handle_speculative_decoding" + (" (removal notice)" if notice else ""),
-                           f"{versions}; spec-v2-notice-dropped: {CHANGES['spec-v2-notice-dropped'].span()}",
-                           "Use --disable-overlap-schedule for the synchronous path." if meant_off else
-                           "Drop SGLANG_ENABLE_SPEC_V2; it has no effect.", "overlap_schedule",
-                           engine_logs=(ENV_REMOVED_LOG,) if notice else ()))
+        out.append(flag_finding("SGL_SPEC_V2_ENV_IGNORED", "warning" if meant_off else "info",
+                                f"SGLANG_ENABLE_SPEC_V2={raw_env} is ignored: PR #{CHANGES[OVERLAP_CHANGES[3]].pr} removed "
+                                f"it and {said}." + (" The overlap scheduler stays on." if meant_off and on else ""),
+                                f"{where}: {RULE} handle_speculative_decoding" + (" (removal notice)" if notice else ""),
+                                f"{versions}; spec-v2-notice-dropped: {CHANGES['spec-v2-notice-dropped'].span()}",
+                                "Use --disable-overlap-schedule for the synchronous path." if meant_off else
+                                "Drop SGLANG_ENABLE_SPEC_V2; it has no effect.", "overlap_schedule",
+                                engine_logs=(ENV_REMOVED_LOG,) if notice else ()))
     return out

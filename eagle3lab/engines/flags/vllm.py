@@ -24,10 +24,11 @@ from eagle3lab.engines.flags.common import (
     translator_findings,
 )
 from eagle3lab.engines.flags.configs import config_value, first_arch, is_speculators, written_aux_ids
-from eagle3lab.engines.flags.result import Finding
+from eagle3lab.engines.flags.result import flag_finding
 from eagle3lab.engines.versions import Change
 from eagle3lab.engines.vllm_runner import IDS_NESTED, config_at, read_ids, vllm_runner
 from eagle3lab.errors import bad_input
+from eagle3lab.findings import Finding
 
 CURRENT = "vLLM release (main as read in 2026, vllm/config/speculative.py)"
 SPEC = "vllm/config/speculative.py SpeculativeConfig"
@@ -110,7 +111,7 @@ def draft_path(parsed):
 
 
 def _f(code, severity, message, rule, versions=ALL, fix=None, setting=None) -> Finding:
-    return Finding(code, severity, message, rule, versions, fix, setting)
+    return flag_finding(code, severity, message, rule, versions, fix, setting)
 
 
 def _spec_json(spec: dict) -> str:
