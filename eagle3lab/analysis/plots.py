@@ -214,15 +214,15 @@ def plot_acceptance(stats: dict | AcceptanceStats, ax=None, title: str | None = 
 
 
 @styled
-def plot_here_and_served(where: pd.DataFrame, ax=None, context: str | None = None):
+def plot_here_and_served(where: pd.DataFrame, series, ax=None, context: str | None = None):
     """One row per what-if: its tau (black bar, with its interval when ``tau_low`` / ``tau_high`` are given)
     against the round cost it pays here and on each served setting (one marker shape each, named in the
-    legend; filled = measured, from a column named ``... measured``, with its interval from ``... low`` /
-    ``... high``; hollow = projected). A marker left of the bar pays. ``where``: columns ``tau`` and
-    ``break-even ...`` (``analysis.roofline.here_and_served`` or ``speed_reading.WhatIf.plot_table``)."""
+    legend; filled = measured, with its interval; hollow = projected). A marker left of the bar pays.
+    ``where``: column ``tau`` and the columns ``series`` names (``roofline.CostSeries``, given by the table's
+    producer: ``roofline.here_and_served_series`` or ``WhatIf.series`` of notebook 05's readings)."""
     import matplotlib.pyplot as plt
 
-    settings = [c for c in where.columns if c.startswith("break-even ") and not c.endswith((" low", " high"))]
+    series = list(series)
     if ax is None:
         _, ax = plt.subplots(figsize=(8, 1.4 + 0.7 * len(where)))
     markers = "osD^vP*X"
@@ -230,19 +230,17 @@ def plot_here_and_served(where: pd.DataFrame, ax=None, context: str | None = Non
         if "tau_low" in row:
             ax.plot([row["tau_low"], row["tau_high"]], [i, i], color="k", lw=5, alpha=0.25, solid_capstyle="butt")
         ax.plot([row["tau"]] * 2, [i - 0.3, i + 0.3], color="k", lw=2, label="tau (tokens per round)" if i == 0 else None)
-        for j, col in enumerate(settings):
-            measured = "measured" in col
-            what = col.removeprefix("break-even ")
+        for j, s in enumerate(series):
+            x = row[s.column]
             kw = dict(color=f"C{j}", ms=7, marker=markers[j % len(markers)], ls="", zorder=3,
-                      label=(what + ("" if measured or "projected" in what else " (projected)")) if i == 0 else None)
-            if not measured:
+                      label=s.label if i == 0 else None)
+            if not s.measured:
                 kw.update(mfc="none")
-            y = i + 0.12 * (j - (len(settings) - 1) / 2)
-            if measured and f"{col} low" in row:
-                ax.errorbar(row[col], y, xerr=[[row[col] - row[f"{col} low"]], [row[f"{col} high"] - row[col]]],
-                            capsize=3, **kw)
+            y = i + 0.12 * (j - (len(series) - 1) / 2)
+            if s.measured and s.low is not None:
+                ax.errorbar(x, y, xerr=[[x - row[s.low]], [row[s.high] - x]], capsize=3, **kw)
             else:
-                ax.plot(row[col], y, **kw)
+                ax.plot(x, y, **kw)
     ax.set_yticks(range(len(where)), list(where.index), fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("round cost in target steps (= break-even tau); left of the black bar pays")

@@ -112,6 +112,31 @@ def _measured(x) -> Interval | None:
     return None
 
 
+@dataclass(frozen=True)
+class CostSeries:
+    """One marker series of ``plots.plot_here_and_served``: the column of round costs (break-even tau), its legend
+    label, and whether it was measured (filled, its interval in the ``low`` / ``high`` columns) or projected
+    (hollow). The producer of a table names its series, so the plot reads no column name for meaning."""
+
+    column: str
+    label: str
+    measured: bool = False
+    low: str | None = None
+    high: str | None = None
+
+
+def _served_settings(batch: int, overhead: float) -> tuple:
+    """(label, batch, per-round overhead) of each served setting ``here_and_served`` prices."""
+    return (("served, batch 1", 1, overhead), (f"served, batch {batch}", batch, overhead),
+            (f"served, batch {batch}, overlap on", batch, 0.0))
+
+
+def here_and_served_series(batch: int = SERVED["batch"]) -> list[CostSeries]:
+    """The series of ``here_and_served``'s table: here and each served setting, all projected."""
+    return [CostSeries("break-even here", "here (projected)")] + [
+        CostSeries(f"break-even {label}", f"{label} (projected)") for label, _, _ in _served_settings(batch, 0.0)]
+
+
 def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: float = SERVED["overhead"],
                     batch: int = SERVED["batch"]) -> pd.DataFrame:
     """Each case's verdict here (from its measured speedup and its interval) and its projection on the served
@@ -129,8 +154,7 @@ def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: fl
     """
     # one batch per table, so one row per case in ``cases``' order: read by position, never by row label
     served = {label: price_on_served(cases, c=c, overhead=o, batches=(b,))["break_even_tau"].tolist()
-              for label, b, o in (("batch 1", 1, overhead), (f"batch {batch}", batch, overhead),
-                                  (f"batch {batch}, overlap on", batch, 0.0))}
+              for label, b, o in _served_settings(batch, overhead)}
     rows = []
     for i, (name, case) in enumerate(cases.items()):
         here = _measured(case["measured_here"])
@@ -146,9 +170,9 @@ def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: fl
                 "verdict here": NO_INTERVAL if here is None else speed_word(here)}
         for label, costs in served.items():
             be = float(costs[i])
-            row[f"break-even served, {label}"] = be
-            row[f"projected speedup served, {label}"] = case["tau"] / be
+            row[f"break-even {label}"] = be
+            row[f"projected speedup {label}"] = case["tau"] / be
             # a projection from stated assumptions: tau's interval against it, never a point
-            row[f"verdict served, {label}"] = "projected, no tau interval" if tau is None else projected_word(tau, be)
+            row[f"verdict {label}"] = "projected, no tau interval" if tau is None else projected_word(tau, be)
         rows.append(row)
     return pd.DataFrame(rows).set_index("case")

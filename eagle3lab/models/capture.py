@@ -312,8 +312,8 @@ def fc_input_difference(a: FcInput, b: FcInput, attention_mask=None, names=("a",
         rows.append({"slot": slot, names[0]: a.label if ka is None else resid_name(ka),
                      names[1]: b.label if kb is None else resid_name(kb),
                      "cosine": float(torch.nn.functional.cosine_similarity(x, y, dim=-1).mean()),
-                     "relative distance": float((y - x).norm() / x.norm()),
-                     "norm ratio": float(y.norm() / x.norm())})
+                     "relative_distance": float((y - x).norm() / x.norm()),
+                     "norm_ratio": float(y.norm() / x.norm())})
     return pd.DataFrame(rows).set_index("slot")
 
 

@@ -312,9 +312,9 @@ def fc_input_words(chunks) -> str:
     moved = [name for name, r in slots.iterrows() if not r["cosine"] > 0.999]
     i = int(slots["cosine"].to_numpy().argmin())
     r = slots.iloc[i]
-    scale = abs(math.log(max(float(r["norm ratio"]), 1e-12))) > math.log(2)
+    scale = abs(math.log(max(float(r["norm_ratio"]), 1e-12))) > math.log(2)
     return (f"{len(moved)} of {len(slots)} slots hold another state than in training. {slots.index[i]} changes "
-            f"the most: cosine {r['cosine']:.2f}, norm ratio {r['norm ratio']:.2f}, so the block of fc's columns "
+            f"the most: cosine {r['cosine']:.2f}, norm ratio {r['norm_ratio']:.2f}, so the block of fc's columns "
             f"trained on it multiplies a vector of another direction{' and scale' if scale else ''}. "
             "Section 2 measures what that costs.")
 
@@ -428,7 +428,7 @@ def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: 
                 f"{'inside' if reading.in_sets else 'OUTSIDE'} the per-slot sets" if vt is not None else "")
              + ".")
     claims = dict(trained=list(trained), served=list(served), slot_cosines=cos,
-                  slot_distances=[float(x) for x in chunks["relative distance"].iloc[:-1]], anchors=anchors,
+                  slot_distances=[float(x) for x in chunks["relative_distance"].iloc[:-1]], anchors=anchors,
                   num_steps=num_steps, pair=pair.claims(), scan=sc, servable=servable.claims(),
                   builds={v: {"wiring": list(w), "ids": list(i)} for v, (w, i) in builds.items()},
                   contrast=None if contrast is None else contrast.claims(), search=r,

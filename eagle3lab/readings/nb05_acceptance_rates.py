@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, price_on_served
+from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, CostSeries, price_on_served
 from eagle3lab.analysis.verdicts import projected_word, speed_word, word_of
 from eagle3lab.engines.acceptance import Interval, tau_difference, tau_interval
 from eagle3lab.readings.dump_mode import scored_from
@@ -426,8 +426,16 @@ class WhatIf:
                          "speedup": f"{r.tau.value / be:.2f}x", "verdict": projected_word(r.tau, be)})
         return pd.DataFrame(rows).set_index("where")
 
+    def series(self) -> list[CostSeries]:
+        """The marker series of :meth:`plot_table` for ``plots.plot_here_and_served``: here measured, served
+        projected."""
+        here = "break-even here, measured"
+        return [CostSeries(here, "here, measured", True, f"{here} low", f"{here} high")] + [
+            CostSeries(f"break-even {label}, projected", f"{label}, projected") for label in self.served.labelled()]
+
     def plot_table(self) -> pd.DataFrame:
-        """For ``plots.plot_here_and_served``: one row, tau with its interval and each break-even."""
+        """For ``plots.plot_here_and_served`` (with :meth:`series`): one row, tau with its interval and each
+        break-even."""
         r = self.row
         row = {"tau": r.tau.value, "tau_low": r.tau.low, "tau_high": r.tau.high, "break-even here, measured": r.paid_cost.value,
                "break-even here, measured low": r.paid_cost.low, "break-even here, measured high": r.paid_cost.high}

@@ -25,6 +25,7 @@ from eagle3lab.analysis.plots import (  # noqa: E402
     plot_survival_by_rule,
     plot_tokens_per_round,
 )
+from eagle3lab.analysis.roofline import CostSeries  # noqa: E402
 from eagle3lab.engines.acceptance import (
     acceptance_stats,
 )
@@ -268,7 +269,11 @@ def test_here_and_served_draws_one_row_per_what_if_measured_filled_projected_hol
                           "break-even here, measured": [1.5, 1.6], "break-even here, measured low": [1.4, 1.5],
                           "break-even here, measured high": [1.6, 1.7], "break-even served, batch 1, projected": [1.35] * 2,
                           "break-even served, batch 48, projected": [1.52] * 2}, index=["as launched", "half fixed"])
-    fig = plots.plot_here_and_served(where, context=CONTEXT)
+    measured = CostSeries("break-even here, measured", "here, measured", True, "break-even here, measured low",
+                          "break-even here, measured high")
+    fig = plots.plot_here_and_served(where, [measured] + [CostSeries(f"break-even served, batch {b}, projected",
+                                                                     f"served, batch {b}, projected") for b in (1, 48)],
+                                     context=CONTEXT)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["as launched", "half fixed"]
     handles = dict(zip(_labels(ax), ax.get_legend().legend_handles))
@@ -282,8 +287,10 @@ def test_here_and_served_draws_one_row_per_what_if_measured_filled_projected_hol
     assert len(ax.texts) == 0 and CONTEXT in _flat(ax.get_title()) and _outside(fig, ax.get_legend())
     # roofline.here_and_served's table (no intervals) still draws: every setting hollow, tau a bar
     old = pd.DataFrame({"tau": [1.33], "break-even here": [1.52], "break-even served, batch 1": [1.35]}, index=["x"])
-    assert sorted(_labels(plots.plot_here_and_served(old).axes[0])) == ["here (projected)", "served, batch 1 (projected)",
-                                                                         "tau (tokens per round)"]
+    series = [CostSeries("break-even here", "here (projected)"), CostSeries("break-even served, batch 1",
+                                                                           "served, batch 1 (projected)")]
+    assert sorted(_labels(plots.plot_here_and_served(old, series).axes[0])) == [
+        "here (projected)", "served, batch 1 (projected)", "tau (tokens per round)"]
 
 
 def test_speed_vs_chain_draws_measured_with_intervals_beside_the_projection_and_shades_the_fastest_set():

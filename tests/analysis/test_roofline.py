@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, Roofline, here_and_served, price_on_served
+from eagle3lab.analysis.roofline import (
+    ROOFLINE_EXAMPLES,
+    Roofline,
+    here_and_served,
+    here_and_served_series,
+    price_on_served,
+)
 from eagle3lab.analysis.verdicts import projected_word
 from eagle3lab.engines.acceptance import Interval, bootstrap_rate_ratio
 
@@ -106,6 +112,8 @@ def test_here_and_served_table_draws():
     from eagle3lab.analysis import plots
 
     where = here_and_served({"x": {**ONE_STEP, "tau_low": 1.3, "tau_high": 1.55, "measured_here": (1.0, 0.9, 1.1)}})
-    fig = plots.plot_here_and_served(where)
+    fig = plots.plot_here_and_served(where, here_and_served_series())
     labels = {h.get_label() for h in fig.axes[0].get_legend().legend_handles}
-    assert {"here (projected)", "served, batch 1 (projected)", "tau (tokens per round)"} <= labels
+    assert labels == {"here (projected)", "served, batch 1 (projected)", "served, batch 48 (projected)",
+                      "served, batch 48, overlap on (projected)", "tau (tokens per round)"}
+    assert {s.column for s in here_and_served_series()} <= set(where.columns)   # every series names a column

@@ -246,15 +246,15 @@ def test_fc_input_difference_per_slot_and_padding_dropped():
     diff = fc_input_difference(a, b, mask, names=("trained", "served"))
     assert list(diff.index) == ["slot 0", "slot 1", "slot 2", "whole fc input"]
     assert diff.loc["slot 0", "cosine"] == pytest.approx(1.0, abs=1e-6)
-    assert diff.loc["slot 0", "relative distance"] == 0.0
-    assert diff.loc["slot 0", "norm ratio"] == pytest.approx(1.0)
+    assert diff.loc["slot 0", "relative_distance"] == 0.0
+    assert diff.loc["slot 0", "norm_ratio"] == pytest.approx(1.0)
     assert diff.loc["slot 2", ["trained", "served"]].tolist() == ["resid[3]", "resid[4]"]
     # by hand over the 7 + 4 valid tokens only
     keep = mask.reshape(-1).bool()
     x, y = states[1].reshape(-1, 32)[keep], states[2].reshape(-1, 32)[keep]
     assert diff.loc["slot 1", "cosine"] == pytest.approx(float(torch.cosine_similarity(x, y, dim=-1).mean()), abs=1e-6)
-    assert diff.loc["slot 1", "relative distance"] == pytest.approx(float((y - x).norm() / x.norm()), rel=1e-5)
-    assert diff.loc["slot 1", "norm ratio"] == pytest.approx(float(y.norm() / x.norm()), rel=1e-5)
-    assert 0 < diff.loc["whole fc input", "relative distance"] < diff["relative distance"].iloc[1:3].max()
+    assert diff.loc["slot 1", "relative_distance"] == pytest.approx(float((y - x).norm() / x.norm()), rel=1e-5)
+    assert diff.loc["slot 1", "norm_ratio"] == pytest.approx(float(y.norm() / x.norm()), rel=1e-5)
+    assert 0 < diff.loc["whole fc input", "relative_distance"] < diff["relative_distance"].iloc[1:3].max()
     with pytest.raises(Eagle3LabError, match="same shape"):
         fc_input_difference(a, build_fc_input(states, [0, 1]))
