@@ -41,6 +41,19 @@ def add_dtype_argument(parser, what: str = "the target and the draft") -> None:
                              "(default auto; the dtype used is recorded in --json and in a session)")
 
 
+def model_path(path, default, flag: str) -> str:
+    """A model folder a command was given (``flag``), or the bundled ``default`` when none was: refused, naming
+    the flag, when the bundled one is not built."""
+    from eagle3lab.errors import bad_input
+
+    if path is not None:
+        return path
+    if not (default / "config.json").exists():
+        raise bad_input(default, None, "the bundled model", "it is not built",
+                        f"Run 'make data' to build the bundled models, or pass {flag} PATH.")
+    return str(default)
+
+
 def add_platform_argument(parser, decides: str) -> None:
     """``--engine-platform`` as every command that names a vLLM build takes it: the choices are
     eagle3lab.engines.vllm_runner.PLATFORMS (one home; a light import, no torch), ``decides`` what it decides."""

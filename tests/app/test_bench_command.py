@@ -67,10 +67,10 @@ def test_bench_what_if_overrides(tmp_path, capsys):
 
 
 def test_bench_without_bundled_models_says_what_to_do(tmp_path, capsys):
-    from eagle3lab.app.commands.bench import _resolve
+    from eagle3lab.app.cli import model_path
 
     with pytest.raises(Eagle3LabError, match="make data"):
-        _resolve(None, tmp_path / "models" / "target", "--target")
+        model_path(None, tmp_path / "models" / "target", "--target")
     rc = cli_main(["bench", "--target", str(tmp_path / "nope"), "--draft", str(tmp_path / "nope")])
     assert rc == 2 and "nope" in capsys.readouterr().err
 

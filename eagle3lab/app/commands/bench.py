@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from eagle3lab import bundled
-from eagle3lab.app.cli import add_dtype_argument, add_platform_argument
+from eagle3lab.app.cli import add_dtype_argument, add_platform_argument, model_path
 
 
 def add_arguments(parser):
@@ -37,16 +37,6 @@ def add_arguments(parser):
     add_dtype_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/bench.md)")
 
-
-def _resolve(path, default, flag):
-    from eagle3lab.errors import bad_input
-
-    if path is not None:
-        return path
-    if not (default / "config.json").exists():
-        raise bad_input(default, None, "the bundled model", "it is not built",
-                        f"Run 'make data' to build the bundled models, or pass {flag} PATH.")
-    return str(default)
 
 
 def wiring_overrides(args, num_aux: int, num_layers: int) -> dict:
@@ -104,8 +94,8 @@ def run(args) -> int:
     from eagle3lab.models.target import load_target
 
     profile = profile_for(args)   # bad input refused before any model loads
-    target_path = _resolve(args.target, bundled.TARGET, "--target")
-    draft_path = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")
+    target_path = model_path(args.target, bundled.TARGET, "--target")
+    draft_path = model_path(args.draft, bundled.DRAFT_HEALTHY, "--draft")
     if args.threads:
         torch.set_num_threads(args.threads)
     target = load_target(target_path, device=args.device, dtype=args.dtype)

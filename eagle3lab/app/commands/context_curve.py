@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from eagle3lab import bundled
-from eagle3lab.app.cli import add_dtype_argument
+from eagle3lab.app.cli import add_dtype_argument, model_path
 
 ENGINES = ("speculators", "vllm", "sglang")   # engines.context_rules.ENGINES, named here so --help imports no torch
 
@@ -35,16 +35,6 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print the curves and rules as JSON")
 
 
-def _resolve(path, default, flag) -> str:
-    from eagle3lab.errors import bad_input
-
-    if path is not None:
-        return path
-    if not (default / "config.json").exists():
-        raise bad_input(default, None, "the bundled model", "it is not built",
-                        f"Run 'make data' to build the bundled models, or pass {flag} PATH.")
-    return str(default)
-
 
 def measure(args):
     """The curve the arguments ask for (models loaded here)."""
@@ -55,8 +45,8 @@ def measure(args):
 
     if args.engine_version is not None and args.engine is None:
         raise bad_input("--engine-version", None, "--engine naming the engine it is a build of", "no --engine")
-    target = load_target(_resolve(args.target, bundled.TARGET, "--target"), device=args.device, dtype=args.dtype)
-    draft = load_draft(_resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft"), target=target, device=args.device,
+    target = load_target(model_path(args.target, bundled.TARGET, "--target"), device=args.device, dtype=args.dtype)
+    draft = load_draft(model_path(args.draft, bundled.DRAFT_HEALTHY, "--draft"), target=target, device=args.device,
                        dtype=args.dtype)
     documents = None
     if args.documents is not None:

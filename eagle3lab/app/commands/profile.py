@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from eagle3lab import bundled
-from eagle3lab.app.cli import add_dtype_argument, add_platform_argument
+from eagle3lab.app.cli import add_dtype_argument, add_platform_argument, model_path
 
 
 def add_arguments(parser):
@@ -34,16 +34,6 @@ def add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print the written profile as JSON")
 
 
-def _resolve(path, default, flag) -> str:
-    from eagle3lab.errors import bad_input
-
-    if path is not None:
-        return path
-    if not (default / "config.json").exists():
-        raise bad_input(default, None, "the bundled model", "it is not built",
-                        f"Run 'make data' to build the bundled models, or pass {flag} PATH.")
-    return str(default)
-
 
 def measure(args):
     """The profile the arguments ask for (models loaded here)."""
@@ -56,8 +46,8 @@ def measure(args):
     engine = None if args.engine == "none" else args.engine
     if engine is not None:   # bad input refused before any model loads
         for_build(engine, args.engine_version, args.engine_platform)
-    target_path = _resolve(args.target, bundled.TARGET, "--target")
-    draft_path = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")
+    target_path = model_path(args.target, bundled.TARGET, "--target")
+    draft_path = model_path(args.draft, bundled.DRAFT_HEALTHY, "--draft")
     target = load_target(target_path, device=args.device, dtype=args.dtype)
     draft = load_draft(draft_path, target=target, device=args.device, dtype=args.dtype)
     if args.prompts is None:

@@ -30,14 +30,14 @@ def add_arguments(parser):
 def run(args) -> int:
     from eagle3lab import bundled
     from eagle3lab.analysis.benchmark import finite_json
-    from eagle3lab.app.commands.bench import _resolve
+    from eagle3lab.app.cli import model_path
     from eagle3lab.doctor.serve_check import EngineFailed, EngineMissing, default_prompts, serve_check
     from eagle3lab.models.device import dtype_name, resolve_dtype
 
     dtype = dtype_name(resolve_dtype(args.dtype, "cpu"))   # vLLM's CPU build and the emulation both run here
     try:
-        target = _resolve(args.target, bundled.TARGET, "--target")
-        draft = _resolve(args.draft, bundled.DRAFT_HEALTHY, "--draft")
+        target = model_path(args.target, bundled.TARGET, "--target")
+        draft = model_path(args.draft, bundled.DRAFT_HEALTHY, "--draft")
         prompts = default_prompts(args.prompts) if args.prompts else None
         report = serve_check(target, draft, prompts=prompts, num_steps=args.num_steps,
                              max_new_tokens=args.max_new_tokens, dtype=dtype, engine_python=args.engine_python,
