@@ -86,7 +86,10 @@ class Finding:
         return self.title or first_sentence(self.text)
 
     def to_dict(self) -> dict:
-        """The shared fields (producers with a documented JSON shape write their own, e.g. flags)."""
+        """The JSON of this finding: its producer's documented shape where the ``detail`` has one (``json_of``:
+        flags, config problems, doctor), else the shared fields."""
+        if hasattr(self.detail, "json_of"):
+            return self.detail.json_of(self)
         return {"code": self.code, "severity": str(self.severity), "text": self.text, "fix": self.fix,
                 "where": self.where, "data": dict(self.data)}
 

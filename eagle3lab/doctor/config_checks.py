@@ -15,7 +15,6 @@ from eagle3lab.doctor.findings import DoctorFinding
 from eagle3lab.engines.config_view import WINDOW_KEYS, Window, read_target, read_window
 from eagle3lab.engines.config_view import text_config as text_config  # doctor reads it from here
 from eagle3lab.engines.draft_checks import (
-    ConfigProblem,
     aux_fc_problem,
     config_rope,
     context_problem,
@@ -24,6 +23,7 @@ from eagle3lab.engines.draft_checks import (
     window_problem,
 )
 from eagle3lab.engines.profiles import for_build, get_profile, serving_problems
+from eagle3lab.findings import Finding
 from eagle3lab.models.families import ATTENTION_KINDS
 
 
@@ -95,9 +95,10 @@ def _count_key(cfg) -> str:
     return "num_aux_hidden_states" if "num_aux_hidden_states" in cfg.extra else cfg.aux_ids_key
 
 
-def _from_problem(p: ConfigProblem) -> DoctorFinding:
+def _from_problem(p: Finding) -> DoctorFinding:
+    """A ``draft_checks.config_problem`` as a doctor finding (its engine and config edits in ``data``)."""
     data = {"engine": p.engine, **({"config_fix": p.config_fix} if p.config_fix else {})}
-    return DoctorFinding(p.code, p.severity, p.title, p.evidence, p.fix, "config", data=data)
+    return DoctorFinding(p.code, p.severity, p.title, p.text, p.fix, "config", data=data)
 
 
 def engine_findings(draft, engine, engine_version=None, engine_platform=None,

@@ -1,6 +1,6 @@
 """Static checks of a draft's config against one engine build, from the config alone (pure Python, no weights run):
 flags the build does not read where they are written, a sliding window it runs otherwise than the trainer, aux ids
-that do not fit the fc the weights hold. Each ``ConfigProblem`` carries a code, what the build does, the release
+that do not fit the fc the weights hold. Each problem (``config_problem``, a ``Finding``) carries a code, what the build does, the release
 range (from the rows of eagle3lab.engines.profiles) and the fix in the engine's own syntax; ``inspect`` lists them
 and doctor's static findings (eagle3lab.doctor.config_checks) are made from them.
 """
@@ -25,22 +25,31 @@ from eagle3lab.engines.profiles import (
     rows_at,
     written_places,
 )
+from eagle3lab.findings import Finding, Severity
 
 
 @dataclass(frozen=True)
-class ConfigProblem:
-    """One thing an engine build does with this config other than its trainer did."""
+class OnBuild:
+    """What a config problem (a ``Finding`` whose ``detail`` this is) adds: the engine build it concerns (the
+    profile's label) and the fix as config.json edits (dotted key -> value; None: not a config edit)."""
 
-    code: str
-    severity: str          # critical: it does not load or run; warning: it runs other arithmetic
-    engine: str            # the profile's label (engine and build)
-    title: str
-    evidence: str          # what is written, what the build does, its release range and source
-    fix: str               # in the engine's syntax (a config key, a launch flag, a release)
-    config_fix: dict | None = None   # the fix as config.json edits: dotted key -> value (None: not a config edit)
+    engine: str
+    config_fix: dict | None = None
 
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
+    def json_of(self, f: Finding) -> dict:
+        """inspect's ``findings`` item (docs/cli/inspect.md), keys in their old order."""
+        return {"code": f.code, "severity": str(f.severity), "engine": self.engine, "title": f.title,
+                "evidence": f.text, "fix": f.fix, "config_fix": self.config_fix}
+
+
+def config_problem(code: str, severity: str, engine: str, title: str, evidence: str, fix: str,
+                   config_fix: dict | None = None) -> Finding:
+    """One thing an engine build (``engine``: the profile's label) does with this config other than its trainer
+    did: ``severity`` "critical" (it does not load or run) or "warning" (it runs other arithmetic); ``evidence``
+    (the finding's text) what is written, what the build does, its release range and source; ``fix`` in the
+    engine's syntax (a config key, a launch flag, a release)."""
+    return Finding(code, Severity(severity).worded(Severity.CRITICAL), evidence, fix, title=title,
+                   detail=OnBuild(engine, config_fix))
 
 
 def _first_honouring(profile: EngineProfile, flag: str) -> str | None:
@@ -55,7 +64,7 @@ def _first_honouring(profile: EngineProfile, flag: str) -> str | None:
     return f"{row.since}" + (f" ({row.source})" if row.source else "") + (f", {row.reader}" if row.reader else "")
 
 
-def flag_problems(config, profile: str | EngineProfile, fmt: str | None) -> list[ConfigProblem]:
+def flag_problems(config, profile: str | EngineProfile, fmt: str | None) -> list[Finding]:
     """Each flag written true that this build does not apply: its family's draft model never reads it, the build
     predates the release that reads it, or it is written only where the build does not look."""
     profile, out = get_profile(profile), []
@@ -69,14 +78,14 @@ def flag_problems(config, profile: str | EngineProfile, fmt: str | None) -> list
         unread = profile.family_ignores.get(kind, {}).get(flag)
         since = _first_honouring(profile, flag) if flag not in profile.honours else None
         if unread:
-            out.append(ConfigProblem(
+            out.append(config_problem(
                 "FLAG_UNREAD_FOR_FAMILY", "warning", label, f"{profile.engine} never applies {flag} to this draft family",
                 f"{key} = true; {label} serves a {kind} draft with {unread}, which never reads {flag} (every release "
                 f"read): fc reads the aux states without that norm, other arithmetic than trained",
                 f"Serve it where {flag} is applied to a {kind} draft (none of {profile.engine}'s releases read), or "
                 f"retrain without {flag}."))
         elif since:
-            out.append(ConfigProblem(
+            out.append(config_problem(
                 "FLAG_UNREAD_BY_BUILD", "warning", label, f"this {profile.engine} build does not apply {flag}",
                 f"{key} = true; {label} ignores it (runs the draft as if false; a norm weight it has no module for "
                 f"is not loaded); {profile.engine} applies it from {since}",
@@ -84,7 +93,7 @@ def flag_problems(config, profile: str | EngineProfile, fmt: str | None) -> list
         elif flag in profile.honours and places.at(profile.flag_places(flag, fmt))[0] is None:
             reads = " or ".join(place_key(flag, p) for p in profile.flag_places(flag, fmt))
             how = profile.flag_keys_how.get(flag, "")
-            out.append(ConfigProblem(
+            out.append(config_problem(
                 "FLAG_WRITTEN_WHERE_UNREAD", "warning", label, f"{flag} is written where {profile.engine} does not "
                 f"read it", f"{key} = true only; {label} reads {reads}" + (f" ({how})" if how else "")
                 + f": it runs the draft with {flag} missing (defaulted)",
@@ -103,7 +112,7 @@ def _window_layers(rule: str, window: Window, num_layers: int, launch_window: in
 
 
 def window_problem(window: Window, num_layers: int, trainer: str | EngineProfile, profile: str | EngineProfile,
-                   launch_window: int | None = None) -> ConfigProblem | None:
+                   launch_window: int | None = None) -> Finding | None:
     """A draft's sliding window as its trainer ran it vs as this build runs it (``launch_window``: SGLang's
     --speculative-draft-window-size on the launch line, when known)."""
     trainer, profile = get_profile(trainer), get_profile(profile)
@@ -122,7 +131,7 @@ def window_problem(window: Window, num_layers: int, trainer: str | EngineProfile
                f"{trained[0]}, or with vLLM (it applies the window through layer_types)")
     else:
         fix = "Remove sliding_window / layer_types from the draft's config (it was trained with full attention)"
-    return ConfigProblem(
+    return config_problem(
         "DRAFT_WINDOW", "warning", profile.label, f"{profile.engine} runs the draft's sliding window otherwise than "
         "its trainer", f"sliding_window {window.size}, layer_types {list(window.layer_types or []) or 'not written'}: "
         f"trained ({trainer.label}, {trainer.draft_window_how}) with {words(trained)}; served ({profile.label}, "
@@ -131,7 +140,7 @@ def window_problem(window: Window, num_layers: int, trainer: str | EngineProfile
 
 
 def aux_fc_problem(count: int, count_key: str, fc_in: int, target_hidden: int,
-                   profiles=()) -> ConfigProblem | None:
+                   profiles=()) -> Finding | None:
     """``count`` aux ids (or num_aux_hidden_states) written at ``count_key`` while fc.weight takes ``fc_in`` inputs,
     a whole multiple of ``target_hidden`` other than ``count``: the fc was built for another number of states
     (vllm#54526, #54598). ``profiles``: the engines to say what each does."""
@@ -147,7 +156,7 @@ def aux_fc_problem(count: int, count_key: str, fc_in: int, target_hidden: int,
             f"sizes fc for {count} from {count_key}: loading fails (shape mismatch)"
             if count_key.removeprefix("transformer_layer_config.") in keys else
             f"builds fc for 3 and feeds it {count} captured states: the first forward fails"))
-    return ConfigProblem(
+    return config_problem(
         "AUX_IDS_FC_WIDTH", "critical", "every engine", f"{count} aux ids, an fc built for {built}",
         f"{count_key} gives {count} aux states, but fc.weight takes {fc_in} inputs = {built} x {target_hidden} (the "
         f"target's hidden size): the fc was trained on {built} states. " + "; ".join(lines),
@@ -185,11 +194,11 @@ def _edit_words(fix: dict) -> str:
     return "In the draft's config.json: " + ", ".join(f"{k}: {json.dumps(v)}" for k, v in fix.items())
 
 
-def rope_problem(mine: Rope, theirs: Rope, prefix: str, where: str) -> ConfigProblem | None:
+def rope_problem(mine: Rope, theirs: Rope, prefix: str, where: str) -> Finding | None:
     """The draft's RoPE (``mine``) against the target's, by what each computes (``Rope.computes``); an info note, no
     fix, where either could not be read as one full-attention layer's (``Rope.unclear``)."""
     if mine.unclear or theirs.unclear:
-        return ConfigProblem(
+        return config_problem(
             "ROPE_NOT_COMPARED", "info", "every engine", "the draft's RoPE was not compared with the target's",
             f"{where}: {mine.words()}; target {theirs.words()}",
             "Check by hand that the draft's rope_theta and rope_scaling are those of the target's full-attention "
@@ -199,14 +208,14 @@ def rope_problem(mine: Rope, theirs: Rope, prefix: str, where: str) -> ConfigPro
     code, what = (("ROPE_THETA", "rope_theta") if mine.computes()[1:] == theirs.computes()[1:] else
                   ("ROPE_SCALING", "RoPE scaling"))
     fix = rope_fix(theirs, prefix)
-    return ConfigProblem(
+    return config_problem(
         code, "warning", "every engine", f"the draft's {what} differs from the target's",
         f"{where}: {mine.words()}; target {theirs.words()}. Positions rotate differently wherever they differ "
         "(speculators#574: a converter dropped rope_scaling; SpecForge PR #742: an export kept only rope_parameters)",
         _edit_words(fix) + " (every transformers, and so every engine, reads these)", fix)
 
 
-def context_problem(mine: Rope, target: Rope, prefix: str, where: str) -> ConfigProblem | None:
+def context_problem(mine: Rope, target: Rope, prefix: str, where: str) -> Finding | None:
     """A draft context (max_position_embeddings) shorter than the target's (``target.max_positions``). Where the
     draft's RoPE fills its original context from max_position_embeddings, the fix also writes the target's RoPE with
     that filled in, so that raising the context changes no frequency the target does not use."""
@@ -217,7 +226,7 @@ def context_problem(mine: Rope, target: Rope, prefix: str, where: str) -> Config
     if mine.scaling is not None and mine.filled_scaling() != mine.scaling:   # original_max was filled from it
         # a target RoPE not read: the draft's own, filled, so that raising the context changes nothing it computes
         fix.update(rope_fix(mine if target.unclear else target, prefix))
-    return ConfigProblem(
+    return config_problem(
         "DRAFT_CONTEXT_SHORT", "warning", "every engine", "the draft's context is shorter than the target's",
         f"{where}: max_position_embeddings {d_ctx}; target {target_positions}. Past {d_ctx} tokens the draft runs "
         "outside its positions (sglang#6783: prompts over 2k slower than no speculation)",

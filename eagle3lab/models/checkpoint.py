@@ -36,6 +36,7 @@ from eagle3lab.engines.profiles import (
     serving_problems,
 )
 from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.findings import Finding
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 from eagle3lab.models.families import ATTENTION_KINDS, family_of
@@ -54,7 +55,7 @@ from eagle3lab.models.inspection import (
     inspect_note,
 )
 from eagle3lab.models.target import TargetFacts, as_target, check_draft_fits
-from eagle3lab.models.vocab import VocabFinding, check_vocab_map
+from eagle3lab.models.vocab import check_vocab_map, vocab_dict
 
 # Which engine's id convention and arithmetic a family is SERVED with (the trainer is FORMAT_PROFILE).
 SERVE_PROFILE = {"speculators": "vllm", "sglang": "sglang", "eagle": "eagle"}
@@ -84,11 +85,11 @@ class LoadReport:
     aux_ids: list[int] | None = None
     aux_ids_key: str | None = None
     embedding: str = "checkpoint"                         # checkpoint | target | missing
-    vocab_findings: list[dict] = field(default_factory=list)
+    vocab_findings: list[Finding] = field(default_factory=list)   # vocab.check_vocab_map's, with codes
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "vocab_findings": [vocab_dict(f) for f in self.vocab_findings]}
 
     def __str__(self) -> str:
         lines = [f"{self.path}: {self.format} format ({self.format_reason}); run as {self.profile}",
@@ -97,7 +98,7 @@ class LoadReport:
         lines += [f"  {d['flag']} = {d['value']}: {d['how']}" for d in self.settings]
         lines += [f"  defaulted {d['field']}" + (f" = {d['value']}" if d["value"] is not None else "")
                   + f": {d['rule']}" for d in self.defaulted]
-        lines += [f"  vocab {f['severity']}: {f['key']}: {f['message']}" for f in self.vocab_findings]
+        lines += [f"  vocab {f.severity}: {f.where}: {f.text}" for f in self.vocab_findings]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -438,10 +439,10 @@ def _settle_vocab_map(cfg: DraftConfig, sd: dict[str, torch.Tensor], absent: lis
         sd["d2t"] = sd["d2t"].long()
         sd["t2d"] = sd["t2d"].bool()
     findings = check_vocab_map(sd.get("d2t"), sd.get("t2d"), cfg.vocab_size, cfg.draft_vocab_size)
-    report.vocab_findings = [f.to_dict() for f in findings]
-    errors = [f for f in findings if f.severity == "error"]
+    report.vocab_findings = list(findings)
+    errors = [f for f in findings if f.severity.blocking]
     if errors and check_vocab:
-        raise bad_input(where, errors[0].key, "a valid draft->target vocab map", errors[0].message,
+        raise bad_input(where, errors[0].where, "a valid draft->target vocab map", errors[0].text,
                         "Load with check_vocab=False to study the broken draft anyway.")
 
 
@@ -771,7 +772,7 @@ def _fc_inputs(files: list[Path]) -> int | None:
 
 
 def static_problems(raw: dict, cfg: DraftConfig, kind: str, profiles: dict, target_view, files, where: str) -> list:
-    """inspect's ``findings``: each profile's ``ConfigProblem`` for this config (flags, window), the aux count against
+    """inspect's ``findings``: each profile's ``config_problem`` for this config (flags, window), the aux count against
     fc's width, and with a target its RoPE and context against the draft's (eagle3lab.engines.draft_checks)."""
     from eagle3lab.engines import draft_checks as dc
     from eagle3lab.engines.config_view import read_draft
@@ -886,10 +887,10 @@ def _inspected_weights(cfg: DraftConfig, kind: str, config_file: Path, files: li
                            profile=None if runnable else FORMAT_PROFILE[kind])
         cfg = draft.config
         rep = draft.load_report
-        found = [VocabFinding(**f) for f in rep.vocab_findings]
+        found = list(rep.vocab_findings)
         out.vocab = VocabCheck(True, found)
-        out.errors += [inspect_note("VOCAB_MAP_INVALID", f"vocab map: {f.key}: {f.message}") for f in found
-                       if f.severity == "error"]
+        out.errors += [inspect_note("VOCAB_MAP_INVALID", f"vocab map: {f.where}: {f.text}") for f in found
+                       if f.severity.blocking]
         out.warnings += [inspect_note("LOAD_WARNING", w) for w in rep.warnings]
         out.defaulted += [d for d in (Defaulted(**d) for d in rep.defaulted) if d not in out.defaulted]
         out.weights = WeightsCheck(rep.weight_files, True, rep.embedding, str(draft.fc.weight.dtype).replace(

@@ -2,7 +2,7 @@
 documents, and ``to_dict()`` the JSON ``eagle3lab inspect --json`` prints.
 
 Every error, warning and unchecked item is a ``Finding`` (``inspect_note``) with a stable code (``NOTE_CODES``), every finding keeps its
-code (``eagle3lab.engines.draft_checks.ConfigProblem``), every aux row its engine notes (``Finding``s, with codes):
+code (``eagle3lab.engines.draft_checks.config_problem``), every aux row its engine notes (``Finding``s, with codes):
 callers match codes, never text. ``save_draft`` returns a ``SavedDraft``.
 """
 
@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from eagle3lab.engines.draft_checks import ConfigProblem
 from eagle3lab.engines.profiles import Decision, EngineProfile
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.findings import Finding, Severity
 from eagle3lab.models.draft_family import DraftDescription
-from eagle3lab.models.vocab import VocabFinding
+from eagle3lab.models.vocab import vocab_dict
 
 # the code of an inspection note (inspect_note) -> what it says; the stage of inspect that wrote it
 NOTE_CODES = {
@@ -97,10 +96,10 @@ class VocabCheck:
     """``vocab``: whether the d2t/t2d map was read, and its findings."""
 
     checked: bool
-    findings: list[VocabFinding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)   # vocab.check_vocab_map's
 
     def to_dict(self) -> dict:
-        return {"checked": self.checked, "findings": [f.to_dict() for f in self.findings]}
+        return {"checked": self.checked, "findings": [vocab_dict(f) for f in self.findings]}
 
 
 @dataclass(frozen=True)
@@ -260,7 +259,7 @@ class Inspection:
     sizes: Sizes | None = None
     aux_ids: AuxIds | None = None
     serving: dict[str, Serving] | None = None
-    findings: list[ConfigProblem] | None = None
+    findings: list[Finding] | None = None    # draft_checks.config_problem's
     norm_flags: dict[str, NormFlag] | None = None
 
     def codes(self, *, of: str = "errors") -> list[str]:

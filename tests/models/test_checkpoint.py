@@ -309,7 +309,9 @@ def test_broken_vocab_map_can_still_be_loaded_on_purpose(saved):
     _, src = saved
     edit(src, weights=lambda sd: sd.update({"d2t": sd["d2t"] + torch.arange(20)}))
     draft = load_draft(src, check_vocab=False)
-    assert draft.load_report.vocab_findings[0]["severity"] == "error"
+    found = draft.load_report.vocab_findings[0]
+    assert (found.code, found.severity, found.where) == ("VOCAB_D2T_OUT_OF_RANGE", "error", "d2t")
+    assert draft.load_report.to_dict()["vocab_findings"][0] == {"severity": "error", "key": "d2t", "message": found.text}
 
 
 def test_truncated_safetensors_bad_json_and_no_weights(saved, tmp_path):

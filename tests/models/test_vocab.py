@@ -52,6 +52,12 @@ def test_not_increasing_wrong_shape_wrong_dtype_and_missing():
     assert "integer" in check_vocab_map(d2t.float(), t2d, VOCAB, DRAFT)[0].message
     assert "first 10 target ids" in check_vocab_map(None, None, VOCAB, DRAFT)[0].message
     assert severities(check_vocab_map(None, None, VOCAB, VOCAB)) == [("info", "d2t/t2d")]
+    # each finding carries a code callers match instead of the message
+    codes = [check_vocab_map(*args, VOCAB, size)[0].code for args, size in (
+        ((swapped, None), DRAFT), ((d2t[:5], t2d), DRAFT), ((d2t.float(), t2d), DRAFT), ((None, None), DRAFT),
+        ((None, None), VOCAB))]
+    assert codes == ["VOCAB_D2T_NOT_INCREASING", "VOCAB_D2T_SHAPE", "VOCAB_D2T_DTYPE", "VOCAB_D2T_MISSING",
+                     "VOCAB_MAP_NOT_NEEDED"]
 
 
 def test_all_zero_offsets_are_flagged_as_suspicious():

@@ -30,6 +30,9 @@ class EngineRule:
     engine_logs: tuple[str, ...] = ()
     engine_error: str | None = None
 
+    def json_of(self, f: Finding) -> dict:
+        return flag_dict(f)
+
 
 def flag_finding(code: str, severity: str, message: str, rule: str, engine_versions: str, fix: str | None = None,
                  setting: str | None = None, engine_logs=(), engine_error: str | None = None) -> Finding:
@@ -99,7 +102,7 @@ class FlagsResult:
             "as_given": self.as_given,
             "effective": self.effective,
             "max_accept_length": self.max_accept_length,
-            "findings": [flag_dict(f) for f in self.findings],
+            "findings": [f.to_dict() for f in self.findings],
             "counts": {s: sum(f.severity == s for f in self.findings) for s in SEVERITIES},
             "unknown_flags": self.unknown_flags,
             "sources": self.sources,
@@ -128,7 +131,7 @@ class FlagsResult:
 
         cols = ["severity", "code", "message", "fix", "engine_versions", "rule"]
         order = {s: i for i, s in enumerate(SEVERITIES)}
-        rows = sorted((flag_dict(f) for f in self.findings), key=lambda d: order[d["severity"]])
+        rows = sorted((f.to_dict() for f in self.findings), key=lambda d: order[d["severity"]])
         return pd.DataFrame(rows, columns=["setting", *cols])[cols]
 
     def report(self) -> str:
