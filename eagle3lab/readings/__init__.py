@@ -8,6 +8,7 @@ notebook, named after it, so this folder reads as the workbook's table of conten
     nb05_acceptance_rates      tau against chain length, trees, speed (decode), and the dump / config-only modes
     nb06_case_file             the case file's ladder and the seed's checklist
     nb07_chat_template         chat template against raw prompts
+    nb08_long_context          acceptance against context position, the engines' rules, what to change
 
 Shared by several notebooks: ``numbers`` (how an interval is printed), ``dump_mode`` (what a run without a
 loaded target skips, where a dump's anchors lie) and ``seed_case`` (the seed team's record beside the code).

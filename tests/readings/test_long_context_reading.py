@@ -1,0 +1,193 @@
+"""Notebook 08's readings (eagle3lab.readings.nb08_long_context) on hand-built curves and the real engine rules:
+each verdict and each change follows from the intervals and the rules' codes, and its words carry the numbers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eagle3lab import bundled
+from eagle3lab.analysis.context_curve import (
+    NOT_SERVED,
+    PARTLY,
+    SERVED,
+    ContextCurve,
+    CurveOfEngine,
+    Documents,
+    PositionBin,
+)
+from eagle3lab.analysis.verdicts import word_of
+from eagle3lab.engines.acceptance import Interval
+from eagle3lab.engines.context_rules import SGLANG_ENV, SGLANG_FLAG, resolve_context
+from eagle3lab.readings import nb08_long_context as r
+from eagle3lab.readings.numbers import fmt, signed
+
+TARGET = {"max_position_embeddings": 2048, "rope_theta": 10000.0}
+
+
+def iv(value, half=0.1):
+    return Interval(value, value - half, value + half, 0.95, 4)
+
+
+def pbin(lo, hi, tau, change=None, vs=None, status=SERVED):
+    return PositionBin(lo, hi, 100, 4, None if tau is None else iv(tau), 1.0 if status == SERVED else 0.5, status,
+                       False, False, change, None if change is None else word_of(change), vs,
+                       None if vs is None else word_of(vs))
+
+
+def reference(*taus_and_changes):
+    edges = [(0, 512), (512, 1024), (1024, 2048)]
+    bins = [pbin(lo, hi, t, None if c is None else iv(c, 0.05)) for (lo, hi), (t, c) in zip(edges, taus_and_changes)]
+    return CurveOfEngine("reference", "no limit", None, tuple(bins))
+
+
+def draft_config(**keys):
+    return {"max_position_embeddings": 2048, "rope_theta": 10000.0, "rope_scaling": None, "num_hidden_layers": 1,
+            **keys}
+
+
+def engine_curve(engine, version, bins, **keys):
+    rule = resolve_context(engine, draft_config(**keys), TARGET, version)
+    return CurveOfEngine(engine, rule.label, rule, tuple(bins))
+
+
+FALLING = reference((2.8, None), (2.4, -0.4), (2.0, -0.4))
+HOLDING = reference((2.8, None), (2.75, -0.05), (2.8, 0.05))
+
+
+@pytest.mark.parametrize("trained, verdict", [(512, r.FALLS_PAST_TRAINED), (1024, r.FALLS_WITHIN_TRAINED),
+                                              (None, r.FALLS)])
+def test_a_curve_falls_where_a_bin_loses_to_the_bin_before(trained, verdict):
+    reading = r.read_curve(FALLING, trained)
+    assert reading.first_drop.lo == 512 and reading.verdict == verdict
+    words = reading.words()
+    assert f"tau {fmt(iv(2.8))} at 0-512 and {fmt(iv(2.0))} at 1k-2k" in words
+    assert f"from 512 on (512-1k: {signed(iv(-0.4, 0.05))} from the bin before)" in words
+    assert ("past the 512-token" in words) == (verdict == r.FALLS_PAST_TRAINED)
+    changes = r.what_to_change(reading, [])
+    assert [c.code for c in changes] == (["NOTHING"] if verdict == r.FALLS_WITHIN_TRAINED else ["RETRAIN_LONGER"])
+
+
+def test_a_curve_within_noise_holds_and_calls_for_nothing():
+    reading = r.read_curve(HOLDING, 512)
+    assert reading.verdict == r.HOLDS and reading.first_drop is None
+    assert "no bin loses to the bin before beyond noise (it holds up to 2048 tokens)" in reading.words()
+    assert [c.code for c in r.what_to_change(reading, [])] == ["NOTHING"]
+
+
+def test_a_curve_without_a_tau_is_refused():
+    with pytest.raises(ValueError, match="no bin with a tau"):
+        r.read_curve(CurveOfEngine("x", "x", None, (pbin(0, 512, None, status=NOT_SERVED),)), 512)
+
+
+def _copy_bins(losing: bool):
+    """A copy's curve: bins past a window of 16, the last partly then not served past 256."""
+    vs = iv(-0.2, 0.05) if losing else iv(-0.02, 0.05)
+    return [pbin(0, 16, 2.5, vs=iv(0.0, 0.0)), pbin(16, 32, 2.4, vs=vs), pbin(128, 256, 2.2, vs=vs, status=PARTLY),
+            pbin(256, 512, None, status=NOT_SERVED)]
+
+
+def test_vllm_before_49343_fails_past_the_limit_and_a_window_it_applies_is_removed():
+    curve = engine_curve("vllm", "0.24.0", _copy_bins(losing=True), max_position_embeddings=256,
+                         sliding_window=16, layer_types=["sliding_attention"])
+    rule = r.read_rule(curve)
+    assert rule.rule.fails_from == 256 and rule.rule.window == 16 and not rule.window_dropped
+    assert [b.label for b in rule.past_window] == ["16-32", "128-256"] == [b.label for b in rule.window_losses]
+    assert [b.label for b in rule.not_served] == ["128-256", "256-512"]
+    words = rule.words()
+    assert "requests reaching position 256 fail (128-256 partly, 256-512 not served)" in words
+    assert f"16-32 {signed(iv(-0.2, 0.05))} (loses)" in words and "0-16" not in words
+    changes = r.what_to_change(r.read_curve(FALLING, None), [rule], trained_window=0)
+    codes = {c.code: c for c in changes}
+    assert list(codes) == ["RETRAIN_LONGER", "RAISE_MAX_POSITIONS", "REMOVE_WINDOW"]
+    assert "write max_position_embeddings 2048" in codes["RAISE_MAX_POSITIONS"].text
+    assert "PR #49343 (0.32.0 read with it)" in codes["RAISE_MAX_POSITIONS"].text
+    assert codes["REMOVE_WINDOW"].engine == "vLLM 0.24.0"
+    # a draft trained with that window keeps it; a window within noise of full attention calls for nothing
+    assert "REMOVE_WINDOW" not in {c.code for c in r.what_to_change(r.read_curve(HOLDING, 512), [rule],
+                                                                      trained_window=16)}
+    calm = r.read_rule(engine_curve("vllm", "0.32.0", _copy_bins(losing=False), sliding_window=16,
+                                    layer_types=["sliding_attention"]))
+    assert [c.code for c in r.what_to_change(r.read_curve(HOLDING, 512), [calm], trained_window=0)] == ["NOTHING"]
+
+
+def test_sglang_drops_a_window_and_refuses_a_shorter_draft():
+    curve = engine_curve("sglang", "0.5.23", _copy_bins(losing=False), max_position_embeddings=256,
+                         sliding_window=16, layer_types=["sliding_attention"])
+    rule = r.read_rule(curve)
+    assert rule.window_dropped and rule.rule.window is None and rule.past_window == ()
+    assert "SGLang 0.5.23 drops the draft's window" in rule.words()
+    assert "refuses to start while the target's context is longer than the draft's 256" in rule.words()
+    trained = {c.code: c.text for c in r.what_to_change(r.read_curve(HOLDING, 512), [rule], trained_window=16)}
+    assert f"launch with {SGLANG_FLAG} 16" in trained["SET_WINDOW_FLAG"]
+    assert f"or launch with {SGLANG_ENV}" in trained["RAISE_MAX_POSITIONS"]
+    # not trained with the window: dropping it serves the draft as trained
+    assert "SET_WINDOW_FLAG" not in {c.code for c in r.what_to_change(r.read_curve(HOLDING, 512), [rule],
+                                                                       trained_window=0)}
+
+
+def test_a_rope_unlike_the_targets_calls_for_rope_scaling():
+    curve = engine_curve("vllm", None, [pbin(0, 512, 2.0)], rope_scaling={"rope_type": "linear", "factor": 2.0})
+    changes = r.what_to_change(r.read_curve(HOLDING, None), [r.read_rule(curve)])
+    assert [c.code for c in changes] == ["FIX_ROPE_SCALING"] and "rotates the draft by its own RoPE" in changes[0].text
+
+
+def _curve(ref: CurveOfEngine, engines: dict) -> ContextCurve:
+    docs = Documents(((1,) * 2048,) * 4, "4 x 2048 tokens of test text", "code")
+    return ContextCurve(ref, engines, docs, 2048, 2048, None, 3, 2048, "cpu", "float32", 0.95)
+
+
+def test_the_summary_states_only_numbers_it_claims():
+    import re
+
+    copy_curve = engine_curve("vllm", "0.24.0", _copy_bins(losing=True), max_position_embeddings=256,
+                              sliding_window=16, layer_types=["sliding_attention"])
+    rules = [r.read_rule(copy_curve)]
+    reading = r.read_curve(FALLING, 512)
+    main = _curve(FALLING, {})
+    text, claims = r.summary({"bundled": (main, reading, r.what_to_change(reading, []))}, rules,
+                             r.what_to_change(r.read_curve(HOLDING, None), rules, trained_window=0),
+                             window=16, max_positions=256)
+    t = claims["tracks"]["bundled"]
+    assert t["verdict"] == r.FALLS_PAST_TRAINED and t["first_drop"] == 512 and t["changes"] == ["RETRAIN_LONGER"]
+    assert [b["tau"]["value"] for b in t["bins"]] == [2.8, 2.4, 2.0] and t["bins"][1]["change_word"] == "loses"
+    assert claims["rule"]["engines"]["vllm"]["fails_from"] == 256
+    assert claims["rule"]["engines"]["vllm"]["window_losses"] == ["16-32", "128-256"]
+    assert [c["code"] for c in claims["rule"]["changes"]] == ["RAISE_MAX_POSITIONS", "REMOVE_WINDOW"]
+
+    def numbers(v):
+        if isinstance(v, dict):
+            return [x for w in v.values() for x in numbers(w)]
+        if isinstance(v, list):
+            return [x for w in v for x in numbers(w)]
+        return [v] if isinstance(v, float) else []
+
+    claimed = {f"{abs(x):.2f}" for x in numbers(claims)}
+    stated = re.findall(r"(\d+\.\d\d)(?![.\d])", text)
+    assert stated and set(stated) <= claimed | {"0.24", "0.32"}    # the two builds' release numbers
+
+
+def test_limits_are_read_from_the_training_record_and_the_configs(tmp_path):
+    assert r.trained_length(bundled.DRAFT_HEALTHY) == json.loads(
+        (bundled.DRAFT_HEALTHY / "training.json").read_text())["config"]["seq_len"] == 512
+    assert r.trained_length(tmp_path) is None
+    curve = _curve(FALLING, {})
+    assert [(x.position, x.source) for x in r.draft_limits(curve, 512)] == [
+        (512, "training record"), (2048, "draft config.json"), (2048, "target config.json")]
+
+
+@pytest.mark.usefixtures("bundled_models")
+def test_the_limited_copy_shares_the_weights_and_declares_the_limits():
+    from eagle3lab.analysis.context_curve import _draft_config
+    from eagle3lab.models.checkpoint import load_draft
+
+    draft = load_draft(bundled.DRAFT_HEALTHY, target=bundled.TARGET, device="cpu")
+    twin = r.limited_copy(draft, sliding_window=16, max_position_embeddings=256)
+    assert twin.fc.weight.data_ptr() == draft.fc.weight.data_ptr()
+    assert draft.config.max_position_embeddings == 2048 and "sliding_window" not in draft.config.extra
+    seen = _draft_config(twin)
+    assert (seen["max_position_embeddings"], seen["sliding_window"], seen["layer_types"]) == (
+        256, 16, ["sliding_attention"])
+    rule = resolve_context("vllm", seen, TARGET, "0.24.0")
+    assert (rule.fails_from, rule.window, rule.window_layers) == (256, 16, (0,))
