@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from eagle3lab.analysis.verdicts import Verdict, Verdicts, compare
+from eagle3lab.analysis.verdicts import Verdict, Verdicts, compare, rate_text
 from eagle3lab.engines.layer_ids import resid_label
 
 
@@ -73,8 +73,8 @@ class WiringComparison:
         df.insert(0, "norm_before_residual", [bool(self.variant[k]["norm_before_residual"]) for k in keys])
         df.insert(0, "wiring", [resid_label(self.wiring[k], self.num_layers) for k in keys])
         stats = [self.scores[k].stats for k in keys]
-        for i in range(len(stats[0].conditional)):
-            df[f"c{i + 1}"] = [round(s.conditional[i], 3) for s in stats]
+        for i in range(len(stats[0].conditional)):      # 1.000 / 0.000 with its count: few rounds reach deep
+            df[f"c{i + 1}"] = [rate_text(s.conditional[i], s.accepted_per_pos[i], s.reached_per_pos[i], 3) for s in stats]
         df["rounds reaching 1..K"] = [list(s.reached_per_pos) for s in stats]
         return df
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from eagle3lab.analysis.benchmark import GENERATE, DecodeSweep, decode_sweep
 from eagle3lab.analysis.timing import measure_costs
-from eagle3lab.analysis.verdicts import speed_word
+from eagle3lab.analysis.verdicts import interval_text, rate_text, speed_word
 from eagle3lab.analysis.wiring_search import WiringSearch, search_wiring
 from eagle3lab.models.state_bank import capture_bank
 
@@ -107,10 +107,11 @@ def side_by_side(measures: dict[str, TrackMeasure]) -> pd.DataFrame:
         col = {"target": f"{m.layers} layers, hidden {m.hidden}", "cost ratio c": f"{m.c:.3f}"}
         for name in m.cases:
             tau = m.sweep.tau_interval(name)
-            col[f"{name}: tau [95%]"] = f"{tau.value:.2f} [{tau.low:.2f}, {tau.high:.2f}]"
-            col[f"{name}: c_k"] = ", ".join(f"{c:.2f}" for c in m.sweep.stats(name).conditional)
+            col[f"{name}: tau [95%]"] = interval_text(tau)
+            st = m.sweep.stats(name)      # a c_k of 1.00 / 0.00 with its count: few rounds reach deep
+            col[f"{name}: c_k"] = ", ".join(rate_text(*x) for x in zip(st.conditional, st.accepted_per_pos, st.reached_per_pos))
             r = m.vs_generate_interval(name)
-            col[f"{name}: vs generate [95%]"] = f"{r.value:.2f}x [{r.low:.2f}, {r.high:.2f}], {speed_word(r)}"
+            col[f"{name}: vs generate [95%]"] = f"{interval_text(r, unit='x')}, {speed_word(r)}"
         for slot, s in m.slot_table().iterrows():
             col[f"slot {slot}: points within noise"] = f"{s.within_noise} of {m.layers + 2}"
             col[f"slot {slot}: tau lost one layer away / at worst"] = f"{s.tau_lost_next_layer:.2f} / {s.tau_lost_worst:.2f}"

@@ -23,12 +23,63 @@ import pandas as pd
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
 
 WORDS = ("beats", "within noise", "loses", "identical")
+# each word as the verb before the thing compared with: "X beats Y", "X is identical to Y"
+AGAINST = {"beats": "beats", "loses": "loses to", "within noise": "is within noise of", "identical": "is identical to"}
 # what a compared quantity is counted in (a session stores it beside the interval; units = prompts resampled)
 UNIT_OF = {"tau": "tokens per round", "step-1 agreement": "share of positions"}
 
 
+MOST_DIGITS = 6   # past this, a bound is the reference for every reader
+
+
+def _same_when_printed(x: float, ref: float, d: int) -> bool:
+    return float(f"{x:.{d}f}") == float(f"{ref:.{d}f}")      # "-0.00" reads as the reference 0.00 too
+
+
+def digits(values, references=(0.0,), d: int = 2) -> int:
+    """The digits rule every printed interval follows: the fewest decimals (at least ``d``) at which no value in
+    ``values`` that differs from a reference in ``references`` (0 for a difference, 1 for a speed ratio) prints
+    as that reference. A value equal to it (a degenerate 0 [0, 0]) prints as it is."""
+    for k in range(d, MOST_DIGITS + 1):
+        if not any(x != r and _same_when_printed(x, r, k) for x in values for r in references):
+            return k
+    return MOST_DIGITS
+
+
+def signed_text(diff: Interval, d: int = 2) -> str:
+    """A paired difference, ``+0.31 [+0.10, +0.52]``, at the digits that keep a nonzero bound off 0."""
+    k = digits((diff.value, diff.low, diff.high), (0.0,), d)
+    return f"{diff.value:+.{k}f} [{diff.low:+.{k}f}, {diff.high:+.{k}f}]"
+
+
+def interval_text(i: Interval, d: int = 2, unit: str = "", references=None) -> str:
+    """``1.23x [1.10, 1.35]``; a speed ratio (``unit="x"``) is read against 1x, so a bound below 1 never prints as
+    1.00; ``references``: other values a number off them must not print as."""
+    refs = (1.0,) if references is None and unit == "x" else references or ()
+    k = digits((i.value, i.low, i.high), refs, d) if refs else d
+    return f"{i.value:.{k}f}{unit} [{i.low:.{k}f}, {i.high:.{k}f}]"
+
+
+def rate_text(x: float, hits: int, total: int, d: int = 2) -> str:
+    """A rate that is exactly 1 or 0 (every or no round accepted) with its count, ``1.00 (12/12)``: on few rounds
+    it says little; one that only rounds there gets the digits that keep it off (``0.998``). NaN: "nan (0/0)"."""
+    if math.isnan(x):
+        return f"nan ({hits}/{total})"
+    k = digits((x,), (0.0, 1.0), d)
+    return f"{x:.{k}f}" + (f" ({hits}/{total})" if x in (0.0, 1.0) else "")
+
+
+def degenerate(diff: Interval) -> bool:
+    """Exactly 0 [0, 0]: the same rounds measured twice (one hypothesis under two names, a rung that changed
+    nothing the meter sees), not a tie inside the noise."""
+    return diff.value == diff.low == diff.high == 0.0
+
+
 def word_of(diff: Interval) -> str:
-    """"beats" / "loses" when the whole interval lies above / below 0, else "within noise" (and from one prompt)."""
+    """The one verdict rule: "identical" for a degenerate 0 [0, 0]; "beats" / "loses" when the whole interval
+    lies above / below 0; else "within noise" (and from one prompt)."""
+    if degenerate(diff):
+        return "identical"
     return {1: "beats", -1: "loses", 0: "within noise"}[diff.sign()]
 
 
@@ -101,8 +152,6 @@ class Verdict:
     def word(self) -> str:
         if self.diff is None:
             return "reference"
-        if self.diff.low == self.diff.high == 0.0:
-            return "identical"      # the same rounds: one hypothesis reached under two names
         return word_of(self.diff)
 
     @property
@@ -116,16 +165,24 @@ class Verdict:
     def against(self, decimals: int = 2, reference: str | None = None) -> str:
         """The verdict as a phrase: "beats X by 0.31 [0.10, 0.52]", "loses 1.10 [0.75, 1.47] to X",
         "within noise of X (+0.05 [-0.20, +0.31])"."""
-        ref, d, f = reference or self.reference, self.diff, decimals
+        ref, d = reference or self.reference, self.diff
         if d is None:
             return f"is the reference ({ref})"
         if self.word == "identical":
             return f"is identical to {ref} (the same hypothesis, the same rounds)"
         if self.word == "beats":
-            return f"beats {ref} by {d.value:.{f}f} [{d.low:.{f}f}, {d.high:.{f}f}]"
+            return f"beats {ref} by {self.margin(decimals)}"
         if self.word == "loses":
-            return f"loses {-d.value:.{f}f} [{-d.high:.{f}f}, {-d.low:.{f}f}] to {ref}"
-        return f"is within noise of {ref} ({d.value:+.{f}f} [{d.low:+.{f}f}, {d.high:+.{f}f}])"
+            return f"loses {self.margin(decimals)} to {ref}"
+        return f"is within noise of {ref} ({signed_text(d, decimals)})"
+
+    def margin(self, decimals: int = 2) -> str:
+        """By how much it beats or loses, as magnitudes: ``1.10 [0.75, 1.47]`` (the digits rule: a bound off 0
+        never prints as 0)."""
+        d = self.diff
+        lo, hi = (-d.high, -d.low) if self.word == "loses" else (d.low, d.high)
+        f = digits((d.value, lo, hi), (0.0,), decimals)
+        return f"{abs(d.value):.{f}f} [{lo:.{f}f}, {hi:.{f}f}]"
 
     def sentence(self, decimals: int = 2) -> str:
         return f"{self.name}: {self.measured(decimals)}, {self.against(decimals)}"
@@ -180,7 +237,7 @@ class Verdicts:
         ref = self.reference
         rows = [{"": v.name, self.quantity: round(v.value.value, decimals),
                  f"{self.quantity} {self.level:.0%}": f"[{v.value.low:.2f}, {v.value.high:.2f}]",
-                 f"minus {ref}": "" if v.diff is None else f"{v.diff.value:+.2f} [{v.diff.low:+.2f}, {v.diff.high:+.2f}]",
+                 f"minus {ref}": "" if v.diff is None else signed_text(v.diff),
                  "verdict": v.word} for v in self]
         return pd.DataFrame(rows).set_index("")
 

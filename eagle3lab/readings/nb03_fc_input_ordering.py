@@ -21,7 +21,7 @@ from eagle3lab.analysis.hypotheses import (
     make_scorer,
     served_hypothesis,
 )
-from eagle3lab.analysis.verdicts import WORDS, Verdict, Verdicts, compare, short
+from eagle3lab.analysis.verdicts import WORDS, Verdict, Verdicts, compare, short, signed_text
 from eagle3lab.engines.acceptance import bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import resid_label, resid_name
 
@@ -84,8 +84,7 @@ class NeighbourhoodScan:
             near = [f"resid[{k}]: {v.value.value:.2f}, {v.word}" for s, k, v in self.neighbours() if s == i]
             rows.append({"slot": f"slot {i} ({resid_name(t)})", "+-1 neighbours": "; ".join(near),
                          "worst point": f"resid[{worst_k}]", "worst tau": round(worst.value.value, 3),
-                         "worst minus trained": f"{worst.diff.value:+.2f} [{worst.diff.low:+.2f}, "
-                                                f"{worst.diff.high:+.2f}]",
+                         "worst minus trained": signed_text(worst.diff),
                          "worst verdict": worst.word,
                          "points within noise": sum(v.word != "loses" for _, v in subs) + 1})
         return pd.DataFrame(rows).set_index("slot")
@@ -245,8 +244,7 @@ class SearchReading:
             t = self.by_role["trained"]
             d = self.ce_diff["trained"]
             lines.append(f"- **The trained wiring** {resid_label(self.trained)} (norm_before_residual="
-                         f"{self.trained_rule}): tau {t.against(reference='its best')}; cross-entropy {d.value:+.3f} "
-                         f"[{d.low:+.3f}, {d.high:+.3f}] against the best's. It lies "
+                         f"{self.trained_rule}): tau {t.against(reference='its best')}; cross-entropy {signed_text(d, 3)} against the best's. It lies "
                          f"{'inside' if self.in_sets else 'OUTSIDE'} the per-slot sets. The weights narrow the "
                          f"wiring {'to it' if f.identifiable and self.in_sets else 'to a set that holds it' if self.in_sets else 'to a set that misses it'}.")
         return "\n".join(lines)

@@ -54,14 +54,13 @@ class RuleComparison:
         lines = []
         for name in self.per_draft:
             v, best = self.verdict(name), self.preferred[name]
-            if v.word == "within noise":
-                lines.append(f"- {name}: the two rules are within noise of each other ({v.against()}): these "
+            if v.word != "loses":       # within noise or identical: the prompts rank neither rule
+                lines.append(f"- {name}: with norm_before_residual={not best} it {v.against()}: these "
                              "prompts do not tell which rule it was trained with.")
             else:
-                d = v.claims()
                 lines.append(f"- {name}: the weights prefer norm_before_residual={best} "
                              f"(tau {self.tau(name, best):.2f}); with {not best}, {v.measured()}, it loses "
-                             f"{d['by']:.2f} [{d['by_low']:.2f}, {d['by_high']:.2f}] tokens per round.")
+                             f"{v.margin()} tokens per round.")
         return "\n".join(lines)
 
     def claims(self) -> dict:
@@ -194,10 +193,9 @@ def rule_summary(*, study: str, control: str, scale: pd.DataFrame, cos_h_normed:
             f"wiring, on {rules.verdict(study).value.units} prompts ({states_from}): ")
     for name in (study, control):
         v, best = rules.verdict(name), rules.preferred[name]
-        d = v.claims()
         text += (f"{name} prefers norm_before_residual={best} (tau {rules.tau(name, best):.2f}); with {not best} tau "
-                 f"{rules.tau(name, not best):.2f}, " + (f"it loses {d['by']:.2f} [{d['by_low']:.2f}, {d['by_high']:.2f}]"
-                                                        if v.word == "loses" else f"{v.against()}") + ". ")
+                 f"{rules.tau(name, not best):.2f}, " + (f"it loses {v.margin()}" if v.word == "loses"
+                                                        else f"it {v.against()}") + ". ")
     text += (f"Engines that run {study} with its preferred rule: {', '.join(honour) or 'none'}; with the other: "
              f"{', '.join(other) or 'none'} ({serving_engine}: {serving.measured()}). Step-1 agreement of {study} "
              f"(preferred rule) is {a['continuation']:.2f} on the continuation anchors, "

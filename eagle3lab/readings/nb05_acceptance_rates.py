@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, CostSeries, price_on_served
-from eagle3lab.analysis.verdicts import projected_word, speed_word, word_of
+from eagle3lab.analysis.verdicts import AGAINST, WORDS, projected_word, speed_word, word_of
 from eagle3lab.engines.acceptance import Interval, tau_difference, tau_interval
 from eagle3lab.readings.dump_mode import scored_from
-from eagle3lab.readings.numbers import fmt, interval_claims, interval_record, signed
+from eagle3lab.readings.numbers import fmt, interval_claims, interval_record, rate, signed
 
 
 def speed_context(device: str, dtype: str, engines) -> str:
@@ -70,16 +70,18 @@ class ChainReading:
         longest (teacher-forced chains of different K score slightly different anchors, so it can fall), and which
         position added beats, is within noise of or loses to the chain before it."""
         first, last = self.names[0], self.names[-1]
-        by = {w: [n for n in self.names[1:] if word_of(self.gain[n]) == w] for w in ("beats", "within noise", "loses")}
+        by = {w: [n for n in self.names[1:] if word_of(self.gain[n]) == w] for w in WORDS}
         if self.span is None:
             move = f"tau goes from {fmt(self.tau[first])} ({first}) to {fmt(self.tau[last])} ({last})"
         else:
-            verb = {"beats": "rises", "loses": "falls", "within noise": "stays within noise"}[word_of(self.span)]
+            verb = {"beats": "rises", "loses": "falls", "within noise": "stays within noise",
+                    "identical": "stays identical"}[word_of(self.span)]
             move = (f"tau {verb} from {fmt(self.tau[first])} ({first}) to {fmt(self.tau[last])} ({last}), "
                     f"{signed(self.span)} paired over the same prompts")
         return (f"{move}; one position more beats the chain before it for {', '.join(by['beats']) or 'none'}, is "
                 f"within noise of it for {', '.join(by['within noise']) or 'none'} and loses to it for "
-                f"{', '.join(by['loses']) or 'none'}.")
+                f"{', '.join(by['loses']) or 'none'}"
+                + (f" and is identical to it for {', '.join(by['identical'])}" if by["identical"] else "") + ".")
 
     def claims(self) -> dict:
         return {"chain_ks": list(self.ks), "chain_taus": [self.tau[n].value for n in self.names],
@@ -116,6 +118,29 @@ class TreeReading:
     """Each tree beside the chain of the same verify width and the chain of the same depth."""
 
     rows: dict                # name -> dict (settings, tau, depth reached, rivals' differences)
+    # the highest-tau tree against the next, paired over prompts: (highest, runner-up, difference); None with < 2
+    # trees. A tree is called best only when it beats the next beyond noise.
+    leader: tuple | None = None
+
+    def highest_words(self) -> str:
+        """The trees ranked only as far as their paired difference allows: "tree A (tau ...) beats tree B, the
+        next (+...): the best tree" or "... is within noise of tree B (...): no tree is the best"."""
+        names = self.trees()
+        if not names:
+            return ""
+        if self.leader is None:
+            return f"The one tree, {names[0]}, had tau {fmt(self.rows[names[0]]['tau'])}"
+        top, runner, d = self.leader
+        word = word_of(d)
+        return (f"Of the trees, {top} had the highest tau, {fmt(self.rows[top]['tau'])}, and {_AGAINST[word]} {runner}, "
+                f"the next ({signed(d)}): " + ("the best tree" if word == "beats" else "no tree is the best")
+                + f"; {top}")
+
+    def leader_claims(self) -> dict | None:
+        if self.leader is None:
+            return None
+        top, runner, d = self.leader
+        return {"highest": top, "next": runner, **interval_claims(d), "word": word_of(d), "best": word_of(d) == "beats"}
 
     def table(self) -> pd.DataFrame:
         out = []
@@ -181,12 +206,14 @@ def read_trees(sweep, trees, chains) -> TreeReading:
                 if rival is not None:
                     r[key], r[key + "_name"] = sweep.tau_difference(name, rival), rival
         rows[name] = r
-    return TreeReading(rows)
+    ranked = sorted(trees, key=lambda n: rows[n]["tau"].value, reverse=True)
+    leader = (ranked[0], ranked[1], sweep.tau_difference(ranked[0], ranked[1])) if len(ranked) > 1 else None
+    return TreeReading(rows, leader)
 
 
 # ------------------------------------------------------------------ greedy or sampled
 
-_AGAINST = {"beats": "beats", "loses": "loses to", "within noise": "is within noise of"}
+_AGAINST = AGAINST   # the one vocabulary (verdicts.AGAINST)
 
 
 def tau_versus(sweep, a: str, b: str) -> dict:
@@ -561,8 +588,9 @@ class TrackReading:
         d = m.sweep.tau_difference(self.tree, self.rival)
         slots = m.slot_table()
         return {"layers": m.layers, "c": m.c, "tau": m.sweep.tau_interval(self.chain), "tree_minus_chain": d,
-                "tree_vs_chain": {1: f"the tree beat the {self.rival}", -1: f"the {self.rival} beat the tree",
-                                  0: f"tree and {self.rival} within noise"}[d.sign()],
+                "tree_vs_chain": {"beats": f"the tree beat the {self.rival}", "loses": f"the {self.rival} beat the tree",
+                                  "within noise": f"tree and {self.rival} within noise",
+                                  "identical": f"tree and {self.rival} identical"}[word_of(d)],
                 "lost_next_layer": float(slots.tau_lost_next_layer.mean()),
                 "within_noise": float(slots.within_noise.mean() / (m.layers + 2)),
                 "lossless": sum(m.sweep.identical(n) == len(m.sweep.reference) for n in m.cases), "cases": len(m.cases),
@@ -619,6 +647,11 @@ def lossless_words(sweep, greedy: list[str]) -> tuple[str, dict]:
     return text, claims
 
 
+def ck_text(stats) -> str:
+    """c_k per position, a rate of 1.00 or 0.00 with its count (``1.00 (12/12)``: every round that reached k)."""
+    return ", ".join(rate(c, a, n) for c, a, n in zip(stats.conditional, stats.accepted_per_pos, stats.reached_per_pos))
+
+
 def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, trees: TreeReading, sampled: dict,
                        offline, speeds: SpeedReading, costs, cases=(), retry_steps: int | None = None,
                        case_profile: str | None = None, half: WhatIf | None = None, half_ids: dict | None = None,
@@ -637,15 +670,15 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
     m = speeds[main]
     text = (f"Live mode (the target loaded here). Real speculative decoding on {prompts} held-out prompts was token-identical to `generate` in "
             f"{same}/{len(greedy)} greedy settings{lossless_text}. The healthy draft's {main} accepted c_k = "
-            f"{', '.join(f'{c:.2f}' for c in stats.conditional)} per position: tau **{fmt(main_tau)}** (= 1 + sum of "
+            f"{ck_text(stats)} per position: tau **{fmt(main_tau)}** (= 1 + sum of "
             f"survival, = SGLang's accept len and vLLM's mean acceptance length; vLLM's per-position rates are the "
             f"survival {', '.join(f'{a:.2f}' for a in stats.survival[:3])}...; SpecForge's simulated_acc_len from "
             f"teacher-forced acc_i is {offline.specforge_simulated_acc_len:.2f}, bonus excluded). {chains.words()} ")
     if best_tree:
         r = trees.rows[best_tree]
         rival = r.get("same_width")
-        text += (f"The best tree, {best_tree}, had tau {fmt(r['tau'])}"
-                 + (f" and {_AGAINST[word_of(rival)]} {r['same_width_name']}, the "
+        text += (trees.highest_words()
+                 + (f"{' and' if trees.leader is None else ''} {_AGAINST[word_of(rival)]} {r['same_width_name']}, the "
                     f"chain verifying as many tokens ({signed(rival)})" if rival is not None else "") + "; ")
     text += (f"sampled, {versus_words(sampled)}. On this machine ({speeds.context([main])}) c = {costs.c:.3f}, "
              f"v(2) = {speeds.v2:.3f} and v(16) = {costs.v(16):.2f} target steps; the {main} ran **{fmt(m.speed, unit='x')}** "
@@ -661,6 +694,7 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
                   vllm_mean=stats.vllm_mean_acceptance_length, specforge_simulated=offline.specforge_simulated_acc_len,
                   specforge_acc=list(offline.specforge_acc), **chains.claims(), trees=trees.claims(),
                   tau_best_tree=trees.rows[best_tree]["tau"].value if best_tree else None, best_tree=best_tree,
+                  tree_leader=trees.leader_claims(),
                   tree_verified=[trees.rows[n]["verified"] for n in tree_names],
                   tree_draft_tokens_per_round=[sweep.stats(n).num_draft_tokens / sweep.stats(n).rounds for n in tree_names],
                   tau_sampled=sampled["tau_a"].value, sampled=versus_claims(sampled), v16=costs.v(16),

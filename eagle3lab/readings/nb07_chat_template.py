@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from eagle3lab.analysis.verdicts import speed_word, word_of
+from eagle3lab.analysis.verdicts import AGAINST, speed_word, word_of
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio_difference, tau_difference, tau_interval
 from eagle3lab.engines.layer_ids import resid_label
 from eagle3lab.readings.dump_mode import ScoredFrom
@@ -71,7 +71,7 @@ def paired_gaps(sweeps: dict, level: float = 0.95) -> dict:
             "drafts": sweeps[CHAT].tau_difference(CHAT_DRAFT, RAW_DRAFT, level=level)}
 
 
-_AGAINST = {"beats": "beats", "loses": "loses to", "within noise": "is within noise of"}
+_AGAINST = AGAINST   # the one vocabulary (verdicts.AGAINST)
 
 
 def rendering_summary(table: pd.DataFrame, gaps: dict, *, prompts: int, num_steps: int, device: str

@@ -97,3 +97,30 @@ def test_one_prompt_ranks_nothing():
     assert verdicts.speed_word(Interval(1.3, 1.1, 1.5, 0.95, None)) == "faster"   # units unknown: the interval rules
     assert verdicts.projected_word(Interval(3.0, 3.0, 3.0, 0.95, 1), 2.0) == "projected within noise"
     assert verdicts.projected_word(Interval(3.0, 2.5, 3.5, 0.95, 8), 2.0) == "projected faster"
+
+
+def test_one_word_for_a_degenerate_interval_wherever_a_difference_is_worded():
+    from eagle3lab.engines.acceptance import Interval
+
+    same = Interval(0.0, 0.0, 0.0, 0.95, 8)
+    assert verdicts.word_of(same) == "identical"                    # the rule every reading calls
+    assert verdicts.word_of(Interval(0.0, -0.1, 0.1, 0.95, 8)) == "within noise"
+    assert verdicts.word_of(Interval(0.0, 0.0, 0.0, 0.95, 1)) == "identical"   # one prompt: still the same rounds
+
+
+def test_a_bound_off_the_reference_never_prints_as_the_reference():
+    from eagle3lab.engines.acceptance import Interval
+    from eagle3lab.readings.numbers import fmt, rate, signed
+
+    assert signed(Interval(0.04, 0.0004, 0.081, 0.95, 8)) == "+0.0400 [+0.0004, +0.0810]"
+    assert signed(Interval(0.12, -0.004, 0.2, 0.95, 8)) == "+0.120 [-0.004, +0.200]"
+    assert signed(Interval(0.0, 0.0, 0.0, 0.95, 8)) == "+0.00 [+0.00, +0.00]"      # the reference itself: as it is
+    assert signed(Interval(0.31, 0.10, 0.52, 0.95, 8)) == "+0.31 [+0.10, +0.52]"  # nothing near 0: two decimals
+    assert fmt(Interval(0.98, 0.96, 0.998, 0.95, 8), unit="x") == "0.980x [0.960, 0.998]"
+    assert fmt(Interval(0.98, 0.96, 1.0, 0.95, 8), unit="x") == "0.98x [0.96, 1.00]"   # exactly 1x: as it is
+    assert fmt(Interval(3.2, 3.06, 3.31, 0.95, 8)) == "3.20 [3.06, 3.31]"
+    assert rate(1.0, 12, 12) == "1.00 (12/12)" and rate(0.0, 0, 9) == "0.00 (0/9)" and rate(0.9975, 399, 400) == "0.998"
+    near = verdicts.Verdict("b", "a", Interval(3.0, 2.9, 3.1, 0.95, 8), Interval(0.05, -0.003, 0.1, 0.95, 8))
+    assert near.against() == "is within noise of a (+0.050 [-0.003, +0.100])"
+    beats = verdicts.Verdict("b", "a", Interval(3.0, 2.9, 3.1, 0.95, 8), Interval(0.05, 0.0004, 0.1, 0.95, 8))
+    assert beats.against() == "beats a by 0.0500 [0.0004, 0.1000]"

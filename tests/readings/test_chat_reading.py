@@ -96,5 +96,5 @@ def test_a_gap_inside_its_paired_interval_is_within_noise():
     table = cr.rendering_table(sweeps, [cr.CHAT_DRAFT, cr.RAW_DRAFT], prompts=4)
     text, claims = cr.rendering_summary(table, cr.paired_gaps(sweeps), prompts=4, num_steps=2, device="cpu")
     assert claims["gap"]["value"] == pytest.approx(0.0) and claims["gap"]["word"] == "within noise"
-    assert claims["drafts_gap"]["word"] == "within noise"      # the same rounds: a zero-width interval at 0
-    assert "it is within noise of the raw rendering" in text and "the chat-trained draft is within noise of it" in text
+    assert claims["drafts_gap"]["word"] == "identical"      # the same rounds: a zero-width interval at 0 (verdicts' one rule)
+    assert "it is within noise of the raw rendering" in text and "the chat-trained draft is identical to it" in text
