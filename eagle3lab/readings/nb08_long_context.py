@@ -74,7 +74,12 @@ def draft_limits(curve: ContextCurve, trained: int | None) -> tuple[Limit, ...]:
     if curve.target_max_positions:
         out.append(Limit(f"target max_position_embeddings {curve.target_max_positions}", curve.target_max_positions,
                          "target config.json"))
-    return tuple(sorted(out, key=lambda x: x.position))
+    merged: dict[int, Limit] = {}     # limits at one position share a line: "a = b"
+    for lim in sorted(out, key=lambda x: x.position):
+        was = merged.get(lim.position)
+        merged[lim.position] = lim if was is None else Limit(f"{was.label} = {lim.label}", lim.position,
+                                                             f"{was.source}, {lim.source}")
+    return tuple(merged.values())
 
 
 def limited_copy(draft, *, sliding_window: int | None = None, max_position_embeddings: int | None = None):
@@ -277,16 +282,19 @@ def plot_curves(curves: list[CurveOfEngine], limits: tuple[Limit, ...], *, title
         if gone:
             ax.plot([centre[(b.lo, b.hi)] * shift for b in gone], [1.0] * len(gone), "x", ms=10,
                     color=line[0].get_color(), label=f"{c.label}: not served")
-    for lim in limits:
+    end = bins[-1].hi
+    for lim in (x for x in limits if x.position <= end):
         ax.axvline(lim.position, ls="--", lw=0.9, color="grey")
         ax.annotate(lim.label, (lim.position, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top",
                     ha="right", fontsize=8, color="dimgrey")
+    beyond = [x.label for x in limits if x.position > end]
     ax.set_xscale("log", base=2)
-    ax.set_xticks(list(centre.values()), [bin_label(*k) for k in centre])
-    ax.set_xlabel("context position of the round's first drafted token (tokens; bins)")
+    ax.set_xticks(list(centre.values()), [bin_label(*k) for k in centre], rotation=30)
+    ax.set_xlabel("context position of the round's first drafted token (tokens; bins)"
+                  + (f"; past the documents: {', '.join(beyond)}" if beyond else ""))
     ax.set_ylabel(f"tau, tokens per round (K={num_steps}, accepted + 1)")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="best")
     return fig
 
 

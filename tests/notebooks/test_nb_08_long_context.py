@@ -122,7 +122,7 @@ def test_the_summary_words_follow_the_claims(nb):
             f"{b['change']['high']:+.2f}] from the bin before), past the 512-token sequences it was trained on") in text
     assert "retrain on sequences as long as the prompts served" in text
     assert f"write max_position_embeddings {nb['tracks']['bundled']['target_max_positions']}" in text
-    assert "SGLang 0.5.23 drops the draft's window" in text and "PR #49343" in text
+    assert f"SGLang {PARAMS['RULE_BUILDS']['sglang']} drops the draft's window" in text and "PR #49343" in text
 
 
 def test_the_parameters_cell_holds_the_models_documents_and_loading_defaults():

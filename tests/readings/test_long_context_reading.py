@@ -174,7 +174,9 @@ def test_limits_are_read_from_the_training_record_and_the_configs(tmp_path):
     assert r.trained_length(tmp_path) is None
     curve = _curve(FALLING, {})
     assert [(x.position, x.source) for x in r.draft_limits(curve, 512)] == [
-        (512, "training record"), (2048, "draft config.json"), (2048, "target config.json")]
+        (512, "training record"), (2048, "draft config.json, target config.json")]
+    assert r.draft_limits(curve, None)[0].label == ("draft max_position_embeddings 2048 = target "
+                                                    "max_position_embeddings 2048")
 
 
 @pytest.mark.usefixtures("bundled_models")
@@ -191,3 +193,24 @@ def test_the_limited_copy_shares_the_weights_and_declares_the_limits():
         256, 16, ["sliding_attention"])
     rule = resolve_context("vllm", seen, TARGET, "0.24.0")
     assert (rule.fails_from, rule.window, rule.window_layers) == (256, 16, (0,))
+
+
+def test_the_figure_is_titled_labelled_and_marks_the_limits_it_reaches():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from eagle3lab.analysis.plot_style import style_problems
+
+    curve = _curve(FALLING, {})
+    copy_curve = engine_curve("vllm", "0.24.0", [pbin(0, 512, 2.8), pbin(512, 1024, 2.4),
+                                                 pbin(1024, 2048, None, status=NOT_SERVED)], max_position_embeddings=256)
+    limits = r.draft_limits(curve, 512) + (r.Limit("far", 4096, "test"),)
+    fig = r.plot_curves([FALLING, copy_curve], limits, num_steps=3, title=r.figure_title(curve, "bundled"))
+    ax = fig.axes[0]
+    assert style_problems(fig) == [] and "emulated on cpu, float32" in ax.get_title()
+    assert [line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "--"] == [512, 2048]   # not 4096
+    assert "past the documents: far" in ax.get_xlabel()
+    assert any(t.get_text() == "vLLM 0.24.0: not served" for t in ax.get_legend().get_texts())
+    plt.close(fig)
