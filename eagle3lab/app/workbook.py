@@ -183,11 +183,12 @@ def build_workbook(out: Path = ROOT / "build" / "workbook", folder: Path = NOTEB
         s = notebook_session(nb, path.name, notebook_parameters(nb), failure=failure)
         s.save(out / "sessions" / path.stem)
         body, _ = HTMLExporter().from_notebook_node(nb)
-        write_text(out / f"{path.stem}.html", body)
+        write_text(out / f"{path.stem}.html", rewrite_links(body, out))
         results.append(NotebookResult(path.name, notebook_title(path), failure is None, seconds, find_summary(nb),
                                       failure and failure["error"], failure and failure["cell"]))
     index = out / "index.html"
-    write_text(index, render_index(results))
+    write_text(out / GLOSSARY_PAGE, render_glossary(out))
+    write_text(index, render_index(results, out))
     write_text(out / "summary.json", json.dumps([r.__dict__ for r in results], indent=2))
     return index, results
 
@@ -288,19 +289,53 @@ def notebook_parameters(nb) -> dict:
     return params
 
 
-def _md_inline(text: str) -> str:
-    """Enough markdown for a summary paragraph: code spans and bold."""
-    text = html.escape(text)
-    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", text)
+GLOSSARY = ROOT / "docs" / "glossary.md"
+GLOSSARY_PAGE = "glossary.html"       # written beside the notebooks' pages, so their glossary links resolve
+_RELATIVE_HREF = re.compile(r"""href=(["'])\.\./([^"'#]*)(#[^"']*)?\1""")
 
 
-def render_index(results: list[NotebookResult]) -> str:
+def rewrite_links(body: str, out: Path) -> str:
+    """The notebooks' links are relative to ``notebooks/`` (``../docs/glossary.md#tau``, as JupyterLab opens
+    them); from ``out`` they would break. The glossary's become ``glossary.html#tau`` (:func:`render_glossary`
+    writes it beside the pages); any other ``../PATH`` points at the repository's file from ``out``."""
+    out = Path(out).resolve()
+
+    def fix(m: re.Match) -> str:
+        quote, path, anchor = m.group(1), m.group(2), m.group(3) or ""
+        if (ROOT / path).resolve() == GLOSSARY.resolve():
+            return f"href={quote}{GLOSSARY_PAGE}{anchor}{quote}"
+        return f"href={quote}{Path(os.path.relpath(ROOT / path, out)).as_posix()}{anchor}{quote}"
+
+    return _RELATIVE_HREF.sub(fix, body)
+
+
+def _markdown(text: str) -> str:
+    """Markdown as HTML (the summaries' bullets as lists, code, bold, links), by nbconvert's own renderer."""
+    import mistune
+
+    return mistune.html(text)
+
+
+def render_glossary(out: Path) -> str:
+    """docs/glossary.md as a page of the workbook: every term keeps its ``<a id>`` anchor, links rewritten for
+    ``out`` as the notebooks' are."""
+    body = _markdown(GLOSSARY.read_text())
+    body = re.sub(r"""href=(["'])(?!https?:|#|/)([^"'#]*)""",   # the glossary's own links are relative to docs/
+                  lambda m: f"href={m.group(1)}../{Path('docs', m.group(2)).as_posix()}", body)
+    return ("<!doctype html><meta charset='utf-8'><title>eagle3lab glossary</title>"
+            "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}"
+            "code{background:#f4f4f4}</style><p><a href='index.html'>workbook index</a></p>"
+            + rewrite_links(body, out))
+
+
+def render_index(results: list[NotebookResult], out: Path | None = None) -> str:
     rows = []
     for r in results:
         where = f" in cell {r.cell}" if r.cell is not None else ""
         status = "ok" if r.ok else f"<b style='color:#b00'>FAILED{where}</b>: {html.escape(r.error or '')}"
-        found = _md_inline(r.summary) if r.summary else "<i>no summary() in this notebook</i>"
+        found = _markdown(r.summary) if r.summary else "<i>no summary() in this notebook</i>"
+        if out is not None:
+            found = rewrite_links(found, out)
         stem = Path(r.name).stem
         rows.append(f"<tr><td><a href='{stem}.html'>{html.escape(r.name)}</a><br><small>{html.escape(r.title)}</small>"
                     f"<br><small><a href='sessions/{stem}/session.json'>session</a></small></td>"
@@ -309,6 +344,7 @@ def render_index(results: list[NotebookResult]) -> str:
     head = "all notebooks ran" if not failed else f"{failed} notebook(s) FAILED"
     return ("<!doctype html><meta charset='utf-8'><title>eagle3lab workbook</title>"
             "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}td{vertical-align:top;padding:.4em;"
-            "border-bottom:1px solid #ddd}code{background:#f4f4f4}</style>"
-            f"<h1>eagle3lab workbook</h1><p>{head}; generated {time.strftime('%Y-%m-%d %H:%M')}.</p>"
+            "border-bottom:1px solid #ddd}td p{margin:0 0 .4em}code{background:#f4f4f4}</style>"
+            f"<h1>eagle3lab workbook</h1><p>{head}; generated {time.strftime('%Y-%m-%d %H:%M')}. Every term the "
+            f"notebooks use is defined in the <a href='{GLOSSARY_PAGE}'>glossary</a>.</p>"
             "<table><tr><th>notebook</th><th>status</th><th>what it found</th></tr>" + "".join(rows) + "</table>")
