@@ -2,8 +2,10 @@
 
 ``cap_verdict(res, readings, ...)`` takes the flag resolution (``resolve_flags``) and the measured demo (one
 ``LaunchReading`` per launch: as launched, then fixed; ``demo_table`` shows them) and returns a ``CapVerdict``: its ``text`` says what the engine
-runs, what the cap costs at an assumed alpha, and whether the fixed launch measured a longer accept length
-than the one as launched ("longer", "no longer"), every number taken from ``claims``.
+runs, what the cap costs at an assumed alpha, and whether the launch with the cap lifted (the chain the command
+asked for) measured a longer accept length than the one as launched ("longer", "no longer"), every number taken
+from ``claims``; it calls the lifted cap what it is, not a fix: whether the longer chain is faster is notebook 06's
+measurement (and 05's projection).
 """
 
 from __future__ import annotations
@@ -60,12 +62,16 @@ def cap_verdict(res, readings: list[LaunchReading], *, alpha: float, ran: int, w
         text += (f": the command asks for {res.as_given['num_draft_tokens']} draft tokens, but with topk 1 SGLang "
                  f"sets them to steps + 1 = {res.effective['num_draft_tokens']}. At α = {alpha} that caps E[τ] at "
                  f"{claims['tau_cap_ran']:.2f} instead of {claims['tau_cap_wanted']:.2f} for the intended "
-                 f"{wanted}-step chain; fix: `--speculative-num-steps {wanted} --speculative-eagle-topk 1 "
-                 f"--speculative-num-draft-tokens {wanted + 1}`")
+                 f"{wanted}-step chain; the cap lifted (the chain the command asked for): `--speculative-num-steps "
+                 f"{wanted} --speculative-eagle-topk 1 --speculative-num-draft-tokens {wanted + 1}`")
     text += (f". {measured[:1].upper() + measured[1:]} with {draft} on {target}, the launch as given ran "
              f"**tau {claims['tau_as_given']:.2f}** (never more than {claims['most_in_a_round']} "
-             f"tokens per round) and with steps {wanted}, topk 1 {claims['tau_fixed']:.2f}, "
-             + ("a longer accept length" if claims["fixed_longer"] else "no longer accept length"))
+             f"tokens per round) and with the cap lifted, steps {wanted}, topk 1 {claims['tau_fixed']:.2f}, "
+             + ("a longer accept length" if claims["fixed_longer"] else "no longer accept length")
+             + f". A longer accept length is not a faster server: every round of the {wanted}-step chain pays "
+               f"{wanted} draft passes, so whether lifting the cap pays is a timing, not this table: notebook 06 times "
+               "it on the case's own draft on its doctor's ladder (one change per rung, each measured against the "
+               "one before), and notebook 05 prices it with the cost model")
     text += (f". Aux states fed to fc: {res.effective.get('aux_label', 'unknown')}. "
              f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} notes in total.")
     return CapVerdict(text, claims)

@@ -64,6 +64,21 @@ def test_the_summary_verdict_follows_the_measured_taus(bundled_models):
     assert claims["fixed_longer"]          # the bundled healthy draft: the fixed chain accepts more
     assert f"topk 1 {claims['tau_fixed']:.2f}, a longer accept length" in text
     assert claims["tau_as_given"] <= claims["max_accept_length"]
+    # issue 35: the lifted cap is worded as what it is (the chain asked for), not a fix, and 06 times it
+    assert "fix:" not in text and "the cap lifted (the chain the command asked for)" in text
+    assert "A longer accept length is not a faster server" in text and "notebook 06 times it" in text
+    assert "doctor's ladder (one change per rung" in text                  # defined at its first use outside 06
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_the_flags_table_renders_whole(bundled_models):
+    from eagle3lab.app.display import TABLE_CLASS
+
+    nb = executed_notebook("01_config_flags.ipynb")
+    cell = next(c for c in nb.cells if c.get("id") == "afb16ac2")
+    html = "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+    assert TABLE_CLASS in html and "max_accept_length" in html
 
 
 def test_the_text_points_at_the_notebook_that_measures_the_cost_and_the_parameters_are_complete():
