@@ -169,7 +169,9 @@ class CostModel:
         ax.set_xlabel("tokens verified in one target forward (M)")
         ax.set_ylabel("cost in target steps v(M)")
         ax.set_title(f"verify-cost curve (c = draft step / target step = {self.c:.3f})")
-        ax.legend(fontsize=8)
+        # below the axes: a long label inside them sat on the ticks and the curve
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+        ax.figure.tight_layout()
         return ax.figure
 
     def to_dict(self) -> dict:

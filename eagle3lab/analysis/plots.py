@@ -438,17 +438,25 @@ def plot_residual_scale(sweep: pd.Series, flag_off: float, h_scale: float, draft
 
 @styled
 def plot_chain_vs_tree(trees: pd.DataFrame, title: str = "chain vs tree, greedy", ax=None):
-    """tau per setting (``trees``: one row per setting, columns ``tau``, ``verified`` and ``topk``, 1 for a chain):
-    chains blue, trees green, each bar labelled with the tokens it verifies per round."""
+    """tau per setting with its interval (``trees``: one row per setting, columns ``tau``, ``tau_low``,
+    ``tau_high``, ``verified`` and ``topk``, 1 for a chain): chains blue, trees green, each bar labelled with the
+    tokens it verifies per round past its interval. A chart that ranks settings draws their intervals: bars
+    whose intervals overlap are not ranked by their length."""
     import matplotlib.pyplot as plt
 
+    missing = {"tau_low", "tau_high"} - set(trees.columns)
+    if missing:
+        raise ValueError(f"plot_chain_vs_tree: the table has no {sorted(missing)} column(s); a ranked chart needs "
+                         "each setting's interval (TreeReading.bars() gives them)")
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 2.8))
-    ax.barh(trees.index, trees.tau, color=["tab:blue" if k == 1 else "tab:green" for k in trees.topk])
+    ax.barh(trees.index, trees.tau, color=["tab:blue" if k == 1 else "tab:green" for k in trees.topk],
+            xerr=[trees.tau - trees.tau_low, trees.tau_high - trees.tau], capsize=3, error_kw={"lw": 1})
     for i, row in enumerate(trees.itertuples()):
-        ax.text(row.tau, i, f" {row.verified} verified", va="center", fontsize=8)
+        ax.text(row.tau_high, i, f" {row.verified} verified", va="center", fontsize=8)
     ax.invert_yaxis()
-    ax.set(xlabel="tau (tokens per verify step)", ylabel="setting", title=title)
+    ax.set(xlabel="tau (tokens per verify step, 95% interval over prompts)", ylabel="setting", title=title)
+    ax.set_xlim(0, float(trees.tau_high.max()) * 1.25)      # room for the labels past the intervals
     return ax.figure
 
 

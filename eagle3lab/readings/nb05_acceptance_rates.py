@@ -153,8 +153,10 @@ class TreeReading:
         return pd.DataFrame(out).set_index("setting")
 
     def bars(self) -> pd.DataFrame:
-        """For ``plots.plot_chain_vs_tree``: tau, tokens verified and topk (1: a chain) per setting."""
+        """For ``plots.plot_chain_vs_tree``: tau with its interval, tokens verified and topk (1: a chain) per setting."""
         return pd.DataFrame({"tau": [r["tau"].value for r in self.rows.values()],
+                             "tau_low": [r["tau"].low for r in self.rows.values()],
+                             "tau_high": [r["tau"].high for r in self.rows.values()],
                              "verified": [r["verified"] for r in self.rows.values()],
                              "topk": [r["topk"] for r in self.rows.values()]},
                             index=pd.Index(list(self.rows), name="setting"))

@@ -78,6 +78,15 @@ def test_plots_return_figures():
 
     fig = hand_costs().plot_verify_curve()
     assert list(fig.axes[0].lines[0].get_ydata()) == pytest.approx([1.0, 1.1, 1.3, 1.7])
+    # the legend (a long label, as notebook 05 writes it) covers no tick label and no point (issue 35)
+    ax = hand_costs().plot_verify_curve(label="cpu, float32, batch 1, context 64 (timed with the emulated loop's "
+                                              "own methods)").axes[0]
+    ax.figure.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    ticks = [t.get_window_extent() for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
+    assert ticks and not any(legend.overlaps(t) for t in ticks)
+    points = ax.transData.transform(ax.lines[0].get_xydata())
+    assert not any(legend.contains(x, y) for x, y in points)
     table = explain([{"name": "a", "tau": 2.0, "c": 0.1, "num_steps": 3, "v": 1.2},
                      {"name": "b", "tau": 1.1, "c": 0.1, "num_steps": 15, "v": 1.6}])
     fig = plot_break_even(table)

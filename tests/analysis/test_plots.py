@@ -173,15 +173,24 @@ def test_residual_scale_plots_the_sweep_with_the_flag_off_level_and_rms_h():
 
 
 def test_chain_vs_tree_colours_chains_and_trees_and_labels_the_verify_width():
-    trees = pd.DataFrame({"tau": [3.1, 3.4, 2.9], "verified": [6, 8, 8], "topk": [1, 1, 4]},
+    trees = pd.DataFrame({"tau": [3.1, 3.4, 2.9], "tau_low": [2.9, 3.0, 2.5], "tau_high": [3.3, 3.7, 3.2],
+                          "verified": [6, 8, 8], "topk": [1, 1, 4]},
                          index=pd.Index(["chain 5", "chain 7", "tree 5/4/8"], name="setting"))
     ax = plot_chain_vs_tree(trees).axes[0]
     assert [b.get_width() for b in ax.patches] == [3.1, 3.4, 2.9]
     assert [to_rgba(b.get_facecolor()) for b in ax.patches] == [to_rgba("tab:blue")] * 2 + [to_rgba("tab:green")]
+    # the ranked bars carry their intervals (issue 35): one error bar per setting, from tau_low to tau_high
+    (bars,) = [c for c in ax.containers if getattr(c, "errorbar", None) is not None]
+    segments = bars.errorbar.lines[2][0].get_segments()
+    assert [(seg[0][0], seg[1][0]) for seg in segments] == [pytest.approx((lo, hi)) for lo, hi in
+                                                            zip(trees.tau_low, trees.tau_high)]
     assert [t.get_text() for t in ax.texts] == [" 6 verified", " 8 verified", " 8 verified"]
-    assert [t.get_position() for t in ax.texts] == [(3.1, 0), (3.4, 1), (2.9, 2)]
+    assert [t.get_position() for t in ax.texts] == [(3.3, 0), (3.7, 1), (3.2, 2)]    # past the interval
     assert ax.yaxis_inverted()
-    assert ax.get_title() == "chain vs tree, greedy" and ax.get_xlabel() == "tau (tokens per verify step)"
+    assert ax.get_title() == "chain vs tree, greedy"
+    assert ax.get_xlabel() == "tau (tokens per verify step, 95% interval over prompts)"
+    with pytest.raises(ValueError, match="tau_low"):
+        plot_chain_vs_tree(trees.drop(columns=["tau_low", "tau_high"]))
     assert ax.get_ylabel() == "setting"
     assert plot_chain_vs_tree(trees, title="sampled").axes[0].get_title() == "sampled"
 
@@ -204,7 +213,7 @@ def test_one_plot_style_names_engine_and_device_and_sees_what_is_missing():
 
     from eagle3lab.analysis.plot_style import style_problems
 
-    trees = pd.DataFrame({"tau": [3.1, 2.9], "verified": [6, 8], "topk": [1, 4]},
+    trees = pd.DataFrame({"tau": [3.1, 2.9], "tau_low": [2.9, 2.6], "tau_high": [3.3, 3.2], "verified": [6, 8], "topk": [1, 4]},
                          index=pd.Index(["chain 5", "tree 5/4/8"], name="setting"))
     ax = plot_chain_vs_tree(trees, engine="sglang", device="cpu").axes[0]
     assert ax.get_title() == "chain vs tree, greedy (engine sglang, on cpu)" and style_problems(ax.figure) == []
