@@ -58,8 +58,9 @@ test: lint engines
 workbook: $(STAMP)
 	$(BIN)/eagle3lab workbook --out build/workbook $(if $(TRACK),--track $(TRACK))
 
+# served from the repository root so the notebooks' ../docs/glossary.md links resolve; opens notebook 00
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/jupyter lab --notebook-dir=. --LabApp.default_url=/lab/tree/notebooks/00_environment.ipynb
 
 # Rebuild corpus split, tokenizer, target and drafts from the shipped corpus (about 90 minutes on 2 cores: target 25, healthy draft 42, case draft 21).
 data: $(STAMP)
