@@ -48,6 +48,7 @@ def skipped(mode: str) -> list[str]:
 
 SPEED_WORDS = {"faster": "faster than no speculation", "slower": "slower than no speculation",
                "within noise": "within noise of no speculation", "not measured": "not measured"}
+BEFORE = {"within noise": " of", "identical": " to"}   # a word's preposition before "the rung before"
 STEP_WORDS = {"faster": "faster than the rung before", "slower": "slower than the rung before",
               "within noise": "within noise of the rung before", "no change": "the same decoding as the rung before",
               "not measured": "not measured"}
@@ -169,10 +170,10 @@ class CaseLadder:
                 out.append(f"{r.name} ({r.finding}): nothing changes on this build ({r.note}).")
             elif r.speed is None:
                 out.append(f"{r.name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
-                           f"change {r.gain} - {r.word}{' of' if r.word == 'within noise' else ''} the rung before.")
+                           f"change {r.gain} - {r.word}{BEFORE.get(r.word, '')} the rung before.")
             else:
                 out.append(f"{r.name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
-                           f"change {r.gain} - {r.word}{' of' if r.word == 'within noise' else ''} the rung before; {ratio_text(r.speed)} no speculation "
+                           f"change {r.gain} - {r.word}{BEFORE.get(r.word, '')} the rung before; {ratio_text(r.speed)} no speculation "
                            f"({self.speed_word(r)}), {ratio_text(r.step_speed)} the rung before "
                            f"({self.step_speed_word(r)}).")
         return "\n".join(f"- {w}" for w in out)
@@ -424,6 +425,60 @@ def flag_line(engine: str, num_steps: int, draft: str = "DRAFT") -> str:
     return f"--speculative-config '{{\"method\": \"eagle3\", \"model\": \"{draft}\", \"num_speculative_tokens\": {num_steps}}}'"
 
 
+@dataclass(frozen=True)
+class BuildCheck:
+    """One engine build against the trained wiring and rule: the ids it writes for the wiring (None: none, and
+    ``why``), whether it honours the rule, what the team's ids do there (None: none given)."""
+
+    engine: str
+    build: str | None
+    ids: list | None
+    why: str
+    honours_rule: bool
+    team: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine} {self.build or 'newest'}"
+
+    def cannot(self, trained: tuple) -> list[str]:
+        return ([f"the ids for {resid_label(trained)} ({self.why})"] if self.ids is None else []) + (
+            [] if self.honours_rule else ["norm_before_residual (ignored in every build read)"])
+
+    def options(self, checks: list[BuildCheck]) -> str:
+        """What is left where this build cannot serve the draft whole (``checks``: every build checked)."""
+        if self.ids is not None and self.honours_rule:
+            return "serve as it is"
+        opts = []
+        if self.ids is None:
+            later = [c.build or "newest" for c in checks if c.engine == self.engine and c.ids is not None]
+            opts.append(f"a build with ids ({', '.join(later)})" if later else
+                        "no build read has ids for these points: retrain on points it captures (the reason names them)")
+        if not self.honours_rule:
+            opts += ["retrain with norm_before_residual off", "patch the engine's draft model to read the flag"]
+        whole = [c.label for c in checks if c.ids is not None and c.honours_rule]
+        if whole:
+            opts.append("serve with " + " or ".join(whole))
+        return "; ".join(opts)
+
+
+def check_build(engine: str, version: str | None, trained: tuple, rule: bool, num_layers: int, arch: str | None,
+                honours_rule: bool, team_ids: list | None) -> BuildCheck:
+    """``BuildCheck`` of one build, from the engine knowledge (``engines.layer_ids``)."""
+    from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
+    from eagle3lab.errors import UncapturablePoints
+
+    try:
+        ids, why = to_engine_ids(engine, list(trained), num_layers, arch=arch, engine_version=version), ""
+    except UncapturablePoints as e:
+        ids, why = None, "; ".join(e.tried)
+    except Eagle3LabError as e:
+        ids, why = None, e.headline
+    team = None if team_ids is None else _what_ids_do(
+        resolve_aux_layers(engine, list(team_ids), num_layers, arch=arch, engine_version=version), team_ids)
+    return BuildCheck(engine, version, ids, why, not rule or honours_rule, team)
+
+
 def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, builds: dict[str, list], num_steps: int,
               honours_rule: dict[str, bool], id_keys: dict[str, str], draft: str = "DRAFT",
               team_ids: dict[str, list] | None = None) -> pd.DataFrame:
@@ -431,47 +486,15 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
     them), the flag line, what it cannot honour (with the engine knowledge's reason: which model file, which
     releases), and the options left. ``team_ids``: engine -> ids a team wrote for it; a column says what each
     build does with them (the states it feeds, or how it crashes or drops one)."""
-    from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
-    from eagle3lab.errors import UncapturablePoints
-
+    checks = [check_build(engine, version, trained, rule, num_layers, arch, honours_rule[engine],
+                          (team_ids or {}).get(engine)) for engine, versions in builds.items() for version in versions]
     rows = []
-    for engine, versions in builds.items():
-        for version in versions:
-            try:
-                ids, why = to_engine_ids(engine, list(trained), num_layers, arch=arch, engine_version=version), ""
-            except UncapturablePoints as e:
-                ids, why = None, "; ".join(e.tried)
-            except Eagle3LabError as e:
-                ids, why = None, e.headline
-            cannot = ([f"the ids for {resid_label(trained)} ({why})"] if ids is None else []) + (
-                ["norm_before_residual (ignored in every build read)"] if rule and not honours_rule[engine] else [])
-            team = {}
-            if team_ids:
-                team = {"the team's ids do": "" if engine not in team_ids else
-                        _what_ids_do(resolve_aux_layers(engine, list(team_ids[engine]), num_layers, arch=arch,
-                                                        engine_version=version), team_ids[engine])}
-            rows.append({"engine": engine, "build": version or "newest", "ids": ids, **team, "read at": id_keys[engine],
-                         "flag line": flag_line(engine, num_steps, draft), "cannot honour": "; ".join(cannot) or "nothing",
-                         "ok_": not cannot, "ids_ok_": ids is not None, "rule_ok_": not (rule and not honours_rule[engine])})
-    df = pd.DataFrame(rows)
-    whole = [f"{r.engine} {r.build}" for r in df.itertuples() if r.ok_]
-    options = []
-    for r in df.itertuples():
-        if r.ok_:
-            options.append("serve as it is")
-            continue
-        opts = []
-        if not r.ids_ok_:
-            later = [f"{o.build}" for o in df.itertuples() if o.engine == r.engine and o.ids_ok_]
-            opts.append(f"a build with ids ({', '.join(later)})" if later else
-                        "no build read has ids for these points: retrain on points it captures (the reason names them)")
-        if not r.rule_ok_:
-            opts += ["retrain with norm_before_residual off", "patch the engine's draft model to read the flag"]
-        if whole:
-            opts.append("serve with " + " or ".join(whole))
-        options.append("; ".join(opts))
-    df["options left"] = options
-    return df.drop(columns=["ok_", "ids_ok_", "rule_ok_"]).set_index(["engine", "build"])
+    for c in checks:
+        team = {"the team's ids do": c.team or ""} if team_ids else {}
+        rows.append({"engine": c.engine, "build": c.build or "newest", "ids": c.ids, **team, "read at": id_keys[c.engine],
+                     "flag line": flag_line(c.engine, num_steps, draft),
+                     "cannot honour": "; ".join(c.cannot(trained)) or "nothing", "options left": c.options(checks)})
+    return pd.DataFrame(rows).set_index(["engine", "build"])
 
 
 def _what_ids_do(res, ids) -> str:
