@@ -51,32 +51,64 @@ def settings_text(variant: dict) -> str:
     return ", ".join(on)
 
 
-def _key(wiring, variant) -> tuple:
+def key_of(wiring, variant) -> tuple:
+    """A hypothesis' key: (wiring, sorted switch items), the same whatever order a variant was written in."""
     return tuple(wiring), tuple(sorted(variant.items()))
 
 
 class Scorer:
-    """Memoised (wiring, variant) -> ``BankScore`` on one bank; ``evaluations`` counts draft evaluations."""
+    """The one scorer of wirings: memoised (wiring, variant) -> ``BankScore`` of ``draft`` on one bank
+    (teacher-forced chain acceptance, ``decoding.evaluate.evaluate_on_bank``); ``evaluations`` counts draft
+    evaluations. The strategies sit beside it: a named list (``diagnosis.score_wirings``,
+    ``hypotheses.compare_wirings``), a search (``search_wiring``) and doctor's choice (``doctor.fix_choice``).
 
-    def __init__(self, bank: StateBank, draft, num_steps: int, progress=None):
+    ``into``: a dict each new score is also written to (doctor keeps the served view's scores over the
+    search's there). :meth:`grown` scores the same draft on a bank grown by more prompts, each hypothesis
+    scored before re-evaluated on the added prompts only."""
+
+    def __init__(self, bank: StateBank, draft, num_steps: int, progress=None, *, into: dict | None = None):
         self.bank, self.draft, self.num_steps, self.progress = bank, draft, num_steps, progress
         self.scores: dict = {}
         self.evaluations = 0
+        self.into = into
+        self._before: dict = {}
+        self._added = None
 
     def __call__(self, wiring, variant):
-        from eagle3lab.decoding.evaluate import evaluate_on_bank
-
-        key = _key(wiring, variant)
+        key = key_of(wiring, variant)
         if key not in self.scores:
-            self.scores[key] = evaluate_on_bank(self.bank, self.draft.rewired(**variant), tuple(wiring), self.num_steps,
-                                                batch_size=EVAL_BATCH)
+            self.scores[key] = self._evaluate(key)
             self.evaluations += 1
+            if self.into is not None:
+                self.into[key] = self.scores[key]
             if self.progress is not None:
                 self.progress.update(1)
         return self.scores[key]
 
+    def _evaluate(self, key):
+        from eagle3lab.decoding.evaluate import evaluate_on_bank
+
+        wiring, draft = key[0], self.draft.rewired(**dict(key[1]))
+        if key in self._before:    # scored on the smaller bank: only the added prompts
+            return joined(self._before[key], evaluate_on_bank(self._added, draft, wiring, self.num_steps,
+                                                              batch_size=EVAL_BATCH))
+        return evaluate_on_bank(self.bank, draft, wiring, self.num_steps, batch_size=EVAL_BATCH)
+
+    def grown(self, bank: StateBank, added: StateBank, *, into: dict | None = None) -> Scorer:
+        """This draft on ``bank``: this scorer's bank followed by the prompts of ``added``."""
+        out = Scorer(bank, self.draft, self.num_steps, self.progress, into=into)
+        out._before, out._added = self.scores, added
+        return out
+
     def ce(self, wiring, variant) -> float:
         return self(wiring, variant).ce
+
+
+def joined(first, added):
+    """One hypothesis' scores over two sets of prompts (a prompt's score does not depend on the others in the
+    bank: right padding, and the draft sees one sequence at a time), in bank order."""
+    return replace(first, ce_sum=first.ce_sum + added.ce_sum, ce_n=first.ce_n + added.ce_n,
+                   accept=first.accept + added.accept)
 
 
 def settings_of(d) -> dict:
@@ -184,7 +216,7 @@ def close_to(s, b, level: float = 0.95) -> bool:
 
 
 def _close(score: Scorer, best_key, wiring, variant, level: float) -> bool:
-    if _key(wiring, variant) == best_key:
+    if key_of(wiring, variant) == best_key:
         return True
     return close_to(score(wiring, variant), score.scores[best_key], level)
 
@@ -235,12 +267,12 @@ def search_wiring(target_or_bank, draft, sequences=None, *, prompt_lens=None, nu
         # the descents from every start share three quarters of the budget; the best's neighbourhood and
         # its equivalent combinations get the rest
         found = _descend(score, wiring, dict(items), points, variants, max_cycles, budget * 3 // 4)
-        why.setdefault(_key(*found), []).append("local optimum of the descent")
+        why.setdefault(key_of(*found), []).append("local optimum of the descent")
     if draft.config.hidden_size == bank.hidden_size:
         for v in variants:
             if v["norm_before_fc"] or v["fc_norm"]:   # fc is skipped: its norms cannot matter
                 continue
-            why.setdefault(_key(NO_AUX, v), []).append("EAGLE algorithm flag: no aux states")
+            why.setdefault(key_of(NO_AUX, v), []).append("EAGLE algorithm flag: no aux states")
             score(NO_AUX, v)
     best_key, combos = _around_the_best(score, points, variants, max_cycles, max_combinations, budget, level)
     bar.close()
@@ -276,13 +308,13 @@ def _starts(served: dict, bank: StateBank, num_aux: int, points, variants) -> di
     default, else points spread evenly."""
     starts: dict[tuple, list[str]] = {}
     for name, (wiring, variant) in served.items():
-        starts.setdefault(_key(wiring, variant), []).append(f"served by {name}")
+        starts.setdefault(key_of(wiring, variant), []).append(f"served by {name}")
     default = tuple(default_resid(bank.num_layers))
     if len(default) == num_aux and all(p in bank.states for p in default):
-        starts.setdefault(_key(default, variants[0]), []).append("engines' default")
+        starts.setdefault(key_of(default, variants[0]), []).append("engines' default")
     if not starts:
         first = tuple(points[min(i * len(points) // num_aux, len(points) - 1)] for i in range(num_aux))
-        starts[_key(first, variants[0])] = ["evenly spread start"]
+        starts[key_of(first, variants[0])] = ["evenly spread start"]
     return starts
 
 
@@ -336,7 +368,7 @@ def _slots(by_key: dict, wiring, variant, points) -> pd.DataFrame:
     rows = []
     for slot in range(len(wiring)):
         subs = [(p, by_key[k]) for p in points
-                if (k := _key(wiring[:slot] + (p,) + wiring[slot + 1:], variant)) in by_key]
+                if (k := key_of(wiring[:slot] + (p,) + wiring[slot + 1:], variant)) in by_key]
         equal = [point_name(p) for p, r in subs if bool(r["within_noise"])]
         taus = [float(r["tau"]) for _, r in subs]
         rows.append({"slot": slot, "best": point_name(wiring[slot]), "equivalent": equal,
@@ -349,7 +381,7 @@ def _slots(by_key: dict, wiring, variant, points) -> pd.DataFrame:
 def _served(by_key: dict, served: dict) -> pd.DataFrame:
     rows = []
     for name, (wiring, variant) in served.items():
-        r = by_key[_key(wiring, variant)]
+        r = by_key[key_of(wiring, variant)]
         rows.append({"profile": name, "engine": PROFILES[name].label, "wiring": wiring_text(wiring), "aux": tuple(wiring),
                      "settings": settings_text(variant), "tau": r["tau"], "tau_low": r["tau_low"],
                      "tau_high": r["tau_high"], "ce": r["ce"], "within_noise_of_best": bool(r["within_noise"])})

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from eagle3lab.analysis.wiring_search import EVAL_BATCH, _diffs, settings_text, wiring_text
+from eagle3lab.analysis.wiring_search import Scorer, _diffs, key_of, settings_text, wiring_text
 from eagle3lab.doctor.evidence import take_rows
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import default_resid, nearest_servable
@@ -66,10 +66,6 @@ def servable_wiring(wiring, engine: str, num_layers: int, arch: str | None, engi
     for r, i in enumerate(rank):
         kept[i] = nearest[r]
     return tuple(kept), list(ids), ""
-
-
-def key_of(wiring, variant) -> tuple:
-    return tuple(wiring), tuple(sorted(variant.items()))
 
 
 @dataclass
@@ -212,13 +208,6 @@ def choose(scores: dict, keys, build: Build, stated, *, level: float = 0.95, mea
     return FixChoice(tuple(near), variant, True, len(wirings), best, said, cost=cost, prompts=n_prompts)
 
 
-def _joined(first, added):
-    """One hypothesis' scores over two sets of prompts (a prompt's score does not depend on the others in
-    the bank: right padding, and the draft sees one sequence at a time), in bank order."""
-    return replace(first, ce_sum=first.ce_sum + added.ce_sum, ce_n=first.ce_n + added.ce_n,
-                   accept=first.accept + added.accept)
-
-
 def _separated(a, b, level: float) -> tuple[str, Interval] | None:
     """What tells scores ``a`` and ``b`` apart: ("tau", a - b) or ("cross-entropy", a - b), or None."""
     d_ce, d_tau = _diffs(a, b, level)
@@ -286,32 +275,12 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
     rival is not told apart from it (``rivals``), up to ``max_prompts``; on each larger bank only the
     candidates are rescored (the choice, its rivals, the next servable members). Returns the choice and
     the scores on the final bank (``evidence.bank``)."""
-    from eagle3lab.decoding.evaluate import evaluate_on_bank
-
-    def scorer(bank, memo, before=None, added=None):
-        """Scores of the draft as the build serves it (``view``): kept in ``mine`` and in ``memo``, where they
-        replace the search's (the search runs the draft as its trainer loaded it: another embedding or final
-        norm may differ); only ``mine`` is grown by the added prompts."""
-        mine = {}
-
-        def measure(wiring, variant):
-            k = key_of(wiring, variant)
-            if k not in mine:
-                rewired = view.rewired(**dict(variant))
-                if before is not None and k in before:   # scored on the smaller bank: only the added prompts
-                    mine[k] = _joined(before[k], evaluate_on_bank(added, rewired, tuple(wiring), num_steps,
-                                                                  batch_size=EVAL_BATCH))
-                else:
-                    mine[k] = evaluate_on_bank(bank, rewired, tuple(wiring), num_steps, batch_size=EVAL_BATCH)
-                memo[k] = mine[k]
-            return mine[k]
-        measure.mine = mine
-        return measure
-
     prefer = Preference(served_key, stated_wiring, dict(stated), tuple(default_resid(build.num_layers)),
                         build.num_layers)
     scores = dict(found.extra["scores"])
-    measure = scorer(evidence.bank, scores)
+    # the draft as the build serves it (``view``): its scores replace the search's in ``scores`` (the search ran
+    # the draft as its trainer loaded it: another embedding or final norm may differ)
+    measure = Scorer(evidence.bank, view, num_steps, into=scores)
     members = _members(scores, list(scores), level)[1]
     # the best servable wirings, also with the switches as stated (the search may have scored them only
     # with others)
@@ -343,7 +312,7 @@ def settle(evidence, view, found, build: Build, stated: dict, served_key, *, num
         had = evidence.num_prompts
         bank = evidence.more(min(step, max_prompts - had))
         scores = {}
-        measure = scorer(bank, scores, measure.mine, take_rows(bank, range(had, evidence.num_prompts)))
+        measure = measure.grown(bank, take_rows(bank, range(had, evidence.num_prompts)), into=scores)
         for k in candidates:
             measure(k[0], dict(k[1]))
         members = _members(scores, candidates, level)[1]

@@ -7,14 +7,13 @@ from __future__ import annotations
 import pytest
 from helpers.fixture_drafts import heldout_prompts, load_fixture_draft, tiny8
 
-from eagle3lab.analysis.wiring_search import _diffs
+from eagle3lab.analysis.wiring_search import Scorer, _diffs, joined
 from eagle3lab.decoding.evaluate import evaluate_on_bank, greedy_dataset
 from eagle3lab.doctor.evidence import take_rows
 from eagle3lab.doctor.fix_choice import (
     Build,
     FixChoice,
     Preference,
-    _joined,
     _members,
     _refine,
     _slot_neighbours,
@@ -39,12 +38,27 @@ def test_scores_grown_by_parts_equal_the_scores_on_the_whole_bank(case):
     view = draft.rewired()
     wiring = (1, 4, 7)
     whole = evaluate_on_bank(bank, view, wiring, 3, batch_size=4)
-    parts = _joined(evaluate_on_bank(take_rows(bank, range(5)), view, wiring, 3, batch_size=4),
-                    evaluate_on_bank(take_rows(bank, range(5, 12)), view, wiring, 3, batch_size=4))
+    parts = joined(evaluate_on_bank(take_rows(bank, range(5)), view, wiring, 3, batch_size=4),
+                   evaluate_on_bank(take_rows(bank, range(5, 12)), view, wiring, 3, batch_size=4))
     assert parts.accept == whole.accept                     # every prompt's accepted counts, in bank order
     assert parts.ce_n == whole.ce_n
     assert parts.ce_sum == pytest.approx(whole.ce_sum, rel=1e-5)
     assert sum(map(len, whole.accept)) > 12 and whole.ce > 0   # a real measurement, not an empty one
+
+
+def test_a_grown_scorer_rescores_on_the_added_prompts_and_writes_into_its_memo(case):
+    """The one scorer (``wiring_search.Scorer``) as doctor grows its bank: a hypothesis scored on the first five
+    prompts, grown onto all twelve, equals its score on the whole bank; each new score lands in ``into``."""
+    _, bank, draft = case
+    memo = {}
+    small = Scorer(take_rows(bank, range(5)), draft, 3, into=memo)
+    first = small((1, 4, 7), {})
+    assert memo == {key_of((1, 4, 7), {}): first} and small((1, 4, 7), {}) is first and small.evaluations == 1
+    grown_memo = {}
+    big = small.grown(bank, take_rows(bank, range(5, 12)), into=grown_memo)
+    whole = evaluate_on_bank(bank, draft.rewired(), (1, 4, 7), 3, batch_size=4)
+    assert big((1, 4, 7), {}).accept == whole.accept and list(grown_memo) == [key_of((1, 4, 7), {})]
+    assert big((2, 4, 7), {}).accept == evaluate_on_bank(bank, draft.rewired(), (2, 4, 7), 3, batch_size=4).accept
 
 
 class _Score:
