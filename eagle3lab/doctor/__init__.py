@@ -2,7 +2,7 @@
 
 The stages hand each other typed values: ``evidence`` (the case's states and configs) -> ``config_checks`` and
 ``vocab_behaviour`` (static and behavioural findings) -> ``fix_choice`` (the wiring and rule the weights were
-trained on, chosen by a rule noise cannot flip) -> ``fixes`` -> ``ladder`` (one rung per fix, with intervals) ->
+trained on, chosen by a rule noise cannot flip) -> ``fixes`` -> ``ladder`` (one rung per fix, with intervals; notebook 06 climbs the same ladder, decoded and timed) ->
 ``findings`` (code, severity, cost) -> ``write_fixed`` (the checkpoint that carries the fixes). ``serve_check``
 and ``server_evidence`` set a real server's counters and logs beside the prediction.
 
