@@ -16,6 +16,12 @@ The verdict is ``AGREES`` when every counter is equal, else ``DISAGREES`` with t
 of tokens per round), ``rule`` (with vLLM's layers, the other norm_before_residual reproduces vLLM), else
 ``vocabulary map / draft arithmetic`` (not separated by this run). A what-if re-run with vLLM's layers says
 whether the layers alone explain the difference.
+
+With ``profiles=True`` the same run also gives two acceptance profiles (``analysis.accept_profile``, Model-Optimizer's
+``speculation_profile.json`` layout): the real one from vLLM's counters (``profile_from_counters``; aggregate
+counters are one unit, so its intervals are points) and the emulated one from our per-prompt round log (intervals
+over prompts), under the same conditions, and their comparison (``compare_profiles``: where the layers agree the
+counters are exact, so every difference is 0).
 """
 
 from __future__ import annotations
@@ -23,11 +29,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3lab.bundled import ROOT, display_path
 from eagle3lab.engines.vllm_runner import PLATFORMS
 from eagle3lab.errors import bad_input
+
+if TYPE_CHECKING:
+    from eagle3lab.analysis.accept_profile import AcceptanceProfile
 
 SERVE_SCRIPT = Path(__file__).resolve().parent.parent / "engines" / "oracle" / "vllm_serve.py"
 DEFAULT_VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
@@ -109,7 +120,7 @@ def emulate(target, draft, prompt_ids, *, num_steps: int = 4, max_new_tokens: in
 
     profile = for_build("vllm", engine_version, engine_platform)
     d = draft.rewired(**overrides) if overrides else draft
-    tokens, rounds = [], []
+    tokens, rounds, per_prompt = [], [], []
     threads = torch.get_num_threads()
     torch.set_num_threads(1)   # a small model's matmuls: one thread is fastest, more spin-wait on a busy box
     try:
@@ -118,6 +129,7 @@ def emulate(target, draft, prompt_ids, *, num_steps: int = 4, max_new_tokens: in
                                        max_new_tokens=max_new_tokens, eos_token_id=None)
             tokens.append(res.tokens)
             rounds += res.rounds
+            per_prompt.append([int(r.accepted) for r in res.rounds])
     finally:
         torch.set_num_threads(threads)
     stats = acceptance_stats(rounds, num_positions=num_steps)
@@ -125,7 +137,8 @@ def emulate(target, draft, prompt_ids, *, num_steps: int = 4, max_new_tokens: in
     return {"tokens": tokens, "aux_resid": list(served.aux_resid),
             "norm_before_residual": bool(served.settings.norm_before_residual),
             "profile": profile.label, "num_drafts": stats.rounds, "num_draft_tokens": stats.num_draft_tokens,
-            "num_accepted_tokens": stats.num_accepted_tokens, "accepted_per_pos": list(stats.accepted_per_pos)}
+            "num_accepted_tokens": stats.num_accepted_tokens, "accepted_per_pos": list(stats.accepted_per_pos),
+            "accepted_per_prompt": per_prompt}
 
 
 def tau_of(counts: dict) -> float:
@@ -185,6 +198,55 @@ def compare(served: dict, baseline: dict, ours: dict, *, num_steps: int, whatif=
     }
 
 
+@dataclass(frozen=True)
+class ServedProfiles:
+    """One served run's acceptance profile twice, under the same conditions: ``real`` from vLLM's counters,
+    ``emulated`` from eagle3lab's round log for that build (module docstring)."""
+
+    emulated: AcceptanceProfile
+    real: AcceptanceProfile
+
+    def table(self):
+        """``compare_profiles(emulated, real)``: per position and tau, the emulated value and interval, vLLM's value,
+        the difference and whether it lies in the emulated interval."""
+        from eagle3lab.analysis.accept_profile import compare_profiles
+
+        return compare_profiles(self.emulated, self.real)
+
+    def comparison(self) -> list[dict]:
+        """``table()`` as JSON-ready records under stable keys: ``quantity`` ("conditional 1", ..., "marginal K",
+        "tau"), ``emulated`` / ``emulated_low`` / ``emulated_high``, ``real``, ``real_minus_emulated``,
+        ``in_interval`` (vLLM's value inside the emulated interval)."""
+        keys = {"quantity": "quantity", "a": "emulated", "a low": "emulated_low", "a high": "emulated_high",
+                "b": "real", "b - a": "real_minus_emulated", "b in a's interval": "in_interval"}
+        return [{keys[k]: (bool(v) if isinstance(v, bool) or k == "b in a's interval" else v) for k, v in row.items()}
+                for row in self.table().reset_index().to_dict("records")]
+
+
+def served_profiles(served: dict, ours: dict, prompt_ids, *, num_steps: int, max_new_tokens: int, engine_version,
+                    engine_platform, target=None, draft=None, dtype: str = "float32",
+                    prompt_source: str = "given") -> ServedProfiles:
+    """The profiles of one served job (``served``, with its counters) and our emulation of it (``ours``, from
+    ``emulate``), greedy chains of ``num_steps`` over ``prompt_ids`` with EOS ignored, as serve-check runs them."""
+    from eagle3lab.analysis.accept_profile import (
+        ProfileConditions,
+        profile_from_counters,
+        profile_from_rounds,
+        vllm_counter_values,
+    )
+
+    conditions = ProfileConditions(
+        prompt_source=prompt_source, prompt_lengths=tuple(len(p) for p in prompt_ids),
+        output_lengths=tuple(len(t) for t in ours["tokens"]), max_new_tokens=int(max_new_tokens), temperature=0.0,
+        topology="chain", topk=1, num_draft_tokens=int(num_steps) + 1, engine="vllm", engine_version=engine_version,
+        engine_platform=engine_platform, measured_by="emulated", target=display_path(target),
+        draft=display_path(draft), device="cpu", dtype=dtype, eos_ignored=True)
+    emulated = profile_from_rounds(ours["accepted_per_prompt"], num_steps, conditions)
+    real = profile_from_counters(*vllm_counter_values(served["counters"], num_steps),
+                                 replace(conditions, output_lengths=tuple(len(o) for o in served["outputs"])))
+    return ServedProfiles(emulated, real)
+
+
 def rejection_terms(speculative_config: dict | None = None, engine_version=None) -> dict:
     """The rejection method the served run used and what it does to our prediction
     (``engines.counters.rejection_reading``): ``vllm_serve.py`` writes no rejection key and serves greedily, so
@@ -209,8 +271,12 @@ def default_prompts(path=None) -> list:
 
 
 def serve_check(target_path, draft_path, *, prompts=None, num_steps: int = 4, max_new_tokens: int = 64,
-                dtype: str = "float32", engine_python=None, progress: bool = True) -> dict:
-    """Serve ``draft_path`` for ``target_path`` with the real vLLM and hold our prediction against it."""
+                dtype: str = "float32", engine_python=None, progress: bool = True, profiles: bool = False,
+                prompt_source: str | None = None) -> dict:
+    """Serve ``draft_path`` for ``target_path`` with the real vLLM and hold our prediction against it.
+    ``profiles``: also the served run's acceptance profile from vLLM's counters (``report["profile"]``, the
+    speculation_profile.json layout) and its comparison with the emulated one (``report["profile_comparison"]``,
+    ``ServedProfiles.comparison``); ``prompt_source`` names the prompts in the profiles' conditions."""
     from eagle3lab.models.checkpoint import load_draft
     from eagle3lab.models.target import load_target
 
@@ -232,6 +298,12 @@ def serve_check(target_path, draft_path, *, prompts=None, num_steps: int = 4, ma
     ours = emulate(target, draft, ids, progress=progress, **kw)
     report = compare(served, baseline, ours, num_steps=num_steps,
                      whatif=lambda **o: emulate(target, draft, ids, **kw, **o))
+    if profiles:
+        both = served_profiles(served, ours, ids, num_steps=num_steps, max_new_tokens=max_new_tokens,
+                               engine_version=answer["version"], engine_platform=answer["platform"],
+                               target=target_path, draft=draft_path, dtype=dtype, prompt_source=prompt_source or (
+                                   "bundled data/prompts/prompts.jsonl (code)" if prompts is None else "given"))
+        report |= {"profile": both.real.to_json(), "profile_comparison": both.comparison()}
     return {"engine": "vllm", "engine_version": answer["version"], "engine_platform": answer["platform"],
             "target": display_path(target_path), "draft": display_path(draft_path), "dtype": dtype,
             "settings": {"num_speculative_tokens": num_steps, "max_new_tokens": max_new_tokens,

@@ -111,3 +111,22 @@ def test_a_cuda_build_prediction_is_told_apart(served, ours):
     assert mine["aux_resid"] != served["bundled-healthy"]["aux_layers"]
     assert report["verdict"] == "DISAGREES"
     assert "layers" in report["differs"] and report["explained_by"] == "layers"
+
+
+@pytest.mark.parametrize("name", DRAFTS)
+def test_the_served_profile_equals_the_emulated_one(served, ours, prompt_ids, name):
+    """serve-check --profile-out: the profile of vLLM's own counters (real) and of our emulation's rounds (emulated)
+    for the same run; where the counters agree, every rate and the histogram are equal (the file each writes can be
+    diffed), the real one a point (aggregate counters), the emulated one an interval over the prompts."""
+    track, path, _ = DRAFTS[name]
+    both = sc.served_profiles(served[name], ours(name), prompt_ids[track], num_steps=K, max_new_tokens=MAX_NEW,
+                              engine_version=VERSION, engine_platform=PLATFORM, target=TARGETS[track], draft=path)
+    real, emulated = both.real, both.emulated
+    assert (real.conditions.measured_by, emulated.conditions.measured_by) == ("real", "emulated")
+    assert real.histogram == emulated.histogram and sum(real.histogram) == served[name]["counters"][
+        "vllm:spec_decode_num_drafts"]
+    assert real.tau.units == 1 and emulated.tau.units == NUM_PROMPTS[track]
+    rows = both.comparison()
+    assert [r["quantity"] for r in rows][-1] == "tau" and len(rows) == 2 * K + 1
+    assert all(r["real_minus_emulated"] == 0 and r["in_interval"] for r in rows), rows
+    assert real.to_json()["marginal_accept_rates"] == emulated.to_json()["marginal_accept_rates"]

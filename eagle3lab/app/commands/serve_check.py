@@ -24,6 +24,10 @@ def add_arguments(parser):
     parser.add_argument("--engine-python", default=None, metavar="PY",
                         help="the python where vLLM is installed (default: $EAGLE3LAB_VLLM_PYTHON, else .venv-vllm "
                              "built by `make engines`)")
+    parser.add_argument("--profile-out", default=None, metavar="FILE",
+                        help="also write the served run's acceptance profile from vLLM's counters (the "
+                             "speculation_profile.json layout of `eagle3lab profile`) and print it beside the "
+                             "emulated one")
     parser.add_argument("--json", action="store_true", help="print one JSON object (see docs/cli/serve-check.md)")
 
 
@@ -31,6 +35,7 @@ def run(args) -> int:
     from eagle3lab import bundled
     from eagle3lab.analysis.benchmark import finite_json
     from eagle3lab.app.cli import model_path
+    from eagle3lab.atomic import write_json
     from eagle3lab.doctor.serve_check import EngineFailed, EngineMissing, default_prompts, serve_check
     from eagle3lab.models.device import dtype_name, resolve_dtype
 
@@ -41,17 +46,22 @@ def run(args) -> int:
         prompts = default_prompts(args.prompts) if args.prompts else None
         report = serve_check(target, draft, prompts=prompts, num_steps=args.num_steps,
                              max_new_tokens=args.max_new_tokens, dtype=dtype, engine_python=args.engine_python,
-                             progress=not args.json)
+                             progress=not args.json, profiles=args.profile_out is not None,
+                             prompt_source=bundled.display_path(args.prompts) if args.prompts else None)
     except EngineMissing as err:
         print(f"eagle3lab serve-check: {err}", file=sys.stderr)
         return ENGINE_MISSING
     except EngineFailed as err:
         print(f"eagle3lab serve-check: {err}", file=sys.stderr)
         return ENGINE_FAILED
+    if args.profile_out is not None:
+        write_json(args.profile_out, finite_json(report["profile"]))
     if args.json:
         print(json.dumps(finite_json(report), indent=2))
     else:
         print_report(report)
+        if args.profile_out is not None:
+            print_profiles(report, args.profile_out)
     return AGREES if report["verdict"] == "AGREES" else DISAGREES
 
 
@@ -75,3 +85,14 @@ def print_report(r: dict) -> None:
         if r["explained_by"]:
             line += f" (a re-run with vLLM's {r['explained_by']} reproduces vLLM's counts exactly)"
     print(line)
+
+
+def print_profiles(r: dict, out) -> None:
+    """The served run's profile (vLLM's counters) beside the emulated one, per position and tau."""
+    print(f"profile    vLLM's counters written to {out}; beside eagle3lab's emulation of the same run "
+          "(conditional c_k, marginal a_k, tau; emulated interval over prompts, vLLM's counters one unit):")
+    print(f"{'':10} {'quantity':<14} {'emulated':>8} {'interval':>18} {'vLLM':>8} {'vLLM - em.':>10}  in interval")
+    for row in r["profile_comparison"]:
+        interval = f"[{row['emulated_low']:.3f}, {row['emulated_high']:.3f}]"
+        print(f"{'':10} {row['quantity']:<14} {row['emulated']:>8.3f} {interval:>18} {row['real']:>8.3f} "
+              f"{row['real_minus_emulated']:>+10.3f}  {'yes' if row['in_interval'] else 'no'}")
