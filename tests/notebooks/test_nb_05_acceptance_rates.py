@@ -35,7 +35,10 @@ def text(nb):
 
 
 def fmt(c, unit=""):
-    return f"{c['value']:.2f}{unit} [{c['low']:.2f}, {c['high']:.2f}]"
+    from eagle3lab.analysis.verdicts import digits  # a ratio's bound below 1x never prints as 1.00 (issue 35)
+
+    d = digits((c["value"], c["low"], c["high"]), (1.0,)) if unit == "x" else 2
+    return f"{c['value']:.{d}f}{unit} [{c['low']:.{d}f}, {c['high']:.{d}f}]"
 
 
 def speed_word(c):
@@ -43,6 +46,8 @@ def speed_word(c):
 
 
 def tau_word(c):
+    if c["value"] == c["low"] == c["high"] == 0:
+        return "identical"
     return "beats" if c["low"] > 0 else "loses" if c["high"] < 0 else "within noise"
 
 
@@ -59,6 +64,9 @@ def test_healthy_acceptance_per_position_and_chain_length(nb, text):
     assert nb["tau_interval"]["low"] <= nb["tau"] <= nb["tau_interval"]["high"]
     assert f"tau **{fmt(nb['tau_interval'])}**" in text
     assert min(nb["conditional"][:3]) > 0.5, "the healthy draft's first positions are accepted most of the time"
+    for c in nb["conditional"]:          # a c_k of exactly 1 or 0 is shown with its count (issue 35)
+        if c in (0.0, 1.0):
+            assert f"{c:.2f} (" in text.split("per position")[0]
     assert all(a >= b for a, b in zip(nb["survival_all"], nb["survival_all"][1:]))
     ks, taus = nb["chain_ks"], nb["chain_taus"]
     assert ks == sorted(ks) and taus[0] <= 2 and taus[-1] > taus[0] + 1
@@ -94,9 +102,17 @@ def test_tree_and_sampling(nb, text):
         for rival in ("same_width", "same_depth"):
             if rival in t:
                 assert t[rival]["word"] == tau_word(t[rival]), (name, rival)
+    against = {"beats": "beats", "loses": "loses to", "within noise": "is within noise of", "identical": "is identical to"}
     best = nb["trees"][nb["best_tree"]]
-    word = {"beats": "beats", "loses": "loses to", "within noise": "is within noise of"}[best["same_width"]["word"]]
-    assert f"The best tree, {nb['best_tree']}, had tau {fmt(best['tau'])} and {word} {best['same_width']['name']}" in text
+    word = against[best["same_width"]["word"]]
+    # issue 35: a tree is called best only when it beats the next tree, paired; inside the noise none is
+    lead = nb["tree_leader"]
+    assert lead["highest"] == nb["best_tree"] and lead["word"] == tau_word(lead) and lead["best"] == (lead["word"] == "beats")
+    assert "The best tree" not in text
+    assert (f"Of the trees, {lead['highest']} had the highest tau, {fmt(best['tau'])}, and {against[lead['word']]} "
+            f"{lead['next']}, the next") in text
+    assert ("no tree is the best" in text) == (lead["word"] != "beats")
+    assert f"; {nb['best_tree']} {word} {best['same_width']['name']}, the chain verifying as many tokens" in text
 
 
 def test_every_speed_word_follows_from_its_interval_and_nothing_is_ranked_in_the_noise(nb, text):
