@@ -19,9 +19,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from eagle3lab.analysis.verdicts import word_of
+from eagle3lab.analysis.roofline import SERVED
+from eagle3lab.analysis.verdicts import interval_text, signed_text, word_of
 from eagle3lab.doctor.ladder import Decoded, Rung, RunState, TeacherForced, climb
-from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, simulated_acc_len
+from eagle3lab.engines.acceptance import (
+    Interval,
+    bootstrap_ratio,
+    bootstrap_ratio_difference,
+    simulated_acc_len,
+)
 from eagle3lab.engines.layer_ids import resid_label
 from eagle3lab.errors import Eagle3LabError, bad_input
 from eagle3lab.models.target_source import CONFIG_ONLY, LIVE
@@ -55,8 +61,14 @@ STEP_WORDS = {"faster": "faster than the rung before", "slower": "slower than th
 
 
 def ratio_text(iv: Interval) -> str:
-    """A speed ratio and its interval: ``0.62x [0.55, 0.70]``."""
-    return f"{iv.value:.2f}x [{iv.low:.2f}, {iv.high:.2f}]"
+    """A speed ratio and its interval: ``0.62x [0.55, 0.70]``, with more digits where a bound would print as 1x
+    (``verdicts.interval_text``)."""
+    return interval_text(iv, unit="x")
+
+
+def gain_text(iv: Interval) -> str:
+    """A paired tau difference: ``+0.255 [+0.111, +0.735]``, with more digits where a bound would print as 0."""
+    return signed_text(iv, 3)
 
 
 def identical_text(rung: Rung) -> str:
@@ -114,69 +126,93 @@ class CaseLadder:
         """Against the previous run rung, the same way; a rung that shares its decoding is "no change"."""
         return STEP_WORDS[rung.step_verdict]
 
-    def table(self) -> pd.DataFrame:
+    def label(self, i: int) -> str:
+        """``3. the team's ids``: rungs count from 1, as the notebook's list does."""
+        return f"{i + 1}. {self.rungs[i].name}"
+
+    def tau_table(self) -> pd.DataFrame:
+        """What each rung runs and its tau (rounded), the change against the rung before and its word."""
         rows = []
         for i, r in enumerate(self.rungs):
             s = r.state
-            rows.append({"rung": f"{i}. {r.name}", "changes": r.change_text(), "finding": r.finding,
-                         "engine": f"{s.engine} {s.build or 'newest'}", "flags": f"{s.num_steps} steps, "
+            rows.append({"rung": self.label(i), "changes": r.change_text(), "finding": r.finding,
+                         "engine": f"{s.engine} {s.build or 'newest'}", "chain": f"{steps(s.num_steps)}, "
                          f"{s.num_draft_tokens} verified", "ids": list(s.ids), "feeds": resid_label(s.fed),
                          "norm_before_residual": s.rule, "checkpoint": s.checkpoint,
-                         "tau": float("nan") if r.tau is None else r.tau.value,
-                         "tau 95%": "" if r.tau is None else f"[{r.tau.low:.2f}, {r.tau.high:.2f}]",
-                         "change in tau": "" if r.gain is None else str(r.gain),
-                         "verdict": r.word, "e2e tok/s": r.e2e_tps,
-                         "x no spec (e2e, 95%)": "" if r.speed is None else ratio_text(r.speed),
-                         "speed": r.speed_verdict or "",
-                         "x rung before": "" if r.step_speed is None else ratio_text(r.step_speed),
-                         "speed vs rung before": r.step_verdict or "",
-                         "lossless": identical_text(r), "what the build does": r.note})
+                         "tau (95%)": "not run" if r.tau is None else str(r.tau),
+                         "change in tau (95%)": "" if r.gain is None else gain_text(r.gain), "verdict": r.word,
+                         "what the build does": r.note})
         return pd.DataFrame(rows).set_index("rung")
 
-    def trainer_table(self) -> pd.DataFrame:
-        """The trainer's teacher-forced agreement per step and the tau it implies, beside the served tau of
-        the last rung (decoding) and its interval."""
+    def speed_table(self) -> pd.DataFrame:
+        """Each timed rung's speed (``speed_kind``, labelled): tokens/s, over no speculation and over the rung
+        before, each with its interval and word, and the lossless check. Empty when nothing was timed."""
+        kind, rows = self.kind, []
+        for i, r in enumerate(self.rungs):
+            if r.speed is None:
+                continue
+            rows.append({"rung": self.label(i), "tok/s (end to end, median)": round(r.e2e_tps, 1),
+                         f"x no speculation ({kind}, 95%)": ratio_text(r.speed), "speed": r.speed_verdict,
+                         f"x rung before ({kind}, 95%)": "" if r.step_speed is None else ratio_text(r.step_speed),
+                         "vs rung before": r.step_verdict or "", "token-identical": identical_text(r)})
+        return pd.DataFrame(rows).set_index("rung") if rows else pd.DataFrame()
+
+    def trainer_table(self, as_trained: tuple[Interval, str] | None = None) -> pd.DataFrame:
+        """One draft's as-trained tau, every way this notebook reads it: the trainer's teacher-forced agreement per
+        step and the tau it implies, step 3's teacher-forced score (``as_trained``: its interval and the set it was
+        scored on) and the last rung's (decoded), each against the last rung's interval; the "how" column says
+        why they differ (estimator, prompt set, teacher-forced or decoded)."""
         t, last = self.trainer, self.run[-1]
         if not t:
             return pd.DataFrame()
-        return pd.DataFrame([
-            {"source": "trainer (teacher-forced, held-out)", "agreement per step": t["agree"],
-             "tau": t["tau_est"], "how": "trainer's tau_est: 1 + mean leading agreeing steps"},
-            {"source": "trainer (teacher-forced, held-out)", "agreement per step": t["agree"],
-             "tau": t["tau_implied"], "how": "1 + sum of running products of the agreements (SpecForge acc_i)"},
-            {"source": f"{'served' if self.decoded else 'scored'}: {last.name}", "agreement per step": "",
-             "tau": last.tau.value, "how": f"{'decoded' if self.decoded else 'teacher-forced on ' + self.scored_on}, "
-             f"{last.state.num_steps}-step chain, 95% {last.tau}"},
-        ]).set_index("source").assign(**{"against the served interval": [
-            self.against_served(t["tau_est"]), self.against_served(t["tau_implied"]), ""]})
+        rows = [("trainer (teacher-forced, held-out)", t["agree"], t["tau_est"],
+                 "trainer's tau_est: 1 + mean leading agreeing steps, its held-out text"),
+                ("trainer (teacher-forced, held-out)", t["agree"], t["tau_implied"],
+                 "1 + sum of running products of the agreements (SpecForge acc_i), its held-out text")]
+        if as_trained is not None:
+            rows.append((f"step 3 (teacher-forced, 95% {as_trained[0]})", "", as_trained[0].value,
+                         f"scored on {as_trained[1]}: each step given the target's prefix"))
+        rows.append((f"{'served' if self.decoded else 'scored'}: {self.label(len(self.rungs) - 1)}", "",
+                     last.tau.value, f"{'decoded' if self.decoded else 'teacher-forced on ' + self.scored_on}, "
+                     f"{steps(last.state.num_steps)}, 95% {last.tau}"))
+        out = pd.DataFrame(rows, columns=["source", "agreement per step", "tau", "how"]).set_index("source")
+        out["tau"] = out["tau"].round(3)
+        return out.assign(**{"against the last rung's interval": [self.against_served(r[2]) for r in rows[:-1]] + [""]})
 
     def against_served(self, tau: float) -> str:
         """Where a tau (the trainer's) lies against the last rung's interval."""
         iv = self.run[-1].tau
         return "inside" if tau in iv else "above" if tau > iv.high else "below"
 
+    @property
+    def kind(self) -> str:
+        """The speed every ratio states: "end to end" (prefill included) or "decode"."""
+        return "end to end" if self.speed_kind == "e2e" else "decode"
+
     def words(self) -> str:
-        """One sentence a rung: what changed, why, and what it did (from the intervals)."""
+        """One sentence a rung, a markdown list numbered as the tables: what changed, why, and what it did (from the
+        intervals); every speed labelled with its kind."""
         out = []
         for i, r in enumerate(self.rungs):
+            name = r.name
             if r.tau is None:       # first: a rung not run (even the first) has no speed to state
-                out.append(f"{r.name} ({r.finding}): not run: {r.note}")
+                out.append(f"{name} ({r.finding}): not run: {r.note}")
             elif r.speed is None and (i == 0 or r.word == "start"):
-                out.append(f"{r.name}: tau {r.tau} (teacher-forced).")
+                out.append(f"{name}: tau {r.tau} (teacher-forced).")
             elif i == 0 or r.word == "start":
-                out.append(f"{r.name}: tau {r.tau}, {ratio_text(r.speed)} no speculation "
+                out.append(f"{name}: tau {r.tau}; speed ({self.kind}) {ratio_text(r.speed)} no speculation "
                            f"({self.speed_word(r)}).")
             elif r.word == "no change":
-                out.append(f"{r.name} ({r.finding}): nothing changes on this build ({r.note}).")
+                out.append(f"{name} ({r.finding}): nothing changes on this build ({r.note}).")
             elif r.speed is None:
-                out.append(f"{r.name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
-                           f"change {r.gain} - {r.word}{BEFORE.get(r.word, '')} the rung before.")
+                out.append(f"{name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
+                           f"change {gain_text(r.gain)} - {r.word}{BEFORE.get(r.word, '')} the rung before.")
             else:
-                out.append(f"{r.name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
-                           f"change {r.gain} - {r.word}{BEFORE.get(r.word, '')} the rung before; {ratio_text(r.speed)} no speculation "
-                           f"({self.speed_word(r)}), {ratio_text(r.step_speed)} the rung before "
-                           f"({self.step_speed_word(r)}).")
-        return "\n".join(f"- {w}" for w in out)
+                out.append(f"{name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
+                           f"change {gain_text(r.gain)} - {r.word}{BEFORE.get(r.word, '')} the rung before; "
+                           f"speed ({self.kind}) {ratio_text(r.speed)} no speculation ({self.speed_word(r)}), "
+                           f"{ratio_text(r.step_speed)} the rung before ({self.step_speed_word(r)}).")
+        return "\n".join(f"{i}. {w}" for i, w in enumerate(out, 1))
 
     def claims(self) -> dict:
         return {"rungs": [{"name": r.name, "changed": list(r.changed), "finding": r.finding, "word": r.word,
@@ -216,7 +252,7 @@ class CaseLadder:
         else:
             fig, (ax, bx) = plt.subplots(1, 2, sharey=True, figsize=(12, 0.5 * len(self.rungs) + 2),
                                          gridspec_kw={"width_ratios": [3, 2]})
-        names = [f"{i}. {r.name}" for i, r in enumerate(self.rungs)]
+        names = [self.label(i) for i in range(len(self.rungs))]
         for y, r in enumerate(self.rungs):
             if r.tau is None:
                 ax.text(1.02, y, textwrap.shorten("not run: " + r.note, 70), va="center", fontsize=8, color="tab:red")
@@ -256,6 +292,149 @@ class CaseLadder:
                      fontsize=10)
         fig.tight_layout()
         return fig
+
+
+@dataclass(frozen=True)
+class WiringVerdict:
+    """Step 3's top-scoring candidate against the runner-up, paired over the same prompts: "best" only where the
+    top one beats it (``verdicts.word_of`` of the paired tau difference)."""
+
+    top: str
+    runner_up: str
+    tau: Interval
+    runner_up_tau: Interval
+    diff: Interval
+
+    @property
+    def word(self) -> str:
+        return word_of(self.diff)
+
+    @property
+    def best(self) -> bool:
+        return self.word == "beats"
+
+    def words(self) -> str:
+        said = (f"{self.top}: tau {self.tau}, against the runner-up {self.runner_up} ({self.runner_up_tau}) "
+                f"{gain_text(self.diff)} - {self.word}{BEFORE.get(self.word, '')} it")
+        return said + (": the weights fit it best of the candidates." if self.best else
+                       ": the weights do not tell the two apart, so no candidate is called best.")
+
+    def claims(self) -> dict:
+        return {"top": self.top, "runner_up": self.runner_up, "word": self.word, "best": self.best,
+                **{k: [iv.value, iv.low, iv.high] for k, iv in
+                   (("tau", self.tau), ("runner_up_tau", self.runner_up_tau), ("diff", self.diff))}}
+
+
+def wiring_verdict(bank, draft, search: pd.DataFrame, num_steps: int) -> WiringVerdict:
+    """The top two rows of ``score_wirings`` on ``bank`` re-read with their per-prompt sums (the scorer is
+    memoised per call, so each is one more draft evaluation), their difference paired over the prompts."""
+    from eagle3lab.analysis.wiring_search import Scorer, settings_of
+
+    score, settings = Scorer(bank, draft, num_steps), settings_of(draft)
+    top, second = (score(tuple(r.aux_resid), {**settings, "norm_before_residual": bool(r.norm_before_residual)})
+                   for r in (search.iloc[0], search.iloc[1]))
+    name = [f"{r.wiring} with norm_before_residual={bool(r.norm_before_residual)}" for r in (search.iloc[0],
+                                                                                            search.iloc[1])]
+    return WiringVerdict(name[0], name[1], bootstrap_ratio(*top.tau_sums), bootstrap_ratio(*second.tau_sums),
+                         bootstrap_ratio_difference(*top.tau_sums, *second.tau_sums))
+
+
+def plot_candidates(search: pd.DataFrame, verdict: WiringVerdict | None, scored: str):
+    """Step 3's chart: each candidate's tau with its 95% bootstrap interval (error bars); the top one green only
+    where it beats the runner-up (``verdict``), else every bar grey and the title says no candidate is best."""
+    import matplotlib.pyplot as plt
+
+    labels = [f"{w}\nnorm_before_residual={r}" for w, r in zip(search.wiring, search.norm_before_residual)]
+    best = verdict is not None and verdict.best
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(search) + 1.5))
+    ax.barh(labels, search.tau, color=["tab:green" if i == 0 and best else "tab:grey" for i in range(len(search))],
+            xerr=[search.tau - search.tau_low, search.tau_high - search.tau], capsize=3, ecolor="k")
+    ax.invert_yaxis()
+    ax.set_xlabel(f"expected accept length tau, 95% bootstrap over prompts ({scored})")
+    ax.set_title("Step 3: which wiring were these weights trained on? "
+                 + ("The top one beats the runner-up (paired)" if best else
+                    "The top two are not told apart (paired): no best"), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+@dataclass(frozen=True)
+class ProjectionCheck:
+    """The cost model's projection for the launched chain (on the trainer's agreement, costs timed here) against
+    the last rung's measured speed, both kinds: the projection prices rounds (decode), end to end adds prefill."""
+
+    chain: int
+    projected: float
+    decode: Interval
+    e2e: Interval
+
+    def inside(self, kind: str) -> bool:
+        return self.projected in (self.decode if kind == "decode" else self.e2e)
+
+    def words(self) -> str:
+        where = {k: "inside" if self.inside(k) else "above" if self.projected > iv.high else "below"
+                 for k, iv in (("decode", self.decode), ("e2e", self.e2e))}
+        meaning = ("the cost model holds here" if where["decode"] == "inside" else
+                   "the model's pieces, timed apart from the ladder's run, do not add up to what the run paid "
+                   "(read the projection for its shape, the measurement for the number)")
+        return (f"The cost model projected {self.projected:.2f}x (decode) for the {self.chain}-step chain; the last "
+                f"rung measured {ratio_text(self.decode)} decode and {ratio_text(self.e2e)} end to end: the projection "
+                f"is {where['decode']} the decode interval ({meaning}) and {where['e2e']} the end-to-end one (prefill, "
+                "which end to end includes and no round pays, is not in the projection)")
+
+    def claims(self) -> dict:
+        return {"chain": self.chain, "projected": self.projected, "decode": [*_triple(self.decode)],
+                "e2e": [*_triple(self.e2e)], "inside_decode": self.inside("decode"), "inside_e2e": self.inside("e2e")}
+
+
+def _triple(iv: Interval) -> tuple:
+    return iv.value, iv.low, iv.high
+
+
+def projection_check(ladder: CaseLadder | None, chain: ChainChoice | None) -> ProjectionCheck | None:
+    """The last rung (the launched chain, decoded and timed) against the chain verdict's mean projection for it;
+    None without either (a dump's ladder times nothing)."""
+    if ladder is None or chain is None or not ladder.decoded:
+        return None
+    last = ladder.run[-1]
+    k = last.state.num_steps
+    if k not in chain.projected.columns:      # a chain longer than the trainer measured: not priced
+        return None
+    return ProjectionCheck(k, chain.mean_projected[k - 1], ladder.meter.sweep.speed_ratio(last.measured_as, kind="decode"),
+                           ladder.meter.sweep.speed_ratio(last.measured_as, kind="e2e"))
+
+
+@dataclass(frozen=True)
+class Gains:
+    """What the case's ladder measured for each kind of fix (paired tau differences; None: not measured): the ids
+    feeding the trained points (the rule still wrong), the trained rule (points right), and both (served whole),
+    each against the rung before it; ``on``: where (the bundled case's ladder, decoded or teacher-forced)."""
+
+    wiring: object = None
+    rule: object = None
+    whole: object = None
+    on: str = "not measured (no ladder in this mode)"
+
+    def text(self, iv) -> str:
+        return "gain not measured" if iv is None else f"{signed_text(iv, 3)} tau on {self.on}"
+
+
+def gains_of(ladder: CaseLadder | None) -> Gains:
+    """What the ladder measured for each kind of fix (``seed_case.Gains``): the ids for the top-scoring wiring over
+    the team's retried flags (the rule still wrong), the trained rule over those ids, and the checkpoint served
+    whole over the retried flags; a fix whose rungs did not both run is None."""
+    if ladder is None:
+        return Gains()
+    by = {r.name: r for r in ladder.rungs}
+
+    def diff(after: str, before: str):
+        a, b = by[after], by[before]
+        return ladder.meter.difference(a, b) if a.ran and b.ran else None
+
+    flags, ids, rule, whole = (RUNG_NAMES[k] for k in ("flags", "ids", "rule", "whole"))
+    how = "decoded" if ladder.decoded else f"teacher-forced on {ladder.scored_on}"
+    return Gains(diff(ids, flags), diff(rule, ids), diff(whole, flags),
+                 f"the bundled case's ladder ({how}, {steps(by[flags].state.num_steps)})")
 
 
 def trainer_record(training: dict | None) -> dict:
@@ -323,27 +502,42 @@ class ServedFix:
     draft: object          # loaded as the engine runs it
 
 
-def write_fix(source, draft, trained: tuple, rule: bool, *, engine: str, checkpoint: str, device) -> ServedFix:
-    """Write the draft rewired to ``trained`` with ``rule`` as a ``checkpoint``-format checkpoint in a temporary
-    folder, read it back as ``engine`` does."""
-    import tempfile
-
+def write_fix(source, draft, trained: tuple, rule: bool, *, engine: str, checkpoint: str, device,
+              folder) -> ServedFix:
+    """Write the draft rewired to ``trained`` with ``rule`` as a ``checkpoint``-format checkpoint in ``folder``
+    (the user's: replaced on every run), read it back as ``engine`` does."""
     from eagle3lab.models.checkpoint import inspect_checkpoint, save_draft
 
     fixed = draft.rewired(aux_resid=tuple(trained), norm_before_residual=rule)
-    path = tempfile.mkdtemp(prefix="eagle3lab-fixed-") + "/draft-fixed"
-    written = save_draft(fixed, path, checkpoint, num_target_layers=source.num_layers)
+    path = str(folder)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    written = save_draft(fixed, path, checkpoint, num_target_layers=source.num_layers, overwrite=True)
     reading = inspect_checkpoint(path, num_target_layers=source.num_layers).aux_ids.by_engine[engine]
     return ServedFix(engine, checkpoint, path, written, reading, source.load_draft(path, device=device, profile=engine))
 
 
+def fix_words(fix: ServedFix, num_layers: int) -> str:
+    """Where the rewritten checkpoint lies, what it holds, and the command that rewrites it for another format."""
+    other = "sglang" if fix.format != "sglang" else "speculators"
+    return (f"The rewritten checkpoint ({fix.format} format, ids {fix.written.aux_ids_written}, "
+            f"{', '.join(f'{k}={v}' for k, v in fix.written.flags_written.items())}) is at {fix.path}; "
+            f"`eagle3lab convert {fix.path} --to {other} OUT --num-target-layers {num_layers}` writes it in "
+            f"{other}'s format (docs/cli/convert.md).")
+
+
+RUNG_NAMES = {"launched": "as launched", "flags": "flags as the team fixed them", "team": "the team's ids",
+              "ids": "ids for the top-scoring wiring", "rule": "the trained rule",
+              "whole": "a checkpoint and engine that serve all of it", "chain": "chain length to launch"}
+
+
 def case_rungs(draft, *, engine: str, build: str | None, launched, served, flag_code: str, retry_steps: int,
                chain: int, chain_pick: int | None, team, trained: IdsFor, rule: bool, fix: ServedFix) -> list[Rung]:
-    """Notebook 06's seven rungs, one knob a rung, each naming the finding that motivated it: as launched
-    (``launched``: the flag resolver's reading, ``served``: the ids as written and what the build feeds); the
-    chain the team retried; the chain to launch; the team's ids (``team``: what the build does with them); the
-    ids for the trained wiring; the trained rule (emulated as a patched draft model where the engine ignores
-    it); a checkpoint and engine that serve all of it (``fix``)."""
+    """Notebook 06's seven rungs, one knob a rung, in the order the team's history went, each naming the finding
+    that motivated it: as launched (``launched``: the flag resolver's reading, ``served``: the ids as written and
+    what the build feeds); the chain the team retried (``retry_steps``); the team's ids on that chain, where the
+    team measured them (``team``: what the build does with them); the ids for the top-scoring wiring (``trained``);
+    the trained rule (emulated as a patched draft model where the engine ignores it); a checkpoint and engine that
+    serve all of it (``fix``); last, the chain to launch (``chain``), which the team never ran."""
     eff, engine_rule = launched.effective, draft.under(engine).settings.norm_before_residual
 
     def on(state: RunState, name: str, finding: str, note: str, wiring: tuple | None = None) -> Rung:
@@ -355,26 +549,27 @@ def case_rungs(draft, *, engine: str, build: str | None, launched, served, flag_
                   build=build, num_draft_tokens=eff["num_draft_tokens"], ids=tuple(served.ids_as_written or ()),
                   checkpoint=draft.load_report.format)
     s1 = replace(s0, num_steps=retry_steps, num_draft_tokens=retry_steps + 1)
-    s2 = replace(s1, num_steps=chain, num_draft_tokens=chain + 1)
-    s3 = replace(s2, ids=tuple(team.ids_as_written or ()), wiring=tuple(team.resid), runs=not team.fatal)
-    s4 = replace(s3, ids=tuple(trained.ids or ()), wiring=trained.wiring if trained.ids else (),
+    s2 = replace(s1, ids=tuple(team.ids_as_written or ()), wiring=tuple(team.resid), runs=not team.fatal)
+    s3 = replace(s2, ids=tuple(trained.ids or ()), wiring=trained.wiring if trained.ids else (),
                  runs=trained.ids is not None)
-    s5 = replace(s4, variant={"norm_before_residual": rule})
-    s6 = RunState(True, tuple(fix.reading.resid), {"norm_before_residual": fix.draft.settings.norm_before_residual},
-                  chain, engine=fix.engine, num_draft_tokens=chain + 1, ids=tuple(fix.written.aux_ids_written),
-                  checkpoint=fix.written.format)
+    s4 = replace(s3, variant={"norm_before_residual": rule})
+    s5 = RunState(True, tuple(fix.reading.resid), {"norm_before_residual": fix.draft.settings.norm_before_residual},
+                  retry_steps, engine=fix.engine, num_draft_tokens=retry_steps + 1,
+                  ids=tuple(fix.written.aux_ids_written), checkpoint=fix.written.format)
+    s6 = replace(s5, num_steps=chain, num_draft_tokens=chain + 1)
     pick = " (the cost model's pick)" if chain == chain_pick else ""
     return [
-        on(s0, "as launched", "the complaint", served.label),
-        on(s1, "flags as the team fixed them", flag_code, f"cap lifted: accept length up to {retry_steps + 1}"),
-        on(s2, "chain length to launch", flag_code, f"{chain}-step chain{pick}"),
-        on(s3, "the team's ids", "WIRING", team.fatal[0] if team.fatal else f"feeds {team.label}"),
-        on(s4, "ids for the best-scoring wiring", "WIRING", f"ids {trained.ids} feed {resid_label(trained.wiring)}"
+        on(s0, RUNG_NAMES["launched"], "the complaint", served.label),
+        on(s1, RUNG_NAMES["flags"], flag_code, f"cap lifted: accept length up to {retry_steps + 1}"),
+        on(s2, RUNG_NAMES["team"], "WIRING", (team.fatal[0] if team.fatal else f"feeds {team.label}")
+           + f" (on the team's {steps(retry_steps)}, where it measured them)"),
+        on(s3, RUNG_NAMES["ids"], "WIRING", f"ids {trained.ids} feed {resid_label(trained.wiring)}"
            if trained.ids else f"no ids: {trained.why}", wiring=trained.wiring),
-        on(s5, "the trained rule", "FIRST_LAYER_RULE", "the engine reads the rule" if engine_rule == rule else
+        on(s4, RUNG_NAMES["rule"], "FIRST_LAYER_RULE", "the engine reads the rule" if engine_rule == rule else
            f"{engine} ignores norm_before_residual in every build read: emulated as a patched draft model"),
-        Rung("a checkpoint and engine that serve all of it", s6, "FIRST_LAYER_RULE",
+        Rung(RUNG_NAMES["whole"], s5, "FIRST_LAYER_RULE",
              f"{fix.format} checkpoint, {fix.engine} feeds {fix.reading.label} and reads the rule", fix.draft),
+        Rung(RUNG_NAMES["chain"], s6, flag_code, f"{chain}-step chain{pick}", fix.draft),
     ]
 
 
@@ -417,12 +612,16 @@ def climb_case(source, rungs: list[Rung], *, bank, prompts, max_new_tokens: int,
                        untimed=f"{source.mode} mode, {source.why}")
 
 
-def flag_line(engine: str, num_steps: int, draft: str = "DRAFT") -> str:
-    """The speculative part of a launch command for a chain of ``num_steps`` (topk 1)."""
+def flag_line(engine: str, num_steps: int, draft: str = "DRAFT", batch: int = SERVED["batch"]) -> str:
+    """The speculative part of a launch command for a chain of ``num_steps`` (topk 1), with the batch it is
+    sized for: SGLang resets an unset ``--max-running-requests`` to 48 under speculation (step 1's finding),
+    vLLM's ``--max-num-seqs`` is its counterpart."""
     if engine.startswith("sglang"):
-        return (f"--speculative-algorithm EAGLE3 --speculative-num-steps {num_steps} --speculative-eagle-topk 1 "
-                f"--speculative-num-draft-tokens {num_steps + 1}")
-    return f"--speculative-config '{{\"method\": \"eagle3\", \"model\": \"{draft}\", \"num_speculative_tokens\": {num_steps}}}'"
+        return (f"--speculative-algorithm EAGLE3 --speculative-draft-model-path {draft} --speculative-num-steps "
+                f"{num_steps} --speculative-eagle-topk 1 --speculative-num-draft-tokens {num_steps + 1} "
+                f"--max-running-requests {batch}")
+    return (f"--max-num-seqs {batch} --speculative-config '{{\"method\": \"eagle3\", \"model\": \"{draft}\", "
+            f"\"num_speculative_tokens\": {num_steps}}}'")
 
 
 @dataclass(frozen=True)
@@ -596,7 +795,7 @@ class ChainChoice:
         launch = (f"the launched {steps(self.chain)} " + ("is" if self.launched_within_noise else "is NOT")
                   + " in that set" + ("" if self.launched else " (the best itself)"))
         return (f"Projected on costs timed {self.repeats} times, the fastest chain is {steps(self.best)} "
-                f"({best:.2f}x over no speculation, mean of the repeats); the chains within noise of it are "
+                f"({best:.2f}x decode over no speculation, mean of the repeats); the chains within noise of it are "
                 f"{{{near}}} steps; {launch}")
 
     def claims(self) -> dict:
@@ -704,6 +903,26 @@ def case_summary(ladder: CaseLadder | None, *, chain: ChainChoice | None, fix_st
                   real_vllm_verdict=real["verdict"] if real else None,
                   real_vllm_tau=real[real["engine"]]["tau"] if real else None)
     return text + ".", claims
+
+
+def with_the_seed(toy: tuple[str, dict], *, step3: WiringVerdict | None, projection: ProjectionCheck | None,
+                  fix: ServedFix, num_layers: int, seed) -> tuple[str, dict]:
+    """The summary whole: the bundled case's words (``case_summary``), step 3's verdict against the runner-up, the
+    projection against the measurement, where the rewritten checkpoint lies, then the seed's own target
+    (``seed_case.SeedAnswer``; None: not asked)."""
+    text, claims = toy
+    parts = [text]
+    if step3 is not None:
+        parts.append(f"Step 3 (teacher-forced on the as-trained set): {step3.words()}")
+    if projection is not None:
+        parts.append(projection.words() + ".")
+    parts.append(fix_words(fix, num_layers))
+    if seed is not None:
+        parts.append(seed.words())
+    claims = {**claims, "step3": None if step3 is None else step3.claims(),
+              "projection": None if projection is None else projection.claims(), "fix_path": fix.path,
+              "seed": None if seed is None else seed.claims()}
+    return "\n\n".join(parts), claims
 
 
 def _decoded_words(ladder: CaseLadder, chain: ChainChoice | None, fix_steps: int) -> str:

@@ -58,3 +58,221 @@ def measured_beside_code(engine: str, ids, tok_s: float, num_layers: int, arch: 
     ) + ((f"a build in which they run as written ({', '.join(runs_in)}), feeding fewer states than fc reads"
           if runs_in else "no build read runs them as written"),)
     return MeasuredBesideCode(engine, tuple(ids), float(tok_s), table.drop(columns="stops_"), runs_in, explanations)
+
+
+# ------------------------------------------------------------------ notebook 06's answer for the seed's own target
+
+
+@dataclass(frozen=True)
+class Option:
+    what: str
+    gain: object = None      # the ladder's Interval for it, None: not measured
+
+
+@dataclass(frozen=True)
+class SeedBuild:
+    """One build of one engine for the seed's target: the ids feeding the trained points (None: none, ``no_ids``
+    says why in the engine knowledge's short words), what the team's ids do there ("" where the team did not
+    write ids for this engine), whether it reads ``norm_before_residual``, the options left and the launch line."""
+
+    engine: str
+    build: str | None
+    ids: list | None
+    no_ids: str
+    team: str
+    honours_rule: bool
+    options: tuple[Option, ...]
+    launch: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine} {self.build or 'newest'}"
+
+
+def _short_reasons(engine: str, trained, n: int, arch: str, build) -> str:
+    """Why no ids feed ``trained`` in a build: the engine knowledge's short words for each natural way to write
+    them (SGLang's id k - 1 and the points as written; vLLM's points as written)."""
+    from eagle3lab.engines.layer_ids import NOTE_CODES, resolve_aux_layers
+    from eagle3lab.errors import Eagle3LabError
+
+    tries = ([[k - 1 for k in trained]] if engine.startswith("sglang") else []) + [list(trained)]
+    said = []
+    for ids in tries:
+        try:
+            res = resolve_aux_layers(engine, ids, n, arch=arch, engine_version=build)
+        except Eagle3LabError:
+            continue
+        if res.fatal_codes:
+            said.append(f"{ids}: {NOTE_CODES[res.fatal_codes[0]]}")
+    return "; ".join(said)
+
+
+def _options(ids, honours: bool, engine: str, upgrades: list[str], gains) -> tuple[Option, ...]:
+    """The options left in one build (none needed where it serves the draft whole); a patch only where one ships,
+    and none does: eagle3lab emulates the patched draft model on the ladder, for no engine release."""
+    if ids is not None and honours:
+        return (Option("serve as it is", gains.whole),)
+    opts = []
+    if ids is None and not honours:
+        opts.append(Option("retrain with norm_before_residual off on states this build captures, and serve here",
+                           gains.whole))
+    elif not honours:
+        opts.append(Option("retrain with norm_before_residual off (the ids above already feed the trained points)",
+                           gains.rule))
+    else:
+        opts.append(Option(f"retrain on states {engine} captures here (it reads the rule) and serve here",
+                           gains.whole))
+    if ids is None and upgrades:
+        opts.append(Option(f"move to {' or '.join(upgrades)}, whose ids feed the trained points (the rule "
+                           f"{'read' if honours else 'still ignored'})", gains.wiring))
+    if not honours:
+        opts.append(Option("patch the engine to read norm_before_residual: no patch ships (no release reads it, "
+                           "eagle3lab ships none; the ladder's rule rung emulates one)", gains.rule))
+    return tuple(opts)
+
+
+def seed_builds(target: dict, trained, rule: bool, builds: dict, team_ids: dict, gains, *, chain: int,
+                fleet: dict, draft: str) -> list[SeedBuild]:
+    """Per engine and build of ``builds``: the engine knowledge's answer for the seed's ``target`` (``arch``,
+    ``num_layers``, ``model``): ids for ``trained``, what ``team_ids[engine]`` do, whether ``rule`` is honoured
+    (``profiles.honours_at``), the options with ``gains``, and the launch line for ``chain`` on ``fleet``."""
+    from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, resolve_aux_layers
+    from eagle3lab.engines.profiles import honours_at
+    from eagle3lab.engines.vllm_runner import VLLM_NEWEST_READ
+    from eagle3lab.readings.nb06_case_file import flag_line, ids_for
+
+    arch, n = target["arch"], target["num_layers"]
+    newest = {"sglang": SGLANG_NEWEST_READ, "vllm": VLLM_NEWEST_READ}
+    found = {(e, b): ids_for(e, trained, n, arch, b) for e, bs in builds.items() for b in bs}
+    out = []
+    for (engine, build), got in found.items():
+        honours = not rule or "norm_before_residual" in honours_at(engine, build or newest[engine])
+        team = ""
+        if engine in team_ids:
+            res = resolve_aux_layers(engine, list(team_ids[engine]), n, arch=arch, engine_version=build)
+            short = "" if res.stops or len(res.resid) >= len(trained) else (
+                f", {len(trained) - len(res.resid)} state short of the {len(trained)} fc reads")
+            team = f"stop {res.stops}" if res.stops else f"feed {res.label}{short}"
+        upgrades = [b or "newest" for (e, b), g in found.items() if e == engine and g.ids is not None]
+        head = (f"python -m sglang.launch_server --model-path {target['model']} --tp {fleet['gpus']} --trust-remote-code"
+                if engine.startswith("sglang") else
+                f"vllm serve {target['model']} --tensor-parallel-size {fleet['gpus']} --trust-remote-code")
+        out.append(SeedBuild(engine, build, got.ids, "" if got.ids else _short_reasons(engine, trained, n, arch, build),
+                             team, honours, _options(got.ids, honours, engine, upgrades, gains),
+                             f"{head} {flag_line(engine, chain, draft, fleet['batch'])}"))
+    return out
+
+
+@dataclass(frozen=True)
+class ServedChain:
+    """Chains priced on the served cost model for a fleet (``analysis.roofline``: stated assumptions, not
+    measurements): tau from a teacher-forced agreement per step, round cost and projected decode speedup per K."""
+
+    table: pd.DataFrame       # num_steps -> tau, round cost, projected speedup
+    fleet: dict
+    agree_from: str
+
+    @property
+    def best(self) -> int:
+        return int(self.table["projected speedup (decode)"].idxmax())
+
+    def words(self) -> str:
+        f, t = self.fleet, self.table
+        return (f"Priced on the served cost model ({f['roofline']}, batch {f['batch']}, c {f['c']}, per-round overhead "
+                f"{f['overhead']} target steps: stated assumptions, not measurements) with {self.agree_from}, the "
+                f"fastest chain is {self.best} steps ({t.loc[self.best, 'projected speedup (decode)']:.2f}x projected "
+                f"decode, chains 1-{len(t)} priced); the seed's own draft replaces that agreement with its trainer's, "
+                f"and the chain is confirmed by measuring it on the fleet at batch {f['batch']} (the engine's accept "
+                "length and tok/s per chain) before it is launched")
+
+
+def served_chain(agree: list[float], fleet: dict, agree_from: str) -> ServedChain:
+    from eagle3lab.analysis.roofline import price_on_served
+    from eagle3lab.readings.nb06_case_file import chain_tau
+
+    rows = {}
+    for k in range(1, len(agree) + 1):
+        tau = chain_tau(agree, k)
+        priced = price_on_served({"k": {"tau": tau, "num_steps": k, "num_draft_tokens": k + 1}}, fleet["roofline"],
+                                 c=fleet["c"], overhead=fleet["overhead"], batches=(fleet["batch"],)).iloc[0]
+        rows[k] = {"tau (from the agreement)": round(tau, 3), "v(K+1)": round(priced["v_verify"], 3),
+                   "round cost (target steps)": round(priced["round_cost"], 3),
+                   "projected speedup (decode)": round(priced["projected_speedup"], 3)}
+    return ServedChain(pd.DataFrame.from_dict(rows, orient="index").rename_axis("num_steps"), dict(fleet), agree_from)
+
+
+@dataclass(frozen=True)
+class SeedAnswer:
+    """The seed engineer's answer for their own target, in words generated from the engine knowledge: per build,
+    the ids, what the team's ids do, what the engine cannot honour, the options with the ladder's gains and the
+    launch line; the chain for the fleet; the team's measurement beside what the code says."""
+
+    target: dict
+    trained: tuple
+    rule: bool
+    builds: list[SeedBuild]
+    gains: object                   # nb06_case_file.Gains: what the case's ladder measured for each fix
+    chain: ServedChain | None
+    chain_launched: int
+    record: MeasuredBesideCode
+
+    def table(self) -> pd.DataFrame:
+        from eagle3lab.engines.layer_ids import resid_label
+
+        return pd.DataFrame([{
+            "engine": b.engine, "build": b.build or "newest",
+            f"ids for {resid_label(self.trained)}": str(b.ids) if b.ids else f"none ({b.no_ids})",
+            f"the team's {list(self.record.ids)}": b.team or "-",
+            "norm_before_residual": "read" if b.honours_rule else "ignored (no release reads it)",
+            "options left": "; ".join(o.what for o in b.options)} for b in self.builds]).set_index(["engine", "build"])
+
+    def build_words(self, b: SeedBuild) -> str:
+        from eagle3lab.engines.layer_ids import resid_label
+
+        ids = (f"ids {b.ids} feed {resid_label(self.trained)}" if b.ids else
+               f"no ids feed {resid_label(self.trained)} ({b.no_ids})")
+        team = f"; the team's {list(self.record.ids)} {b.team} there" if b.team else ""
+        cannot = [] if b.ids else [f"capture {resid_label(self.trained)}"]
+        cannot += [] if b.honours_rule else ["read norm_before_residual"]
+        opts = "; ".join(f"({chr(97 + i)}) {o.what}: {self.gains.text(o.gain)}" for i, o in enumerate(b.options))
+        return (f"**{b.label}**: {ids}{team}; it cannot {' or '.join(cannot) or 'fail to serve it'}. Options: {opts}. "
+                f"Launch: `{b.launch}`")
+
+    def words(self) -> str:
+        t = self.target
+        head = (f"For the seed's own target, {t['name']} (`{t['arch']}`, {t['num_layers']} layers), a draft trained on "
+                f"{_label(self.trained)} with norm_before_residual={self.rule}, the engine knowledge answers per build:")
+        chain = (self.chain.words() + f"; the lines below launch {self.chain_launched} steps"
+                 if self.chain else f"The lines below launch {self.chain_launched} steps; measure the chain on the "
+                 "fleet before launching (no agreement to price it with here)")
+        return "\n\n".join([head, "\n".join(f"- {self.build_words(b)}" for b in self.builds), chain + ".",
+                            self.record.words()])
+
+    def claims(self) -> dict:
+        return {"target": dict(self.target), "trained": list(self.trained), "rule": self.rule,
+                "builds": [{"engine": b.engine, "build": b.build or "newest", "ids": b.ids, "team": b.team,
+                            "honours_rule": b.honours_rule, "options": [o.what for o in b.options],
+                            "gains": [None if o.gain is None else [o.gain.value, o.gain.low, o.gain.high]
+                                      for o in b.options], "launch": b.launch} for b in self.builds],
+                "chain_best": self.chain.best if self.chain else None, "chain_launched": self.chain_launched,
+                "team_tok_s": self.record.tok_s, "team_runs_in": list(self.record.runs_in)}
+
+
+def _label(points) -> str:
+    from eagle3lab.engines.layer_ids import resid_label
+
+    return resid_label(points)
+
+
+def seed_answer(target: dict, trained, rule: bool, builds: dict, team: dict, gains, *, fleet: dict,
+                agree: list | None, agree_from: str, draft: str, steps_otherwise: int) -> SeedAnswer:
+    """The seed's answer (``SeedAnswer``): ``team``: ``engine``, ``ids``, ``tok_s`` the team measured; ``agree``: a
+    teacher-forced agreement per step to price chains on ``fleet`` with (None: the lines launch ``steps_otherwise``
+    and the answer says to measure the chain on the fleet)."""
+    chain = served_chain(agree, fleet, agree_from) if agree else None
+    launched = chain.best if chain else steps_otherwise
+    rows = seed_builds(target, tuple(trained), rule, builds, {team["engine"]: team["ids"]}, gains, chain=launched,
+                       fleet=fleet, draft=draft)
+    record = measured_beside_code(team["engine"], team["ids"], team["tok_s"], target["num_layers"], target["arch"],
+                                  builds[team["engine"]])
+    return SeedAnswer(dict(target), tuple(trained), rule, rows, gains, chain, launched, record)

@@ -17,7 +17,7 @@ from helpers.parameters import assert_parameters_hold_the_literals, parameters_a
 
 import eagle3lab
 from eagle3lab import bundled
-from eagle3lab.analysis.verdicts import speed_word
+from eagle3lab.analysis.verdicts import signed_text, speed_word
 from eagle3lab.app.workbook import NOTEBOOKS
 from eagle3lab.engines.acceptance import Interval, simulated_acc_len
 from eagle3lab.engines.flags import resolve_flags
@@ -29,6 +29,7 @@ from eagle3lab.readings.nb06_case_file import (
     SPEED_WORDS,
     STEP_WORDS,
     checklist,
+    gain_text,
     interval_word,
     ratio_text,
     skipped,
@@ -66,8 +67,8 @@ def _iv(triple) -> Interval:
     return Interval(*triple, level=0.95, units=None)   # the units are the prompts the claims state elsewhere
 
 
-RUNGS = ["as launched", "flags as the team fixed them", "chain length to launch", "the team's ids",
-         "ids for the best-scoring wiring", "the trained rule", "a checkpoint and engine that serve all of it"]
+RUNGS = ["as launched", "flags as the team fixed them", "the team's ids", "ids for the top-scoring wiring",
+         "the trained rule", "a checkpoint and engine that serve all of it", "chain length to launch"]
 
 
 def test_step0_the_symptom_is_measured_and_lossless(nb):
@@ -88,27 +89,30 @@ def test_step3_the_weights_pick_the_trained_wiring_and_residual(nb):
 
 
 def test_ladder_changes_one_thing_a_rung_and_names_its_finding(nb):
+    """The rungs follow the team's history (its 15-step chain, then its ids on that chain, where it measured
+    54.8 tok/s), then what the team never ran; the 4-step chain comes last, on the configuration served whole."""
     rungs = nb["ladder"]["rungs"]
     assert [r["name"] for r in rungs] == RUNGS
-    assert [r["changed"] for r in rungs] == [[], ["flags"], ["flags"], ["wiring"], [], ["rule"], ["engine"]]
-    assert [r["finding"] for r in rungs[1:]] == [nb["flag_code"]] * 2 + ["WIRING"] * 2 + ["FIRST_LAYER_RULE"] * 2
+    assert [r["changed"] for r in rungs] == [[], ["flags"], ["wiring"], [], ["rule"], ["engine"], ["flags"]]
+    assert [r["finding"] for r in rungs[1:]] == [nb["flag_code"]] + ["WIRING"] * 2 + ["FIRST_LAYER_RULE"] * 2 + [
+        nb["flag_code"]]
     assert nb["flag_code"] == "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"
     states = [r["state"] for r in rungs]
-    assert (states[1]["num_steps"], states[1]["num_draft_tokens"]) == (15, 16)
-    assert (states[2]["num_steps"], states[2]["num_draft_tokens"]) == (nb["chain"], nb["chain"] + 1)
+    assert all((s["num_steps"], s["num_draft_tokens"]) == (15, 16) for s in states[1:6])   # the team's chain
+    assert (states[6]["num_steps"], states[6]["num_draft_tokens"]) == (nb["chain"], nb["chain"] + 1)
     # the cost model's pick is the fastest projection over the chains the trainer measured; the bundled run
     # launches FIX_STEPS = 4 (the pick rides on this machine's timings, and every later rung's tau on the chain)
     projection = nb["chain_projection"]
     assert nb["chain_pick"] == 1 + projection.index(max(projection)) and len(projection) == 4
     assert nb["chain"] == 4 == nb["chain_choice"]["chain"] == nb["chain_choice"]["launched"]
-    assert all(r["state"]["num_steps"] == nb["chain"] for r in rungs[2:])
-    assert states[3]["ids"] == nb["team_ids"] == [-1, 2, 6] and states[3]["fed"] == [0, 3, 7]
+    assert states[2]["ids"] == nb["team_ids"] == [-1, 2, 6] and states[2]["fed"] == [0, 3, 7]
     # on this build the team's ids ARE the ids for the trained wiring: the rung changes nothing, measured once
     assert nb["sglang_version"] == "0.5.23" and not nb["team_fatal"] and nb["trained_ids"] == [-1, 2, 6]
-    assert rungs[4]["word"] == "no change" and rungs[4]["measured_as"] == rungs[3]["name"]
-    assert states[5]["rule"] is True and states[4]["rule"] is False
-    assert states[6]["engine"] == "vllm" and states[6]["ids"] == [0, 3, 7] == nb["ids_written"]
-    assert states[6]["fed"] == [0, 3, 7] and states[6]["rule"] is True and states[6]["checkpoint"] == "speculators"
+    assert rungs[3]["word"] == "no change" and rungs[3]["measured_as"] == rungs[2]["name"]
+    assert states[4]["rule"] is True and states[3]["rule"] is False
+    for s in states[5:]:
+        assert s["engine"] == "vllm" and s["ids"] == [0, 3, 7] == nb["ids_written"]
+        assert s["fed"] == [0, 3, 7] and s["rule"] is True and s["checkpoint"] == "speculators"
 
 
 def test_each_rung_verdict_follows_its_interval(nb):
@@ -125,21 +129,21 @@ def test_each_rung_verdict_follows_its_interval(nb):
     for r in rungs[1:]:
         if r["word"] != "no change":
             of = BEFORE.get(r["word"], "")
-            assert f"change {_iv(r['gain'])} - {r['word']}{of} the rung before" in text, r["name"]
+            assert f"change {gain_text(_iv(r['gain']))} - {r['word']}{of} the rung before" in text, r["name"]
 
 
 def test_the_signs_and_sizes_of_the_rungs(nb):
-    flags, chain, team, _, rule, served = nb["ladder"]["rungs"][1:]
+    flags, team, _, rule, served, chain = nb["ladder"]["rungs"][1:]
     # lifting the cap does not help: the draft is rejected at the first position, not capped
     assert flags["word"] != "beats" and flags["tau"][0] < 1.5 and abs(flags["gain"][0]) < 0.3
-    assert chain["word"] != "beats" and chain["tau"][0] < 1.5
-    # the wiring is the big step, the rule the second; each beyond noise
     # the wiring alone helps a little (the rule is still wrong); the rule then is the big step
     assert team["word"] == "beats" and team["tau"][0] < rule["tau"][0] - 0.8
     assert rule["word"] == "beats" and rule["gain"][1] > 0.5
     # the engine that reads the rule serves what the patched rule emulates: no further step beyond noise (the same
     # rounds on the bundled run: "identical", verdicts.word_of's degenerate 0 [0, 0])
     assert served["word"] in ("identical", "within noise") and abs(served["gain"][0]) < 0.3
+    # the shorter chain accepts fewer tokens a round (its tau loses) but pays for fewer draft steps
+    assert chain["word"] == "loses" and chain["tau"][0] < served["tau"][0]
 
 
 def test_each_speed_word_follows_its_interval(nb):
@@ -159,7 +163,7 @@ def test_each_speed_word_follows_its_interval(nb):
         step = _iv(r["step_speed"])
         if r["word"] == "no change":     # the same decoding: the same units, ratio exactly 1, nothing to say
             assert r["step_speed_word"] == "no change" and step.value == step.low == step.high == 1.0
-            assert f"{r['name']} ({r['finding']}): nothing changes on this build" in text
+            assert f"{i + 1}. {r['name']} ({r['finding']}): nothing changes on this build" in text
             continue
         assert r["step_speed_word"] == speed_word(step)
         assert f"{ratio_text(step)} the rung before ({STEP_WORDS[r['step_speed_word']]})" in text, r["name"]
@@ -223,7 +227,7 @@ def test_the_chain_verdict_is_the_set_within_noise_of_the_fastest(nb):
     assert ch["launched_within_noise"] == (ch["chain"] in ch["within_noise"])
     text = notebook_summary("06_case_file.ipynb")
     near = ", ".join(str(k) for k in ch["within_noise"])
-    assert (f"the fastest chain is {steps(ch['best'])} ({ch['best_speedup']:.2f}x over no speculation, mean of the "
+    assert (f"the fastest chain is {steps(ch['best'])} ({ch['best_speedup']:.2f}x decode over no speculation, mean of the "
             f"repeats); the chains within noise of it are {{{near}}} steps; the launched {steps(ch['chain'])} "
             + ("is" if ch["launched_within_noise"] else "is NOT") + " in that set") in text
 
@@ -274,43 +278,110 @@ def test_step5_checklist_per_engine_and_build(nb):
     assert df.iloc[0]["ids"] is None and "deepseek_v2.py" in df.iloc[0]["cannot honour"]
 
 
-def test_step5c_the_seed_target_checklist_from_the_engine_knowledge(nb):
-    """The seed case's own target (DeepSeek-family, N = 61, config only): every row as the engine knowledge
-    says, with its model file and release range; the bundled run's fix (serve with vLLM) does not carry over."""
-    params, _ = parameters_and_code_below(NOTEBOOKS / "06_case_file.ipynb")
-    arch, n = params["SEED_TARGET"]["arch"], params["SEED_TARGET"]["num_layers"]
-    assert (arch, n, params["SEED_TRAINED"], params["SEED_TEAM_IDS"]) == ("DeepseekV3ForCausalLM", 61, [0, 3, 31],
-                                                                          [-1, 2, 30])
-    rows = {(r["engine"], r["build"]): r for r in nb["seed_checklist"]}
-    assert set(rows) == {("sglang", v) for v in ("0.5.12", "0.5.13", "0.5.14", "0.5.23")} | {("vllm", "0.18.0"),
+def test_step5c_the_seeds_answer_for_its_own_target_from_the_engine_knowledge(nb):
+    """Kimi-K2.5 (KimiK25ForConditionalGeneration, N = 61, config only): per build the ids for the trained points
+    (to_engine_ids'), what the team's [-1, 2, 30] do, the rule (no SGLang release reads it; vLLM does), the options
+    with the ladder's measured gains, no patch option that ships, and complete launch lines; the summary says it."""
+    params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
+    target = params["SEED_TARGET"]
+    assert (target["arch"], target["num_layers"], params["SEED_TRAINED"], params["SEED_TEAM_IDS"]) == (
+        "KimiK25ForConditionalGeneration", 61, [0, 3, 31], [-1, 2, 30])
+    assert "0.5.11" in params["SEED_BUILDS"]["sglang"]            # the first release that could serve it
+    seed, text = nb["seed"], notebook_summary(NAME)
+    rows = {(b["engine"], b["build"]): b for b in seed["builds"]}
+    assert set(rows) == {("sglang", v) for v in ("0.5.11", "0.5.13", "0.5.14", "0.5.23")} | {("vllm", "0.18.0"),
                                                                                             ("vllm", "newest")}
-    for (engine, build), r in rows.items():       # the ids column is to_engine_ids' answer for that build
-        version = None if build == "newest" else build
+    for (engine, build), r in rows.items():       # the ids are to_engine_ids' answer for that build
         try:
-            expected = to_engine_ids(engine, [0, 3, 31], n, arch=arch, engine_version=version)
+            expected = to_engine_ids(engine, [0, 3, 31], 61, arch=target["arch"],
+                                     engine_version=None if build == "newest" else build)
         except Exception:
             expected = None
         assert r["ids"] == expected, (engine, build)
-        assert "serve as it is" not in r["options left"]           # no build serves the seed's draft whole
-    # vLLM's deepseek_v2.py adds the residual unguarded before layer 0: id 0 crashes in every release read
-    for build in ("0.18.0", "newest"):
-        v = rows["vllm", build]
-        assert v["ids"] is None and "deepseek_v2.py" in v["cannot honour"] and "0.18.0-0.33.0" in v["cannot honour"]
-        assert "retrain on points it captures" in v["options left"] and "serve with" not in v["options left"]
-        assert v["the team's ids do"] == ""
-    # SGLang: the trained wiring's ids from 0.5.14 (loop index 0 guarded), none before; the rule ignored in every build
-    assert rows["sglang", "0.5.12"]["ids"] is None and rows["sglang", "0.5.13"]["ids"] is None
+        assert "serve as it is" not in r["options"] and len(r["options"]) == len(r["gains"])
+        assert r["honours_rule"] == (engine == "vllm")          # no SGLang release reads norm_before_residual
+        assert f"--speculative-num-steps {seed['chain_launched']} " in r["launch"] or \
+            f'"num_speculative_tokens": {seed["chain_launched"]}' in r["launch"]
+        assert ("--max-running-requests 48" if engine == "sglang" else "--max-num-seqs 48") in r["launch"]
+        assert "--tp 8" in r["launch"] or "--tensor-parallel-size 8" in r["launch"]
+        assert f"`{r['launch']}`" in text
     assert rows["sglang", "0.5.14"]["ids"] == rows["sglang", "0.5.23"]["ids"] == [0, 3, 31]
-    assert "0.5.14" in rows["sglang", "0.5.12"]["options left"]
-    for build in ("0.5.12", "0.5.13", "0.5.14", "0.5.23"):
-        r = rows["sglang", build]
-        assert "norm_before_residual (ignored in every build read)" in r["cannot honour"]
-        assert "retrain with norm_before_residual off" in r["options left"] and "patch" in r["options left"]
-    # the team's [-1, 2, 30]: a TypeError up to 0.5.12; since PR #25454 (0.5.13) used as is, -1 never reached
-    assert "TypeError" in rows["sglang", "0.5.12"]["the team's ids do"]
-    for build in ("0.5.13", "0.5.14", "0.5.23"):
-        assert rows["sglang", build]["the team's ids do"].startswith("[-1, 2, 30] would feed [resid[2], resid[30]], but: ")
-        assert "PR #25454" in rows["sglang", build]["the team's ids do"]
+    assert rows["sglang", "0.5.11"]["ids"] is None and rows["sglang", "0.5.13"]["ids"] is None
+    # the team's ids: stop in 0.5.11 (TypeError) and from 0.5.17 (the count check); two states in 0.5.13-0.5.16
+    assert rows["sglang", "0.5.11"]["team"] == rows["sglang", "0.5.23"]["team"] == "stop at the first forward"
+    assert rows["sglang", "0.5.13"]["team"].startswith("feed [resid[2], resid[30]], 1 state short")
+    assert all(rows["vllm", b]["team"] == "" for b in ("0.18.0", "newest"))
+    # the options: each with the gain the ladder measured for it; a patch named only as one that does not ship
+    ladder = {r["name"]: r for r in nb["ladder"]["rungs"]}
+    rule_gain = ladder["the trained rule"]["gain"]
+    for r in rows.values():
+        for what, gain in zip(r["options"], r["gains"]):
+            if what.startswith("patch"):
+                assert "no patch ships" in what and gain == pytest.approx(rule_gain)
+            if what.startswith("retrain with norm_before_residual off (the ids"):
+                assert gain == pytest.approx(rule_gain)
+            assert f"{what}: {signed_text(_iv(gain), 3)} tau on the bundled case's ladder" in text
+    assert rows["vllm", "newest"]["options"] == ["retrain on states vllm captures here (it reads the rule) and serve here"]
+    # the chain priced on the served cost model for the stated fleet; the team's measurement beside the code
+    assert seed["chain_best"] == seed["chain_launched"] and "batch 48" in text and "stated assumptions" in text
+    assert seed["team_tok_s"] == params["SEED_TEAM_TOK_S"] == 54.8 and "The team measured 54.8 tok/s" in text
+    assert seed["team_runs_in"] == ["0.5.13", "0.5.14"] and "patched build" in text
+    assert text.count("For the seed's own target, Kimi-K2.5 (`KimiK25ForConditionalGeneration`, 61 layers)") == 1
+
+
+def test_step3_names_a_best_only_against_the_runner_up_on_notebook_03s_set(nb):
+    """One as-trained evaluation set: step 3's defaults are notebooks 03 and 04's; the top candidate is "best" only
+    where its paired difference to the runner-up beats noise, and the summary says which."""
+    from eagle3lab.analysis.verdicts import word_of
+
+    params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
+    for other in ("03_fc_input_ordering.ipynb", "04_decoder_norm_split.ipynb"):
+        theirs, _ = parameters_and_code_below(NOTEBOOKS / other)
+        assert (params["PROMPTS_FILE"], params["PROMPT_LENGTH"], params["N_SEARCH_PROMPTS"],
+                params["SEARCH_NEW_TOKENS"]) == (theirs["PROMPTS_FILE"], theirs["PROMPT_LENGTH"],
+                                                 theirs["N_PROMPTS"], theirs["MAX_NEW_TOKENS"]), other
+    v, text = nb["step3"], notebook_summary(NAME)
+    diff = _iv(v["diff"])
+    assert v["word"] == word_of(diff) and v["best"] == (v["word"] == "beats")
+    assert v["tau"][0] == pytest.approx(nb["tau_best"]) and v["top"].startswith("[resid[0] (embedding), resid[3]")
+    assert f"against the runner-up {v['runner_up']} ({_iv(v['runner_up_tau'])}) {gain_text(diff)} - {v['word']}" in text
+    assert ("the weights fit it best of the candidates" in text) == v["best"]
+
+
+def test_the_projection_is_held_against_the_measurement(nb):
+    """As notebook 05 does: the cost model's projection for the launched chain (decode) against the last rung's
+    decode and end-to-end intervals, inside or not, in words."""
+    p, text = nb["projection"], notebook_summary(NAME)
+    assert p["chain"] == nb["chain"] and p["projected"] == pytest.approx(nb["chain_projection"][nb["chain"] - 1])
+    decode, e2e = _iv(p["decode"]), _iv(p["e2e"])
+    assert p["inside_decode"] == (p["projected"] in decode) and p["inside_e2e"] == (p["projected"] in e2e)
+    assert e2e.value == pytest.approx(nb["ladder"]["rungs"][-1]["speed"][0])
+    where = "inside" if p["inside_decode"] else "above" if p["projected"] > decode.high else "below"
+    assert (f"The cost model projected {p['projected']:.2f}x (decode) for the {p['chain']}-step chain; the last rung "
+            f"measured {ratio_text(decode)} decode and {ratio_text(e2e)} end to end: the projection is {where} the "
+            "decode interval") in text
+
+
+def test_the_rewritten_checkpoint_lies_where_the_parameter_says_and_convert_is_named(nb):
+    params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
+    text = notebook_summary(NAME)
+    assert nb["fix_path"] == params["FIX_DIR"] and params["FIX_DIR"].startswith("../build/")
+    assert f"is at {nb['fix_path']}; `eagle3lab convert {nb['fix_path']} --to sglang OUT --num-target-layers 12`" in text
+
+
+def test_the_summary_renders_its_bullets_as_lists(nb):
+    """The index renders the summary as markdown (mistune, as nbconvert): the rungs and the seed's builds are list
+    items, each speed labelled with its kind."""
+    import mistune
+
+    text = notebook_summary(NAME)
+    html = mistune.html(text)
+    assert html.count("<li>") == len(nb["ladder"]["rungs"]) + len(nb["seed"]["builds"])
+    for r in nb["ladder"]["rungs"]:
+        assert f"<li>{r['name']}" in html
+        if r["word"] != "no change":
+            assert f"speed (end to end) {ratio_text(_iv(r['speed']))}" in text
+    assert html.count("<ol>") == 1 and "<li><ol" not in html        # one list, numbered as the tables
 
 
 def test_step5b_the_real_vllm_serves_the_fix_as_emulated(nb):
@@ -329,7 +400,7 @@ def test_the_parameters_cell_and_nothing_below_it_names_an_engine_or_a_chain():
     from eagle3lab.engines.profiles import PROFILES
 
     path = NOTEBOOKS / "06_case_file.ipynb"
-    assert_parameters_hold_the_literals(path, set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM"})
+    assert_parameters_hold_the_literals(path, set(PROFILES) | {"LlamaForCausalLM", "KimiK25ForConditionalGeneration"})
     # ... nor a residual rule written out as a keyword (rule=False / norm_before_residual=True)
     _, below = parameters_and_code_below(path)
     for cell in below:
@@ -453,7 +524,8 @@ def test_dump_mode_scores_every_rung_teacher_forced_and_times_none(nb, bundled_m
 
     target, seqs, lens = _write_dump(tmp_path / "dump")
     claims, text, printed = run_with_parameters(NAME, {"TARGET": "/nonexistent/target", "DUMP_DIR": str(tmp_path / "dump"),
-                                                      "TARGET_HEAD": str(bundled.TARGET)})
+                                                      "TARGET_HEAD": str(bundled.TARGET),
+                                                      "FIX_DIR": str(tmp_path / "fixed")})
     assert claims["mode"] == "dump" and claims["skipped"] == skipped("dump")
     for what in claims["skipped"]:           # each timed or target-only step names itself as skipped, and why
         assert f"{what}: needs the loaded target; skipped (dump mode: states from {tmp_path / 'dump'}" in printed
@@ -466,7 +538,7 @@ def test_dump_mode_scores_every_rung_teacher_forced_and_times_none(nb, bundled_m
     assert [r["name"] for r in rungs] == RUNGS and all(r["ran"] for r in rungs)
     assert [r["state"] for r in rungs] == [r["state"] for r in live["rungs"]]          # the same rungs
     assert [r["changed"] for r in rungs] == [r["changed"] for r in live["rungs"]]
-    assert [r["word"] for r in rungs][4] == "no change" == live["rungs"][4]["word"]
+    assert [r["word"] for r in rungs][3] == "no change" == live["rungs"][3]["word"]
     # the weights pick the trained wiring and rule on the dump too (step 3 on the dumped states)
     assert claims["best"] == nb["best"] == [0, 3, 7] and claims["best_rule"] is True and claims["tau_best"] > 2
     # each rung's tau: the live target's states on the same sequences, the draft as that rung's engine runs it
@@ -486,36 +558,41 @@ def test_dump_mode_scores_every_rung_teacher_forced_and_times_none(nb, bundled_m
         if r["word"] != "no change":
             assert r["word"] == interval_word(g)
             of = BEFORE.get(r["word"], "")
-            assert f"change {g} - {r['word']}{of} the rung before." in text, r["name"]
-    assert rungs[0]["word"] == "start" and f"- as launched: tau {_iv(rungs[0]['tau'])} (teacher-forced)." in text
+            assert f"change {gain_text(g)} - {r['word']}{of} the rung before." in text, r["name"]
+    assert rungs[0]["word"] == "start" and f"1. as launched: tau {_iv(rungs[0]['tau'])} (teacher-forced)." in text
     overall = _iv(ladder["overall"])
     assert f"tau changed by {overall} (**{ladder['overall_word']}** as launched, teacher-forced)" in text
     assert ladder["overall_word"] == interval_word(overall) == "beats"        # the fix is found on the dump too
     # nothing timed: no speed anywhere, no lossless claim, no chain verdict (FIX_STEPS is the chain)
     assert all(r[k] is None for r in rungs for k in ("speed", "step_speed", "speed_word", "e2e_tps", "speedup"))
     assert claims["lossless"] is None and claims["chain_choice"] is None and claims["chain"] == nb["chain"] == 4
-    assert "no speculation" not in text and "tok/s" not in text
-    assert claims["checklist"] == nb["checklist"] and claims["seed_checklist"] == nb["seed_checklist"]
+    toy = text.split("\n\nThe rewritten checkpoint")[0]      # the seed's record (its tok/s) follows
+    assert "no speculation" not in toy and "tok/s" not in toy and claims["projection"] is None
+    assert claims["checklist"] == nb["checklist"]
+    assert [(b["engine"], b["build"], b["ids"], b["options"]) for b in claims["seed"]["builds"]] == [
+        (b["engine"], b["build"], b["ids"], b["options"]) for b in nb["seed"]["builds"]]
 
 
 @pytest.mark.notebook
 @pytest.mark.timeout(600)
-def test_config_only_mode_answers_the_flags_ids_and_checklists_and_scores_nothing(nb, bundled_models):
+def test_config_only_mode_answers_the_flags_ids_and_checklists_and_scores_nothing(nb, bundled_models, tmp_path):
     """NUM_LAYERS / ARCH (TARGET points nowhere) with the wiring and rule stated: steps 1 and 2 and both checklists
     answer as in the live run; every step that needs states or the target says it is skipped."""
     claims, text, printed = run_with_parameters(NAME, {"TARGET": "/nonexistent/target", "NUM_LAYERS": 12,
                                                       "ARCH": "LlamaForCausalLM", "TRAINED_RESID": [0, 3, 7],
-                                                      "TRAINED_NORM_BEFORE_RESIDUAL": True})
+                                                      "TRAINED_NORM_BEFORE_RESIDUAL": True,
+                                                      "FIX_DIR": str(tmp_path / "fixed")})
     assert claims["mode"] == "config-only" and claims["skipped"] == skipped("config-only")
     for what in claims["skipped"]:
         assert (f"{what}: needs the loaded target; skipped (config-only mode: NUM_LAYERS = 12, "
                 "ARCH = LlamaForCausalLM, no weights here).") in printed
     assert claims["ladder"] is None and claims["tau_best"] is None and claims["lossless"] is None
     for key in ("max_accept_length", "served", "flag_code", "team_ids", "team_fatal", "trained_ids", "ids_written",
-                "chain", "checklist", "seed_checklist"):
+                "chain", "checklist"):
         assert claims[key] == nb[key], key
     assert (claims["best"], claims["best_rule"]) == (nb["best"], nb["best_rule"]) == ([0, 3, 7], True)
-    assert text == ("**Config-only mode** (a LlamaForCausalLM (N = 12, config only); skipped: "
+    assert claims["seed"]["builds"] == [{**b, "gains": [None] * len(b["gains"])} for b in nb["seed"]["builds"]]
+    assert text.split("\n\n")[0] == ("**Config-only mode** (a LlamaForCausalLM (N = 12, config only); skipped: "
                     f"{'; '.join(skipped('config-only'))}). From the config alone nothing was scored, decoded or "
                     "timed: the checklist answers per engine and build for the trained wiring [resid[0] (embedding), "
                     "resid[3], resid[7]] as stated (TRAINED_RESID), norm_before_residual=True as stated "

@@ -1,0 +1,45 @@
+"""Notebook 06's answer for the seed's own target (Kimi-K2.5), from the engine knowledge, without the notebook."""
+
+from eagle3lab.engines.acceptance import Interval
+from eagle3lab.readings.nb06_case_file import Gains
+from eagle3lab.readings.seed_case import seed_answer
+
+KIMI_K25 = {"name": "Kimi-K2.5", "arch": "KimiK25ForConditionalGeneration", "num_layers": 61,
+            "model": "moonshotai/Kimi-K2.5", "draft": "./fixed"}
+FLEET = {"roofline": "kimi-k2 fp8, 8 GPUs (H200-class)", "gpus": 8, "batch": 48, "c": 0.1, "overhead": 0.0}
+TEAM = {"engine": "sglang", "ids": [-1, 2, 30], "tok_s": 54.8}
+
+
+def _answer(agree=(0.8, 0.7, 0.6, 0.5)):
+    gains = Gains(Interval(0.3, 0.1, 0.5, 0.95, 4), Interval(1.5, 1.0, 2.0, 0.95, 4), Interval(1.8, 1.2, 2.4, 0.95, 4),
+                  "a test ladder")
+    return seed_answer(KIMI_K25, [0, 3, 31], True, {"sglang": ["0.5.11", "0.5.14"], "vllm": [None]}, TEAM, gains,
+                       fleet=FLEET, agree=list(agree) if agree else None, agree_from="a test agreement", draft="./fixed",
+                       steps_otherwise=3)
+
+
+def test_each_build_gets_its_ids_options_and_a_complete_launch_line():
+    a = _answer()
+    old, new, vllm = a.builds
+    assert old.ids is None and "TypeError" in old.no_ids and old.team == "stop at the first forward"
+    assert new.ids == [0, 3, 31] and not new.honours_rule and vllm.honours_rule and vllm.ids is None
+    assert [o.what.split(" ")[0] for o in old.options] == ["retrain", "move", "patch"]
+    assert old.options[1].what.startswith("move to 0.5.14") and old.options[1].gain.value == 0.3
+    assert [o.gain.value for o in new.options] == [1.5, 1.5] and "no patch ships" in new.options[1].what
+    assert [o.gain.value for o in vllm.options] == [1.8] and vllm.team == ""
+    k = a.chain.best
+    assert k == int(a.chain.table["projected speedup (decode)"].idxmax()) == a.chain_launched
+    assert new.launch == ("python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --trust-remote-code "
+                          f"--speculative-algorithm EAGLE3 --speculative-draft-model-path ./fixed --speculative-num-steps "
+                          f"{k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1} --max-running-requests 48")
+    assert vllm.launch.startswith("vllm serve moonshotai/Kimi-K2.5 --tensor-parallel-size 8 --trust-remote-code "
+                                  "--max-num-seqs 48 --speculative-config")
+    words = a.words()
+    assert words.count("\n- **") == 3 and "+1.500 [+1.000, +2.000] tau on a test ladder" in words
+    assert "The team measured 54.8 tok/s with ids [-1, 2, 30]" in words
+
+
+def test_without_an_agreement_the_chain_is_to_be_measured():
+    a = _answer(agree=None)
+    assert a.chain is None and a.chain_launched == 3 and "measure the chain on the fleet" in a.words()
+    assert "--speculative-num-steps 3 " in a.builds[0].launch
