@@ -38,8 +38,8 @@ from eagle3lab.errors import bad_input
 __all__ = ["SERVING_ENGINES", "Finding", "FlagsResult", "SEED_COMMAND", "SEED_DRAFT_CONFIG", "SEED_TARGET_CONFIG",
            "resolve_flags", "sglang_what_if"]
 
-# The seed case: Kimi-K2 (DeepseekV3ForCausalLM, 61 layers) served by SGLang with a SpecForge
-# EAGLE-3 draft; one flag caps every verify step at 2 tokens (eagle3-facts.md sections 2 and 6).
+# The seed case: Kimi-K2.5 read through its language model (DeepseekV3ForCausalLM, 61 layers; notebook 06 reads the
+# KimiK25ForConditionalGeneration wrapper) served by SGLang with an EAGLE-3 draft trained with norm_before_residual on; one flag caps every verify step at 2 tokens (eagle3-facts.md sections 2 and 6).
 SEED_COMMAND = (
     "python -m sglang.launch_server --model-path moonshotai/Kimi-K2-Instruct --tp 8 --trust-remote-code "
     "--speculative-algorithm EAGLE3 --speculative-draft-model-path ./kimi-k2-eagle3 "
