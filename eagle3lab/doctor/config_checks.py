@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import torch
 
-from eagle3lab.doctor.findings import DoctorFinding
+from eagle3lab.doctor.findings import doctor_finding
 from eagle3lab.engines.config_view import WINDOW_KEYS, Window, read_target, read_window
 from eagle3lab.engines.config_view import text_config as text_config  # doctor reads it from here
 from eagle3lab.engines.draft_checks import (
@@ -37,17 +37,17 @@ def layer_prefix(draft) -> str:
     return "transformer_layer_config." if getattr(draft, "format", None) == "speculators" else ""
 
 
-def _rope_findings(draft, target, where: str) -> list[DoctorFinding]:
+def _rope_findings(draft, target, where: str) -> list[Finding]:
     found = rope_problem(config_rope(draft.config), target.rope, layer_prefix(draft), where)
     return [_from_problem(found)] if found else []
 
 
-def _context_finding(draft, target, where: str) -> list[DoctorFinding]:
+def _context_finding(draft, target, where: str) -> list[Finding]:
     found = context_problem(config_rope(draft.config), target.rope, layer_prefix(draft), where)
     return [_from_problem(found)] if found else []
 
 
-def config_findings(draft, target_config: dict, where: str = "draft config.json") -> list[DoctorFinding]:
+def config_findings(draft, target_config: dict, where: str = "draft config.json") -> list[Finding]:
     """Static checks of a loaded draft's config against the target's ``config.json`` (a dict)."""
     out = []
     cfg, tgt = draft.config, read_target(target_config)
@@ -59,32 +59,32 @@ def config_findings(draft, target_config: dict, where: str = "draft config.json"
     if count is not None:
         out.append(_from_problem(count))
     elif t_hidden and fc_in != width:
-        out.append(DoctorFinding(
+        out.append(doctor_finding(
             "FC_WIDTH", "critical", "fc input width is not num_aux x target hidden size",
             f"fc.weight takes {fc_in} inputs; {cfg.num_aux} aux states of a {t_hidden}-wide target give "
             f"{width}", "Retrain or reconvert: the draft was made for another target.", "config"))
     if t_hidden and cfg.target_hidden_size != t_hidden and count is None:
-        out.append(DoctorFinding(
+        out.append(doctor_finding(
             "TARGET_HIDDEN_SIZE", "critical", "draft target_hidden_size differs from the target's hidden_size",
             f"{where}: target_hidden_size {cfg.target_hidden_size}; target hidden_size {t_hidden}",
             f"config key target_hidden_size: {t_hidden}", "config", data={"config_fix": {"target_hidden_size": t_hidden}}))
     if t_vocab and cfg.vocab_size != t_vocab:
         key = layer_prefix(draft) + "vocab_size"
-        out.append(DoctorFinding(
+        out.append(doctor_finding(
             "VOCAB_SIZE", "critical", "draft vocab_size differs from the target's",
             f"{where}: vocab_size {cfg.vocab_size}; target {t_vocab}", f"config key {key}: {t_vocab}", "config",
             data={"config_fix": {key: t_vocab}}))
     out += _context_finding(draft, tgt, where) + _rope_findings(draft, tgt, where)
     sliding = tgt.window.sliding_layers(tgt.num_layers or 0)
     if sliding:
-        out.append(DoctorFinding(
+        out.append(doctor_finding(
             "TARGET_SLIDING_WINDOW", "info", "the target uses a sliding window; the draft attends to everything",
             f"target sliding_window {tgt.window.size} on {len(sliding)} of {tgt.num_layers} layers. Acceptance can "
             "fall on prompts longer than the window (speculators#684: tau 2.30 at 2k -> 1.08 at 20k)",
             "Measure acceptance by prompt length.", "config"))
     d_dtype = str(draft.fc.weight.dtype).replace("torch.", "")
     if tgt.dtype and str(tgt.dtype) not in (d_dtype, "auto") and draft.load_report is not None:
-        out.append(DoctorFinding(
+        out.append(doctor_finding(
             "DTYPE", "info", "the draft is loaded in another dtype than the target's",
             f"draft {d_dtype} here; target {tgt.dtype}", None, "config"))
     return out
@@ -95,21 +95,21 @@ def _count_key(cfg) -> str:
     return "num_aux_hidden_states" if "num_aux_hidden_states" in cfg.extra else cfg.aux_ids_key
 
 
-def _from_problem(p: Finding) -> DoctorFinding:
+def _from_problem(p: Finding) -> Finding:
     """A ``draft_checks.config_problem`` as a doctor finding (its engine and config edits in ``data``)."""
     data = {"engine": p.engine, **({"config_fix": p.config_fix} if p.config_fix else {})}
-    return DoctorFinding(p.code, p.severity, p.title, p.text, p.fix, "config", data=data)
+    return doctor_finding(p.code, p.severity, p.title, p.text, p.fix, "config", data=data)
 
 
 def engine_findings(draft, engine, engine_version=None, engine_platform=None,
-                    launch_window: int | None = None) -> list[DoctorFinding]:
+                    launch_window: int | None = None) -> list[Finding]:
     """What the serving ``engine`` (a profile name or an ``EngineProfile``; with ``engine_version`` /
     ``engine_platform`` the profile of that build, ``for_build``) cannot run as written, a flag or sliding window it
     runs otherwise, and a RoPE it applies otherwise than the draft's trainer (``draft.profile``, the format's
     trainer) did: all silent in the server's log. ``launch_window``: SGLang's --speculative-draft-window-size."""
     served = (for_build(engine, engine_version, engine_platform) if engine_version or engine_platform
               else get_profile(engine))
-    out = [DoctorFinding(
+    out = [doctor_finding(
         "ENGINE_CANNOT_RUN_DRAFT", "critical", f"{served.engine} has no model for this draft as written", problem,
         "Serve it with an engine that builds this draft family (eagle3lab inspect lists them under 'runs in'), or "
         "convert / retrain it for one this engine builds.", "config") for problem in serving_problems(draft.config, served, ATTENTION_KINDS)]
@@ -127,7 +127,7 @@ def engine_findings(draft, engine, engine_version=None, engine_platform=None,
             draft.rope.kind == twin.rope.kind and trained.rope_length == run.rope_length)
     if not same:
         how = lambda s: s.decisions.get("rope_scaling", ("default", "plain RoPE"))[1]
-        out.append(DoctorFinding(
+        out.append(doctor_finding(
             "ROPE_SERVED_DIFFERENTLY", "warning", f"{served.engine} rotates positions otherwise than the trainer",
             f"trained ({draft.profile.label}): {how(trained)}, frequencies by {trained.rope_length}; served: "
             f"{how(run)}, frequencies by {run.rope_length}. Attention scores differ at every position the "

@@ -11,9 +11,11 @@ silently skips fc)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import asdict, dataclass, is_dataclass
 
 from eagle3lab.engines.acceptance import Interval
+from eagle3lab.findings import Finding, Severity
 
 SEVERITIES = ("critical", "warning", "info")
 MIN_TOKENS_PER_ROUND = 0.1    # a critical fix gains at least this many accepted tokens per round ...
@@ -76,28 +78,55 @@ def cost_of(gain: Interval, before: Interval | float, after: Interval | float) -
     return Cost(gain, max(value(before), value(after)))
 
 
-@dataclass
-class DoctorFinding:
-    """One thing wrong (or worth knowing), with its evidence and its fix; measured ones carry tau before
-    and after the fix (intervals over prompts), the paired gain, and the ``cost`` their severity rests on."""
+def _plain(v):
+    """``v`` as ``dataclasses.asdict`` writes a field's value (dataclasses inside dicts and lists become dicts)."""
+    if is_dataclass(v) and not isinstance(v, type):
+        return asdict(v)
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, tuple) and hasattr(v, "_fields"):   # a namedtuple
+        return type(v)(*(_plain(x) for x in v))
+    if isinstance(v, list | tuple):
+        return type(v)(_plain(x) for x in v)
+    return copy.deepcopy(v)
 
-    code: str
-    severity: str
-    title: str
-    evidence: str
-    fix: str | None = None
-    source: str = ""                      # flags / config / wiring / vocab / server
+
+def _interval(v: Interval | None) -> dict | None:
+    return None if v is None else {"value": v.value, "low": v.low, "high": v.high, "level": v.level}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a doctor finding (a ``Finding`` whose ``detail`` this is) adds: the check that found it (``source``:
+    flags / config / wiring / vocab / server) and, for measured findings, tau before and after the fix (intervals
+    over prompts), the paired gain, the tau lost undoing only this fix (every other fix kept), and the ``cost`` its
+    severity rests on."""
+
+    source: str = ""
     tau_before: Interval | None = None
     tau_after: Interval | None = None
     gain: Interval | None = None          # paired: the same prompts resampled for both
-    undone: Interval | None = None        # tau lost undoing only this fix, every other fix kept (paired)
-    data: dict = field(default_factory=dict)
-    cost: Cost | None = None              # what the severity of a measured finding rests on (``Cost``)
+    undone: Interval | None = None
+    cost: Cost | None = None
 
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        for k in ("tau_before", "tau_after", "gain", "undone"):
-            v = getattr(self, k)
-            out[k] = None if v is None else {"value": v.value, "low": v.low, "high": v.high, "level": v.level}
-        out["cost"] = None if self.cost is None else self.cost.to_dict()
-        return out
+    def json_of(self, f: Finding) -> dict:
+        """``doctor --json``'s finding (docs/cli/doctor.md), keys in their old order."""
+        return {"code": f.code, "severity": str(f.severity), "title": f.title, "evidence": f.text, "fix": f.fix,
+                "source": self.source, "tau_before": _interval(self.tau_before),
+                "tau_after": _interval(self.tau_after), "gain": _interval(self.gain),
+                "undone": _interval(self.undone), "data": _plain(dict(f.data)),
+                "cost": None if self.cost is None else self.cost.to_dict()}
+
+
+def doctor_finding(code: str, severity: str, title: str, evidence: str, fix: str | None = None, source: str = "",
+                   tau_before: Interval | None = None, tau_after: Interval | None = None,
+                   gain: Interval | None = None, undone: Interval | None = None, data: dict | None = None,
+                   cost: Cost | None = None) -> Finding:
+    """One thing wrong (or worth knowing), with its evidence (the finding's text) and its fix; ``severity``
+    "critical", "warning" or "info" (a flags "error" is worded "critical" here)."""
+    return Finding(code, Severity(severity).worded(Severity.CRITICAL), evidence, fix, data=dict(data or {}),
+                   title=title, detail=Measured(source, tau_before, tau_after, gain, undone, cost))
+
+
+# The old name, still called by fixes.py, run.py and ladder.py (issue 34 moves them over to doctor_finding).
+DoctorFinding = doctor_finding

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from eagle3lab.doctor.findings import DoctorFinding
+from eagle3lab.doctor.findings import doctor_finding
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio_difference
 from eagle3lab.errors import bad_input
+from eagle3lab.findings import Finding
 from eagle3lab.models.state_bank import FINAL_NORMED, StateBank
 
 
@@ -141,7 +142,7 @@ def vocab_map(draft, d2t: torch.Tensor):
         draft.t2d.copy_(old_t2d)
 
 
-def absolute_ids(draft, where) -> DoctorFinding | None:
+def absolute_ids(draft, where) -> Finding | None:
     """verl-SpeCo#67: d2t written as absolute target ids, not offsets. When ``i + d2t[i]`` leaves the target
     vocabulary but ``d2t[i] - i`` is a valid offset map, the draft's map is rewritten in place (it is this
     process's copy) and the finding says so; a map that is neither stops doctor with a clear error."""
@@ -162,10 +163,10 @@ def absolute_ids(draft, where) -> DoctorFinding | None:
     with torch.no_grad():
         draft.t2d.copy_(t2d_of(offsets, vocab))
         draft.d2t.copy_(offsets)
-    return DoctorFinding("VOCAB_ABSOLUTE_IDS", "critical", "d2t holds absolute target ids, not offsets",
-                         f"{where}: i + d2t[i] leaves the {vocab}-token vocabulary at {bad} of {len(slots)} slots, "
-                         "while d2t[i] read as the target id is a valid increasing map (verl-SpeCo#67)",
-                         "write d2t[i] = target_id[i] - i (--write-fixed does it)", "vocab")
+    return doctor_finding("VOCAB_ABSOLUTE_IDS", "critical", "d2t holds absolute target ids, not offsets",
+                          f"{where}: i + d2t[i] leaves the {vocab}-token vocabulary at {bad} of {len(slots)} slots, "
+                          "while d2t[i] read as the target id is a valid increasing map (verl-SpeCo#67)",
+                          "write d2t[i] = target_id[i] - i (--write-fixed does it)", "vocab")
 
 
 def crossfit_vocab(bank: StateBank, draft, state: dict, before) -> Interval:

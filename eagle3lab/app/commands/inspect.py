@@ -86,9 +86,9 @@ def render(r) -> str:
         lines.append(f"  defaulted {d.field}" + (f" = {d.value}" if d.value is not None else "") + f": {d.rule}")
     for f in r.findings or []:
         lines.append(f"  {f.severity} {f.code} [{f.engine}]: {f.title}")
-        lines += [f"    {f.evidence}", f"    fix: {f.fix}"]
+        lines += [f"    {f.text}", f"    fix: {f.fix}"]
     for f in r.vocab.findings if r.vocab is not None else []:
-        lines.append(f"  vocab {f.severity}: {f.key}: {f.message}")
+        lines.append(f"  vocab {f.severity}: {f.where}: {f.text}")
     lines += [f"  warning: {w.text}" for w in r.warnings]
     lines += [f"  ERROR: {e.text}" for e in r.errors]
     lines += [f"  not checked: {n.text}" for n in r.not_checked]
