@@ -950,6 +950,9 @@ def _count_check(file, notes) -> str:
 # The codes of the notes on SGLang id -1 under the +1 rule, by (kind, whether the target's file was read).
 _INDEX0_CODES = {("note", True): "SGLANG_ID_MINUS1_RESID0", ("breaks", True): "SGLANG_ID_MINUS1_TYPEERROR",
                  ("note", False): "SGLANG_ID_MINUS1_UNCONFIRMED"}
+# every note SGLang's reading of id -1 can carry (loop index 0 under the +1 rule, or -1 never reached / stopped since
+# #25454): a reader picks the one a resolution holds by exact code
+ID_MINUS1_CODES = frozenset(_INDEX0_CODES.values()) | {"SGLANG_ID_MINUS1_UNREACHED", "SGLANG_ID_MINUS1_STOPPED"}
 
 
 def _index0_note(arch, rule):

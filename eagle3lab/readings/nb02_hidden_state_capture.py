@@ -13,14 +13,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from eagle3lab.engines.layer_ids import NOTE_CODES, resolve_aux_layers, sglang_model_file, to_engine_ids
+from eagle3lab.engines.layer_ids import (
+    ID_MINUS1_CODES,
+    NOTE_CODES,
+    resolve_aux_layers,
+    sglang_model_file,
+    to_engine_ids,
+)
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.errors import Eagle3LabError
-
-# The codes of SGLang's notes on id -1 (engines.layer_ids: loop index 0 under the +1 rule, or -1 never reached);
-# the edge-case table prints the one a resolution carries, matched by exact code
-ID_MINUS1_CODES = ("SGLANG_ID_MINUS1_RESID0", "SGLANG_ID_MINUS1_TYPEERROR", "SGLANG_ID_MINUS1_UNCONFIRMED",
-                   "SGLANG_ID_MINUS1_UNREACHED", "SGLANG_ID_MINUS1_STOPPED")
 
 
 def id_minus1_note(resolution) -> str:

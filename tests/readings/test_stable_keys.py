@@ -8,9 +8,9 @@ import pytest
 
 from eagle3lab.analysis.hypotheses import Hypothesis, compare_wirings
 from eagle3lab.analysis.verdicts import Measured
-from eagle3lab.engines.layer_ids import NOTE_CODES, resolve_aux_layers
+from eagle3lab.engines.layer_ids import ID_MINUS1_CODES, NOTE_CODES, resolve_aux_layers
 from eagle3lab.readings import nb04_decoder_norm_split as rules
-from eagle3lab.readings.nb02_hidden_state_capture import ID_MINUS1_CODES, id_minus1_note
+from eagle3lab.readings.nb02_hidden_state_capture import id_minus1_note
 
 # per prompt: tokens and rounds (tau = tokens / rounds), four prompts
 TAUS = {(0, 3, 7): [30, 28, 32, 29], (3, 7, 11): [20, 19, 22, 18], (7, 3, 0): [29, 28, 31, 30]}
