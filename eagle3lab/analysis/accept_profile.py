@@ -60,6 +60,10 @@ LAYOUT = ("NVIDIA Model-Optimizer speculation_profile.json, schema_version 1.0 a
           "(specdec_bench build_profile; stack #2313/#2315/#2316, open when read 2026-09-16)")
 MEASURED_BY = ("emulated", "real")      # eagle3lab's loop as the engine build runs the draft, or the engine's counters
 VLLM_SYNTHETIC_SINCE = "0.20.0"         # engines.counters.CHANGES["synthetic"].first_with
+# display labels of the tables' stable column names (to_frame, compare_profiles): df.rename(columns=LABELS)
+LABELS = {"conditional_low": "conditional low", "conditional_high": "conditional high", "marginal_low": "marginal low",
+          "marginal_high": "marginal high", "a_low": "a low", "a_high": "a high", "b_minus_a": "b - a",
+          "b_in_a_interval": "b in a's interval"}
 _DIGITS = 6                              # the upstream producers round the rates to 6 decimals
 
 
@@ -127,11 +131,18 @@ class AcceptanceProfile:
         """SGLang's environment that simulates this profile's accept length (the mean only: see the docstring)."""
         return {"SGLANG_SIMULATE_ACC_LEN": f"{self.tau.value:.4f}", "SGLANG_SIMULATE_ACC_METHOD": "match-expected"}
 
+    def sglang_launch(self) -> str:
+        """The chain launch the simulation needs: SGLang caps the simulated length at num_steps + 1 and draws one
+        length per batch (0.5.23 spec_utils.py ``generate_simulated_accept_index`` -> ``sample_simulated_acc_len``)."""
+        k = self.num_speculative_tokens
+        return f"--speculative-num-steps {k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1}"
+
     # ------------------------------------------------------------------ tables and files
     def to_frame(self) -> pd.DataFrame:
-        """One row per draft position: c_k and a_k with their intervals; the title names engine, device, dtype."""
-        rows = [{"position": k, "conditional": c.value, "conditional low": c.low, "conditional high": c.high,
-                 "marginal": a.value, "marginal low": a.low, "marginal high": a.high}
+        """One row per draft position: c_k and a_k with their intervals (stable column names; ``LABELS`` relabels
+        them for display); the title names engine, device, dtype."""
+        rows = [{"position": k, "conditional": c.value, "conditional_low": c.low, "conditional_high": c.high,
+                 "marginal": a.value, "marginal_low": a.low, "marginal_high": a.high}
                 for k, (c, a) in enumerate(zip(self.conditional, self.marginal), start=1)]
         df = pd.DataFrame(rows).set_index("position")
         df.attrs["title"] = title(self)
@@ -161,7 +172,7 @@ class AcceptanceProfile:
                 "conditions": {**asdict(c), "prompt_lengths": list(c.prompt_lengths),
                                "output_lengths": list(c.output_lengths)},
                 "vllm_speculative_config": self.vllm_speculative_config(),
-                "sglang_simulation": self.sglang_simulation(),
+                "sglang_simulation": self.sglang_simulation(), "sglang_launch": self.sglang_launch(),
             },
         }
 
@@ -179,8 +190,9 @@ class AcceptanceProfile:
         ours = data.get("eagle3lab") or {}
         iv = ours.get("intervals") or {}
         level, units = iv.get("level", float("nan")), iv.get("units", 0)
-        point = lambda v, b: Interval(_val(v), _val(b[0]) if b else _val(v), _val(b[1]) if b else _val(v),  # noqa: E731
-                                      level, units)
+        # null bounds (one unit, ``_bounds``) or none written: the interval collapses to the point
+        point = lambda v, b: Interval(_val(v), *((_val(b[0]), _val(b[1])) if b and b[0] is not None  # noqa: E731
+                                                 else (_val(v), _val(v))), level, units)
         cond = [point(v, b) for v, b in _zip(_field(data, "conditional_accept_rates", where), iv.get("conditional"), k)]
         marg = [point(v, b) for v, b in _zip(_field(data, "marginal_accept_rates", where), iv.get("marginal"), k)]
         tau = point(_field(data, "mean_accept_length", where), iv.get("mean_accept_length"))
@@ -311,8 +323,8 @@ def vllm_counter_values(counters: dict, num_steps: int) -> tuple[int, list[int]]
 
 
 def compare_profiles(a: AcceptanceProfile, b: AcceptanceProfile) -> pd.DataFrame:
-    """Per position (and tau): a's value and interval, b's value, the difference, and whether b lies in a's
-    interval. For an emulated profile (a) beside a real one (b): where the layers agree they are equal."""
+    """Per position (and tau): a's value and interval (``a``, ``a_low``, ``a_high``), b's value (``b``), the
+    difference (``b_minus_a``), and whether b lies in a's interval (``b_in_a_interval``; ``LABELS`` for display). For an emulated profile (a) beside a real one (b): where the layers agree they are equal."""
     if a.num_speculative_tokens != b.num_speculative_tokens:
         raise bad_input("profiles", "num_speculative_tokens", f"the same K on both ({a.num_speculative_tokens})",
                         b.num_speculative_tokens)
@@ -320,8 +332,8 @@ def compare_profiles(a: AcceptanceProfile, b: AcceptanceProfile) -> pd.DataFrame
     for name, xs, ys in (("conditional", a.conditional, b.conditional), ("marginal", a.marginal, b.marginal)):
         rows += [(f"{name} {k}", x, y.value) for k, (x, y) in enumerate(zip(xs, ys), start=1)]
     rows.append(("tau", a.tau, b.tau.value))
-    df = pd.DataFrame([{"quantity": q, "a": x.value, "a low": x.low, "a high": x.high, "b": y, "b - a": y - x.value,
-                        "b in a's interval": y in x} for q, x, y in rows]).set_index("quantity")
+    df = pd.DataFrame([{"quantity": q, "a": x.value, "a_low": x.low, "a_high": x.high, "b": y, "b_minus_a": y - x.value,
+                        "b_in_a_interval": y in x} for q, x, y in rows]).set_index("quantity")
     df.attrs["title"] = f"a: {title(a)}; b: {title(b)}"
     return df
 
@@ -345,7 +357,8 @@ def _val(x) -> float:
 
 
 def _bounds(x: Interval) -> list[float | None]:
-    return [_num(x.low), _num(x.high)]
+    """An interval's bounds; null for one resampled unit (aggregate counters): its "interval" is only the point."""
+    return [None, None] if x.single else [_num(x.low), _num(x.high)]
 
 
 def _validation(c: ProfileConditions) -> str:

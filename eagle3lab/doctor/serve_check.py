@@ -217,9 +217,9 @@ class ServedProfiles:
         """``table()`` as JSON-ready records under stable keys: ``quantity`` ("conditional 1", ..., "marginal K",
         "tau"), ``emulated`` / ``emulated_low`` / ``emulated_high``, ``real``, ``real_minus_emulated``,
         ``in_interval`` (vLLM's value inside the emulated interval)."""
-        keys = {"quantity": "quantity", "a": "emulated", "a low": "emulated_low", "a high": "emulated_high",
-                "b": "real", "b - a": "real_minus_emulated", "b in a's interval": "in_interval"}
-        return [{keys[k]: (bool(v) if isinstance(v, bool) or k == "b in a's interval" else v) for k, v in row.items()}
+        keys = {"quantity": "quantity", "a": "emulated", "a_low": "emulated_low", "a_high": "emulated_high",
+                "b": "real", "b_minus_a": "real_minus_emulated", "b_in_a_interval": "in_interval"}
+        return [{keys[k]: (bool(v) if k == "b_in_a_interval" else v) for k, v in row.items()}
                 for row in self.table().reset_index().to_dict("records")]
 
 

@@ -104,6 +104,9 @@ def test_sglang_simulates_the_mean(profile):
     env = profile.sglang_simulation()
     assert float(env["SGLANG_SIMULATE_ACC_LEN"]) == pytest.approx(profile.tau.value, abs=1e-4)
     assert env["SGLANG_SIMULATE_ACC_METHOD"] == "match-expected"
+    assert profile.sglang_launch() == (f"--speculative-num-steps {K} --speculative-eagle-topk 1 "
+                                       f"--speculative-num-draft-tokens {K + 1}")
+    assert profile.to_json()["eagle3lab"]["sglang_launch"] == profile.sglang_launch()
 
 
 def test_counters_give_the_same_profile(profile):
@@ -113,11 +116,17 @@ def test_counters_give_the_same_profile(profile):
     assert real.conditions.measured_by == "real" and real.histogram == profile.histogram
     assert [x.value for x in real.marginal] == [x.value for x in profile.marginal]
     assert real.tau.single
+    # one unit (aggregate counters): no interval written, null bounds, read back as the point from one unit
+    written = json.loads(json.dumps(real.to_json()))
+    assert written["eagle3lab"]["intervals"]["mean_accept_length"] == [None, None]
+    assert all(b == [None, None] for b in written["eagle3lab"]["intervals"]["marginal"])
+    back = ap.AcceptanceProfile.from_json(written)
+    assert back.tau.single and back.tau.low == back.tau.high == pytest.approx(real.tau.value)
     per_request = [[sum(a == j for a in p) for j in range(K + 1)] for p in ROUNDS]
     real = ap.profile_from_counters(stats.rounds, stats.accepted_per_pos, conditions(),
                                     per_request_histograms=per_request)
     assert (real.tau.low, real.tau.high) == (profile.tau.low, profile.tau.high)
-    assert ap.compare_profiles(profile, real)["b in a's interval"].all()
+    assert ap.compare_profiles(profile, real)["b_in_a_interval"].all()
     with pytest.raises(Eagle3LabError, match="per_request_histograms"):
         ap.profile_from_counters(stats.rounds, stats.accepted_per_pos, conditions(),
                                  per_request_histograms=per_request[:2])
@@ -127,10 +136,18 @@ def test_counters_give_the_same_profile(profile):
     assert ap.vllm_counter_values(served, K) == (12, [9, 7, 0])
 
 
+def test_tables_have_stable_column_names_and_display_labels(profile):
+    assert list(profile.to_frame().columns) == ["conditional", "conditional_low", "conditional_high", "marginal",
+                                                "marginal_low", "marginal_high"]
+    table = ap.compare_profiles(profile, profile)
+    assert list(table.columns) == ["a", "a_low", "a_high", "b", "b_minus_a", "b_in_a_interval"]
+    assert "b in a's interval" in table.rename(columns=ap.LABELS).columns
+
+
 def test_compare_profiles_finds_a_different_draft(profile):
     other = ap.profile_from_rounds([[0, 0, 0], [0, 0], [0, 0, 0]], K, conditions())
     table = ap.compare_profiles(profile, other)
-    assert not table.loc["tau", "b in a's interval"] and table.loc["tau", "b - a"] < -1
+    assert not table.loc["tau", "b_in_a_interval"] and table.loc["tau", "b_minus_a"] < -1
     assert "vllm 0.32.0 cpu (emulated)" in table.attrs["title"]
 
 

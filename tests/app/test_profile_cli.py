@@ -45,6 +45,7 @@ def test_prints_the_replay_settings(written, tmp_path, capsys):
     spec = text.split("--speculative-config '", 1)[1].split("'", 1)[0]
     assert json.loads(spec) == profile.vllm_speculative_config()
     assert f"SGLANG_SIMULATE_ACC_LEN={profile.tau.value:.4f}" in text
+    assert "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4" in text
 
 
 def test_bad_input_names_the_flag(tmp_path, capsys):

@@ -79,7 +79,7 @@ def test_served_counters_give_the_emulated_profile(served, emulated):
     assert [x.value for x in real.conditional] == [x.value for x in mine.conditional]
     assert real.tau.value == mine.tau.value
     table = ap.compare_profiles(mine, real)
-    assert (table["b - a"] == 0).all()
+    assert (table["b_minus_a"] == 0).all()
 
 
 def test_vllm_replays_the_profiles_synthetic_rates(served, emulated):
@@ -108,4 +108,4 @@ def test_vllm_with_the_stand_in_kernel_replays_the_rates(served, emulated, name)
     if name == "case":   # the replay follows the rates, not the draft: the healthy draft served at case's rates
         assert replayed.tau.value not in healthy.tau and replayed.tau.value < healthy.tau.low
     table = ap.compare_profiles(profile, replayed)
-    assert table.filter(like="marginal", axis=0)["b in a's interval"].all()
+    assert table.filter(like="marginal", axis=0)["b_in_a_interval"].all()

@@ -77,7 +77,8 @@ def print_profile(profile, out) -> None:
     if c.topology != "chain":
         print("  (vLLM's synthetic rates are per chain position; this profile was measured on a tree)")
     env = " ".join(f"{k}={v}" for k, v in profile.sglang_simulation().items())
-    print(f"SGLang simulates its mean accept length (not the per-position shape) with {env}")
+    print(f"SGLang simulates its mean accept length (not the per-position shape, one length per batch) with {env} "
+          f"and {profile.sglang_launch()} (it caps the length at num_steps + 1)")
 
 
 def run(args) -> int:
