@@ -7,11 +7,13 @@
 
 The draft is scored teacher-forced (``eagle3lab.decoding.evaluate``: one target pass, ``num_steps`` draft passes;
 the greedy chain's accepted length at every anchor, ``OfflineEval.accept_lengths``) on long documents, and the anchors
-are binned by their context position (the tokens before the first drafted one: 0-512, 512-1k, 1-2k, 2-4k, ... up to
-``max_length``). Per bin, tau (accepted + 1 per round) with a bootstrap interval over documents
-(``engines.acceptance.bootstrap_ratio``), and the change from the bin before, a paired interval over the documents that
-reach both, worded by ``analysis.verdicts.word_of`` ("beats": higher than the bin before, "loses": lower, "within
-noise").
+are binned by their context position (anchor row t reads the target's states of positions 0..t and the token at t + 1,
+and drafts the tokens at t + 2 .. t + K + 1 with the draft at RoPE positions t .. t + K - 1; it sits in the bin holding
+t + 1, the position of the last token it reads: 0-512, 512-1k, 1-2k, 2-4k, ... up to ``max_length``). Per bin, tau
+(accepted + 1 per round) with a bootstrap interval over documents (``engines.acceptance.bootstrap_ratio``), and the
+change from the bin before, a paired interval over the documents that reach both, worded by
+``analysis.verdicts.word_of`` ("beats": higher than the bin before, "loses": lower, "within noise") only from
+``MIN_DOCUMENTS`` documents on (fewer: ``TOO_FEW``, the interval shown unworded).
 
 Curves (``CurveOfEngine``): ``reference`` runs the draft with no limit (full attention, RoPE at every position); each
 engine of ``engines`` runs it as that engine's rule says (``eagle3lab.engines.context_rules.resolve_context``):
@@ -40,10 +42,17 @@ from tqdm.auto import tqdm
 
 from eagle3lab.analysis.verdicts import word_of
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
-from eagle3lab.engines.context_rules import ENGINES, ContextRule, resolve_context
+from eagle3lab.engines.context_rules import ENGINES, TARGET, ContextRule, context_length, resolve_context
 from eagle3lab.errors import bad_input
 
 DEFAULT_MAX_LENGTH = 2048     # the default run on a CPU: bins up to 2k (a longer target needs --max-length)
+# The fewest documents whose paired percentile-bootstrap interval words a change here. With few units that interval is
+# too narrow: on a no-change simulation (per-document tau N(2, 0.3), each bin's tau its own +-0.3, 40-400 rounds a
+# bin; 3,000 draws per n, tests/analysis/test_context_curve.py::test_min_documents_holds_false_verdicts_near_nominal
+# re-runs it) "beats"/"loses" came out at n = 2: 49%, 3: 23%, 4: 19%, 6: 16%, 8: 12%, 10: 9.6%, 12: 9.0%, 16: 7.9%,
+# 20: 7.7% (nominal 5%). 10 is the smallest n at most twice the nominal rate; fewer documents leave a curve unworded.
+MIN_DOCUMENTS = 10
+TOO_FEW = "too few documents"    # the word of a change measured on fewer than the minimum documents
 SERVED, PARTLY, NOT_SERVED, EMPTY = "served", "partly served", "not served", "no anchors"
 REFERENCE = "reference"
 
@@ -73,12 +82,18 @@ def _corpus_files(split: str = "heldout") -> list[dict]:
         return sorted((json.loads(line) for line in f if line.strip()), key=lambda r: r["path"])
 
 
-def _fill(pieces, encode, length: int, n: int) -> list[tuple[list[int], list[str]]]:
+def _spread(files: list[dict], n: int) -> list[dict]:
+    """The files in an order where every one of ``n`` documents starts at another part of the sorted list."""
+    step = max(1, len(files) // n)
+    return [r for start in range(0, len(files), step) for r in files[start:start + step]]
+
+
+def _fill(pieces, encode, length: int, n: int, start: list[int] = ()) -> list[tuple[list[int], list[str]]]:
     """``n`` documents of ``length`` tokens, each whole pieces (path, text) concatenated in order until it is long
     enough (its last piece cut), then the next document starts at the next piece."""
     docs, ids, names = [], [], []
     for name, text in pieces:
-        ids += encode(text)
+        ids += (list(start) if not ids else []) + encode(text)
         names.append(name)
         if len(ids) >= length:
             docs.append((ids[:length], names))
@@ -91,14 +106,18 @@ def _fill(pieces, encode, length: int, n: int) -> list[tuple[list[int], list[str
 
 def corpus_documents(tokenizer, length: int, n: int = 4) -> Documents:
     """Whole held-out standard-library files (the bundled corpus), concatenated to ``length`` tokens each."""
-    files = _corpus_files()
-    # spread over the split: every document starts at another part of the sorted file list
-    step = max(1, len(files) // n)
-    pieces = [(r["path"], r["text"]) for start in range(0, len(files), step) for r in files[start:start + step]]
-    docs = _fill(pieces, lambda t: list(tokenizer(t)["input_ids"]), length, n)
+    pieces = [(r["path"], r["text"]) for r in _spread(_corpus_files(), n)]
+    # one BOS at the document's start (the tokenizer's own, if it adds one), none between the files
+    bos = [tokenizer.bos_token_id] if _adds_bos(tokenizer) else []
+    docs = _fill(pieces, lambda t: list(tokenizer(t, add_special_tokens=False)["input_ids"]), length, n, bos)
     used = sum(len(names) for _, names in docs)
     return Documents(tuple(tuple(d) for d, _ in docs), f"{n} x {length} tokens of held-out Python standard-library "
                      f"source (the bundled corpus, {used} whole files concatenated)", "code")
+
+
+def _adds_bos(tokenizer) -> bool:
+    bos = getattr(tokenizer, "bos_token_id", None)
+    return bos is not None and list(tokenizer("x")["input_ids"][:1]) == [bos]
 
 
 def _turns(record: dict, lines: int = 40):
@@ -123,9 +142,7 @@ def chat_documents(tokenizer, length: int, n: int = 4) -> Documents:
                     for m in ({"role": "user", "content": user}, {"role": "assistant", "content": answer})]
         return tokenizer.apply_chat_template(messages, tokenize=False)
 
-    files = _corpus_files()
-    step = max(1, len(files) // n)
-    pieces = [(r["path"], render(r)) for start in range(0, len(files), step) for r in files[start:start + step]]
+    pieces = [(r["path"], render(r)) for r in _spread(_corpus_files(), n)]
     docs = _fill(pieces, lambda t: list(tokenizer(t, add_special_tokens=False)["input_ids"]), length, n)
     return Documents(tuple(tuple(d) for d, _ in docs), f"{n} x {length}-token chat transcripts in the target's chat "
                      "template (users ask about held-out standard-library code; assistant turns are that code's own "
@@ -257,8 +274,8 @@ def _accepts(d, ids, greedy, aux, K: int, window: _Window | None, chunk: int) ->
 class PositionBin:
     """One bin of context positions [lo, hi) on one curve. ``tau``: None where no anchor is served; ``served``: the
     share of the bin's anchors the engine runs; ``change``: tau minus the bin before's, paired over the documents
-    that reach both (``change_word``: ``verdicts.word_of``: "beats" = higher); ``vs_reference``: this curve's tau minus
-    the reference's on the same anchors (engines only)."""
+    that reach both (``change_word``: ``word_of_curve``: "beats" = higher, TOO_FEW under ``min_documents``);
+    ``vs_reference``: this curve's tau minus the reference's on the same anchors (engines only)."""
 
     lo: int
     hi: int
@@ -268,15 +285,22 @@ class PositionBin:
     served: float
     status: str                       # SERVED, PARTLY, NOT_SERVED, EMPTY
     past_draft_limit: bool            # a round in the bin drafts at or past the draft's max_position_embeddings
-    past_window: bool                 # the bin's anchors attend past the window this curve applies
+    past_window: bool                 # a round in the bin attends past the window this curve applies
     change: Interval | None = None
-    change_word: str | None = None
+    change_word: str | None = None    # word_of_curve: TOO_FEW below min_documents documents
     vs_reference: Interval | None = None
     vs_reference_word: str | None = None
+    min_documents: int = MIN_DOCUMENTS
 
     @property
     def label(self) -> str:
         return bin_label(self.lo, self.hi)
+
+    def said(self, word: str | None, diff: Interval | None) -> str | None:
+        """A word as printed: TOO_FEW with the count it lacks ("too few documents to word (n = 3; at least 10)")."""
+        if word != TOO_FEW:
+            return word
+        return f"{TOO_FEW} to word (n = {diff.units}; at least {self.min_documents})"
 
 
 @dataclass(frozen=True)
@@ -305,6 +329,7 @@ class ContextCurve:
     device: str
     dtype: str
     level: float
+    min_documents: int = MIN_DOCUMENTS
 
     @property
     def curves(self) -> list[CurveOfEngine]:
@@ -324,9 +349,10 @@ class ContextCurve:
                              "anchors": b.anchors, "documents": b.documents, "status": b.status, "served": b.served,
                              **dict(zip(("tau", "tau_low", "tau_high"), iv(b.tau))),
                              **dict(zip(("change", "change_low", "change_high"), iv(b.change))),
-                             "change_word": b.change_word,
+                             "change_word": b.change_word, "change_units": _units(b.change),
                              **dict(zip(("vs_reference", "vs_reference_low", "vs_reference_high"), iv(b.vs_reference))),
                              "vs_reference_word": b.vs_reference_word,
+                             "vs_reference_units": _units(b.vs_reference),
                              "past_draft_limit": b.past_draft_limit, "past_window": b.past_window})
         df = pd.DataFrame(rows)
         df.attrs["title"] = self.title()
@@ -346,55 +372,78 @@ class ContextCurve:
         return df
 
 
-def _bin_sums(accepts: list[torch.Tensor], lo: int, hi: int, K: int, served_below: int | None):
-    """Per document: (tokens, rounds) over its anchors in context positions [lo, hi) (anchor row t has t + 1 tokens
-    before its first drafted one), only those whose drafted positions t..t+K-1 all lie below ``served_below``; and
-    how many anchors the bin holds in all."""
-    num, den, total = [], [], 0
+@dataclass(frozen=True)
+class _BinSums:
+    """One bin's per-document (tokens, rounds) over the rows it serves, its anchors in all, and the last RoPE position
+    a round of it drafts at (-1: no anchor)."""
+
+    num: list[float]
+    den: list[float]
+    total: int
+    reach: int
+
+
+def _units(diff: Interval | None) -> int | None:
+    return None if diff is None else diff.units
+
+
+def _bin_sums(accepts: list[torch.Tensor], lo: int, hi: int, K: int, served_below: int | None) -> _BinSums:
+    """The rows t with t + 1 in [lo, hi) (module docstring) whose K drafted tokens exist; only those whose draft RoPE
+    positions t .. t + K - 1 all lie below ``served_below`` are summed."""
+    num, den, total, reach = [], [], 0, -1
     for acc in accepts:
         rows = torch.arange(len(acc))
         inside = (rows + 1 >= lo) & (rows + 1 < hi) & (acc >= 0)
         total += int(inside.sum())
+        if inside.any():
+            reach = max(reach, int(rows[inside].max()) + K - 1)
         if served_below is not None:
             inside &= rows + K - 1 < served_below
         a = acc[inside]
         num.append(float(a.sum() + len(a)))
         den.append(float(len(a)))
-    return num, den, total
+    return _BinSums(num, den, total, reach)
 
 
-def _interval(num, den, level) -> Interval | None:
-    used = [(n, d) for n, d in zip(num, den) if d > 0]
+def _interval(sums: _BinSums, level) -> Interval | None:
+    used = [(n, d) for n, d in zip(sums.num, sums.den) if d > 0]
     return bootstrap_ratio(*zip(*used), level=level) if used else None
 
 
-def _paired(a, b, level) -> Interval | None:
-    """tau(a) - tau(b) over the documents with anchors in both (a, b: per-document (num, den))."""
-    both = [i for i in range(len(a[0])) if a[1][i] > 0 and b[1][i] > 0]
+def _difference_over_shared(a: _BinSums, b: _BinSums, level) -> Interval | None:
+    """tau(a) - tau(b), paired over the documents with served anchors in both."""
+    both = [i for i in range(len(a.den)) if a.den[i] > 0 and b.den[i] > 0]
     if not both:
         return None
     pick = lambda x: [x[i] for i in both]   # noqa: E731
-    return bootstrap_ratio_difference(pick(a[0]), pick(a[1]), pick(b[0]), pick(b[1]), level=level)
+    return bootstrap_ratio_difference(pick(a.num), pick(a.den), pick(b.num), pick(b.den), level=level)
 
 
-def _curve(engine, label, rule, accepts, bins, K, level, draft_m, reference=None) -> CurveOfEngine:
+def word_of_curve(diff: Interval | None, min_documents: int = MIN_DOCUMENTS) -> str | None:
+    """``verdicts.word_of`` from ``min_documents`` documents on; TOO_FEW below (MIN_DOCUMENTS says why)."""
+    if diff is None:
+        return None
+    return TOO_FEW if diff.units < min_documents else word_of(diff)
+
+
+def _curve(engine, label, rule, accepts, bins, K, level, draft_m, min_documents, reference=None) -> CurveOfEngine:
     """One curve's bins from the accepted lengths per anchor of each document (``reference``: the reference curve's,
     for the paired difference on the anchors this curve serves)."""
     fails = rule.fails_from if rule is not None else None
     window = rule.window if rule is not None else None
     out, prev = [], None
     for lo, hi in bins:
-        num, den, total = _bin_sums(accepts, lo, hi, K, fails)
-        served = sum(den) / total if total else 0.0
-        status = EMPTY if not total else SERVED if served == 1 else NOT_SERVED if served == 0 else PARTLY
-        change = _paired((num, den), prev, level) if prev is not None else None
-        vs = _paired((num, den), _bin_sums(reference, lo, hi, K, fails)[:2], level) if reference is not None else None
-        # the last position a round in this bin drafts at (row t drafts t..t+K-1; t + K <= length - 1)
-        reach = min(hi - 1 + K - 1, max(len(a) for a in accepts) - 1)
-        out.append(PositionBin(lo, hi, total, sum(1 for d in den if d > 0), _interval(num, den, level), served,
-                               status, reach >= draft_m, window is not None and reach >= window,
-                               change, word_of(change) if change else None, vs, word_of(vs) if vs else None))
-        prev = (num, den)
+        sums = _bin_sums(accepts, lo, hi, K, fails)
+        served = sum(sums.den) / sums.total if sums.total else 0.0
+        status = EMPTY if not sums.total else SERVED if served == 1 else NOT_SERVED if served == 0 else PARTLY
+        change = _difference_over_shared(sums, prev, level) if prev is not None else None
+        vs = None if reference is None else _difference_over_shared(sums, _bin_sums(reference, lo, hi, K, fails),
+                                                                    level)
+        out.append(PositionBin(lo, hi, sums.total, sum(1 for d in sums.den if d > 0), _interval(sums, level), served,
+                               status, sums.reach >= draft_m, window is not None and sums.reach >= window,
+                               change, word_of_curve(change, min_documents), vs, word_of_curve(vs, min_documents),
+                               min_documents))
+        prev = sums
     return CurveOfEngine(engine, label, rule, tuple(out))
 
 
@@ -405,30 +454,77 @@ def _draft_config(d) -> dict:
             "rope_scaling": c.rope_scaling, "num_hidden_layers": c.num_hidden_layers}
 
 
+def check_arguments(*, num_steps: int, n_documents: int | None, max_length: int | None, launch_window: int | None,
+                    names: dict | None = None) -> None:
+    """Refuse what the curve cannot run on, naming the argument (``names``: its flag, for the command)."""
+    name = lambda key: (names or {}).get(key, key)   # noqa: E731
+    if num_steps < 1:
+        raise bad_input(name("num_steps"), None, "at least 1 drafted position per round", num_steps)
+    if n_documents is not None and n_documents < 1:
+        raise bad_input(name("n_documents"), None, f"at least 1 document (verdicts from {MIN_DOCUMENTS})", n_documents)
+    if max_length is not None and max_length < num_steps + 2:
+        raise bad_input(name("max_length"), None, f"at least {num_steps + 2} tokens per document (one round of "
+                        f"{num_steps} drafted tokens after two known ones)", max_length)
+    # SGLang 0.5.23 arg_groups/speculative_hook.py: "--speculative-draft-window-size must be positive"
+    if launch_window is not None and launch_window <= 0:
+        raise bad_input(name("launch_window"), None, "a positive window (SGLang refuses to start otherwise)",
+                        launch_window)
+
+
+def target_context(target_cfg: dict, engines, launched: dict | None = None) -> int | None:
+    """The longest context any of ``engines`` serves the target to: each engine's own derivation
+    (``context_rules.context_length``: SGLang's get_context_length, vLLM's max_model_len) or its launch setting in
+    ``launched`` (engine -> vLLM --max-model-len / SGLang --context-length); transformers' (the reference) when no
+    engine is named."""
+    launched = launched or {}
+    lengths = [context_length(e, TARGET, target_cfg, launched.get(e)) for e in (tuple(engines) or ("speculators",))]
+    return max((x for x in lengths if x is not None), default=None)
+
+
+def _within(documents: Documents, limit: int | None) -> Documents:
+    """The documents cut to the target's context (a target past it is not what the curve measures)."""
+    if limit is None or max(documents.lengths) <= limit:
+        return documents
+    return Documents(tuple(d[:limit] for d in documents.ids), f"{documents.source}, cut to the target's context "
+                     f"of {limit} tokens", documents.kind)
+
+
 def context_curve(target, draft, documents: Documents | None = None, *, engines=ENGINES, engine_version=None,
                   launch_window: int | None = None, allow_longer: bool = False, max_length: int | None = None,
-                  n_documents: int = 4, bins=None, num_steps: int = 3, level: float = 0.95, chunk: int = 512,
-                  progress: bool = False) -> ContextCurve:
+                  launched_context: dict | None = None, n_documents: int = MIN_DOCUMENTS, bins=None,
+                  num_steps: int = 3, level: float = 0.95, chunk: int = 512, min_documents: int = MIN_DOCUMENTS,
+                  names: dict | None = None, progress: bool = False) -> ContextCurve:
     """Tau per context-position bin, for the draft with no limit and as each of ``engines`` runs it (module
     docstring). ``engine_version`` places the build of the one engine named (``engines=("vllm",)``);
     ``launch_window``: SGLang's --speculative-draft-window-size; ``allow_longer``: SGLang launched with
-    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1. ``max_length``: tokens per document (default the target's
-    max_position_embeddings, at most DEFAULT_MAX_LENGTH); ``documents`` default ``default_documents``."""
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1; ``launched_context``: engine -> the target's context as launched
+    (vLLM --max-model-len, SGLang --context-length). ``max_length``: tokens per document (default the target's
+    context, ``target_context``, at most DEFAULT_MAX_LENGTH; longer refused, and documents given cut to it);
+    ``documents`` default ``default_documents``; ``min_documents``: the fewest documents a change is worded from
+    (MIN_DOCUMENTS); ``names``: argument -> the flag an error names (the command's)."""
     from eagle3lab.decoding.speculative import draft_for
     from eagle3lab.models.target import as_target
 
+    check_arguments(num_steps=num_steps, n_documents=n_documents, max_length=max_length, launch_window=launch_window,
+                    names=names)
     tgt = as_target(target)
     d = draft_for(draft, tgt)
     engines = tuple(engines)
     if engine_version is not None and len(engines) != 1:
         raise bad_input("engine_version", None, "one engine named with it (engines=('vllm',))", engines)
     target_cfg = tgt.model.config.to_dict()
-    target_m = target_cfg.get("max_position_embeddings")
+    target_m = target_context(target_cfg, engines, launched_context)
+    if max_length is not None and target_m is not None and max_length > target_m:
+        raise bad_input((names or {}).get("max_length", "max_length"), None, f"at most the target's context "
+                        f"({target_m} tokens, as {', '.join(engines) or 'transformers'} derive it)", max_length,
+                        "Positions past it measure the target's own limit, not the draft's; give the target's served "
+                        "length (--max-model-len / --context-length) if it is served longer.")
     max_length = int(max_length or min(target_m or DEFAULT_MAX_LENGTH, DEFAULT_MAX_LENGTH))
-    documents = documents or default_documents(tgt, max_length, n_documents)
+    documents = _within(documents or default_documents(tgt, max_length, n_documents), target_m)
     bins = tuple(bins or position_bins(max(documents.lengths)))
     rules = {e: resolve_context(e, _draft_config(d), target_cfg, engine_version, launch_window=launch_window,
-                                allow_longer=allow_longer) for e in engines}
+                                allow_longer=allow_longer, target_context=(launched_context or {}).get(e))
+             for e in engines}
     settings = {None: None} | {(r.window, r.window_layers): None for r in rules.values() if r.window is not None}
     accepts = {key: [] for key in settings}
     for doc in tqdm(documents.ids, desc="context curve (documents)", disable=not progress):
@@ -439,10 +535,13 @@ def context_curve(target, draft, documents: Documents | None = None, *, engines=
             accepts[key].append(_accepts(d, ids, greedy, aux, num_steps, window, chunk))
     m = d.config.max_position_embeddings
     reference = _curve(REFERENCE, "no limit (full attention, RoPE at every position)", None,
-                                 accepts[None], bins, num_steps, level, m)
+                       accepts[None], bins, num_steps, level, m, min_documents)
     curves = {}
     for e, rule in rules.items():
         key = None if rule.window is None else (rule.window, rule.window_layers)
-        curves[e] = _curve(e, f"{rule.label} (emulated)", rule, accepts[key], bins, num_steps, level, m, accepts[None])
+        label = f"{rule.label}, {rule.launch} (emulated)" if rule.launch else f"{rule.label} (emulated)"
+        curves[e] = _curve(e, label, rule, accepts[key], bins, num_steps, level, m,
+                           min_documents, accepts[None])
     return ContextCurve(reference, curves, documents, m, target_m, _draft_config(d).get("sliding_window"), num_steps,
-                        max(documents.lengths), str(tgt.device), str(d.fc.weight.dtype).replace("torch.", ""), level)
+                        max(documents.lengths), str(tgt.device), str(d.fc.weight.dtype).replace("torch.", ""), level,
+                        min_documents)

@@ -3,9 +3,9 @@
 A draft carries three limits of its own, whatever its target takes:
 
     limit (ROWS kind)   the draft config's key(s)                         what the engines do with it
-    MAX_POSITIONS       max_position_embeddings (SGLang: times the        vLLM before PR #49343 sizes the draft's RoPE
-                        rope_scaling factor, get_context_length)          cache by it and fails past it (#48894); since
-                                                                          #49343 raises it to the target's length.
+    MAX_POSITIONS       max_position_embeddings as each engine reads it   vLLM before PR #49343 sizes the draft's RoPE
+                        (LENGTH_ROWS: vLLM's RoPE cache, SGLang's         cache by it and fails past it (#48894); since
+                        get_context_length)                               #49343 raises it to the target's length.
                                                                           SGLang refuses to start when the target's
                                                                           context is longer, unless
                                                                           SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1
@@ -26,17 +26,19 @@ serve (``fails_from``), the window it runs (``window``: keys with ``query - key 
 whether the draft's RoPE computes the target's, and notes with stable codes (``NOTE_CODES``; callers match the code,
 never the text). Builds are placed by ``eagle3lab.engines.versions`` (dates, PR marks, releases); one it cannot place
 behaves as the newest code read, with the warning note. ``eagle3lab.analysis.context_curve`` runs a draft as each
-rule says. Pure Python: no torch import.
+rule says. Lengths are rows too (``LengthRow``, ``context_length``): how each engine reads the target's context
+(vLLM's max_model_len or --max-model-len, SGLang's get_context_length or --context-length) and the positions its draft
+RoPE covers (vLLM: max_position_embeddings x factor for linear / dynamic, original_max_position_embeddings x factor for
+YaRN). Pure Python: no torch import.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eagle3lab.engines.config_view import read_draft, read_target, rope_type_of
+from eagle3lab.engines.config_view import read_draft, read_target, rope_type_of, text_config
 from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ
 from eagle3lab.engines.versions import ENGINE_NAMES, Change, place, place_in_order
-from eagle3lab.engines.vllm_runner import VLLM_NEWEST_READ
 from eagle3lab.errors import bad_input
 from eagle3lab.findings import Finding, Severity
 
@@ -51,6 +53,7 @@ BY_FLAG = "launch flag"            # the window only from a launch flag, on ever
 NO_WINDOW = "none"                 # no window, whatever the config says
 ENGINES = ("speculators", "vllm", "sglang")
 SPECULATORS_READ = "0.9.0"
+VLLM_CONTEXT_READ = "0.32.0"      # the vLLM wheel these rows were read in (vllm_runner.VLLM_NEWEST_READ: its runner's)
 SGLANG_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
 SGLANG_FLAG = "--speculative-draft-window-size"
 
@@ -89,10 +92,92 @@ class ContextRow:
     source: str
 
 
+@dataclass(frozen=True)
+class LengthRow:
+    """How ``engine`` reads a length from a config: ``role`` TARGET (the context it serves the target to) or DRAFT
+    (the positions its draft's RoPE covers); the first written key of ``keys`` (``smallest``: the smallest written
+    one), times rope_scaling's factor for the RoPE types ``scaled`` (None: every type but ``unscaled``), unless
+    rope_scaling writes ``unscaled_if``; ``base``: a RoPE type whose length is read from a rope_scaling key
+    instead; ``flag``: the launch flag that sets it outright."""
+
+    engine: str
+    role: str
+    keys: tuple[str, ...]
+    smallest: bool
+    scaled: tuple[str, ...] | None
+    unscaled: tuple[str, ...]
+    unscaled_if: str | None
+    base: dict
+    flag: str | None
+    reader: str
+    source: str
+
+
+TARGET, DRAFT = "target", "draft"
+# SGLang 0.5.23 srt/utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS / get_context_length
+_SGLANG_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+# vLLM 0.32.0 transformers_utils/model_arch_config_convertor.py derive_max_model_len_and_key (the smallest written)
+_VLLM_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+              "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+_SGLANG_LENGTH = dict(keys=_SGLANG_KEYS, smallest=False, scaled=None, unscaled=("llama3",),
+                      unscaled_if="original_max_position_embeddings", base={},
+                      reader="srt/utils/hf_transformers/common.py get_context_length", source="read in the 0.5.23 wheel")
+LENGTH_ROWS: tuple[LengthRow, ...] = (
+    LengthRow("vllm", TARGET, _VLLM_KEYS, True, None, ("su", "longrope", "llama3", "yarn", "deepseek_yarn",
+              "deepseek_llama_scaling"), None, {}, "--max-model-len", "config/model.py _get_and_verify_max_len "
+              "(max_model_len; a tokenizer's model_max_length can lower it, not read here)", "read in the 0.32.0 wheel"),
+    # get_rope: linear and dynamic cache max_position x factor, YaRN original_max_position x factor, the rest
+    # max_position (the draft's max_position_embeddings, llama.py)
+    LengthRow("vllm", DRAFT, ("max_position_embeddings",), False, ("linear", "dynamic", "yarn"), (), None,
+              {"yarn": "original_max_position_embeddings"}, None, "model_executor/layers/rotary_embedding/__init__.py "
+              "get_rope; linear_scaling_rope.py, dynamic_ntk_scaling_rope.py, yarn_scaling_rope.py "
+              "(_compute_cos_sin_cache)", "read in the 0.32.0 wheel"),
+    LengthRow("sglang", TARGET, flag="--context-length", **_SGLANG_LENGTH),
+    LengthRow("sglang", DRAFT, flag=None, **_SGLANG_LENGTH),
+    # transformers computes RoPE at any position: the config's length is what the model was trained to
+    LengthRow("speculators", TARGET, ("max_position_embeddings",), False, (), (), None, {}, None,
+              "transformers' config (RoPE computed at every position)", f"speculators {SPECULATORS_READ}"),
+    LengthRow("speculators", DRAFT, ("max_position_embeddings",), False, (), (), None, {}, None,
+              "transformers' config (RoPE computed at every position)", f"speculators {SPECULATORS_READ}"),
+)
+
+
+def length_row(engine: str, role: str) -> LengthRow:
+    return next(r for r in LENGTH_ROWS if (r.engine, r.role) == (engine, role))
+
+
+def context_length(engine: str, role: str, config: dict, launched: int | None = None) -> int | None:
+    """The length ``engine`` reads from ``config`` for ``role`` (``LENGTH_ROWS``), or ``launched`` (the row's flag:
+    --max-model-len, --context-length) when given."""
+    row = length_row(engine, role)
+    if launched is not None:
+        return int(launched)
+    layer = text_config(config)
+    layer = layer.get("transformer_layer_config") or layer      # speculators nests the draft's geometry
+    written = [layer[k] for k in row.keys if isinstance(layer.get(k), int)]
+    if not written:
+        return None
+    scaling = layer.get("rope_scaling") or layer.get("rope_parameters") or {}
+    kind = rope_type_of(scaling)
+    length = min(written) if row.smallest else written[0]
+    if kind in row.base and isinstance(scaling.get(row.base[kind]), int):
+        length = scaling[row.base[kind]]
+    scales = (kind in row.scaled if row.scaled is not None else kind not in row.unscaled) and \
+        not (row.unscaled_if and row.unscaled_if in scaling)
+    return int(length * (scaling.get("factor") or 1)) if scales else int(length)
+
+
 # Which keys a window of W keeps, past query - key < W: vLLM's flash-attention window (W-1, 0) and speculators'
 # kv_idx > q_idx - W keep W keys; SGLang's backends keep k_pos >= q_pos - W (Gemma's files pass sliding_window - 1 to
 # match; llama_eagle3.py passes the flag as it is), one key more.
 WINDOW_EXTRA = {BY_LAYER_TYPES: 0, BY_FLAG: 1}
+# A window written without layer_types, on an engine that reads windows from layer_types: (note code, what follows).
+# vLLM 0.32.0 hands the draft the verifier's cache_config window (llama.py); speculators leaves full attention.
+WINDOW_WITHOUT_LAYER_TYPES = {
+    "vllm": ("CONTEXT_WINDOW_FROM_VERIFIER", "; the draft gets the verifier's window (cache_config), full attention "
+             "for a target without one."),
+    "speculators": ("CONTEXT_WINDOW_DROPPED", "."),
+}
 
 
 def _row(engine, kind, since, value, reader, source, key=None) -> ContextRow:
@@ -138,14 +223,14 @@ ROWS: tuple[ContextRow, ...] = (
                "(kv_idx > q_idx - sliding_window)", f"speculators {SPECULATORS_READ} (#684)"),
 )
 
-NEWEST_READ = {"vllm": VLLM_NEWEST_READ, "sglang": SGLANG_NEWEST_READ, "speculators": SPECULATORS_READ}
+NEWEST_READ = {"vllm": VLLM_CONTEXT_READ, "sglang": SGLANG_NEWEST_READ, "speculators": SPECULATORS_READ}
 LABELS = {**ENGINE_NAMES, "speculators": "speculators"}
 
 NOTE_CODES = {
     "CONTEXT_VERSION_UNPLACED": "the build cannot be placed relative to a change: the newest behaviour is assumed",
     "CONTEXT_FAILS_PAST_LIMIT": "positions from the draft's limit on fail (crash or reads past the RoPE cache)",
     "CONTEXT_REFUSES_START": "start-up refuses while the target's context is longer than the draft's",
-    "CONTEXT_EXTENDED": "the draft's limit is raised to the target's: positions past it run untrained",
+    "CONTEXT_EXTENDED": "positions past the draft's limit run (up to the target's): RoPE past what it declares",
     "CONTEXT_ROPE_DIFFERS": "the draft's RoPE computes other angles than the target's",
     "CONTEXT_WINDOW_DROPPED": "the draft config's window is not applied by this engine (full attention)",
     "CONTEXT_WINDOW_APPLIED": "a sliding window limits the draft's attention",
@@ -172,8 +257,8 @@ class ContextRule:
 
     engine: str
     engine_version: str | None
-    draft_max_positions: int | None   # as the engine reads it (SGLang: times the rope factor)
-    target_max_positions: int | None
+    draft_max_positions: int | None   # as the engine reads it (context_length(engine, DRAFT, ...))
+    target_max_positions: int | None  # the target's context as the engine derives it, or as launched
     positions: str                    # FAILS, REFUSES or EXTENDS
     fails_from: int | None            # the first position not served (None: every position)
     rope_same_as_target: bool | None  # None: a RoPE not read
@@ -185,6 +270,14 @@ class ContextRule:
     @property
     def label(self) -> str:
         return f"{LABELS.get(self.engine, self.engine)} {self.engine_version or NEWEST_READ[self.engine]}"
+
+    @property
+    def launch(self) -> str | None:
+        """The launch a curve under this rule assumes: one refused at start-up runs only with the target's context
+        cut to the draft's (SGLang: --context-length m)."""
+        if self.positions != REFUSES or self.fails_from is None:
+            return None
+        return f"as launched with {length_row(self.engine, TARGET).flag} {self.fails_from}"
 
     def codes(self) -> tuple[str, ...]:
         return tuple(n.code for n in self.notes)
@@ -205,18 +298,6 @@ def rule_row(engine: str, kind: str, engine_version=None, key: str | None = None
     return rows[era]
 
 
-def _derived_max(engine: str, view) -> int | None:
-    """The draft's context as the engine reads it: SGLang's get_context_length multiplies max_position_embeddings by
-    rope_scaling.factor unless original_max_position_embeddings is written or the type is llama3 (0.5.4, 0.5.23)."""
-    m = view.max_positions
-    scaling = view.rope.scaling if view.rope.scaling_from == "rope_scaling" else None
-    if engine != "sglang" or m is None or not scaling:
-        return m
-    factor = 1 if "original_max_position_embeddings" in scaling or rope_type_of(scaling) == "llama3" \
-        else scaling.get("factor", 1)
-    return int(factor * m)
-
-
 def _positions(engine, row, m, target_m, note) -> int | None:
     """The first position not served, with its note."""
     if m is None or (target_m is not None and m >= target_m):
@@ -230,8 +311,8 @@ def _positions(engine, row, m, target_m, note) -> int | None:
              f"({target_m}) is longer than the draft's ({m}); launch with --context-length {m} (the target is then "
              f"served only up to {m}) or set {SGLANG_ENV} ({row.reader}; {row.source}).")
         return m
-    note("CONTEXT_EXTENDED", f"{LABELS[engine]} raises the draft's max_position_embeddings {m} to the target's "
-         f"{target_m}: positions past {m} run, RoPE computed beyond the draft's own limit ({row.reader}; {row.source}).")
+    note("CONTEXT_EXTENDED", f"{LABELS[engine]} serves positions past the draft's length {m} up to the target's "
+         f"{target_m}, RoPE computed beyond the draft's own limit ({row.reader}; {row.source}).")
     return None
 
 
@@ -253,10 +334,9 @@ def _window(engine, row, view, launch_window, note) -> tuple[int | None, tuple[i
         return None, ()
     layers = w.by_layer_types(n)
     if w.written and w.layer_types is None:
-        note("CONTEXT_WINDOW_FROM_VERIFIER" if engine == "vllm" else "CONTEXT_WINDOW_DROPPED",
-             f"sliding_window {w.size} without layer_types: {LABELS[engine]} applies a draft window only through "
-             f"layer_types ({row.reader})" + ("; the draft gets the verifier's window (cache_config), full attention "
-                                            "for a target without one." if engine == "vllm" else "."))
+        code, then = WINDOW_WITHOUT_LAYER_TYPES[engine]
+        note(code, f"sliding_window {w.size} without layer_types: {LABELS[engine]} applies a draft window only "
+             f"through layer_types ({row.reader}){then}")
     if layers:
         note("CONTEXT_WINDOW_APPLIED", f"layers {list(layers)} attend keys with query - key < {w.size} "
              f"({row.reader}).")
@@ -265,10 +345,12 @@ def _window(engine, row, view, launch_window, note) -> tuple[int | None, tuple[i
 
 
 def resolve_context(engine: str, draft_config: dict, target_config: dict, engine_version=None, *,
-                    launch_window: int | None = None, allow_longer: bool = False) -> ContextRule:
+                    launch_window: int | None = None, allow_longer: bool = False,
+                    target_context: int | None = None) -> ContextRule:
     """How ``engine`` runs this draft's context (``draft_config`` / ``target_config``: the config.json dicts).
     ``launch_window``: SGLang's --speculative-draft-window-size; ``allow_longer``: SGLang launched with
-    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1; ``target_context``: the target's context as launched (vLLM
+    --max-model-len, SGLang --context-length; default: as the engine derives it, ``context_length``)."""
     if engine not in ENGINES:
         raise bad_input("engine", None, f"one of {', '.join(ENGINES)}", repr(engine))
     notes: list[Finding] = []
@@ -280,11 +362,12 @@ def resolve_context(engine: str, draft_config: dict, target_config: dict, engine
         note("CONTEXT_VERSION_UNPLACED", text)
 
     view, target = read_draft(draft_config, ()), read_target(target_config)
-    setting = SGLANG_ENV if engine == "sglang" and allow_longer else None
+    setting = SGLANG_ENV if allow_longer and any((r.engine, r.key) == (engine, SGLANG_ENV) for r in ROWS) else None
     pos_row = rule_row(engine, MAX_POSITIONS, engine_version, setting, warn)
     rope_row = rule_row(engine, ROPE, engine_version, None, warn)
     win_row = rule_row(engine, WINDOW, engine_version, None, warn)
-    m, target_m = _derived_max(engine, view), target.max_positions
+    m = context_length(engine, DRAFT, draft_config)
+    target_m = context_length(engine, TARGET, target_config, target_context)
     fails_from = _positions(engine, pos_row, m, target_m, note)
     same = None if view.rope.unclear or target.rope.unclear else view.rope.computes() == target.rope.computes()
     if same is False:

@@ -8,7 +8,8 @@ the context curve's intervals (``eagle3lab.analysis.context_curve``) and the eng
     text, claims = summary(...)                               # the summary's words and the numbers they state
 
 A curve "falls" where a bin's paired change from the bin before is "loses" (its whole interval below 0,
-``verdicts.word_of``), never from the points alone. The changes a reader can make, each generated only when the
+``context_curve.word_of_curve``), never from the points alone; measured on fewer than ``MIN_DOCUMENTS`` documents a
+curve is "unworded" (no verdict either way). The changes a reader can make, each generated only when the
 numbers or rules call for it (``CHANGE_CODES``): retrain on longer sequences, raise ``max_position_embeddings`` (or
 serve a build that does), set SGLang's window flag, remove a window the draft was not trained with, write the
 target's ``rope_scaling``.
@@ -21,18 +22,27 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from eagle3lab.analysis.context_curve import ContextCurve, CurveOfEngine, Documents, PositionBin, bin_label
+from eagle3lab.analysis.context_curve import (
+    TOO_FEW,
+    ContextCurve,
+    CurveOfEngine,
+    Documents,
+    PositionBin,
+    bin_label,
+)
 from eagle3lab.engines import context_rules as cr
 from eagle3lab.readings.numbers import fmt, interval_record, signed
 
 # the verdicts of read_curve
 HOLDS, FALLS_PAST_TRAINED, FALLS_WITHIN_TRAINED, FALLS = "holds", "falls past trained", "falls within trained", "falls"
+UNWORDED = "unworded"      # fewer documents than a change is worded from (context_curve.MIN_DOCUMENTS)
 CHANGE_CODES = {
     "RETRAIN_LONGER": "tau falls beyond noise past the sequence length the draft was trained on",
     "RAISE_MAX_POSITIONS": "an engine cannot serve positions from the draft's max_position_embeddings on",
     "SET_WINDOW_FLAG": "an engine drops the window the draft was trained with",
     "REMOVE_WINDOW": "an engine applies a window the draft was not trained with, and tau loses past it",
     "FIX_ROPE_SCALING": "the draft's RoPE computes other angles than the target's",
+    "MORE_DOCUMENTS": "the curve is unworded: too few documents for a verdict on any change",
     "NOTHING": "the draft holds up and every engine runs it as trained",
 }
 # The trainers' sequence-length settings, read in the installed wheels (.venv-engines): speculators 0.9.0
@@ -108,10 +118,14 @@ class CurveReading:
     first_drop: PositionBin | None
     trained_length: int | None
     verdict: str
+    unworded: PositionBin | None = None      # the first bin whose change has too few documents to be worded
 
     def words(self) -> str:
         a, b = self.first, self.last
         head = f"tau {fmt(a.tau)} at {a.label} and {fmt(b.tau)} at {b.label}"
+        if self.verdict == UNWORDED:
+            b = self.unworded
+            return f"{head}: the curve is unworded, {b.said(TOO_FEW, b.change)}"
         if self.first_drop is None:
             return f"{head}: no bin loses to the bin before beyond noise (it holds up to {b.hi} tokens)"
         d = self.first_drop
@@ -126,13 +140,16 @@ def read_curve(curve: CurveOfEngine, trained: int | None) -> CurveReading:
     if not measured:
         raise ValueError(f"read_curve: the curve '{curve.label}' has no bin with a tau (no anchor served)")
     drop = next((b for b in measured if b.change_word == "loses"), None)
-    if drop is None:
+    unworded = next((b for b in measured if b.change_word == TOO_FEW), None)
+    if drop is None and unworded is not None:
+        verdict = UNWORDED
+    elif drop is None:
         verdict = HOLDS
     elif trained is None:
         verdict = FALLS
     else:
         verdict = FALLS_PAST_TRAINED if drop.lo >= trained else FALLS_WITHIN_TRAINED
-    return CurveReading(measured[0], measured[-1], drop, trained, verdict)
+    return CurveReading(measured[0], measured[-1], drop, trained, verdict, unworded)
 
 
 # ----------------------------------------------------------------------------- one engine's rule, read
@@ -244,6 +261,8 @@ def what_to_change(reading: CurveReading, rules: list[RuleReading], *, trained_w
     """The changes the numbers call for (``CHANGE_CODES``), each once per engine build. ``trained_window``: the window
     the draft was trained with (None: full attention)."""
     out = []
+    if reading.verdict == UNWORDED:
+        out.append(Change("MORE_DOCUMENTS", None, f"measure on more documents: {reading.words()}."))
     if reading.verdict in (FALLS_PAST_TRAINED, FALLS):
         known = f"the {reading.trained_length}-token sequences it was trained on" if reading.trained_length else \
             "its training length (not recorded; check it)"

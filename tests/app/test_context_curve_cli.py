@@ -41,3 +41,29 @@ def test_smollm2_track_reads_chat_transcripts(real_target, capsys):
     assert "chat transcripts" in data["documents"]
     assert [r["bin"] for r in data["bins"]] == ["0-512", "512-520"] * 2
     assert data["rules"][0]["codes"] == []    # max_position_embeddings 8192 = the target's: no limit below it
+
+
+def test_the_default_document_count_is_the_fewest_a_change_is_worded_from():
+    from eagle3lab.analysis.context_curve import MIN_DOCUMENTS
+    from eagle3lab.app.commands.context_curve import NUM_DOCUMENTS
+
+    assert NUM_DOCUMENTS == MIN_DOCUMENTS
+
+
+@pytest.mark.parametrize("flags,named", [(["--num-steps", "0"], "--num-steps"),
+                                         (["--num-documents", "0"], "--num-documents"),
+                                         (["--max-length", "1"], "--max-length"),
+                                         (["--draft-window-size", "0"], "--draft-window-size"),
+                                         (["--max-length", "5000"], "--max-length")])
+def test_arguments_it_cannot_run_on_are_refused_by_flag(capsys, flags, named):
+    """--max-length 5000 on the bundled 2048-token target: past the target's own context."""
+    assert main(["context-curve", *flags, "--device", "cpu"]) != 0
+    assert f"{named}: expected" in capsys.readouterr().err
+
+
+def test_unworded_changes_print_their_document_count(capsys):
+    assert main(["context-curve", "--engine", "vllm", "--max-length", "600", "--num-documents", "2",
+                 "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "n=2" in out and "512-600: against the bin before, too few documents to word (n = 2; at least 10)" in out
+    assert "beats" not in out and "loses" not in out

@@ -82,13 +82,47 @@ def test_sglang_refuses_to_start_unless_the_env_var_then_extends():
     assert (allowed.positions, allowed.fails_from) == (EXTENDS, None)
 
 
-def test_sglang_reads_the_context_times_the_rope_factor():
+def test_each_engine_reads_the_drafts_length_with_its_rope_factor():
+    """SGLang's get_context_length: max_position_embeddings x factor unless original_max_position_embeddings is
+    written or the type is llama3; vLLM's RoPE cache (get_rope, 0.32.0): max_position x factor for linear and
+    dynamic, original_max_position x factor for YaRN, max_position for the rest."""
     linear = dict(SHORT, rope_scaling={"rope_type": "linear", "factor": 4.0})
     assert resolve_context("sglang", linear, TARGET_CFG).fails_from == 1024
-    assert resolve_context("vllm", linear, TARGET_CFG, "0.24.0").fails_from == 256
+    assert resolve_context("vllm", linear, TARGET_CFG, "0.24.0").fails_from == 1024
+    dynamic = dict(SHORT, rope_scaling={"type": "dynamic", "factor": 2.0})
+    assert resolve_context("vllm", dynamic, TARGET_CFG, "0.24.0").fails_from == 512
+    yarn = dict(SHORT, rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 128})
+    assert resolve_context("vllm", yarn, TARGET_CFG, "0.24.0").fails_from == 512
+    assert resolve_context("sglang", yarn, TARGET_CFG).fails_from == 256
     llama3 = dict(SHORT, rope_scaling={"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
                                        "high_freq_factor": 4.0, "original_max_position_embeddings": 128})
     assert resolve_context("sglang", llama3, TARGET_CFG).fails_from == 256
+    assert resolve_context("vllm", llama3, TARGET_CFG, "0.24.0").fails_from == 256
+
+
+def test_the_targets_context_as_each_engine_derives_it_or_as_launched():
+    """vLLM's max_model_len: the smallest length key x factor (not for llama3 / YaRN); SGLang: the first of
+    max_sequence_length, seq_length, ... max_position_embeddings x factor; either replaced by its launch flag."""
+    assert cr.context_length("vllm", cr.TARGET, TARGET_CFG) == cr.context_length("sglang", cr.TARGET, TARGET_CFG) == 2048
+    scaled = dict(TARGET_CFG, rope_scaling={"rope_type": "linear", "factor": 2.0})
+    assert cr.context_length("vllm", cr.TARGET, scaled) == cr.context_length("sglang", cr.TARGET, scaled) == 4096
+    written = dict(TARGET_CFG, max_sequence_length=1024, seq_length=8192)
+    assert cr.context_length("sglang", cr.TARGET, written) == 1024 and cr.context_length("vllm", cr.TARGET, written) == 1024
+    assert cr.context_length("sglang", cr.TARGET, dict(TARGET_CFG, seq_length=8192)) == 8192
+    assert cr.context_length("vllm", cr.TARGET, dict(TARGET_CFG, seq_length=8192)) == 2048
+    assert cr.length_row("vllm", cr.TARGET).flag == "--max-model-len"
+    # launched with a target context no longer than the draft's: SGLang starts and serves every position
+    launched = resolve_context("sglang", SHORT, TARGET_CFG, target_context=256)
+    assert (launched.fails_from, launched.codes(), launched.target_max_positions) == (None, (), 256)
+    longer = resolve_context("vllm", SHORT, scaled, "0.24.0")
+    assert (longer.target_max_positions, longer.fails_from) == (4096, 256)
+
+
+def test_labels_name_the_build_read_and_the_launch_a_refusal_implies():
+    assert resolve_context("vllm", DRAFT, TARGET_CFG).label == "vLLM 0.32.0"
+    plain = resolve_context("sglang", SHORT, TARGET_CFG)
+    assert plain.launch == "as launched with --context-length 256"
+    assert resolve_context("sglang", SHORT, TARGET_CFG, allow_longer=True).launch is None
 
 
 def test_rope_against_the_targets():

@@ -7,6 +7,7 @@ import pytest
 from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
 from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
 
+from eagle3lab.analysis.context_curve import MIN_DOCUMENTS
 from eagle3lab.app.workbook import NOTEBOOKS
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.readings import nb08_long_context as reading
@@ -53,6 +54,8 @@ def test_every_bin_carries_its_interval_and_the_change_its_interval_earns(nb):
                 continue
             # a paired difference of ratios of sums: its point is the difference of the two bins' points
             assert b["change"]["value"] == pytest.approx(tau["value"] - t["bins"][i - 1]["tau"]["value"])
+            # enough documents for a verdict (context_curve.MIN_DOCUMENTS), and the word its interval earns
+            assert b["change"]["units"] >= MIN_DOCUMENTS, (name, b["label"])
             assert b["change_word"] == word(b["change"]), (name, b["label"])
 
 
@@ -141,7 +144,7 @@ def test_the_parameters_cell_holds_the_models_documents_and_loading_defaults():
 @pytest.mark.timeout(600)
 def test_the_smollm2_track_swaps_the_models_and_reads_chat_transcripts(real_target, bundled_models):
     """TRACK = "smollm2" (apply_track): the SmolLM2 target and its healthy draft; 2 documents of 1024 tokens and no
-    side track keep this run short."""
+    side track keep this run short, and leave its curve unworded (fewer than MIN_DOCUMENTS), which it says."""
     claims, text, printed = run_with_parameters(NOTEBOOK, {"TRACK": "smollm2", "N_DOCUMENTS": 2, "MAX_LENGTH": 1024,
                                                            "SIDE_TRACKS": []})
     assert claims["track"] == "smollm2" and list(claims["tracks"]) == ["smollm2"]
@@ -151,3 +154,5 @@ def test_the_smollm2_track_swaps_the_models_and_reads_chat_transcripts(real_targ
     assert [b["label"] for b in t["bins"]] == ["0-512", "512-1k"]
     assert claims["rule"]["engines"]["vllm"]["fails_from"] == PARAMS["COPY_MAX_POSITIONS"]
     assert "On the smollm2 track (2 x 1024-token chat transcripts" in text
+    assert t["verdict"] == reading.UNWORDED and "MORE_DOCUMENTS" in t["changes"]
+    assert f"the curve is unworded, too few documents to word (n = 2; at least {MIN_DOCUMENTS})" in text

@@ -214,3 +214,18 @@ def test_the_figure_is_titled_labelled_and_marks_the_limits_it_reaches():
     assert "past the documents: far" in ax.get_xlabel()
     assert any(t.get_text() == "vLLM 0.24.0: not served" for t in ax.get_legend().get_texts())
     plt.close(fig)
+
+
+def test_a_curve_from_too_few_documents_is_unworded_and_calls_for_more():
+    """Bins whose changes rest on 4 documents (context_curve.word_of_curve: fewer than MIN_DOCUMENTS) give no
+    verdict, not "holds": the reading says so with the count, and the change asked for is more documents."""
+    from eagle3lab.analysis.context_curve import MIN_DOCUMENTS, TOO_FEW, word_of_curve
+
+    bins = [PositionBin(lo, hi, 100, 4, iv(t), 1.0, SERVED, False, False, None if c is None else iv(c, 0.05),
+                        None if c is None else word_of_curve(iv(c, 0.05)))
+            for (lo, hi), (t, c) in zip([(0, 512), (512, 1024)], [(2.8, None), (2.0, -0.8)])]
+    assert bins[1].change_word == TOO_FEW          # the interval lies below 0, but on 4 documents
+    reading = r.read_curve(CurveOfEngine("reference", "no limit", None, tuple(bins)), 512)
+    assert reading.verdict == r.UNWORDED and reading.first_drop is None
+    assert f"the curve is unworded, too few documents to word (n = 4; at least {MIN_DOCUMENTS})" in reading.words()
+    assert [c.code for c in r.what_to_change(reading, [])] == ["MORE_DOCUMENTS"]
