@@ -43,11 +43,6 @@ class Severity(StrEnum):
 
 _RANK = {Severity.CRITICAL: 0, Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
-# Names the old message classes used for the shared fields (flags' and vocab's ``message``, doctor's
-# ``evidence``, flags' ``setting`` and vocab's ``key`` for ``where``): read through while callers move over.
-_ALIASES = {"message": "text", "evidence": "text", "setting": "where", "key": "where"}
-
-
 @dataclass(frozen=True)
 class Finding:
     """One thing found: the code callers match, the severity, the sentence, the fix (in the engine's syntax),
@@ -67,11 +62,9 @@ class Finding:
         object.__setattr__(self, "severity", Severity(self.severity))
 
     def __getattr__(self, name: str):
-        # only reached for names that are no field: old names of shared fields, then the detail's fields
-        if name.startswith("__") or name in ("detail", "where", "text"):
+        # only reached for names that are no field: the detail's fields
+        if name.startswith("__") or name == "detail":
             raise AttributeError(name)
-        if name in _ALIASES:
-            return getattr(self, _ALIASES[name])
         detail = self.detail
         if detail is not None and name in {f.name for f in fields(detail)}:
             return getattr(detail, name)

@@ -17,10 +17,12 @@ def test_one_scale_whose_top_level_keeps_each_outputs_word():
     assert f"{Severity.ERROR}" == "error" and Severity.CRITICAL.upper() == "CRITICAL"
 
 
-def test_a_finding_normalises_its_severity_and_reads_old_names_through():
+def test_a_finding_normalises_its_severity_and_has_no_old_names():
     f = Finding("X_CODE", "error", "The engine crashes. Fix it by hand.", fix="--flag 1", where="num_steps")
     assert f.severity is Severity.ERROR and f.severity.blocking
-    assert (f.message, f.evidence, f.setting, f.key) == (f.text, f.text, "num_steps", "num_steps")
+    assert (f.text, f.where) == ("The engine crashes. Fix it by hand.", "num_steps")
+    for old in ("message", "evidence", "setting", "key"):   # one name per field: no pass-through left
+        assert not hasattr(f, old), old
     assert f.headline == "The engine crashes." and str(f) == f.text
     with pytest.raises(AttributeError):
         assert f.no_such_field is None

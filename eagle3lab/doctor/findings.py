@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass, is_dataclass
 from eagle3lab.engines.acceptance import Interval
 from eagle3lab.findings import Finding, Severity
 
-SEVERITIES = ("critical", "warning", "info")
 MIN_TOKENS_PER_ROUND = 0.1    # a critical fix gains at least this many accepted tokens per round ...
 MIN_SHARE_OF_TAU = 0.05       # ... and at least this share of tau, both on the interval's low end
 
@@ -37,10 +36,10 @@ class Cost:
         return max(MIN_TOKENS_PER_ROUND, MIN_SHARE_OF_TAU * self.tau)
 
     @property
-    def severity(self) -> str:
+    def severity(self) -> Severity:
         if self.gain.sign() == 1 and self.gain.low >= self.threshold:
-            return "critical"
-        return "warning" if self.gain.sign() == 1 else "info"
+            return Severity.CRITICAL
+        return Severity.WARNING if self.gain.sign() == 1 else Severity.INFO
 
     def interval_text(self) -> str:
         g = self.gain
@@ -68,8 +67,7 @@ class Cost:
 def costliest(*costs: Cost | None) -> Cost | None:
     """The cost that earns the highest severity (ties: the larger low end)."""
     given = [c for c in costs if c is not None]
-    order = {s: i for i, s in enumerate(SEVERITIES)}
-    return min(given, key=lambda c: (order[c.severity], -c.gain.low), default=None)
+    return min(given, key=lambda c: (c.severity.rank, -c.gain.low), default=None)
 
 
 def cost_of(gain: Interval, before: Interval | float, after: Interval | float) -> Cost:
@@ -127,6 +125,3 @@ def doctor_finding(code: str, severity: str, title: str, evidence: str, fix: str
     return Finding(code, Severity(severity).worded(Severity.CRITICAL), evidence, fix, data=dict(data or {}),
                    title=title, detail=Measured(source, tau_before, tau_after, gain, undone, cost))
 
-
-# The old name, still called by fixes.py, run.py and ladder.py (issue 34 moves them over to doctor_finding).
-DoctorFinding = doctor_finding

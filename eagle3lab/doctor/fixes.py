@@ -18,11 +18,12 @@ import torch
 
 from eagle3lab.analysis.switches import SWITCHES, cannot_apply, config_key
 from eagle3lab.analysis.wiring_search import NO_AUX, wiring_text
-from eagle3lab.doctor.findings import DoctorFinding, cost_of, costliest
+from eagle3lab.doctor.findings import cost_of, costliest, doctor_finding
 from eagle3lab.doctor.fix_choice import servable_wiring
 from eagle3lab.doctor.vocab_behaviour import vocab_from_behaviour
 from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.engines.profiles import PROFILES
+from eagle3lab.findings import Finding, Severity
 from eagle3lab.models.state_bank import FINAL_NORMED
 
 ENGINE_FORMAT = {"sglang": "sglang", "vllm": "speculators"}   # the checkpoint family each engine loads
@@ -153,7 +154,7 @@ class Fix:
         (``kept_in_checkpoint``: not critical, or a loss measured on the ladder; ``CheckpointPlan.left_out``)."""
         return self.written_in is WrittenIn.CHECKPOINT and self.applicable
 
-    def finding(self, before, after, gain, undone, undone_between) -> DoctorFinding:
+    def finding(self, before, after, gain, undone, undone_between) -> Finding:
         """The finding, measured: ``before`` and ``after`` rungs, the paired ``gain`` and ``undone`` intervals
         (``undone_between``: the two rungs undoing it compares). Its severity is what the larger of the two
         costs (``findings.Cost``), unless the fix is of a kind whose severity is set by what it is."""
@@ -163,9 +164,9 @@ class Fix:
         # what --write-fixed does with it is known only now, with the severity and the gain measured
         words = write_fixed_words(self, severity, gain)
         fix = f"{self.fix.rstrip('.')}. {words}" if self.fix and words else self.fix or words or None
-        return DoctorFinding(self.code, severity, self.title, evidence, fix, self.source,
-                             tau_before=before.tau, tau_after=after.tau, gain=gain, undone=undone, data=self.data,
-                             cost=cost)
+        return doctor_finding(self.code, severity, self.title, evidence, fix, self.source,
+                              tau_before=before.tau, tau_after=after.tau, gain=gain, undone=undone, data=self.data,
+                              cost=cost)
 
 
 def kept_in_checkpoint(fix: Fix, severity: str, gain) -> bool:
@@ -174,7 +175,7 @@ def kept_in_checkpoint(fix: Fix, severity: str, gain) -> bool:
     for a critical finding (a measurable but small gain read on these prompts is no reason to rewrite a checkpoint
     that may be right); neither when it measures as a loss on the ladder."""
     return (fix.as_written is not None and gain.sign() != -1
-            and (fix.written_in is WrittenIn.LAUNCH_COMMAND or severity == "critical"))
+            and (fix.written_in is WrittenIn.LAUNCH_COMMAND or Severity(severity).blocking))
 
 
 def write_fixed_words(fix: Fix, severity: str, gain) -> str:
@@ -206,7 +207,7 @@ def id_notes(engine: str, ids, num_layers: int, arch: str | None, engine_version
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def unreadable_ids(draft_path, draft, build, choice) -> DoctorFinding:
+def unreadable_ids(draft_path, draft, build, choice) -> Finding:
     """The engine reads no ids it can serve from the checkpoint as written: a finding with its fix (the
     ids of the chosen wiring, in the engine's key), never an early exit."""
     profile = PROFILES[build.engine]
@@ -216,7 +217,7 @@ def unreadable_ids(draft_path, draft, build, choice) -> DoctorFinding:
     fix = (f"write {ids_fix(build.engine, ids)} (--write-fixed writes the ids of the wiring it writes, in the "
            f"{ENGINE_FORMAT[build.engine]} format)"
            if ids is not None else f"no ids {build.label} can capture for {wiring_text(choice.wiring)} ({why})")
-    return DoctorFinding(
+    return doctor_finding(
         "AUX_IDS_UNREADABLE", "critical", f"{build.label} reads no aux ids it can serve from this checkpoint",
         f"{draft_path}: {build.label} reads ids at {', '.join(profile.id_keys) or 'no key'} and would not feed fc "
         f"{draft.config.num_aux} states as written (it refuses the checkpoint or feeds its default). The wiring "
@@ -227,10 +228,10 @@ def unreadable_ids(draft_path, draft, build, choice) -> DoctorFinding:
 # ------------------------------------------------------------------ the proposals, in ladder order
 
 
-def algorithm_fix(flag: DoctorFinding) -> Fix:
+def algorithm_fix(flag: Finding) -> Fix:
     """sglang#21272: an EAGLE-3 draft launched as EAGLE, fc silently skipped (the widths match)."""
     return Fix(FixKind.ALGORITHM, flag.code, "EAGLE-3 algorithm", {"aux": True}, True, WrittenIn.LAUNCH_COMMAND,
-               {"aux": True}, "fc silently skipped: wrong algorithm", flag.evidence + " The widths match, so nothing "
+               {"aux": True}, "fc silently skipped: wrong algorithm", flag.text + " The widths match, so nothing "
                "fails: the draft reads the last hidden state past fc (sglang#21272).", flag.fix, "flags",
                severity="critical")
 
@@ -340,7 +341,7 @@ def map_fix(draft, meter, state: RunState):
     data = {"slots": vocab.suspects, "tokens": modes}
     gain = meter.crossfit(state, meter("before the map", state))
     if gain.sign() != 1:
-        return None, vocab, [DoctorFinding(
+        return None, vocab, [doctor_finding(
             "VOCAB_CONFUSIONS", "info", f"{len(vocab.suspects)} slots look re-pointed, but re-pointing them "
             "does not raise tau on prompts they were not read from", seen + " Likely a weak draft's confusions, "
             "not a wrong map.", None, "vocab", gain=gain, data=data)]
@@ -352,10 +353,10 @@ def map_fix(draft, meter, state: RunState):
                read_from=state), vocab, []
 
 
-def chain_fix(flag: DoctorFinding, served_steps: int, intended_steps: int) -> Fix:
+def chain_fix(flag: Finding, served_steps: int, intended_steps: int) -> Fix:
     """The chain the resolver found capped, at the length the command asked for: a longer chain always accepts
     more, so never critical by itself."""
     return Fix(FixKind.CHAIN, flag.code, f"chain of {intended_steps}", {"num_steps": intended_steps}, True,
                WrittenIn.LAUNCH_COMMAND, {"num_steps": intended_steps}, f"the chain is capped at {served_steps}",
-               flag.evidence, flag.fix, "flags", measure=Measure.FULL_CHAIN, severity="warning")
+               flag.text, flag.fix, "flags", measure=Measure.FULL_CHAIN, severity="warning")
 

@@ -22,11 +22,11 @@ import contextlib
 from dataclasses import dataclass, field, replace
 
 from eagle3lab.analysis.verdicts import speed_word, word_of
-from eagle3lab.doctor.findings import DoctorFinding
 from eagle3lab.doctor.fixes import KNOBS, Fix, Measure, RunState
 from eagle3lab.doctor.vocab_behaviour import crossfit_vocab, vocab_map
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio, bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import resid_label
+from eagle3lab.findings import Finding
 from eagle3lab.models.state_bank import StateBank
 
 __all__ = ["KNOBS", "Decoded", "Ladder", "Meter", "Rung", "RunState", "TeacherForced", "climb", "gain",
@@ -261,11 +261,11 @@ class Ladder:
 
     rungs: list[Rung]
     fixes: list[Fix]
-    findings: list[DoctorFinding]
+    findings: list[Finding]
 
 
 def _measured(meter: TeacherForced, fix: Fix, rungs: tuple[Rung, Rung, Rung], all_but: RunState,
-              every: RunState, steady: int) -> DoctorFinding:
+              every: RunState, steady: int) -> Finding:
     """``fix``'s finding: its gain on the ladder (``rungs``: before it, after it, the last) and the tau lost
     undoing it alone (``all_but``: every other fix; ``every``: every fix), at a chain of ``steady`` steps (a
     long chain's tau is noisy) except for the chain fix itself, measured at the final length."""

@@ -1,6 +1,6 @@
 """Doctor: every reason a draft accepts less when served than it should, each proven by measurement.
 
-A draft is checked four ways and each problem becomes a ``findings.DoctorFinding`` (a code, a severity,
+A draft is checked four ways and each problem becomes a ``eagle3lab.findings.Finding`` (``findings.doctor_finding``) (a code, a severity,
 the evidence, the fix in the engine's own syntax):
 
 - the **launch command** through the engine's flag resolver (``engines.flags``): caps, algorithm,
@@ -41,7 +41,7 @@ from eagle3lab.analysis.switches import SWITCHES, ignores
 from eagle3lab.analysis.wiring_search import WiringSearch, close_to, wiring_text
 from eagle3lab.doctor.config_checks import config_findings, engine_findings, text_config
 from eagle3lab.doctor.evidence import Evidence, draw_prompts, from_pool_bank
-from eagle3lab.doctor.findings import SEVERITIES, Cost, DoctorFinding
+from eagle3lab.doctor.findings import Cost, doctor_finding
 from eagle3lab.doctor.fix_choice import Build, FixChoice, key_of, settle
 from eagle3lab.doctor.fixes import (
     ENGINE_FORMAT,
@@ -69,9 +69,9 @@ from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.engines.versions import parse_engine_version
 from eagle3lab.engines.vllm_runner import check_platform
 from eagle3lab.errors import bad_input
+from eagle3lab.findings import Finding
 from eagle3lab.models.state_bank import StateBank
 
-_FLAG_SEVERITY = {"error": "critical", "warning": "warning", "info": "info"}
 # flag findings whose effect doctor measures itself (the flag finding then carries the measured taus)
 _ALGORITHM = {"SGL_EAGLE3_DRAFT_WITH_EAGLE", "VLLM_EAGLE3_DRAFT_WITH_EAGLE"}
 # what write_fixed writes besides the ladder's fixes: d2t as offsets, the target's context
@@ -111,7 +111,7 @@ class DoctorReport:
     engine: str
     engine_version: str | None
     device: str
-    findings: list[DoctorFinding]
+    findings: list[Finding]
     ladder: list[Rung]
     search: WiringSearch
     vocab: VocabCheck | None
@@ -146,7 +146,7 @@ class DoctorReport:
         """Prompts the findings rest on (the sequential rule may have added some to the first ones)."""
         return len(self.bank.lengths) if self.bank is not None else 0
 
-    def remaining_after_write(self) -> list[DoctorFinding]:
+    def remaining_after_write(self) -> list[Finding]:
         """Critical findings a written checkpoint cannot fix: the launch command's, a rule the engine
         ignores, a checkpoint made for another target, and a fix left out of it for a measured loss."""
         left_out = self.checkpoint.left_out if self.checkpoint is not None else ()
@@ -154,13 +154,13 @@ class DoctorReport:
         return [f for f in self.critical if f.code not in fixed]
 
     @property
-    def critical(self) -> list[DoctorFinding]:
-        return [f for f in self.findings if f.severity == "critical"]
+    def critical(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity.blocking]
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
 
-    def finding(self, code: str) -> DoctorFinding | None:
+    def finding(self, code: str) -> Finding | None:
         return next((f for f in self.findings if f.code == code), None)
 
     def table(self) -> pd.DataFrame:
@@ -289,7 +289,7 @@ def _live_case(draft_path, target, pool, first_n: int, cap: int, *, seed, bank, 
 
 
 def check_checkpoint(case: Case, engine: str, engine_version=None, engine_platform=None,
-                     launch: Launch | None = None) -> tuple[list[DoctorFinding], list[str]]:
+                     launch: Launch | None = None) -> tuple[list[Finding], list[str]]:
     """The checkpoint and the configs, unmeasured: (findings, notes), for the build asked and, where the launch
     line sets one, its draft window. The draft was loaded even with a broken map: its behaviour is read later."""
     from eagle3lab.models.checkpoint import inspect_checkpoint
@@ -301,8 +301,8 @@ def check_checkpoint(case: Case, engine: str, engine_version=None, engine_platfo
         notes.append("every rung is measured with d2t read as offsets: as written, the engine indexes outside the "
                      "target vocabulary")
     for err in inspect_checkpoint(case.draft_path, target=case.inspect_target).errors:
-        findings.append(DoctorFinding("CHECKPOINT_ERROR", "critical", "the checkpoint does not load cleanly", err.text,
-                                      source="config", data={"code": err.code}))
+        findings.append(doctor_finding("CHECKPOINT_ERROR", "critical", "the checkpoint does not load cleanly", err.text,
+                                       source="config", data={"code": err.code}))
     findings += config_findings(case.draft, case.target_config, f"{case.draft_path}/config.json")
     flags = launch.flags if launch is not None else None
     window = flags.effective.get("draft_window_size") if flags is not None else None
@@ -326,11 +326,11 @@ class Launch:
     served_steps: int
     intended_steps: int
     notes: list[str]
-    findings: list[DoctorFinding]   # reported as the resolver found them
+    findings: list[Finding]   # reported as the resolver found them
     algorithm_wrong: bool = False   # an EAGLE-3 draft launched with the EAGLE algorithm
     fc_skipped: bool = False        # ... and the widths match, so nothing fails: fc is silently skipped
-    algorithm_flag: DoctorFinding | None = None   # measured as the EAGLE-3 algorithm fix (when fc is skipped)
-    cap_flag: DoctorFinding | None = None         # measured as the chain fix (when the chain was capped)
+    algorithm_flag: Finding | None = None   # measured as the EAGLE-3 algorithm fix (when fc is skipped)
+    cap_flag: Finding | None = None         # measured as the chain fix (when the chain was capped)
 
 
 def _served_chain(flags, engine: str, default: int) -> tuple[int, int, list[str]]:
@@ -365,8 +365,8 @@ def read_launch(case: Case, engine: str, engine_args, engine_version, num_steps:
     flags = resolve_flags(engine, engine_args, target_config=case.target_config, draft_config=str(case.draft_path),
                           engine_version=engine_version, num_target_layers=case.bank.num_layers)
     served, intended, notes = _served_chain(flags, engine, num_steps)
-    found = [DoctorFinding(f.code, _FLAG_SEVERITY[f.severity], f.message.split(". ")[0], f.message, f.fix, "flags",
-                           data={"rule": f.rule})
+    found = [doctor_finding(f.code, f.severity, f.headline, f.text, f.fix, "flags",
+                            data={"rule": f.rule})
              for f in flags.findings if f.code in CHAIN_CAP_CODES | _ALGORITHM or f.severity != "info"]
     algorithm_wrong = any(f.code in _ALGORITHM for f in flags.findings)
     fc_skipped = algorithm_wrong and case.draft.config.hidden_size == case.bank.hidden_size
@@ -547,7 +547,7 @@ class Proposed:
 
     start: RunState
     fixes: list[Fix]
-    findings: list[DoctorFinding]    # unmeasured: ids the build cannot read, a weak draft's confusions
+    findings: list[Finding]    # unmeasured: ids the build cannot read, a weak draft's confusions
     notes: list[str]
     vocab: VocabCheck | None
 
@@ -596,19 +596,19 @@ def labels_cost(gap: Interval, score) -> Cost:
     return Cost(estimate, score.stats.tau, estimated=True)
 
 
-def labels_check(meter: Meter, state: RunState) -> list[DoctorFinding]:
+def labels_check(meter: Meter, state: RunState) -> list[Finding]:
     """speculators#313: labels from pre-final-norm states (the draft then agrees with the wrong target). The
     gap is a share of positions: its severity rests on what it would cost in tokens per round (``labels_cost``)."""
     pre_gap, real_rate, pre_rate = prenorm_labels_check(meter.bank, meter.view.rewired(**state.variant), state.fed)
     if pre_gap.sign() != 1:
         return []
     cost = labels_cost(pre_gap, meter("every fix", state).score)
-    critical = cost.severity == "critical"
+    critical = cost.severity.blocking
     title = ("the draft was trained on the target's distribution without its final norm" if critical else
              "the draft agrees slightly more with the target's distribution without its final norm")
     fix = ("Retrain with labels from the final post-norm state; no serving setting fixes it." if critical else
            "Nothing to change for serving; if you retrain, take labels from the final post-norm state.")
-    return [DoctorFinding(
+    return [doctor_finding(
         "TARGET_DISTRIBUTION_PRENORM", cost.severity, title, f"its first proposal equals the top-1 of "
         f"lm_head(resid[{meter.bank.num_layers}]) (no final norm) at {100 * pre_rate:.1f}% of positions and the "
         f"target's real top-1 at {100 * real_rate:.1f}% (speculators#313: the trainer built the target's "
@@ -629,28 +629,27 @@ def _rejection(engine: str, engine_args, engine_version):
     return rejection_reading(spec_config_of(parse(engine_args).values), engine_version=engine_version)
 
 
-def _server_finding(server_log: str, served: Rung, rejection=None) -> DoctorFinding:
+def _server_finding(server_log: str, served: Rung, rejection=None) -> Finding:
     from eagle3lab.doctor.server_evidence import compare_with_prediction, parse_server_evidence
 
     evidence = parse_server_evidence(server_log)
     cmp = compare_with_prediction(evidence, served.tau, rejection=rejection)
     if cmp["agrees"] is None:   # the counters do not measure this draft (synthetic rates, a sampled run)
-        return DoctorFinding("SERVER_NOT_COMPARABLE", "info", "the server's counters do not measure this draft",
-                             cmp["message"], None, "server", data=cmp)
+        return doctor_finding("SERVER_NOT_COMPARABLE", "info", "the server's counters do not measure this draft",
+                              cmp["message"], None, "server", data=cmp)
     if cmp["agrees"]:
-        return DoctorFinding("SERVER_AGREES", "info", "the server's acceptance matches the as-served prediction",
-                             cmp["message"], None, "server", data=cmp)
-    return DoctorFinding("SERVER_MISMATCH", "warning", "the server's acceptance differs from the as-served prediction",
-                         cmp["message"] + " The emulation or the deployment differs (flags, ids, build, prompts).",
-                         "Check the launch command and engine version given to doctor against the server's.",
-                         "server", data=cmp)
+        return doctor_finding("SERVER_AGREES", "info", "the server's acceptance matches the as-served prediction",
+                              cmp["message"], None, "server", data=cmp)
+    return doctor_finding("SERVER_MISMATCH", "warning", "the server's acceptance differs from the as-served prediction",
+                          cmp["message"] + " The emulation or the deployment differs (flags, ids, build, prompts).",
+                          "Check the launch command and engine version given to doctor against the server's.",
+                          "server", data=cmp)
 
 
-def by_impact(findings: list[DoctorFinding]) -> list[DoctorFinding]:
+def by_impact(findings: list[Finding]) -> list[Finding]:
     """Critical, warning, info; within a severity by measured impact (the larger of gain and undone)."""
-    order = {s: i for i, s in enumerate(SEVERITIES)}
-    return sorted(findings, key=lambda f: (order[f.severity], -max(f.gain.value if f.gain else 0.0,
-                                                                   f.undone.value if f.undone else 0.0)))
+    return sorted(findings, key=lambda f: (f.severity.rank, -max(f.gain.value if f.gain else 0.0,
+                                                                 f.undone.value if f.undone else 0.0)))
 
 
 # ------------------------------------------------------------------ stage 6: the written checkpoint
@@ -669,7 +668,7 @@ def _stated_variant(start: RunState, kept: list[Fix], engine: str, shipped: dict
 
 
 def plan_checkpoint(case: Case, build: Build, meter: Meter, start: RunState, ladder: Ladder,
-                    static: list[DoctorFinding]) -> CheckpointPlan:
+                    static: list[Finding]) -> CheckpointPlan:
     """What a checkpoint written for this build runs: every fix as the build applies it once written (the
     engine's own for a rule it ignores, the nearest points it captures), a measured loss and a checkpoint fix
     that is not critical (no cost a user notices) left out (``fixes.kept_in_checkpoint``); the rule its config

@@ -78,10 +78,10 @@ def write_fixed(report: DoctorReport, out_dir, *, overwrite: bool = False) -> di
     if fix.d2t is not None:
         t2d = t2d_of(fix.d2t, draft.config.vocab_size)
         broken = [f for f in check_vocab_map(fix.d2t, t2d, draft.config.vocab_size, draft.config.draft_vocab_size)
-                  if f.severity == "error"]
+                  if f.severity.blocking]
         if broken:
             raise bad_input(out_dir, "d2t", "a valid map after re-pointing the slots read from behaviour",
-                            f"{broken[0].key}: {broken[0].message}",
+                            f"{broken[0].where}: {broken[0].text}",
                             "Slots the draft used too rarely to be read are wrong too: restore the map the draft "
                             "was trained with (its training run's vocabulary) instead.")
     config_keys = dict(plan.config_keys)

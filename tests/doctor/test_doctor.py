@@ -251,7 +251,7 @@ def test_server_evidence_that_agrees(seed):
     rounds = [a for seq in served.score.accept for a in seq]
     line = engine_log_lines(acceptance_stats(rounds, num_positions=served.num_steps))["vLLM V1"]
     finding = _server_finding(line, served)
-    assert finding.code == "SERVER_AGREES", finding.evidence
+    assert finding.code == "SERVER_AGREES", finding.text
 
 
 def test_a_synthetic_launch_is_not_compared_with_the_draft(seed):
@@ -349,7 +349,7 @@ def test_labels_built_from_pre_norm_states(prompts):
     # the agreement gap (a share of positions) priced in tokens per round, an estimate said so; critical only
     # because that clears 0.1 tokens and 5% of tau on its low end (about +0.28 [+0.24, +0.32] here)
     assert found.cost.estimated and found.gain.low >= found.cost.threshold and found.data["agreement_gap"]["low"] > 0
-    assert "a cost a user notices: about +" in found.evidence and found.fix.startswith("Retrain")
+    assert "a cost a user notices: about +" in found.text and found.fix.startswith("Retrain")
     right = reports["right-labels"].finding("TARGET_DISTRIBUTION_PRENORM")
     assert right is None or (right.severity != "critical" and not right.fix.startswith("Retrain")), right
 

@@ -75,7 +75,7 @@ def test_each_draw_gives_a_servable_fix_with_the_embedding_slot_and_the_rule(rep
         assert data["servable"] == data["wiring"] and data["ids"] is not None, (engine, seed, wiring.fix)
         assert servable_wiring(tuple(data["wiring"]), engine, 12, "LlamaForCausalLM", version)[0] == \
             tuple(data["wiring"])
-        assert f"servable by {engine} {version}" in wiring.evidence
+        assert f"servable by {engine} {version}" in wiring.text
         assert data["prompts"] == report.prompts_used >= 8
         assert data["settled"] or report.prompts_used == 32, data   # unsettled only once the pool is spent
         answers[engine, seed] = (tuple(data["wiring"]), report.ladder[-1].variant["norm_before_residual"])

@@ -19,7 +19,7 @@ def test_a_qwen3_draft_is_critical_under_sglang_and_fine_under_vllm():
                         profile="speculators", fmt="speculators")
     found = codes(draft, "sglang")
     assert set(found) == {"ENGINE_CANNOT_RUN_DRAFT"} and found["ENGINE_CANNOT_RUN_DRAFT"].severity == "critical"
-    assert "q/k-norm" in found["ENGINE_CANNOT_RUN_DRAFT"].evidence
+    assert "q/k-norm" in found["ENGINE_CANNOT_RUN_DRAFT"].text
     assert codes(draft, "vllm") == {}
 
 
@@ -27,9 +27,9 @@ def test_an_mla_draft_runs_in_current_servers_but_not_before_they_had_an_mla_dra
     draft = Eagle3Draft(DraftConfig(**GEOMETRY, **MLA), profile="sglang", fmt="sglang")
     assert codes(draft, "sglang") == {} and codes(draft, "vllm") == {}
     legacy = codes(draft, "sglang-legacy")["ENGINE_CANNOT_RUN_DRAFT"]
-    assert "kimi_k25_eagle3.py" in legacy.evidence
+    assert "kimi_k25_eagle3.py" in legacy.text
     no_q_lora = Eagle3Draft(DraftConfig(**GEOMETRY, **{**MLA, "q_lora_rank": None}), profile="sglang", fmt="sglang")
-    assert "q_lora_rank" in codes(no_q_lora, "sglang")["ENGINE_CANNOT_RUN_DRAFT"].evidence
+    assert "q_lora_rank" in codes(no_q_lora, "sglang")["ENGINE_CANNOT_RUN_DRAFT"].text
 
 
 def test_a_yarn_scale_the_server_ignores_is_a_warning_naming_both_rules():
@@ -38,6 +38,6 @@ def test_a_yarn_scale_the_server_ignores_is_a_warning_naming_both_rules():
     draft = Eagle3Draft(DraftConfig(**GEOMETRY, rope_scaling=yarn), profile="specforge", fmt="sglang")
     assert "ROPE_SERVED_DIFFERENTLY" not in codes(draft, "sglang")       # 0.5.16+ reads mscale as SpecForge does
     found = codes(draft, "sglang-legacy")["ROPE_SERVED_DIFFERENTLY"]     # older SGLang drops mscale/mscale_all_dim
-    assert found.severity == "warning" and "ignoring mscale" in found.evidence
+    assert found.severity == "warning" and "ignoring mscale" in found.text
     plain = Eagle3Draft(DraftConfig(**GEOMETRY), profile="specforge", fmt="sglang")
     assert codes(plain, "sglang-legacy") == {} and codes(plain, "vllm") == {}

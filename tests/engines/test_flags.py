@@ -101,7 +101,7 @@ def test_seed_build_0_5_4_cannot_serve_a_deepseek_eagle3_draft():
     """SGLang 0.5.4's deepseek_v2.py has no set_eagle3_layers_to_capture (PR #12319, 0.5.5): start-up fails."""
     res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version="0.5.4")
     [f] = [f for f in res.errors if f.code == "SGL_AUX_BREAKS"]
-    assert "AttributeError" in f.message and "#12319" in f.message
+    assert "AttributeError" in f.text and "#12319" in f.text
 
 
 def test_seed_command_verifies_two_tokens_not_sixteen():
@@ -111,9 +111,9 @@ def test_seed_command_verifies_two_tokens_not_sixteen():
     assert res.effective["num_draft_tokens"] == 2
     assert res.max_accept_length == 2
     f = res.finding("SGL_TOPK1_DRAFT_TOKENS_ADJUSTED")
-    assert f.severity == "warning" and f.setting == "num_draft_tokens"
+    assert f.severity == "warning" and f.where == "num_draft_tokens"
     assert "--speculative-num-steps 15 --speculative-eagle-topk 1" in f.fix
-    assert "speculative_num_draft_tokens is adjusted" in f.message
+    assert "speculative_num_draft_tokens is adjusted" in f.text
     row = res.table().loc["num_draft_tokens"]
     assert row["as_given"] == "16" and row["effective"] == "2" and row["changed"]
     assert "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED" in row["why"]
@@ -171,7 +171,7 @@ def test_auto_params_by_architecture_and_version(target, version, triple):
 def test_auto_params_in_an_unplaceable_release_show_the_older_choice():
     res = sgl(target={"architectures": ["Qwen3ForCausalLM"], "num_hidden_layers": 48}, draft=None, version="0.5.6")
     assert res.effective["num_steps"] == 3
-    assert "Older builds (see versions) choose (5, 4, 8)" in res.finding("SGL_AUTO_PARAMS").message
+    assert "Older builds (see versions) choose (5, 4, 8)" in res.finding("SGL_AUTO_PARAMS").text
 
 
 def test_auto_params_need_the_architecture():
@@ -214,7 +214,7 @@ def test_the_reviewers_examples_warn_once_per_change_read():
     post = sgl(target=LLAMA31_8B, draft=None, version="post-#25454")
     # A mark for the layer-id PR places none of the overlap changes: one warning each, none about gpt-oss.
     assert unplaced(post) == [SGL_CHANGES[k].span() for k in OVERLAP_CHANGES]
-    assert not [f for f in post.findings if "GptOss" in f.message]
+    assert not [f for f in post.findings if "GptOss" in f.text]
 
 
 def test_kimi_k25_wrapper_arch_is_what_sglang_matches():
@@ -249,7 +249,7 @@ def test_steps_and_topk_one_without_draft_tokens_is_filled_in():
 def test_tree_pool_limit():
     res = sgl("--speculative-num-steps 2 --speculative-eagle-topk 2 --speculative-num-draft-tokens 16")
     f = res.finding("SGL_TREE_POOL_TOO_SMALL")
-    assert f.severity == "error" and "= 6" in f.message and "--speculative-num-draft-tokens 7" in f.fix
+    assert f.severity == "error" and "= 6" in f.text and "--speculative-num-draft-tokens 7" in f.fix
     ok = sgl("--speculative-num-steps 2 --speculative-eagle-topk 2 --speculative-num-draft-tokens 7")
     assert "SGL_TREE_POOL_TOO_SMALL" not in ok.codes()
 
@@ -353,7 +353,7 @@ def test_max_running_requests_and_mixed_chunk():
 def test_draft_context_shorter_than_the_target():
     res = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1")
     f = res.finding("SGL_DRAFT_CONTEXT_TOO_SHORT")
-    assert f.severity == "error" and "(131072)" in f.message and "(2048)" in f.message
+    assert f.severity == "error" and "(131072)" in f.text and "(2048)" in f.text
     env = sgl("--speculative-num-steps 3 --speculative-eagle-topk 1",
               base="SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 " + SGL)
     assert env.finding("SGL_DRAFT_MAX_POSITION_OVERRIDDEN").severity == "warning"
@@ -382,9 +382,9 @@ def test_flags_without_an_algorithm_are_ignored():
 def test_misspelled_abbreviated_and_unmodelled_flags():
     res = sgl("--speculative-num-stepz 3 --speculative-eagle-topk 1 --mem-fraction-static 0.8 --frobnicate 2")
     f = res.finding("UNKNOWN_FLAG")
-    assert f.severity == "error" and "did you mean --speculative-num-steps" in f.message
+    assert f.severity == "error" and "did you mean --speculative-num-steps" in f.text
     assert res.unknown_flags[0] == {"flag": "--speculative-num-stepz", "value": "3", "closest": "--speculative-num-steps"}
-    assert res.finding("UNCHECKED_FLAG").message.startswith("'--frobnicate 2'")
+    assert res.finding("UNCHECKED_FLAG").text.startswith("'--frobnicate 2'")
     assert "--mem-fraction-static" not in json.dumps(res.unknown_flags)
     under = sgl("--speculative_num_steps 3 --speculative-eagle-topk 1")
     assert under.finding("UNKNOWN_FLAG").fix == "Write --speculative-num-steps 3."
@@ -477,7 +477,7 @@ def test_vllm_reads_top_level_ids_not_eagle_config():
     f = res.finding("VLLM_AUX_IDS_NESTED_IGNORED")
     assert f.severity == "warning" and '"eagle_aux_hidden_state_layer_ids": [2, 16, 29]' in f.fix
     # the V1 runner reads the nested key since 0.22.0, as vLLM ids: one layer below what SGLang reads
-    assert "since 0.22.0" in f.message and "resid[1, 15, 28], not the resid[2, 16, 29]" in f.message
+    assert "since 0.22.0" in f.text and "resid[1, 15, 28], not the resid[2, 16, 29]" in f.text
     assert res.effective["aux_resid"] == [2, 16, 29] and res.effective["aux_layer_ids"] is None
     top = dict(SPECFORGE_LLAMA3, eagle_aux_hidden_state_layer_ids=[3, 16, 29])
     res = vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3}, draft=top)
@@ -650,7 +650,7 @@ def test_translator_findings_follow_the_note_kind_not_its_text():
     res = AuxResolution(real.engine, None, real.resid, real.rule, (mention, *real.notes), defaulted=True,
                         num_layers=32)
     found = translator_findings("SGL", res, "all", "fix")
-    assert [(f.code, f.message) for f in found] == [("SGL_AUX_NOTE", mention.text),
+    assert [(f.code, f.text) for f in found] == [("SGL_AUX_NOTE", mention.text),
                                                     ("SGL_AUX_IDS_DEFAULTED", real.warnings[0])]
     assert "Default ids used silently" in real.warnings[0]
 
@@ -659,7 +659,7 @@ def test_a_defaulting_not_worded_default_is_still_defaulted():
     res = resolve_aux_layers("eagle", [1, 2, 3], 32)  # SafeAILab/EAGLE "ignores layer ids"
     assert [n.kind for n in res.notes] == ["defaulted"] and "default" not in res.warnings[0].lower()
     found = translator_findings("SGL", res, "all", "fix")
-    assert [(f.code, f.message) for f in found] == [("SGL_AUX_IDS_DEFAULTED", res.warnings[0])]
+    assert [(f.code, f.text) for f in found] == [("SGL_AUX_IDS_DEFAULTED", res.warnings[0])]
 
 
 def test_translator_note_kinds_map_to_codes():
@@ -686,8 +686,8 @@ def test_unplaced_findings_have_the_documented_shape_on_both_paths():
     changes = [SGL_CHANGES["spec-v2-env-removed"], ID_CHANGES["sglang#25454"]]
     assert found == [unplaced_finding(c, version) for c in changes]
     for f, change in zip(found, changes):
-        assert (f.severity, f.setting, f.rule, f.fix) == ("warning", "engine_version", "eagle3lab.engines.versions.place", None)
-        assert f.engine_versions == change.span() and f"PR #{change.pr}" in f.message
+        assert (f.severity, f.where, f.rule, f.fix) == ("warning", "engine_version", "eagle3lab.engines.versions.place", None)
+        assert f.engine_versions == change.span() and f"PR #{change.pr}" in f.text
     direct = translator_findings("SGL", resolve_aux_layers("sglang", [2, 30, 58], 61, arch="DeepseekV3ForCausalLM",
                                                            engine_version=version), "all", "fix")
     assert [f for f in direct if f.code == "ENGINE_VERSION_UNPLACED"] == [found[1]]
@@ -702,7 +702,7 @@ def test_vllm_translator_unplaced_finding_has_the_same_shape():
     changes = [VLLM_CHANGES["aux-from-config"], ID_CHANGES["vllm-deepseek-eagle3"],  # a flags rule, then the
                ID_CHANGES["vllm#46973"]]                                             # translator's two
     assert found == [unplaced_finding(c, "pre-#1") for c in changes]
-    assert {(f.setting, f.rule) for f in found} == {("engine_version", "eagle3lab.engines.versions.place")}
+    assert {(f.where, f.rule) for f in found} == {("engine_version", "eagle3lab.engines.versions.place")}
 
 
 # ----------------------------------------------------------------------------- --speculative-adaptive by release
@@ -730,7 +730,7 @@ def test_adaptive_reads_its_config_file(tmp_path):
     cfg = tmp_path / "adaptive.json"
     cfg.write_text(json.dumps({"1": {"candidate_steps": [2, 4, 6]}, "16": {"candidate_steps": [1]}, "note": {}}))
     res = sgl(f"--speculative-adaptive --speculative-adaptive-config {cfg}", version="0.5.23")
-    assert res.effective["num_steps"] == 4 and "[1, 2, 4, 6]" in res.finding("SGL_ADAPTIVE_PARAMS").message
+    assert res.effective["num_steps"] == 4 and "[1, 2, 4, 6]" in res.finding("SGL_ADAPTIVE_PARAMS").text
     missing = sgl("--speculative-adaptive --speculative-adaptive-config /nonexistent.json", version="0.5.23")
     assert missing.finding("SGL_ADAPTIVE_CONFIG_UNREAD") and missing.effective["num_steps"] is None
 

@@ -65,7 +65,7 @@ def test_overlap_by_era_env_flag_topk_and_device(era, env, extra, topk, on):
     res = sgl(IN_ERA[era], env, extra, topk)
     assert res.effective["overlap_schedule"] is on
     f = res.finding("SGL_OVERLAP_SCHEDULE")
-    assert f.severity == "info" and f.message.startswith(f"Overlap scheduler {'on' if on else 'off'} with EAGLE3")
+    assert f.severity == "info" and f.text.startswith(f"Overlap scheduler {'on' if on else 'off'} with EAGLE3")
     # every build here is placed, and nothing older is asked about; but whether a build of 2026-06-12 still has
     # the removal notice (0.5.14 .. 0.5.20) is bounded by releases only
     notice = [CHANGES["spec-v2-notice-dropped"].span().split(";")[0]] if era == 4 and env else []
@@ -73,31 +73,31 @@ def test_overlap_by_era_env_flag_topk_and_device(era, env, extra, topk, on):
 
 
 def test_the_cpu_rule_is_said_to_be_unread_before_the_newest_era():
-    assert "a rule not read for this era" not in sgl(IN_ERA[2]).finding("SGL_OVERLAP_SCHEDULE").message
+    assert "a rule not read for this era" not in sgl(IN_ERA[2]).finding("SGL_OVERLAP_SCHEDULE").text
     for era in (1, 2, 3):
         env = "SGLANG_ENABLE_SPEC_V2=1" if era == 1 else ""
         res = sgl(IN_ERA[era], env, "--device cpu")
         assert res.effective["overlap_schedule"] is True
         assert "--device cpu: the newest code read turns it off on CPU, a rule not read for this era" in \
-            res.finding("SGL_OVERLAP_SCHEDULE").message
+            res.finding("SGL_OVERLAP_SCHEDULE").text
     assert "not implemented for speculative decoding on CPU" in \
-        sgl(IN_ERA[4], extra="--device cpu").finding("SGL_OVERLAP_SCHEDULE").message
+        sgl(IN_ERA[4], extra="--device cpu").finding("SGL_OVERLAP_SCHEDULE").text
 
 
 def test_what_sglang_logs_in_each_era():
-    assert "'Spec v2 is enabled by default" in sgl(IN_ERA[2]).finding("SGL_OVERLAP_SCHEDULE").message
-    assert "'Spec v1 is used" in sgl(IN_ERA[2], topk=4).finding("SGL_OVERLAP_SCHEDULE").message
+    assert "'Spec v2 is enabled by default" in sgl(IN_ERA[2]).finding("SGL_OVERLAP_SCHEDULE").text
+    assert "'Spec v1 is used" in sgl(IN_ERA[2], topk=4).finding("SGL_OVERLAP_SCHEDULE").text
     for era in (3, 4):
         off = sgl(IN_ERA[era], extra="--disable-overlap-schedule").finding("SGL_OVERLAP_SCHEDULE")
-        assert "'Non-overlap (synchronous) spec v2 is used" in off.message
+        assert "'Non-overlap (synchronous) spec v2 is used" in off.text
 
 
 def test_opt_in_era_overrides_the_flag_and_refuses_a_tree():
     res = sgl(IN_ERA[1], "SGLANG_ENABLE_SPEC_V2=1", "--disable-overlap-schedule")
     assert res.finding("SGL_OVERLAP_FLAG_OVERRIDDEN").severity == "warning"
     tree = sgl(IN_ERA[1], "SGLANG_ENABLE_SPEC_V2=1", topk=4).finding("SGL_SPEC_V2_TOPK")
-    assert tree.severity == "error" and "topk = 1" in tree.message and tree.setting == "topk"
-    assert not tree.message.startswith("If ")
+    assert tree.severity == "error" and "topk = 1" in tree.text and tree.where == "topk"
+    assert not tree.text.startswith("If ")
     for era, env in ((1, ""), (2, "SGLANG_ENABLE_SPEC_V2=1"), (3, "SGLANG_ENABLE_SPEC_V2=1")):
         quiet = sgl(IN_ERA[era], env, "--disable-overlap-schedule", topk=4).codes()
         assert "SGL_SPEC_V2_TOPK" not in quiet and "SGL_OVERLAP_FLAG_OVERRIDDEN" not in quiet
@@ -107,13 +107,13 @@ def test_the_opt_in_was_a_flag_before_pr_12113():
     """PR #12113 (2025-10-25) replaced --enable-beta-spec by SGLANG_ENABLE_SPEC_V2: the opt-in era says so."""
     for env in ("", "SGLANG_ENABLE_SPEC_V2=1"):
         f = sgl(IN_ERA[1], env).finding("SGL_OVERLAP_SCHEDULE")
-        assert "builds before PR #12113, late Oct 2025, read --enable-beta-spec instead" in f.message
+        assert "builds before PR #12113, late Oct 2025, read --enable-beta-spec instead" in f.text
         assert "PR #12113" in f.rule
 
 
 def test_removed_env_var_is_ignored_with_a_warning_when_it_meant_off():
     off = sgl(IN_ERA[4], "SGLANG_ENABLE_SPEC_V2=0").finding("SGL_SPEC_V2_ENV_IGNORED")
-    assert off.severity == "warning" and "PR #27964" in off.message and "--disable-overlap-schedule" in off.fix
+    assert off.severity == "warning" and "PR #27964" in off.text and "--disable-overlap-schedule" in off.fix
     assert sgl(IN_ERA[4], "SGLANG_ENABLE_SPEC_V2=1").finding("SGL_SPEC_V2_ENV_IGNORED").severity == "info"
     assert not sgl(IN_ERA[3], "SGLANG_ENABLE_SPEC_V2=0").finding("SGL_SPEC_V2_ENV_IGNORED")
 
@@ -122,7 +122,7 @@ def test_unreadable_env_value_keeps_the_default():
     for era, on in ((1, False), (2, True)):
         res = sgl(IN_ERA[era], "SGLANG_ENABLE_SPEC_V2=maybe")
         assert res.effective["overlap_schedule"] is on
-        assert "not a boolean SGLang reads" in res.finding("SGL_OVERLAP_SCHEDULE").message
+        assert "not a boolean SGLang reads" in res.finding("SGL_OVERLAP_SCHEDULE").text
 
 
 # ----------------------------------------------------------------------------- builds placed in a range of eras
@@ -132,9 +132,9 @@ def test_unplaceable_build_shows_the_newest_rule_and_names_the_older_one():
     assert res.effective["overlap_schedule"] is True
     [warning, notice] = [f for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]  # not four
     for part in ("SGLang PR #27964", "merged 2026-06-11", "a release <= 0.5.13", "a release >= 0.5.14"):
-        assert part in warning.message, part
-    assert "removal notice dropped" in notice.message and "a release >= 0.5.21" in notice.message
-    msg = res.finding("SGL_OVERLAP_SCHEDULE").message
+        assert part in warning.text, part
+    assert "removal notice dropped" in notice.text and "a release >= 0.5.21" in notice.text
+    msg = res.finding("SGL_OVERLAP_SCHEDULE").text
     assert "The build cannot be placed by PR #27964; if it is older: in the 'spec V1 retired' era (before PR " \
            "#27964) off, SGLANG_ENABLE_SPEC_V2=0 (still an alias of --disable-overlap-schedule)." in msg
     assert res.finding("SGL_SPEC_V2_ENV_IGNORED").severity == "warning"
@@ -145,12 +145,12 @@ def test_a_mark_after_the_opt_in_names_every_older_era_that_differs():
     res = sgl("post-#11398")
     assert res.effective["overlap_schedule"] is True
     assert unplaced_prs(res) == ["PR #21062", "PR #25464", "PR #27964"]
-    msg = res.finding("SGL_OVERLAP_SCHEDULE").message
+    msg = res.finding("SGL_OVERLAP_SCHEDULE").text
     assert "The build cannot be placed by PR #21062, #25464, #27964; if it is older: in the 'spec V2 opt-in' " \
            "era (before PR #21062) off, it runs only with SGLANG_ENABLE_SPEC_V2=1" in msg
     assert "'spec V2 by default'" not in msg and "'spec V1 retired'" not in msg  # on there too: not named
     # With the opt-in set, every era it may be in gives on.
-    same = sgl("post-#11398", "SGLANG_ENABLE_SPEC_V2=1").finding("SGL_OVERLAP_SCHEDULE").message
+    same = sgl("post-#11398", "SGLANG_ENABLE_SPEC_V2=1").finding("SGL_OVERLAP_SCHEDULE").text
     assert "but every era it may be in ('spec V2 opt-in' .. 'SGLANG_ENABLE_SPEC_V2 removed') gives the same." in same
 
 
@@ -159,7 +159,7 @@ def test_a_tree_after_the_default_names_the_spec_v1_fallback():
     res = sgl("post-#21062", topk=4)
     assert res.effective["overlap_schedule"] is True
     assert unplaced_prs(res) == ["PR #25464", "PR #27964"]  # #11398 and #21062 follow from the mark
-    msg = res.finding("SGL_OVERLAP_SCHEDULE").message
+    msg = res.finding("SGL_OVERLAP_SCHEDULE").text
     assert "if it is older: in the 'spec V2 by default' era (before PR #25464) off, topk 4 > 1 falls back to " \
            "spec V1" in msg
 
@@ -171,12 +171,12 @@ def test_a_mark_that_may_sit_in_the_opt_in_era_warns_of_its_start_up_error():
     assert res.effective["overlap_schedule"] is False
     # ... and, inside the opt-in era, whether it forces EAGLE3 on (0.5.7) is bounded by releases only
     assert unplaced_prs(res) == ["PR #11398", "PR #21062", CHANGES["opt-in-eagle3"].span().split(";")[0]]
-    msg = res.finding("SGL_OVERLAP_SCHEDULE").message
+    msg = res.finding("SGL_OVERLAP_SCHEDULE").text
     assert "if it is older: in the 'spec V2 opt-in' era (before PR #21062) on, SGLANG_ENABLE_SPEC_V2=1 turns " \
            "it on" in msg
     assert "'before spec V2' era" not in msg  # off there, as shown
     tree = res.finding("SGL_SPEC_V2_TOPK")
-    assert tree.severity == "warning" and tree.message.startswith(
+    assert tree.severity == "warning" and tree.text.startswith(
         "If the build predates PR #21062 (the 'spec V2 opt-in' era, which it may be in): SGLANG_ENABLE_SPEC_V2=1 "
         "with --speculative-eagle-topk 4")
     assert res.errors == []  # it may not be in that era: no error, the exit status stays 0
@@ -193,11 +193,11 @@ def test_dates_place_the_opt_in_by_its_bounds():
     # EAGLE3 forced on by the opt-in only from 0.5.7 (on main by 2026-01-01): an early date is not placed by it
     assert early.effective["overlap_schedule"] is True and unplaced_prs(early) == [
         "PR #11398", CHANGES["opt-in-eagle3"].span().split(";")[0]]
-    warning = [f.message for f in early.findings if f.code == "ENGINE_VERSION_UNPLACED"][0]
+    warning = [f.text for f in early.findings if f.code == "ENGINE_VERSION_UNPLACED"][0]
     assert "merge date unknown, on main by 2025-10-25" in warning
     assert "YYYY-MM-DD (before 2025-10-09 lacks it; from 2025-10-25 on has it)" in warning
     assert "if it is older: in the 'before spec V2' era (before PR #11398) off" in \
-        early.finding("SGL_OVERLAP_SCHEDULE").message
+        early.finding("SGL_OVERLAP_SCHEDULE").text
 
 
 def test_the_changes_are_recorded_in_order():
@@ -241,7 +241,7 @@ def test_the_opt_in_topk_check_came_with_0_5_7():
         return sgl(version, "SGLANG_ENABLE_SPEC_V2=1", topk=4).finding("SGL_SPEC_V2_TOPK")
     assert (tree("0.5.7").severity, tree("0.5.7").engine_error) == ("error", "ValueError")
     early = tree("0.5.6.post2")
-    assert early.severity == "warning" and early.engine_error is None and "issue #14077" in early.message
+    assert early.severity == "warning" and early.engine_error is None and "issue #14077" in early.text
 
 
 def test_era_four_log_lines():

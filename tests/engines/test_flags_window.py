@@ -70,11 +70,11 @@ def test_sglang_without_the_flag_runs_a_trained_window_as_full_attention(tmp_pat
     found = sglang(draft).finding("DRAFT_WINDOW")
     assert found is not None and found.severity == "warning"
     assert found.fix == f"Launch with --speculative-draft-window-size {window}."
-    assert f"a {window}-token window on layer(s) [0]" in found.message and "served" in found.message
+    assert f"a {window}-token window on layer(s) [0]" in found.text and "served" in found.text
     assert "from 0.5.12: applied only through the launch flag" in found.engine_versions
     # the same problem inspect and doctor raise: window_problem's, not a second rule
     same = window_problem(read_window(_layer(window, ["sliding_attention"])), 1, "speculators", for_build("sglang"))
-    assert found.fix == same.fix and found.message == f"{same.title}: {same.evidence}"
+    assert found.fix == same.fix and found.text == f"{same.title}: {same.text}"
 
 
 def test_sglang_with_the_trained_window_has_no_finding(tmp_path):
@@ -87,8 +87,8 @@ def test_sglang_with_another_window_is_told_the_trained_one(tmp_path):
     res = sglang(draft, " --speculative-draft-window-size 1024")
     found = res.finding("DRAFT_WINDOW")
     assert found.fix == "Launch with --speculative-draft-window-size 2048."
-    assert "a 1024-token window on layer(s) [0]" in found.message
-    assert found.setting == "draft_window_size" and res.effective["draft_window_size"] == 1024
+    assert "a 1024-token window on layer(s) [0]" in found.text
+    assert found.where == "draft_window_size" and res.effective["draft_window_size"] == 1024
     assert res.table().loc["draft_window_size", "why"] == "DRAFT_WINDOW"
 
 
@@ -108,7 +108,7 @@ def test_a_specforge_draft_trained_without_a_window(tmp_path):
         "Launch without --speculative-draft-window-size."
     found = vllm(draft).finding("DRAFT_WINDOW")
     assert found.fix.startswith("Remove sliding_window / layer_types from the draft's config")
-    assert "a 2048-token window on layer(s) [0]" in found.message and found.rule.startswith("vLLM: ")
+    assert "a 2048-token window on layer(s) [0]" in found.text and found.rule.startswith("vLLM: ")
 
 
 def test_vllm_runs_a_speculators_window_as_trained(tmp_path):

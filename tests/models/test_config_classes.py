@@ -186,9 +186,9 @@ def test_eagle31_on_a_vllm_build_before_pr_46488_is_named_for_the_build_asked(tm
     draft = write(tmp_path, "d", SPECULATORS, eagle31)
     old = inspect_checkpoint(draft, builds=engine_builds("vllm", "0.24.0"))
     for flag in ("fc_norm", "norm_output"):
-        hit = [f for f in old.findings if f.code == "FLAG_UNREAD_BY_BUILD" and f.evidence.startswith(flag)
+        hit = [f for f in old.findings if f.code == "FLAG_UNREAD_BY_BUILD" and f.text.startswith(flag)
                and f.engine.startswith("vLLM (build")]
-        assert hit and hit[0].engine == "vLLM (build 0.24.0)" and "0.25.0 (PR #46488" in hit[0].evidence
+        assert hit and hit[0].engine == "vLLM (build 0.24.0)" and "0.25.0 (PR #46488" in hit[0].text
         assert hit[0].fix == "Serve with vLLM >= 0.25.0."
         assert old.norm_flags[flag].by_engine["vllm"].value is False
     new = inspect_checkpoint(draft, builds=engine_builds("vllm", "0.25.0"))
@@ -204,9 +204,9 @@ def test_norm_before_fc_nested_in_eagle_config_is_read_where_each_build_reads_it
     assert by["sglang"].value is True
     vllm21 = codes(inspect_checkpoint(draft, builds=engine_builds("vllm", "0.21.0")))
     hit = vllm21[("FLAG_WRITTEN_WHERE_UNREAD", "vLLM (build 0.21.0)")]
-    assert "PR #36545" in hit.evidence and "top level" in hit.fix
+    assert "PR #36545" in hit.text and "top level" in hit.fix
     sglang16 = codes(inspect_checkpoint(draft, builds=engine_builds("sglang", "0.5.16")))
-    assert "0.5.17 (PR #32334" in sglang16[("FLAG_UNREAD_BY_BUILD", "SGLang (build 0.5.16)")].evidence
+    assert "0.5.17 (PR #32334" in sglang16[("FLAG_UNREAD_BY_BUILD", "SGLang (build 0.5.16)")].text
     apply_fix(draft, {"norm_before_fc": True})     # the fix: also at the top level
     assert ("FLAG_WRITTEN_WHERE_UNREAD", "vLLM (build 0.21.0)") not in codes(
         inspect_checkpoint(draft, builds=engine_builds("vllm", "0.21.0")))
@@ -221,8 +221,8 @@ def test_four_aux_ids_with_an_fc_built_for_three_get_their_own_code(tmp_path):
     (folder / "config.json").write_text(json.dumps(cfg))
     target = bundled.ROOT / "data" / "models" / "target"
     hit = codes(inspect_checkpoint(folder, target=target))[("AUX_IDS_FC_WIDTH", "every engine")]
-    assert hit.severity == "critical" and f"= 3 x {cfg['hidden_size']}" in hit.evidence
-    assert "sizes fc for 4 from eagle_config.eagle_aux_hidden_state_layer_ids: loading fails" in hit.evidence
+    assert hit.severity == "critical" and f"= 3 x {cfg['hidden_size']}" in hit.text
+    assert "sizes fc for 4 from eagle_config.eagle_aux_hidden_state_layer_ids: loading fails" in hit.text
     draft = load_draft(folder, device="cpu", require_embedding=False, check_vocab=False)
     target_cfg = json.loads((target / "config.json").read_text())
     found = {f.code for f in config_findings(draft, target_cfg)}
@@ -242,7 +242,7 @@ def test_a_draft_sliding_window_is_said_per_engine(tmp_path):
         sliding_window=2048, layer_types=["sliding_attention"]))
     found = codes(inspect_checkpoint(draft))
     hit = found[("DRAFT_WINDOW", "SGLang (0.5.17+ (EAGLE 3.1: PRs #24663, #26506; norm_before_fc: PR #32334))")]
-    assert hit.fix == "Launch with --speculative-draft-window-size 2048." and "0.5.12" in hit.evidence
+    assert hit.fix == "Launch with --speculative-draft-window-size 2048." and "0.5.12" in hit.text
     assert not [k for k in found if k[0] == "DRAFT_WINDOW" and k[1].startswith("vLLM")]   # vLLM reads layer_types
 
 
@@ -263,5 +263,5 @@ def test_engine_findings_follow_the_build(tmp_path):
     nbf = Eagle3Draft(DraftConfig(**geo, **mla, norm_before_fc=True), profile="sglang", fmt="sglang")
     for engine, reader in (("vllm", "deepseek_eagle3.py"), ("sglang", "kimi_k25_eagle3.py")):
         hit = {f.code: f for f in engine_findings(nbf, engine)}["FLAG_UNREAD_FOR_FAMILY"]
-        assert reader in hit.evidence
+        assert reader in hit.text
     assert for_build("vllm", "0.24.0").families.attention.keys() >= {"qwen3"}

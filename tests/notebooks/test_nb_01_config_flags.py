@@ -48,7 +48,7 @@ def test_the_findings_table_shows_every_message_and_fix_whole(bundled_models):
                         engine_version="0.5.11")
     import html as html_lib
 
-    long_texts = [t for f in res.findings for t in (f.message, f.fix) if t and len(t) > 50]
+    long_texts = [t for f in res.findings for t in (f.text, f.fix) if t and len(t) > 50]
     assert long_texts and all(html_lib.escape(t, quote=False) in html for t in long_texts)
     widget_cell = next(c for c in nb.cells if c.get("id") == "02e32819")
     assert any(TABLE_CLASS in o.get("data", {}).get("text/html", "") for o in widget_cell.outputs)

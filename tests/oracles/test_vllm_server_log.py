@@ -89,7 +89,7 @@ def test_doctor_agrees_with_the_real_run_and_not_with_other_ids(bundled_models, 
     # served with ids [0, 1, 2]: what doctor predicts for the checkpoint as stated is not what ran
     for evidence in (_spec_lines(printed)["other-ids"], json.dumps(other["counters"])):
         finding = _server_finding(evidence, served_rung)
-        assert finding.code == "SERVER_MISMATCH", finding.evidence
+        assert finding.code == "SERVER_MISMATCH", finding.text
         assert finding.data["observed"] < finding.data["low"] - finding.data["tolerance"]
 
 

@@ -115,7 +115,7 @@ def run(args) -> int:
         for f in report.findings:
             measured = "" if f.gain is None else (f"   tau {_interval(f.tau_before)} -> {_interval(f.tau_after)}, "
                                                   f"undoing it alone costs {_interval(f.undone)}")
-            print(f"\n[{f.severity.upper()}] {f.code}: {f.title}{measured}\n  evidence: {f.evidence}")
+            print(f"\n[{f.severity.upper()}] {f.code}: {f.title}{measured}\n  evidence: {f.text}")
             if f.fix:
                 print(f"  fix: {f.fix}")
         print("\nladder of single fixes (teacher-forced chain acceptance on the target's own greedy text):")

@@ -103,10 +103,10 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
     inputs = Inputs(name, version, parsed, target, draft, arch, layers, sources, served_speculator,
                     engine_platform=platform)
     as_given, effective, findings = rules.resolve(inputs)
-    unplaced = {f.message: f for f in (unplaced_finding(c, version) for c in inputs.unplaced)}
+    unplaced = {f.text: f for f in (unplaced_finding(c, version) for c in inputs.unplaced)}
     for f in findings:  # the translator's come from the same builder: one finding per change
         if f.code == VERSION_UNPLACED:
-            unplaced.setdefault(f.message, f)
+            unplaced.setdefault(f.text, f)
     findings = list(unplaced.values()) + [f for f in findings if f.code != VERSION_UNPLACED]
     note = (f"engine_version {version}" if version else
             f"engine_version not given: assumed the current {rules.CURRENT}")

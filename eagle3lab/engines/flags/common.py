@@ -105,5 +105,5 @@ def draft_window_finding(inp: Inputs, launch_window: int | None = None, setting:
                              launch_window)
     if problem is None:
         return None
-    return flag_finding(problem.code, problem.severity, f"{problem.title}: {problem.evidence}",
+    return flag_finding(problem.code, problem.severity, f"{problem.title}: {problem.text}",
                         f"{served.engine}: {served.draft_window_how}", window_rows(inp.engine), problem.fix, setting)

@@ -83,7 +83,7 @@ class FlagsResult:
 
     @property
     def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "error"]
+        return [f for f in self.findings if f.severity.blocking]
 
     def codes(self) -> list[str]:
         return [f.code for f in self.findings]
@@ -116,8 +116,8 @@ class FlagsResult:
         keys += [k for k in self.effective if k not in keys and k not in _NOT_IN_TABLE]
         why = {}
         for f in self.findings:
-            if f.setting:
-                why.setdefault(f.setting, []).append(f.code)
+            if f.where:
+                why.setdefault(f.where, []).append(f.code)
         rows = []
         for k in keys:
             given, eff = self.as_given.get(k), self.effective.get(k)
@@ -130,8 +130,7 @@ class FlagsResult:
         import pandas as pd
 
         cols = ["severity", "code", "message", "fix", "engine_versions", "rule"]
-        order = {s: i for i, s in enumerate(SEVERITIES)}
-        rows = sorted((f.to_dict() for f in self.findings), key=lambda d: order[d["severity"]])
+        rows = [f.to_dict() for f in sorted(self.findings, key=lambda f: f.severity.rank)]
         return pd.DataFrame(rows, columns=["setting", *cols])[cols]
 
     def report(self) -> str:
@@ -146,8 +145,8 @@ class FlagsResult:
         cap = self.max_accept_length
         lines += ["", f"max accept length per verify step: {cap if cap is not None else 'n/a (does not run as given)'}",
                   ""]
-        for f in sorted(self.findings, key=lambda f: SEVERITIES.index(f.severity)):
-            lines.append(f"[{f.severity}] {f.code}: {f.message}")
+        for f in sorted(self.findings, key=lambda f: f.severity.rank):
+            lines.append(f"[{f.severity}] {f.code}: {f.text}")
             if f.fix:
                 lines.append(f"    fix: {f.fix}")
             lines.append(f"    rule: {f.rule} ({f.engine_versions})")
