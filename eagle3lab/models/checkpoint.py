@@ -53,6 +53,7 @@ from eagle3lab.models.inspection import (
     VocabCheck,
     WeightsCheck,
     inspect_note,
+    load_warning,
 )
 from eagle3lab.models.target import TargetFacts, as_target, check_draft_fits
 from eagle3lab.models.vocab import check_vocab_map, vocab_dict
@@ -86,10 +87,11 @@ class LoadReport:
     aux_ids_key: str | None = None
     embedding: str = "checkpoint"                         # checkpoint | target | missing
     vocab_findings: list[Finding] = field(default_factory=list)   # vocab.check_vocab_map's, with codes
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)         # inspection.load_warning's, with codes
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "vocab_findings": [vocab_dict(f) for f in self.vocab_findings]}
+        return {**asdict(self), "vocab_findings": [vocab_dict(f) for f in self.vocab_findings],
+                "warnings": [w.text for w in self.warnings]}
 
     def __str__(self) -> str:
         lines = [f"{self.path}: {self.format} format ({self.format_reason}); run as {self.profile}",
@@ -198,14 +200,14 @@ def weight_shapes(files: list[Path]) -> dict[str, tuple[list[int], str]]:
 
 # ---------------------------------------------------------------------------- checks
 
-def canonical_state_dict(tensors: dict[str, torch.Tensor], where) -> tuple[dict[str, torch.Tensor], list[str]]:
+def canonical_state_dict(tensors: dict[str, torch.Tensor], where) -> tuple[dict[str, torch.Tensor], list[Finding]]:
     """Family names -> our names; drops the weights no engine reads at inference (with a note)."""
     out: dict[str, torch.Tensor] = {}
     notes = []
     for key, value in tensors.items():
         name = cf.canonical_key(key)
         if name in cf.IGNORED_WEIGHTS or name.endswith("rotary_emb.inv_freq"):
-            notes.append(f"ignored {key} (not used by the draft at inference)")
+            notes.append(load_warning("WEIGHT_IGNORED", f"ignored {key} (not used by the draft at inference)"))
             continue
         if name in out:
             raise bad_input(where, key, "one weight per name", f"both {key} and another key naming {name}",
@@ -214,7 +216,7 @@ def canonical_state_dict(tensors: dict[str, torch.Tensor], where) -> tuple[dict[
     return out, notes
 
 
-def fit_config_to_weights(cfg: DraftConfig, raw_cfg: dict, sd: dict, where, notes: list[str]) -> DraftConfig:
+def fit_config_to_weights(cfg: DraftConfig, raw_cfg: dict, sd: dict, where, notes: list[Finding]) -> DraftConfig:
     """Settle num_aux / target_hidden_size from fc.weight; refuse a config the weights contradict."""
     fc = sd.get("fc.weight")
     if fc is None or fc.dim() != 2:
@@ -231,12 +233,13 @@ def fit_config_to_weights(cfg: DraftConfig, raw_cfg: dict, sd: dict, where, note
     if in_dim != cfg.fc_width:
         if ht_written and in_dim % ht == 0 and count_from is None:
             num_aux = in_dim // ht
-            notes.append(f"num_aux = {num_aux} read from fc.weight {list(fc.shape)} (no aux ids written)")
+            notes.append(load_warning("NUM_AUX_FROM_FC", f"num_aux = {num_aux} read from fc.weight {list(fc.shape)} "
+                                      "(no aux ids written)"))
         elif not ht_written and in_dim % num_aux == 0:
             ht = in_dim // num_aux
-            notes.append(f"target_hidden_size = {ht} inferred from fc.weight {list(fc.shape)} (missing in "
-                         f"config.json): vLLM and SGLang size fc as {num_aux} * hidden_size without it and fail to "
-                         f"load; add target_hidden_size: {ht}")
+            notes.append(load_warning("TARGET_HIDDEN_INFERRED", f"target_hidden_size = {ht} inferred from fc.weight "
+                                      f"{list(fc.shape)} (missing in config.json): vLLM and SGLang size fc as "
+                                      f"{num_aux} * hidden_size without it and fail to load; add target_hidden_size: {ht}"))
         else:
             raise bad_input(where, "fc.weight", f"{cfg.fc_width} input columns ({num_aux} aux states, from "
                             f"{count_from or 'the default of 3'}, x target_hidden_size {ht})", f"shape {list(fc.shape)} "
@@ -253,7 +256,7 @@ def expected_shapes(cfg: DraftConfig) -> dict[str, tuple[tuple[int, ...], torch.
     return {k: (tuple(v.shape), v.dtype) for k, v in model.state_dict().items()}
 
 
-def mixed_dtypes(stored: dict[str, torch.dtype], where, loaded_as: torch.dtype) -> str | None:
+def mixed_dtypes(stored: dict[str, torch.dtype], where, loaded_as: torch.dtype) -> Finding | None:
     """A warning naming the float tensors stored in another dtype than the others (one fp16 tensor among fp32
     ones: a checkpoint written in parts, or half converted), which are cast on loading; None when all agree."""
     counts = Counter(stored.values())
@@ -262,10 +265,11 @@ def mixed_dtypes(stored: dict[str, torch.dtype], where, loaded_as: torch.dtype) 
     main, n_main = counts.most_common(1)[0]
     odd = sorted(k for k, d in stored.items() if d != main)
     named = ", ".join(f"{k} ({str(stored[k]).removeprefix('torch.')})" for k in odd[:8])
-    return (f"{where}: {len(odd)} tensor(s) stored in another dtype than the other {n_main} "
-            f"({str(main).removeprefix('torch.')}): {named}{' ...' if len(odd) > 8 else ''}; all cast to "
-            f"{str(loaded_as).removeprefix('torch.')} on loading. Mixed dtypes mean a checkpoint written in parts or "
-            "half converted: check that the odd tensors were not rounded (or overflowed) when they were saved.")
+    return load_warning("MIXED_DTYPES", f"{where}: {len(odd)} tensor(s) stored in another dtype than the other "
+                        f"{n_main} ({str(main).removeprefix('torch.')}): {named}{' ...' if len(odd) > 8 else ''}; "
+                        f"all cast to {str(loaded_as).removeprefix('torch.')} on loading. Mixed dtypes mean a "
+                        "checkpoint written in parts or half converted: check that the odd tensors were not rounded "
+                        "(or overflowed) when they were saved.")
 
 
 def check_state_dict(cfg: DraftConfig, sd: dict[str, torch.Tensor], where) -> list[str]:
@@ -376,7 +380,7 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
         raise bad_input(folder, None, f"weights ({' or '.join(WEIGHT_FILES)})", "none",
                         "Only config.json is here: 'eagle3lab inspect' can still check it.")
     where = files[0] if len(files) == 1 else folder
-    notes: list[str] = []
+    notes: list[Finding] = []
     cfg, sd, absent = _read_checked_weights(cfg, raw, files, dev, where, notes)
     stored = {k: v.dtype for k, v in sd.items() if v.is_floating_point()}
 
@@ -407,7 +411,7 @@ def load_draft(path, target=None, device="auto", profile=None, num_target_layers
 
 
 def _read_checked_weights(cfg: DraftConfig, raw: dict, files: list[Path], dev, where,
-                          notes: list[str]) -> tuple[DraftConfig, dict[str, torch.Tensor], list[str]]:
+                          notes: list[Finding]) -> tuple[DraftConfig, dict[str, torch.Tensor], list[str]]:
     """The weights read onto ``dev`` under our names, the config fitted to them, an identity vocab map dropped, and
     every key, shape and value checked: ``(cfg, state dict, optional keys absent)``."""
     sd, ignored = canonical_state_dict(read_weights(files, dev), where)   # on the device as read
@@ -467,7 +471,7 @@ def _embedding_for(cfg: DraftConfig, sd: dict[str, torch.Tensor], facts: TargetF
     return embedding
 
 
-def _default_profile(cfg: DraftConfig, fmt: str, config_file: Path, notes: list[str]) -> EngineProfile:
+def _default_profile(cfg: DraftConfig, fmt: str, config_file: Path, notes: list[Finding]) -> EngineProfile:
     """The first profile that can run this draft (the format's trainer first), noting why the ones before it were
     passed over; refused when none can."""
     profile, passed = first_runnable(cfg, fmt)
@@ -476,7 +480,8 @@ def _default_profile(cfg: DraftConfig, fmt: str, config_file: Path, notes: list[
                         "or any other)", "; ".join(passed), "Pass load_draft(..., profile=) to study it as that "
                         "engine would run it anyway.")
     if passed:
-        notes.append(f"run as {profile.label}, the first profile that can run this draft: {'; '.join(passed)}")
+        notes.append(load_warning("PROFILE_PASSED_OVER", f"run as {profile.label}, the first profile that can run "
+                                  f"this draft: {'; '.join(passed)}"))
     return profile
 
 
@@ -487,9 +492,10 @@ def _report_as_run(report: LoadReport, draft: Eagle3Draft, cfg: DraftConfig, fmt
     report.settings = [{"flag": f, "value": d.value, "how": d.how} for f, d in draft.settings.decisions.items()]
     seen, why = draft.profile.visible_ids(cfg.aux_layer_ids, cfg.aux_ids_key)
     if why:
-        report.warnings.append(why)
+        report.warnings.append(load_warning("IDS_NOT_SEEN", why))
     for name in dict.fromkeys((draft.profile.name, SERVE_PROFILE[fmt])):   # what can run it, as written
-        report.warnings += [p for p in serving_problems(cfg, name, ATTENTION_KINDS) if p not in report.warnings]
+        problems = [load_warning("NOT_SERVABLE", p) for p in serving_problems(cfg, name, ATTENTION_KINDS)]
+        report.warnings += [p for p in problems if p not in report.warnings]
 
 
 # ---------------------------------------------------------------------------- save / convert
@@ -547,7 +553,7 @@ def trained_resid(draft: Eagle3Draft, num_target_layers: int | None = None, requ
 
 
 # What speculators' own loader (0.9.0, Eagle3DraftModel.from_pretrained) needs in a speculators-format checkpoint.
-SPECULATORS_NEEDS = {
+SPECULATORS_NEEDS = {   # -> the warning's code: SPECULATORS_NO_EMBEDDING, SPECULATORS_NO_VERIFIER
     "embed_tokens.weight": "no embed_tokens.weight written: speculators 0.9.0 Eagle3DraftModel.from_pretrained leaves "
                            "it uninitialised (with transformers 5.19.0, the newest it allows, its NaN sentinel in "
                            "_init_vocab does not survive loading, so load_verifier_weights never copies the verifier's); vLLM takes the target's",
@@ -557,7 +563,7 @@ SPECULATORS_NEEDS = {
 }
 
 
-def _older_sglang_reading(ids, num_layers: int, arch: str | None) -> list[str]:
+def _older_sglang_reading(ids, num_layers: int, arch: str | None) -> list[Finding]:
     """A warning when the oldest SGLang build read feeds other points for ``ids`` than the newest (e.g. id -1 on a
     Llama target: resid[0] from 0.5.22, a TypeError up to 0.5.21), or crashes on them."""
     from eagle3lab.engines.layer_ids import SGLANG_OLDEST_READ, resolve_aux_layers
@@ -567,19 +573,20 @@ def _older_sglang_reading(ids, num_layers: int, arch: str | None) -> list[str]:
     if oldest.resid == newest.resid and not oldest.fatal:
         return []
     then = oldest.fatal[0].rstrip(".") if oldest.fatal else f"feeds resid{list(oldest.resid)}"
-    return [f"aux ids {list(ids)} feed resid{list(newest.resid)} in SGLang's newest code read, but not in every build: "
-            f"in {SGLANG_OLDEST_READ}, {then}. `eagle3lab ids sglang {' '.join(map(str, ids))} --num-layers "
-            f"{num_layers} --engine-version V` says what build V feeds; doctor --engine-version V checks a server."]
+    return [load_warning("OLDER_SGLANG_READING", f"aux ids {list(ids)} feed resid{list(newest.resid)} in SGLang's "
+                         f"newest code read, but not in every build: in {SGLANG_OLDEST_READ}, {then}. `eagle3lab ids "
+                         f"sglang {' '.join(map(str, ids))} --num-layers {num_layers} --engine-version V` says what "
+                         "build V feeds; doctor --engine-version V checks a server.")]
 
 
-def _trainer_refuses(ids, num_layers: int, arch: str | None) -> list[str]:
+def _trainer_refuses(ids, num_layers: int, arch: str | None) -> list[Finding]:
     """A warning when SpecForge, the sglang format's trainer, refuses ``ids`` (eagle3lab.engines.layer_ids'
     SPECFORGE_IDS_REJECTED): the checkpoint serves, but cannot be fine-tuned with those ids as written."""
     from eagle3lab.engines.layer_ids import resolve_aux_layers
 
     res = resolve_aux_layers("specforge", list(ids), num_layers, arch=arch)
-    return [f"aux ids {list(ids)}: SGLang serves them, but {n.text}" for n in res.notes
-            if n.code == "SPECFORGE_IDS_REJECTED"]
+    return [load_warning("TRAINER_REFUSES_IDS", f"aux ids {list(ids)}: SGLang serves them, but {n.text}")
+            for n in res.notes if n.code == "SPECFORGE_IDS_REJECTED"]
 
 
 def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_target_layers: int | None = None,
@@ -595,7 +602,7 @@ def save_draft(draft: Eagle3Draft, out_dir, format: str = "speculators", *, num_
         raise bad_input("--to", None, f"one of {', '.join(cf.FORMATS)}", repr(fmt))
     cfg, out = draft.config, Path(out_dir).expanduser()
     _check_writable(cfg, fmt, out, overwrite)
-    warnings: list[str] = []
+    warnings: list[Finding] = []
     n = num_target_layers or draft.num_target_layers
     ids, resid, trainer = _ids_to_write(draft, fmt, n, warnings)
     trained = resolve_settings(cfg, trainer, draft.format)
@@ -632,7 +639,7 @@ def _check_writable(cfg: DraftConfig, fmt: str, out: Path, overwrite: bool) -> N
                         "in speculators format.")
 
 
-def _ids_to_write(draft: Eagle3Draft, fmt: str, n: int | None, warnings: list[str]):
+def _ids_to_write(draft: Eagle3Draft, fmt: str, n: int | None, warnings: list[Finding]):
     """``(ids, trained resid points, trainer)``: the aux ids that make ``fmt``'s server capture the points the draft
     was trained on (copied when the conventions agree; None for the EAGLE format, whose points are fixed), warning
     when an older SGLang build or SpecForge reads them otherwise."""
@@ -659,7 +666,7 @@ def _ids_to_write(draft: Eagle3Draft, fmt: str, n: int | None, warnings: list[st
 
 
 def _flags_to_write(draft: Eagle3Draft, trainer: EngineProfile, trained: DraftSettings, out: Path, fmt: str,
-                    keep_stated_flags: bool, warnings: list[str]) -> dict[str, bool]:
+                    keep_stated_flags: bool, warnings: list[Finding]) -> dict[str, bool]:
     """The norm flags as the draft's trainer ran them; a stated flag that differs is warned about (or kept with
     ``keep_stated_flags``), and ``draft.rewired()`` switches win over both."""
     cfg = draft.config
@@ -675,12 +682,14 @@ def _flags_to_write(draft: Eagle3Draft, trainer: EngineProfile, trained: DraftSe
             continue
         if keep_stated_flags:
             flags[flag] = bool(stated)
-            warnings.append(f"{flag}: kept the stated {stated} (keep_stated_flags / --keep-stated-flags), although "
-                            f"the draft's trainer ran {value} ({origin}; rule: {rules[flag]})")
+            warnings.append(load_warning("STATED_FLAG_KEPT", f"{flag}: kept the stated {stated} (keep_stated_flags / "
+                                         f"--keep-stated-flags), although the draft's trainer ran {value} ({origin}; "
+                                         f"rule: {rules[flag]})"))
         else:
-            warnings.append(f"{flag}: the source config states {stated}, written {value} as the draft's trainer ran "
-                            f"it ({origin}; rule: {rules[flag]}). "
-                            f"To write the stated {stated}, pass keep_stated_flags=True (CLI: --keep-stated-flags)")
+            warnings.append(load_warning("STATED_FLAG_CHANGED", f"{flag}: the source config states {stated}, "
+                                         f"written {value} as the draft's trainer ran it ({origin}; rule: "
+                                         f"{rules[flag]}). To write the stated {stated}, pass keep_stated_flags=True "
+                                         "(CLI: --keep-stated-flags)"))
     flags.update({k: v for k, v in draft.wiring.items() if k in flags})   # draft.rewired() switches
     if "recycle_postnorm" in draft.wiring:
         flags["norm_output"] = draft.wiring["recycle_postnorm"]
@@ -690,27 +699,30 @@ def _flags_to_write(draft: Eagle3Draft, trainer: EngineProfile, trained: DraftSe
     return flags
 
 
-def _served_otherwise(new_cfg: DraftConfig, fmt: str, flags: dict[str, bool], trained: DraftSettings) -> list[str]:
+def _served_otherwise(new_cfg: DraftConfig, fmt: str, flags: dict[str, bool],
+                      trained: DraftSettings) -> list[Finding]:
     """Warnings for what the format's server cannot run as written, and for each switch it runs otherwise than the
     draft was trained (acceptance drops)."""
     served = get_profile(SERVE_PROFILE[fmt])
-    warnings = list(serving_problems(new_cfg, served, ATTENTION_KINDS))
+    warnings = [load_warning("NOT_SERVABLE", p) for p in serving_problems(new_cfg, served, ATTENTION_KINDS)]
     as_served = resolve_settings(new_cfg, served, fmt)
     for flag in ("norm_before_residual", "norm_before_fc", "fc_norm"):
         if getattr(as_served, flag) != flags[flag]:
-            warnings.append(f"{served.label} does not honour {flag}={flags[flag]}: served from this checkpoint the "
-                            "draft runs with different arithmetic than it was trained with (acceptance drops).")
+            warnings.append(load_warning("SERVED_FLAG_IGNORED", f"{served.label} does not honour {flag}={flags[flag]}: "
+                                         "served from this checkpoint the draft runs with different arithmetic than "
+                                         "it was trained with (acceptance drops)."))
     if as_served.recycle_postnorm != flags["norm_output"]:
-        warnings.append(f"{served.label} recycles the {'post' if as_served.recycle_postnorm else 'pre'}-norm state; "
-                        f"this draft was trained recycling the {'post' if flags['norm_output'] else 'pre'}-norm state.")
+        warnings.append(load_warning("SERVED_RECYCLE_DIFFERS", f"{served.label} recycles the "
+                                     f"{'post' if as_served.recycle_postnorm else 'pre'}-norm state; this draft was "
+                                     f"trained recycling the {'post' if flags['norm_output'] else 'pre'}-norm state."))
     if as_served.final_norm != trained.final_norm:   # SpecForge norm_output false: trained without it
-        warnings.append(f"{served.label} norms lm_head's input; this draft was trained without that norm "
-                        f"({trained.decisions['final_norm'].how}).")
+        warnings.append(load_warning("SERVED_FINAL_NORM_DIFFERS", f"{served.label} norms lm_head's input; this draft "
+                                     f"was trained without that norm ({trained.decisions['final_norm'].how})."))
     return warnings
 
 
 def _tensors_to_write(draft: Eagle3Draft, fmt: str, include_embedding: bool | None,
-                      warnings: list[str]) -> dict[str, torch.Tensor]:
+                      warnings: list[Finding]) -> dict[str, torch.Tensor]:
     """The weights under ``fmt``'s names, on the CPU: the embedding only where it belongs (speculators always needs
     it), SpecForge's identity vocab buffers added for the sglang format."""
     cfg = draft.config
@@ -721,9 +733,9 @@ def _tensors_to_write(draft: Eagle3Draft, fmt: str, include_embedding: bool | No
     if not include_embedding or draft.embedding_missing:
         state.pop("embed_tokens.weight", None)
     if fmt == "speculators" and "embed_tokens.weight" not in state:
-        warnings.append(SPECULATORS_NEEDS["embed_tokens.weight"])
+        warnings.append(load_warning("SPECULATORS_NO_EMBEDDING", SPECULATORS_NEEDS["embed_tokens.weight"]))
     if fmt == "speculators" and not cfg.extra.get("verifier"):
-        warnings.append(SPECULATORS_NEEDS["verifier"])
+        warnings.append(load_warning("SPECULATORS_NO_VERIFIER", SPECULATORS_NEEDS["verifier"]))
     if fmt == "sglang" and "d2t" not in state:   # SpecForge's identity buffers: its warm start requires them
         state["d2t"] = torch.zeros(cfg.vocab_size, dtype=torch.long)
         state["t2d"] = torch.ones(cfg.vocab_size, dtype=torch.bool)
@@ -891,7 +903,7 @@ def _inspected_weights(cfg: DraftConfig, kind: str, config_file: Path, files: li
         out.vocab = VocabCheck(True, found)
         out.errors += [inspect_note("VOCAB_MAP_INVALID", f"vocab map: {f.where}: {f.text}") for f in found
                        if f.severity.blocking]
-        out.warnings += [inspect_note("LOAD_WARNING", w) for w in rep.warnings]
+        out.warnings += rep.warnings   # each with its own code (inspection.WARNING_CODES)
         out.defaulted += [d for d in (Defaulted(**d) for d in rep.defaulted) if d not in out.defaulted]
         out.weights = WeightsCheck(rep.weight_files, True, rep.embedding, str(draft.fc.weight.dtype).replace(
             "torch.", ""), sum(p.numel() for p in draft.parameters()))

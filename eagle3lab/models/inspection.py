@@ -1,7 +1,8 @@
 """What ``inspect_checkpoint`` returns: a typed inspection whose field names are the JSON keys docs/cli/inspect.md
 documents, and ``to_dict()`` the JSON ``eagle3lab inspect --json`` prints.
 
-Every error, warning and unchecked item is a ``Finding`` (``inspect_note``) with a stable code (``NOTE_CODES``), every finding keeps its
+Every error, warning and unchecked item is a ``Finding`` (``inspect_note``) with a stable code (``NOTE_CODES``; a
+warning load_draft reported keeps its own, ``WARNING_CODES``: ``load_warning``), every finding keeps its
 code (``eagle3lab.engines.draft_checks.config_problem``), every aux row its engine notes (``Finding``s, with codes):
 callers match codes, never text. ``save_draft`` returns a ``SavedDraft``.
 """
@@ -23,8 +24,6 @@ NOTE_CODES = {
     "WEIGHTS_INVALID": "the weights do not load (keys, shapes, dtypes, NaN/inf, no profile can run them)",
     "VOCAB_MAP_INVALID": "the d2t/t2d map breaks an invariant (an error among the vocab findings)",
     "CHECKS_FAILED": "the static checks of the config against the engines could not run",
-    "LOAD_WARNING": "a warning load_draft reported (ignored weights, inferred sizes, mixed dtypes, profile chosen, "
-                    "ids or family an engine does not read)",
     "TARGET_CONFIG": "the config is a target's, not a draft's",
     "NOT_A_DRAFT": "nothing EAGLE-3 specific was checked: the config is no EAGLE-3 draft",
     "NO_WEIGHTS": "no weight files: keys, shapes and values unchecked",
@@ -33,8 +32,28 @@ NOTE_CODES = {
 }
 
 
+# The code of each warning load_draft and save_draft report (``load_warning``; inspect's warnings carry them too)
+WARNING_CODES = {
+    "WEIGHT_IGNORED": "a stored weight no engine reads at inference, dropped on loading",
+    "NUM_AUX_FROM_FC": "num_aux read from fc.weight's width (no aux ids written)",
+    "TARGET_HIDDEN_INFERRED": "target_hidden_size inferred from fc.weight (missing in config.json; engines fail)",
+    "MIXED_DTYPES": "float tensors stored in another dtype than the others, cast on loading",
+    "PROFILE_PASSED_OVER": "run as the first profile that can run the draft; why each one before it cannot",
+    "IDS_NOT_SEEN": "aux ids written where the profile that runs the draft does not read them",
+    "NOT_SERVABLE": "what keeps a profile from running the draft as written (engines.profiles.serving_problems)",
+    "OLDER_SGLANG_READING": "the ids written feed other points (or crash) in the oldest SGLang build read",
+    "TRAINER_REFUSES_IDS": "SpecForge, the sglang format's trainer, refuses the ids written",
+    "STATED_FLAG_CHANGED": "a norm flag written as the draft's trainer ran it, not as the source config states",
+    "STATED_FLAG_KEPT": "a norm flag kept as the source config states it (keep_stated_flags), not as trained",
+    "SERVED_FLAG_IGNORED": "the format's server does not honour a norm flag written",
+    "SERVED_RECYCLE_DIFFERS": "the format's server recycles the other (pre- or post-norm) state than trained",
+    "SERVED_FINAL_NORM_DIFFERS": "the format's server norms lm_head's input; the draft was trained without it",
+    "SPECULATORS_NO_EMBEDDING": "no embedding written: speculators' own loader leaves it uninitialised",
+    "SPECULATORS_NO_VERIFIER": "no verifier named: speculators' own loader fails without it",
+}
+
 # The list each code goes in, by severity: errors are critical (inspect's word), unchecked items information.
-_NOTE_SEVERITY = {"LOAD_WARNING": Severity.WARNING, "TARGET_CONFIG": Severity.WARNING, "NOT_A_DRAFT": Severity.INFO,
+_NOTE_SEVERITY = {"TARGET_CONFIG": Severity.WARNING, "NOT_A_DRAFT": Severity.INFO,
                   "NO_WEIGHTS": Severity.INFO, "NO_VOCAB_MAP": Severity.INFO, "NO_TARGET_LAYERS": Severity.INFO}
 
 
@@ -42,6 +61,12 @@ def inspect_note(code: str, text: str) -> Finding:
     """One error, warning or unchecked item of an inspection: a stable code (NOTE_CODES) and the sentence."""
     assert code in NOTE_CODES, code
     return Finding(code, _NOTE_SEVERITY.get(code, Severity.CRITICAL), text)
+
+
+def load_warning(code: str, text: str) -> Finding:
+    """A warning of ``load_draft`` or ``save_draft``: a stable code (WARNING_CODES) and the sentence printed."""
+    assert code in WARNING_CODES, code
+    return Finding(code, Severity.WARNING, text)
 
 
 def _texts(notes: list[Finding]) -> list[str]:
@@ -301,11 +326,11 @@ class SavedDraft:
     trained_resid: list[int] | None
     flags_written: dict[str, bool]
     embedding_written: bool
-    warnings: list[str]
+    warnings: list[Finding]   # load_warning's, with codes (to_dict: their texts)
     source: dict | None = None
 
     def to_dict(self) -> dict:
-        out = _plain(self)
+        out = {**_plain(self), "warnings": _texts(self.warnings)}
         if self.source is None:
             del out["source"]
         return out

@@ -15,6 +15,7 @@ import torch
 
 from eagle3lab.bundled import REAL_TARGETS
 from eagle3lab.errors import Eagle3LabError, bad_input
+from eagle3lab.findings import Finding, Severity
 from eagle3lab.models.device import pread_in_transformers, resolve_device, resolve_device_map, resolve_dtype
 
 
@@ -52,7 +53,7 @@ class Target:
     model: torch.nn.Module
     tokenizer: object | None = None
     path: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)   # TOKENIZER_PADDING, NO_TOKENIZER
 
     @classmethod
     def wrap(cls, model, tokenizer=None, path: str | None = None) -> Target:
@@ -155,7 +156,7 @@ def hf_model(model) -> torch.nn.Module:
     return model.model if isinstance(model, Target) else model
 
 
-def check_tokenizer(tokenizer, vocab_size: int, where="tokenizer") -> list[str]:
+def check_tokenizer(tokenizer, vocab_size: int, where="tokenizer") -> list[Finding]:
     """Token ids the tokenizer can emit must index the embedding. Error if not; warnings for the rest."""
     n_tok = len(tokenizer)
     if n_tok > vocab_size:
@@ -164,8 +165,9 @@ def check_tokenizer(tokenizer, vocab_size: int, where="tokenizer") -> list[str]:
                         "Ids >= vocab_size index past the embedding: transformers raises an IndexError, vLLM and "
                         "SGLang hit a device-side assert. Load the tokenizer that was trained with this model.")
     if n_tok < vocab_size:
-        return [f"tokenizer has {n_tok} tokens, the model {vocab_size} embedding rows: the extra rows are padding "
-                f"(common, harmless for capture; a draft vocabulary must still index the model's {vocab_size})."]
+        return [Finding("TOKENIZER_PADDING", Severity.WARNING, f"tokenizer has {n_tok} tokens, the model {vocab_size} "
+                        "embedding rows: the extra rows are padding (common, harmless for capture; a draft vocabulary "
+                        f"must still index the model's {vocab_size}).")]
     return []
 
 
@@ -270,11 +272,12 @@ def load_target(path_or_name, device="auto", dtype="auto", device_map=None, trus
         raise bad_input(source, "weights", "safetensors weights matching config.json", str(err).splitlines()[0],
                         "Check the *.safetensors files and model.safetensors.index.json are complete.") from None
     tokenizer = None
-    warnings: list[str] = []
+    warnings: list[Finding] = []
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, TypeError) as err:
-        warnings.append(f"no tokenizer loaded from {source} ({str(err).splitlines()[0]}): pass token ids directly.")
+        warnings.append(Finding("NO_TOKENIZER", Severity.WARNING, f"no tokenizer loaded from {source} "
+                                f"({str(err).splitlines()[0]}): pass token ids directly."))
     target = Target.wrap(model, tokenizer=tokenizer, path=source)
     target.warnings[:0] = warnings
     return target

@@ -12,6 +12,7 @@ from safetensors.torch import load_file, save_file
 
 from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.errors import Eagle3LabError
+from eagle3lab.findings import codes
 from eagle3lab.models.checkpoint import convert_draft, load_draft, save_draft
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 from eagle3lab.models.vocab import build_vocab_map
@@ -120,7 +121,7 @@ def test_norm_flags_are_written_explicitly_as_trained(tmp_path):
     assert written["norm_before_residual"] is False   # absent, vLLM would have read it as True
     trained_nbr = make_draft(norm_before_residual=True)
     result = save_draft(trained_nbr, tmp_path / "sg", "sglang")
-    assert any("does not honour norm_before_residual=True" in w for w in result.warnings)
+    assert any(w.code == "SERVED_FLAG_IGNORED" and "norm_before_residual=True" in w.text for w in result.warnings)
 
 
 def test_layers0_keys_in_sglang_format_and_a_pickle_read_with_weights_only(tmp_path, saved):
@@ -296,13 +297,13 @@ def test_one_fp16_tensor_among_fp32_ones_is_named_and_cast(saved):
     edit(src, weights=lambda sd: sd.update({"layers.0.mlp.down_proj.weight": sd["layers.0.mlp.down_proj.weight"].half()}))
     for dtype, loaded_as in (("auto", torch.float32), (None, torch.float32), (torch.bfloat16, torch.bfloat16)):
         loaded = load_draft(src, dtype=dtype)
-        mixed = [w for w in loaded.load_report.warnings if "another dtype" in w]
+        mixed = [w.text for w in loaded.load_report.warnings if w.code == "MIXED_DTYPES"]
         assert len(mixed) == 1 and "layers.0.mlp.down_proj.weight (float16)" in mixed[0], loaded.load_report.warnings
         assert f"cast to {str(loaded_as).removeprefix('torch.')}" in mixed[0] and "float32" in mixed[0]
         assert {p.dtype for p in loaded.parameters()} == {loaded_as}
     # all one dtype (all fp16, as a converted checkpoint is): no word
     edit(src, weights=lambda sd: sd.update({k: v.half() for k, v in sd.items() if v.is_floating_point()}))
-    assert not [w for w in load_draft(src, dtype=None).load_report.warnings if "another dtype" in w]
+    assert "MIXED_DTYPES" not in codes(load_draft(src, dtype=None).load_report.warnings)
 
 
 def test_broken_vocab_map_can_still_be_loaded_on_purpose(saved):
@@ -362,7 +363,7 @@ def test_full_vocabulary_drafts_with_and_without_identity_buffers(tmp_path):
     save_draft(draft, tmp_path / "d", "sglang")   # writes identity buffers: SpecForge's warm start needs them
     assert load_file(str(tmp_path / "d" / "model.safetensors"))["d2t"].eq(0).all()
     loaded = load_draft(tmp_path / "d")   # our own output loads without a word about them
-    assert loaded.d2t is None and not [w for w in loaded.load_report.warnings if "d2t" in w or "identity" in w]
+    assert loaded.d2t is None and not [w for w in loaded.load_report.warnings if "d2t" in w.text or "identity" in w.text]
     edit(tmp_path / "d", weights=lambda sd: sd["d2t"].__setitem__(3, 1))
     with pytest.raises(Eagle3LabError, match=r"key 'd2t': expected all-zero offsets .* found 1 non-zero"):
         load_draft(tmp_path / "d")
@@ -394,11 +395,11 @@ def test_ids_written_for_sglang_warn_when_an_older_build_reads_them_otherwise(tm
     case = load_draft(bundled.DRAFT_CASE, target=target, device="cpu").rewired(aux_resid=(0, 3, 7))
     written = save_draft(case, tmp_path / "case", "sglang", num_target_layers=12)
     assert written.aux_ids_written == [-1, 2, 6]
-    (warning,) = [w for w in written.warnings if "not in every build" in w]
+    (warning,) = [w.text for w in written.warnings if w.code == "OLDER_SGLANG_READING"]
     assert "resid[0, 3, 7]" in warning and "in 0.5.4" in warning and "TypeError" in warning and "0.5.22" in warning
     # written for SGLang, which serves them; SpecForge 0.2.0 would refuse -1 for training: said, not raised
-    (refused,) = [w for w in written.warnings if "SpecForge refuses [-1, 2, 6]" in w]
-    assert refused.startswith("aux ids [-1, 2, 6]: SGLang serves them")
+    (refused,) = [w.text for w in written.warnings if w.code == "TRAINER_REFUSES_IDS"]
+    assert refused.startswith("aux ids [-1, 2, 6]: SGLang serves them") and "SpecForge refuses [-1, 2, 6]" in refused
     healthy = load_draft(bundled.DRAFT_HEALTHY, target=target, device="cpu")
-    assert not [w for w in save_draft(healthy, tmp_path / "healthy", "sglang", num_target_layers=12).warnings
-                if "not in every build" in w]
+    assert "OLDER_SGLANG_READING" not in codes(save_draft(healthy, tmp_path / "healthy", "sglang",
+                                                          num_target_layers=12).warnings)

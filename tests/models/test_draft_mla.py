@@ -161,7 +161,7 @@ def test_checkpoint_in_the_engines_layouts_loads_runs_and_round_trips(tmp_path, 
     draft = trained(name)
     written = save_draft(draft, tmp_path / "sglang", "sglang")
     # SGLang refuses an MLA draft without a q LoRA (vLLM and TorchSpec build q_proj): said on writing
-    serving = [w for w in written.warnings if "cannot run" in w or "needs" in w or "aux states" in w]
+    serving = [w.text for w in written.warnings if w.code == "NOT_SERVABLE"]
     assert len(serving) == (0 if draft.config.q_lora_rank else 1) and all("needs q_lora_rank" in w for w in serving)
     config = json.loads((tmp_path / "sglang" / "config.json").read_text())
     assert config["architectures"] == ["Eagle3DeepseekV2ForCausalLM"] and config["model_type"] == "deepseek_v3"
@@ -177,7 +177,7 @@ def test_checkpoint_in_the_engines_layouts_loads_runs_and_round_trips(tmp_path, 
     # server) needs a q LoRA, vLLM builds q_proj; said in the load report
     assert loaded.config.attention == "mla" and loaded.profile.name == ("sglang" if draft.config.q_lora_rank else
                                                                           "vllm")
-    run_as, = [w for w in loaded.load_report.warnings if w.startswith("run as")]
+    run_as, = [w.text for w in loaded.load_report.warnings if w.code == "PROFILE_PASSED_OVER"]
     assert "SpecForge" in run_as and ("needs q_lora_rank" in run_as) == (not draft.config.q_lora_rank)
     # made with the arithmetic and ids of SGLang (TorchSpec's MLA drafts compute as SGLang does), either way
     assert trainer_of(loaded).name == "sglang"
@@ -287,4 +287,4 @@ def test_engines_that_cannot_run_an_mla_draft_say_so(tmp_path, capsys):
     report = inspect_checkpoint(tmp_path / "no-q-lora")
     assert "needs q_lora_rank" in report.serving["sglang"].problems[0] and not report.serving["vllm"].problems
     loaded = load_draft(tmp_path / "no-q-lora", target=target(), device="cpu")
-    assert any("needs q_lora_rank" in w for w in loaded.load_report.warnings)
+    assert any(w.code == "NOT_SERVABLE" and "needs q_lora_rank" in w.text for w in loaded.load_report.warnings)

@@ -22,6 +22,7 @@ from helpers.paths import REAL_CONFIGS
 from safetensors.torch import load_file
 
 from eagle3lab.errors import Eagle3LabError
+from eagle3lab.findings import codes
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
@@ -97,7 +98,7 @@ def test_decodes_losslessly_with_mixed_acceptance(settings):
 def test_speculators_checkpoint_loads_runs_and_round_trips(tmp_path):
     draft = trained("qwen3")
     written = save_draft(draft, tmp_path / "spec", "speculators")
-    assert not [w for w in written.warnings if "q_norm" in w or "cannot run" in w]
+    assert "NOT_SERVABLE" not in codes(written.warnings)
     config = json.loads((tmp_path / "spec" / "config.json").read_text())
     assert config["transformer_layer_config"]["model_type"] == "qwen3"   # vLLM maps it to Eagle3Qwen3ForCausalLM
     keys = set(load_file(str(tmp_path / "spec" / "model.safetensors")))
@@ -121,7 +122,8 @@ def test_engines_that_cannot_run_the_qk_norms_say_so(tmp_path):
     assert "loading fails" in problems["vllm-legacy"][0] and "dropped silently" in problems["sglang"][0]
     # written for SGLang anyway: said on writing
     written = save_draft(trained("qwen3"), tmp_path / "sglang", "sglang")
-    assert any("q_norm/k_norm would be dropped silently" in w for w in written.warnings)
+    assert any(w.code == "NOT_SERVABLE" and "q_norm/k_norm would be dropped silently" in w.text
+               for w in written.warnings)
     with pytest.raises(Eagle3LabError, match="key 'attention'.*found qwen3"):
         save_draft(trained("qwen3"), tmp_path / "eagle", "eagle")
 

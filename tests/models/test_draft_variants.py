@@ -15,6 +15,7 @@ from helpers.paths import REAL_CONFIGS
 from safetensors.torch import load_file
 
 from eagle3lab.errors import Eagle3LabError
+from eagle3lab.findings import codes
 from eagle3lab.models import checkpoint_formats as cf
 from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
 from eagle3lab.models.draft import Eagle3Draft
@@ -75,7 +76,7 @@ def test_fc_norm_checkpoints_in_the_sglang_nemo_and_legacy_layouts(tmp_path):
     written = save_draft(draft, tmp_path / "sglang", "sglang")
     config = json.loads((tmp_path / "sglang" / "config.json").read_text())
     assert config["fc_norm"] is True and config["norm_output"] is True
-    assert [w for w in written.warnings if "recycles" in w] == []   # SGLang recycles the normed state too
+    assert "SERVED_RECYCLE_DIFFERS" not in codes(written.warnings)   # SGLang recycles the normed state too
     keys = set(load_file(str(tmp_path / "sglang" / "model.safetensors")))
     assert {"fc_norm.0.weight", "fc_norm.1.weight", "fc_norm.2.weight", "midlayer.hidden_norm.weight"} <= keys
     loaded = load_draft(tmp_path / "sglang", target=target(), device="cpu")
@@ -84,7 +85,7 @@ def test_fc_norm_checkpoints_in_the_sglang_nemo_and_legacy_layouts(tmp_path):
     # recycled, while SGLang recycles the normed one (SpecForge#879 aligns them after 0.2.0)
     assert not loaded.settings.recycle_postnorm and loaded.under("sglang").settings.recycle_postnorm
     again = save_draft(loaded, tmp_path / "again", "sglang")
-    assert [w.split(":")[0] for w in again.warnings] == ["norm_output"]   # the stated flag's change is said
+    assert [(w.code, w.text.split(":")[0]) for w in again.warnings] == [("STATED_FLAG_CHANGED", "norm_output")]   # the stated flag's change is said
     save_draft(load_draft(tmp_path / "again", target=target(), device="cpu"), tmp_path / "third", "sglang")
     assert json.loads((tmp_path / "third" / "config.json").read_text()) == json.loads(
         (tmp_path / "again" / "config.json").read_text())
@@ -122,7 +123,7 @@ def test_four_aux_draft_loads_with_its_ids_and_is_served_where_fc_can_read_four(
     # vLLM's llama_eagle3.py sizes fc from num_aux_hidden_states (transformer_layer_config reaches it), never from
     # the top-level ids (vllm#54526): written so the checkpoint loads there
     assert config["transformer_layer_config"]["num_aux_hidden_states"] == 4
-    assert not [w for w in written.warnings if "aux states" in w]
+    assert "NOT_SERVABLE" not in codes(written.warnings)
     loaded = load_draft(tmp_path / "spec", target=target(), device="cpu")
     assert loaded.config.num_aux == 4 and loaded.aux_resid == (1, 2, 3, 5)
     _same_weights(draft, loaded)
@@ -138,8 +139,8 @@ def test_four_aux_draft_loads_with_its_ids_and_is_served_where_fc_can_read_four(
     assert back.config.num_aux == 4 and back.aux_resid == (1, 2, 3, 5)
     # SpecForge, this format's trainer, builds fc for 3: the draft runs as SGLang serves it, and that is said
     assert back.profile.name == "sglang"
-    aux = [w for w in back.load_report.warnings if "aux states" in w]
-    assert len(aux) == 1 and aux[0].startswith("run as SGLang") and "SpecForge" in aux[0]
+    aux = [w.text for w in back.load_report.warnings if w.code == "PROFILE_PASSED_OVER"]
+    assert len(aux) == 1 and aux[0].startswith("run as SGLang") and "SpecForge" in aux[0] and "aux states" in aux[0]
 
 
 def test_aux_count_is_read_by_one_rule_for_inspect_and_loading():

@@ -80,7 +80,7 @@ def test_tokenizer_smaller_than_vocabulary_warns():
 
     model = AutoModelForCausalLM.from_config(tiny_config("llama", vocab_size=320))
     target = Target.wrap(model, tokenizer=tiny_tokenizer(300))
-    assert any("padding" in w for w in target.warnings)
+    assert [w.code for w in target.warnings] == ["TOKENIZER_PADDING"] and "300 tokens" in target.warnings[0].text
 
 
 def test_encode_rejects_empty_prompts():
