@@ -21,8 +21,9 @@ The package is in layers, each a folder that imports only the ones below it:
     app/        the face: cli + commands/, workbook runner, environment report, widgets
     train/      rebuilds the bundled models in data/ (beside app, at the top)
 
-The foundation under all of them: ``errors``, ``atomic`` (whole-or-nothing writes) and ``bundled``
-(what ships in ``data/``). Public names are imported lazily so that ``import eagle3lab`` stays cheap.
+The foundation under all of them: ``errors``, ``findings`` (the one ``Finding``: code, severity, text, fix),
+``atomic`` (whole-or-nothing writes) and ``bundled`` (what ships in ``data/``). Public names are imported lazily
+so that ``import eagle3lab`` stays cheap.
 """
 
 from __future__ import annotations
