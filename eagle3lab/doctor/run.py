@@ -365,7 +365,8 @@ def read_launch(case: Case, engine: str, engine_args, engine_version, num_steps:
     flags = resolve_flags(engine, engine_args, target_config=case.target_config, draft_config=str(case.draft_path),
                           engine_version=engine_version, num_target_layers=case.bank.num_layers)
     served, intended, notes = _served_chain(flags, engine, num_steps)
-    found = [doctor_finding(f.code, f.severity, f.headline, f.text, f.fix, "flags",
+    # a flag finding's first sentence is its title, without the full stop (doctor's titles have none)
+    found = [doctor_finding(f.code, f.severity, f.headline.removesuffix("."), f.text, f.fix, "flags",
                             data={"rule": f.rule})
              for f in flags.findings if f.code in CHAIN_CAP_CODES | _ALGORITHM or f.severity != "info"]
     algorithm_wrong = any(f.code in _ALGORITHM for f in flags.findings)
