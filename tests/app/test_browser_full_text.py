@@ -43,7 +43,9 @@ def test_the_findings_fix_column_renders_uncut_in_chromium(bundled_models, tmp_p
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(page_file.as_uri())
             cells = page.evaluate(f"""() => {{
-                const t = document.querySelector('table.{TABLE_CLASS}');
+                // the findings table: the full-text table with a 'fix' column (01's flags tables are full text too)
+                const t = [...document.querySelectorAll('table.{TABLE_CLASS}')].find(
+                    x => [...x.querySelectorAll('thead th')].some(h => h.innerText.trim() === 'fix'));
                 if (!t) return null;
                 const col = [...t.querySelectorAll('thead th')].findIndex(h => h.innerText.trim() === 'fix');
                 return [...t.querySelectorAll('tbody tr')].map(r => {{
