@@ -38,11 +38,11 @@ from pathlib import Path
 import pandas as pd
 
 from eagle3lab.analysis.switches import SWITCHES, ignores
-from eagle3lab.analysis.wiring_search import WiringSearch, close_to, wiring_text
+from eagle3lab.analysis.wiring_search import WiringSearch, close_to, key_of, wiring_text
 from eagle3lab.doctor.config_checks import config_findings, engine_findings, text_config
 from eagle3lab.doctor.evidence import Evidence, draw_prompts, from_pool_bank
 from eagle3lab.doctor.findings import Cost, doctor_finding
-from eagle3lab.doctor.fix_choice import Build, FixChoice, key_of, settle
+from eagle3lab.doctor.fix_choice import Build, FixChoice, settle
 from eagle3lab.doctor.fixes import (
     ENGINE_FORMAT,
     Fix,

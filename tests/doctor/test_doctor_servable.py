@@ -9,9 +9,10 @@ import pytest
 import torch
 from helpers.fixture_drafts import draft_dir
 
+from eagle3lab.analysis.wiring_search import key_of
 from eagle3lab.app.cli import main
 from eagle3lab.decoding.evaluate import BankScore
-from eagle3lab.doctor.fix_choice import Build, choose, key_of
+from eagle3lab.doctor.fix_choice import Build, choose
 from eagle3lab.models.state_bank import FINAL_NORMED
 
 pytestmark = pytest.mark.usefixtures("single_thread")
