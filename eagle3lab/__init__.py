@@ -5,8 +5,9 @@ The package is in layers, each a folder that imports only the ones below it:
 
     engines/    what SGLang / vLLM / speculators / SpecForge / EAGLE do, as data (no torch):
                 flags (launch commands), layer_ids (ids -> resid[k]), versions, profiles,
-                verify_width, acceptance (each engine's definition), oracle (an installed
-                engine's own resolver, run in its Python, for cross-checks)
+                verify_width, acceptance (each engine's definition), context_rules, counters
+    oracle/     the installed engines themselves, run in their own Python by path (vLLM serve,
+                dump, synthetic acceptance; SGLang's flag resolver) and cross_check, which reads them
     models/     torch: target (load, hook points), capture (resid[k]), hidden_dump, draft
                 (the EAGLE-3 head; draft_attention, rope, norms), families (the draft families'
                 registry) and draft_family (a config's family, RoPE, aux count), checkpoint
@@ -42,7 +43,7 @@ _HOMES = {
     "eagle3lab.engines.layer_ids": ("resolve_aux_layers", "to_engine_ids", "nearest_servable", "compare_engines",
                                     "resid_name", "resid_label"),
     "eagle3lab.engines.profiles": ("PROFILES", "get_profile", "resolve_settings", "serving_problems"),
-    "eagle3lab.engines.oracle.cross_check": ("cross_check", "CROSS_CHECK_ENGINES"),
+    "eagle3lab.oracle.cross_check": ("cross_check", "CROSS_CHECK_ENGINES"),
     "eagle3lab.engines.acceptance": ("acceptance_stats", "expected_tau", "compare_definitions", "engine_log_lines",
                                      "bootstrap_ratio", "bootstrap_ratio_difference", "tau_interval"),
     # models

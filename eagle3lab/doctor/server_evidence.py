@@ -32,7 +32,7 @@ Three formats, as verified in the engines' sources (the inverse is
   (``LLM(..., disable_log_stats=False).get_metrics()``, ``vllm/v1/metrics/reader.py``: ``Counter``
   with ``value``, ``Vector`` with ``values`` for the per-position counter), either that list as
   ``dataclasses.asdict`` writes it or a mapping name -> value / list (what
-  ``eagle3lab/engines/oracle/vllm_serve.py`` writes per job, counted over its ``generate`` only).
+  ``eagle3lab/oracle/vllm_serve.py`` writes per job, counted over its ``generate`` only).
   The offline API logs no SpecDecoding line unless a stats interval (``VLLM_LOG_STATS_INTERVAL``,
   10 s) passes inside a step or ``llm.llm_engine.do_log_stats()`` is called: a short run's log holds
   none, and its counters are the evidence.

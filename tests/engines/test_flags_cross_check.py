@@ -14,8 +14,8 @@ import pytest
 from helpers.paths import REAL_CONFIGS, engines_python
 
 from eagle3lab.app.cli import main
-from eagle3lab.engines.oracle import absent_modules
-from eagle3lab.engines.oracle.cross_check import cross_check
+from eagle3lab.oracle import absent_modules
+from eagle3lab.oracle.cross_check import cross_check
 
 SEED = ("python -m sglang.launch_server --model-path moonshotai/Kimi-K2-Instruct --tp 8 --trust-remote-code "
         "--speculative-algorithm EAGLE3 --speculative-draft-model-path ./kimi-k2-eagle3 --speculative-num-steps 1 "
@@ -103,7 +103,7 @@ def test_the_import_shim_serves_only_sglang_and_raises_on_use():
 
 def test_an_engine_python_that_does_not_answer_is_not_called_uninstalled(tmp_path):
     """A resolver that hangs or prints no JSON: said as such, never as 'no sglang installed'."""
-    from eagle3lab.engines.oracle.cross_check import resolve_engine
+    from eagle3lab.oracle.cross_check import resolve_engine
 
     chatty = tmp_path / "python"
     chatty.write_text(f"#!{sys.executable}\nimport sys; sys.stdin.read(); print('native banner, not JSON')\n")

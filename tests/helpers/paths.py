@@ -33,7 +33,7 @@ def engines_python() -> Path:
 
 
 # vLLM's CPU build (the real engine) lives in a third environment, built by `make engines` (scripts/vllm-env.sh
-# from requirements-vllm.lock); tests/oracles/test_vllm_*.py serve with it (eagle3lab/engines/oracle/vllm_serve.py).
+# from requirements-vllm.lock); tests/oracles/test_vllm_*.py serve with it (eagle3lab/oracle/vllm_serve.py).
 VLLM_PYTHON = Path(os.environ.get("EAGLE3LAB_VLLM_PYTHON", TESTS.parent / ".venv-vllm" / "bin" / "python"))
 
 

@@ -2,7 +2,7 @@
 
 The kernel that runs the notebooks here is the project's own environment, which has no SGLang: the cell
 must say so rather than fail or claim agreement. With SGLang installed the same call
-(``eagle3lab.engines.oracle.cross_check.cross_check``) is asserted in tests/engines/test_flags_cross_check.py
+(``eagle3lab.oracle.cross_check.cross_check``) is asserted in tests/engines/test_flags_cross_check.py
 and tests/oracles/test_sglang_flags_parity.py.
 """
 

@@ -35,7 +35,7 @@ from eagle3lab.engines.layer_ids import resolve_aux_layers, sglang_model_file
 VERSION = "0.5.23"
 N = 8
 SCRIPT = Path(__file__).resolve().parent / "engine_scripts" / "sglang_layer_ids.py"
-SHIM = Path(__file__).resolve().parents[2] / "eagle3lab" / "engines" / "oracle" / "absent_modules.py"
+SHIM = Path(__file__).resolve().parents[2] / "eagle3lab" / "oracle" / "absent_modules.py"
 TOKENS = [3, 17, 42, 5, 9, 11]
 
 # The seed's lists (Kimi-K2, 61 layers: [-1, 2, 30] and [2, 30, 58]) scaled to N = 8, and the edges.

@@ -17,7 +17,7 @@ import pytest
 from helpers.paths import REAL_CONFIGS, engines_python
 
 from eagle3lab.engines.flags import resolve_flags
-from eagle3lab.engines.oracle.cross_check import compare, engine_logs, resolve_engine
+from eagle3lab.oracle.cross_check import compare, engine_logs, resolve_engine
 
 VERSION = "0.5.23"
 

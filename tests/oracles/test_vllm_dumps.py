@@ -2,7 +2,7 @@
 8 default prompts, read by eagle3lab: the same states, tokens and prompt ends as the live target, and
 doctor gives the same findings and as-served tau from it as from the live target.
 
-vLLM runs once per module (``eagle3lab/engines/oracle/vllm_dump.py``, about 16 s idle, minutes loaded).
+vLLM runs once per module (``eagle3lab/oracle/vllm_dump.py``, about 16 s idle, minutes loaded).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from helpers.paths import vllm_python
 
 from eagle3lab import bundled
 
-SCRIPT = Path(__file__).resolve().parents[2] / "eagle3lab" / "engines" / "oracle" / "vllm_dump.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "eagle3lab" / "oracle" / "vllm_dump.py"
 MAX_NEW_TOKENS = 48   # doctor's default continuation
 
 

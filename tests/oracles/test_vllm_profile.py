@@ -9,7 +9,7 @@ tests/oracles/test_vllm_serve.py serves it:
   the profile states, within its interval. vLLM's CPU build without Triton refuses synthetic acceptance
   (``vllm/utils/cpu_triton_utils.py`` ``_rejection_greedy_sample_kernel_impl`` asserts ``not SYNTHETIC_MODE``):
   that test checks the refusal's location and skips, documented; the stand-in tests replace only that kernel
-  with a port of vLLM's own Triton kernel (``eagle3lab/engines/oracle/vllm_synthetic.py``), every other step
+  with a port of vLLM's own Triton kernel (``eagle3lab/oracle/vllm_synthetic.py``), every other step
   vLLM's, for the healthy draft's profile and for draft-case's much lower one replayed on the healthy draft.
 """
 
@@ -27,7 +27,7 @@ from eagle3lab import bundled
 from eagle3lab.analysis import accept_profile as ap
 
 VERSION, PLATFORM, K, MAX_NEW = "0.32.0", "cpu", 4, 64
-SCRIPT = Path(ap.__file__).resolve().parent.parent / "engines" / "oracle" / "vllm_synthetic.py"
+SCRIPT = Path(ap.__file__).resolve().parent.parent / "oracle" / "vllm_synthetic.py"
 REFUSAL = ("vllm/utils/cpu_triton_utils.py", "_rejection_greedy_sample_kernel_impl")
 
 

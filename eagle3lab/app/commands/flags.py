@@ -92,7 +92,7 @@ def run(args) -> int:
 
 
 def _cross_check(args, launch):
-    from eagle3lab.engines.oracle.cross_check import CROSS_CHECK_ENGINES, cross_check
+    from eagle3lab.oracle.cross_check import CROSS_CHECK_ENGINES, cross_check
 
     if args.engine.strip().lower() not in CROSS_CHECK_ENGINES:
         raise ValueError(f"--cross-check runs the engine's own resolver for {', '.join(CROSS_CHECK_ENGINES)} only; for "

@@ -15,7 +15,7 @@ eras are ``sglang_overlap.py``. The order:
 
 Each finding's ``engine_logs`` / ``engine_error`` say what SGLang logs or raises while resolving;
 ``tests/oracles/test_sglang_flags_parity.py`` checks them, and the settings, against SGLang's own resolver in
-the newest release read, ``SGLANG_NEWEST_READ`` (``eagle3lab/engines/oracle/``).
+the newest release read, ``SGLANG_NEWEST_READ`` (``eagle3lab/oracle/``).
 """
 
 from __future__ import annotations

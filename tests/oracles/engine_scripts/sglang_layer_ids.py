@@ -2,7 +2,7 @@
 
     python sglang_layer_ids.py JOB.json > answer.json
 
-Never imports eagle3lab. JOB.json: {"absent_modules": path of eagle3lab/engines/oracle/absent_modules.py,
+Never imports eagle3lab. JOB.json: {"absent_modules": path of eagle3lab/oracle/absent_modules.py,
 "cases": [{"name", "model_dir", "module", "arch", "ids": [list | null, ...], "forward": bool, "tokens": [...]}]}.
 
 Per case the target is built the way SGLang's loader builds it: the config read by SGLang's own

@@ -53,7 +53,7 @@ class _StandIn:
     def _use(self, how: str):
         USED.append(f"{self._name} ({how})")
         raise AbsentModuleUsed(f"{self._name} was used ({how}), but {self._name.split('.')[0]} is only an import "
-                               "shim in this environment (eagle3lab/engines/oracle/absent_modules.py)")
+                               "shim in this environment (eagle3lab/oracle/absent_modules.py)")
 
     def __getattr__(self, attr):
         if attr.startswith("__"):

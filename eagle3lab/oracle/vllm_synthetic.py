@@ -2,7 +2,7 @@
 
 Run by path, never imported by eagle3lab (vLLM is imported only inside ``main``)::
 
-    VLLM_PYTHON eagle3lab/engines/oracle/vllm_synthetic.py < request.json > answer.json
+    VLLM_PYTHON eagle3lab/oracle/vllm_synthetic.py < request.json > answer.json
 
 request: ``{"jobs": [job, ...]}``, served one after the other in this one process. A job is a ``vllm_serve.py``
 job (target, draft, prompts, max_tokens, num_speculative_tokens, dtype, ignore_eos) plus:

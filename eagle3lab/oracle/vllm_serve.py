@@ -2,7 +2,7 @@
 
 Run by path, never imported by eagle3lab (it imports nothing of ours, and vLLM only inside ``main``)::
 
-    VLLM_PYTHON eagle3lab/engines/oracle/vllm_serve.py < request.json > answer.json
+    VLLM_PYTHON eagle3lab/oracle/vllm_serve.py < request.json > answer.json
 
 request: ``{"jobs": [job, ...]}``, served one after the other in this one process (vLLM's import costs
 seconds; a baseline and several drafts share it). A job::

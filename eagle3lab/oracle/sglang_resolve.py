@@ -3,7 +3,7 @@
 Run by path, never imported by eagle3lab (it imports nothing of ours, and SGLang only inside
 ``main``)::
 
-    ENGINE_PYTHON eagle3lab/engines/oracle/sglang_resolve.py < request.json > answer.json
+    ENGINE_PYTHON eagle3lab/oracle/sglang_resolve.py < request.json > answer.json
 
 request: ``{"cases": [{"argv": [flags after `python -m sglang.launch_server`], "env": {VAR: value}}]}``.
 Each case runs what ``python -m sglang.launch_server`` runs before it loads weights:

@@ -3,7 +3,7 @@
 Run by path, never imported by eagle3lab (it imports nothing of ours; torch and vLLM only inside
 functions)::
 
-    VLLM_PYTHON eagle3lab/engines/oracle/vllm_dump.py --target T --prompts P.jsonl --out DIR \\
+    VLLM_PYTHON eagle3lab/oracle/vllm_dump.py --target T --prompts P.jsonl --out DIR \\
         [--layer-ids 0,1,...,N] [--max-new-tokens 48] [--num-prompts 8] [--dtype float32]
 
 vLLM serves the target with ``speculative_config={"method": "extract_hidden_states", ...}`` and
