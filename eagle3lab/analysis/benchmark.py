@@ -107,7 +107,7 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
         "norm_before_residual": d.settings.norm_before_residual,
         "device": str(tgt.device), "dtype": str(tgt.dtype).replace("torch.", ""), "threads": torch.get_num_threads(),
         "settings": {**settings, "max_new_tokens": max_new_tokens, "prompts": len(prompts), "repeats": repeats},
-        "warnings": warnings,
+        "warnings": [w.text for w in warnings],   # tree_settings' (codes in SpecResult.warnings), the words printed
         "tokens_per_s": {"generate": tps["generate"], "greedy_loop": tps["greedy"],
                          "greedy_loop_decode": tps["greedy_decode"], "speculative": tps["spec"],
                          "speculative_decode": tps["spec_decode"]},

@@ -31,6 +31,7 @@ from eagle3lab.decoding.tree import DraftTree, grow_tree, tree_attention_mask
 from eagle3lab.engines.acceptance import AcceptanceStats, acceptance_stats
 from eagle3lab.engines.verify_width import ADJUSTED_LOG, verify_width
 from eagle3lab.errors import bad_input
+from eagle3lab.findings import Finding, Severity
 from eagle3lab.models.capture import ResidCapture, concat_aux
 from eagle3lab.models.target import as_target, check_draft_fits
 
@@ -75,7 +76,7 @@ class SpecResult(_Rates):
     prefill_s: float
     decode_s: float
     finished_by: str                   # "eos" or "max_new_tokens"
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Finding] = field(default_factory=list)   # tree_warning's, with codes (WARNING_CODES)
     text: str | None = None
 
     @property
@@ -136,9 +137,22 @@ def eos_ids(target, eos_token_id="auto") -> set[int]:
     return {int(eos_token_id)} if isinstance(eos_token_id, int) else {int(e) for e in eos_token_id}
 
 
-def tree_settings(num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> tuple[dict, list[str]]:
-    """Validate (steps, topk, draft tokens) the way SGLang does; returns (settings, warnings)."""
-    warnings: list[str] = []
+# The code of each warning tree_settings reports (SpecResult.warnings): callers match these, never the text. The
+# chain adjustment keeps the code of the flag finding for the same SGLang rule (engines.flags.sglang).
+WARNING_CODES = {
+    "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED": "a chain's num_draft_tokens replaced by num_steps + 1, as SGLang does",
+}
+
+
+def tree_warning(code: str, text: str, *, where: str | None = None, **data) -> Finding:
+    """A warning of ``tree_settings``: a stable code (WARNING_CODES), the sentence printed, the setting and data."""
+    assert code in WARNING_CODES, code
+    return Finding(code, Severity.WARNING, text, where=where, data=data)
+
+
+def tree_settings(num_steps: int, topk: int = 1, num_draft_tokens: int | None = None) -> tuple[dict, list[Finding]]:
+    """Validate (steps, topk, draft tokens) the way SGLang does; returns (settings, warnings: tree_warning's)."""
+    warnings: list[Finding] = []
     if int(num_steps) < 1:
         raise bad_input("num_steps", None, "an integer >= 1 (draft forwards per round)", num_steps)
     if int(topk) < 1:
@@ -147,7 +161,9 @@ def tree_settings(num_steps: int, topk: int = 1, num_draft_tokens: int | None = 
     width = verify_width(num_steps, topk, None if num_draft_tokens is None else int(num_draft_tokens))
     used = width.num_draft_tokens
     if width.adjusted_from is not None:
-        warnings.append(f"{ADJUSTED_LOG} (as SGLang does): {num_draft_tokens} -> {used}")
+        warnings.append(tree_warning("SGL_TOPK1_DRAFT_TOKENS_ADJUSTED",
+                                     f"{ADJUSTED_LOG} (as SGLang does): {num_draft_tokens} -> {used}",
+                                     where="num_draft_tokens", written=int(num_draft_tokens), used=used))
     if used is None:   # a tree left unset (SGLang refuses): every candidate up to steps * topk, as a default
         used = min(width.pool, num_steps * topk) + 1
     elif topk > 1 and (used < 2 or width.over_pool):

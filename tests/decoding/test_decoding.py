@@ -20,8 +20,10 @@ from eagle3lab.decoding.speculative import (
     tree_settings,
 )
 from eagle3lab.decoding.tree import tree_attention_mask
-from eagle3lab.engines.verify_width import pool_size
+from eagle3lab.engines.flags.sglang import CHAIN_CAP_CODES
+from eagle3lab.engines.verify_width import ADJUSTED_LOG, pool_size
 from eagle3lab.errors import Eagle3LabError
+from eagle3lab.findings import Severity
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -128,12 +130,17 @@ def test_sglang_chain_adjustment_caps_the_chain(pair):
     target, draft = pair
     out = speculative_generate(target, draft, prompts(1)[0], num_steps=1, num_draft_tokens=16, max_new_tokens=30)
     assert out.settings["num_draft_tokens"] == 2
-    assert any("adjusted to speculative_num_steps + 1" in w for w in out.warnings)
+    [w] = out.warnings
+    assert (w.code, w.severity, w.where, w.data) == ("SGL_TOPK1_DRAFT_TOKENS_ADJUSTED", Severity.WARNING,
+                                                     "num_draft_tokens", {"written": 16, "used": 2})
+    assert w.code in CHAIN_CAP_CODES   # the flag finding for the same SGLang rule has the same code
+    assert w.text == f"{ADJUSTED_LOG} (as SGLang does): 16 -> 2"   # the words bench prints and its JSON carries
     assert all(len(r.drafted) == 1 for r in out.rounds) and out.tau <= 2.0
 
 
 def test_tree_settings_follow_sglang_bounds():
-    assert tree_settings(5, 4, 8)[0]["num_draft_tokens"] == 8
+    assert tree_settings(5, 4, 8) == ({"num_steps": 5, "topk": 4, "num_draft_tokens": 8}, [])   # a tree: as written
+    assert tree_settings(3, 1, 4)[1] == []                 # a chain written as SGLang runs it: nothing to say
     assert pool_size(5, 4) == 4 + 4 * 16
     assert tree_settings(3, 2)[0]["num_draft_tokens"] == 7  # default: steps * topk + 1
     with pytest.raises(Eagle3LabError, match="num_draft_tokens"):
