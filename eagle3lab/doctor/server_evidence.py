@@ -40,7 +40,7 @@ Three formats, as verified in the engines' sources (the inverse is
   SGLang's ``meta_info`` (``spec_verify_ct`` with the drafts-only count under the name its release gives it,
   ``spec_accept_token_num`` / ``spec_accepted_drafts`` / ``spec_num_correct_drafts``, and a histogram) or
   its OpenAI ``sglext.spec_tokens_details`` (#33518); vLLM's ``metrics.speculative_decoding`` or offline
-  ``spec_decode_metrics`` (#48915). Each key is read by its meaning in ``engines.counters.COUNTER_FIELDS``;
+  ``spec_decode_metrics`` (#48915). Each key is read by its meaning in ``engines.counters.COUNTERS``;
   tau = 1 + accepted drafts / rounds pooled over requests, with a bootstrap interval over requests that
   ``compare_with_prediction`` sets against the prediction's interval.
 """
@@ -53,7 +53,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio
-from eagle3lab.engines.counters import COUNTER_FIELDS, RejectionReading, field_span, fields
+from eagle3lab.engines.counters import RejectionReading, field_span, fields
 from eagle3lab.errors import bad_input
 
 # Absolute slack on tau when judging agreement. SGLang prints accept len to 2 decimals and pools only
@@ -123,7 +123,7 @@ class RequestRecord:
     rounds: int                      # verify rounds
     drafts: float                    # accepted drafts, bonus excluded
     histogram: tuple[int, ...] | None   # index j: rounds that accepted exactly j drafts
-    keys: tuple[str, ...]            # the keys read (CounterField.key), for the note
+    keys: tuple[str, ...]            # the keys read (the counter rules' keys), for the note
 
 
 def _first_line(lines: list[str]) -> str:
@@ -332,7 +332,7 @@ def _first_of(d: dict, rows, source: str, what):
         if d.get(row.key) is not None:
             value = d[row.key]
             if not what(value):
-                raise bad_input(source, row.key, f"{row.meaning} as {field_span(row)}", repr(value))
+                raise bad_input(source, row.key, f"{row.value} as {field_span(row)}", repr(value))
             return row, value
     return None, None
 
@@ -398,11 +398,11 @@ def _requests(found: list, source: str) -> ServerEvidence:
     drafts = [r.drafts for r in records]
     interval = bootstrap_ratio([d + n for d, n in zip(drafts, rounds)], rounds)
     keys = sorted({k for r in records for k in r.keys})
-    rows = [f for f in COUNTER_FIELDS if f.engine == engine and f.key in keys]
+    rows = [f for f in fields(engine) if f.key in keys]
     note = (f"per-request statistics of {len(records)} request(s) ({'; '.join(field_span(f) for f in rows)}): "
             f"tau = 1 + accepted drafts / verify rounds pooled over requests, with a {interval.level:.0%} "
             "bootstrap interval over requests.")
-    if any(f.meaning == "tokens_per_round" for f in rows):
+    if any(f.value == "tokens_per_round" for f in rows):
         note += (" Where a request gave only spec_accept_length (completion tokens / verify rounds: the prefill's "
                  "token counted too), its drafts are that times the rounds minus the rounds: slightly high.")
     if skipped:

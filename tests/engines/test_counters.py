@@ -3,7 +3,9 @@
 import pytest
 
 from eagle3lab.engines.counters import (
-    COUNTER_FIELDS,
+    COUNTERS,
+    counter_span,
+    field_span,
     fields,
     per_request_flag,
     rejection_reading,
@@ -70,9 +72,14 @@ def test_the_method_a_build_knows_follows_its_release():
 def test_counter_keys_carry_their_meaning_and_releases():
     drafts = {f.key: f for f in fields("sglang", "drafts")}
     # 0.5.6-0.5.10 named the drafts-only count spec_accept_token_num: not the bonus-included count its name suggests
-    assert drafts["spec_accept_token_num"].since == "0.5.6" and drafts["spec_accept_token_num"].until == "0.5.10"
-    assert drafts["spec_accepted_drafts"].until == "0.5.20" and drafts["spec_num_correct_drafts"].until is None
-    assert {f.key for f in COUNTER_FIELDS if f.meaning == "tokens_per_round"} == {"spec_accept_length"}
+    assert counter_span(drafts["spec_accept_token_num"]) == ("0.5.6", "0.5.10")
+    assert counter_span(drafts["spec_accepted_drafts"])[1] == "0.5.20" and counter_span(
+        drafts["spec_num_correct_drafts"])[1] is None
+    assert {f.key for f in COUNTERS if f.value == "tokens_per_round"} == {"spec_accept_length"}
+    assert field_span(drafts["spec_accept_token_num"]).startswith("spec_accept_token_num (SGLang 0.5.6-0.5.10: drafts;")
+    # vLLM's keys hold from PR #48915's first release, filled from its Change
+    assert field_span(fields("vllm", "rounds")[0]) == ("num_spec_steps (vLLM 0.29.0 on: rounds; vllm/v1/metrics/"
+                                                       "stats.py (PR #48915))")
     assert tau_from_drafts(12, 7) == pytest.approx(19 / 7) == tau_from_tokens(19, 7)
 
 
