@@ -616,7 +616,7 @@ def flag_line(engine: str, num_steps: int, draft: str = "DRAFT", batch: int = SE
     """The speculative part of a launch command for a chain of ``num_steps`` (topk 1), with the batch it is
     sized for: SGLang resets an unset ``--max-running-requests`` to 48 under speculation (step 1's finding),
     vLLM's ``--max-num-seqs`` is its counterpart."""
-    if engine.startswith("sglang"):
+    if engine == "sglang":
         return (f"--speculative-algorithm EAGLE3 --speculative-draft-model-path {draft} --speculative-num-steps "
                 f"{num_steps} --speculative-eagle-topk 1 --speculative-num-draft-tokens {num_steps + 1} "
                 f"--max-running-requests {batch}")

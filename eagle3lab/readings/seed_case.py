@@ -95,7 +95,7 @@ def _short_reasons(engine: str, trained, n: int, arch: str, build) -> str:
     from eagle3lab.engines.layer_ids import NOTE_CODES, resolve_aux_layers
     from eagle3lab.errors import Eagle3LabError
 
-    tries = ([[k - 1 for k in trained]] if engine.startswith("sglang") else []) + [list(trained)]
+    tries = ([[k - 1 for k in trained]] if engine == "sglang" else []) + [list(trained)]
     said = []
     for ids in tries:
         try:
@@ -155,7 +155,7 @@ def seed_builds(target: dict, trained, rule: bool, builds: dict, team_ids: dict,
             team = f"stop {res.stops}" if res.stops else f"feed {res.label}{short}"
         upgrades = [b or "newest" for (e, b), g in found.items() if e == engine and g.ids is not None]
         head = (f"python -m sglang.launch_server --model-path {target['model']} --tp {fleet['gpus']} --trust-remote-code"
-                if engine.startswith("sglang") else
+                if engine == "sglang" else
                 f"vllm serve {target['model']} --tensor-parallel-size {fleet['gpus']} --trust-remote-code")
         out.append(SeedBuild(engine, build, got.ids, "" if got.ids else _short_reasons(engine, trained, n, arch, build),
                              team, honours, _options(got.ids, honours, engine, upgrades, gains),
