@@ -168,20 +168,22 @@ class ServedChain:
     """Chains priced on the served cost model for a fleet (``analysis.roofline``: stated assumptions, not
     measurements): tau from a teacher-forced agreement per step, round cost and projected decode speedup per K."""
 
-    table: pd.DataFrame       # num_steps -> tau, round cost, projected speedup
+    table: pd.DataFrame       # num_steps -> tau, round cost, projected speedup (display labels)
     fleet: dict
     agree_from: str
+    speedups: dict[int, float]   # num_steps -> projected decode speedup, as the table shows it
 
     @property
     def best(self) -> int:
-        return int(self.table["projected speedup (decode)"].idxmax())
+        """The chain projected fastest (the shortest among equals)."""
+        return max(self.speedups, key=self.speedups.__getitem__)
 
     def words(self) -> str:
-        f, t = self.fleet, self.table
+        f = self.fleet
         return (f"Priced on the served cost model ({f['roofline']}, batch {f['batch']}, c {f['c']}, per-round overhead "
                 f"{f['overhead']} target steps: stated assumptions, not measurements) with {self.agree_from}, the "
-                f"fastest chain is {self.best} steps ({t.loc[self.best, 'projected speedup (decode)']:.2f}x projected "
-                f"decode, chains 1-{len(t)} priced); the seed's own draft replaces that agreement with its trainer's, "
+                f"fastest chain is {self.best} steps ({self.speedups[self.best]:.2f}x projected "
+                f"decode, chains 1-{len(self.speedups)} priced); the seed's own draft replaces that agreement with its trainer's, "
                 f"and the chain is confirmed by measuring it on the fleet at batch {f['batch']} (the engine's accept "
                 "length and tok/s per chain) before it is launched")
 
@@ -190,15 +192,16 @@ def served_chain(agree: list[float], fleet: dict, agree_from: str) -> ServedChai
     from eagle3lab.analysis.roofline import price_on_served
     from eagle3lab.readings.nb06_case_file import chain_tau
 
-    rows = {}
+    rows, speedups = {}, {}
     for k in range(1, len(agree) + 1):
         tau = chain_tau(agree, k)
         priced = price_on_served({"k": {"tau": tau, "num_steps": k, "num_draft_tokens": k + 1}}, fleet["roofline"],
                                  c=fleet["c"], overhead=fleet["overhead"], batches=(fleet["batch"],)).iloc[0]
+        speedups[k] = round(priced["projected_speedup"], 3)
         rows[k] = {"tau (from the agreement)": round(tau, 3), "v(K+1)": round(priced["v_verify"], 3),
-                   "round cost (target steps)": round(priced["round_cost"], 3),
-                   "projected speedup (decode)": round(priced["projected_speedup"], 3)}
-    return ServedChain(pd.DataFrame.from_dict(rows, orient="index").rename_axis("num_steps"), dict(fleet), agree_from)
+                   "round cost (target steps)": round(priced["round_cost"], 3), "projected speedup (decode)": speedups[k]}
+    return ServedChain(pd.DataFrame.from_dict(rows, orient="index").rename_axis("num_steps"), dict(fleet), agree_from,
+                       speedups)
 
 
 @dataclass(frozen=True)

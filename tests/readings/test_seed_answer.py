@@ -28,7 +28,8 @@ def test_each_build_gets_its_ids_options_and_a_complete_launch_line():
     assert [o.gain.value for o in new.options] == [1.5, 1.5] and "no patch ships" in new.options[1].what
     assert [o.gain.value for o in vllm.options] == [1.8] and vllm.team == ""
     k = a.chain.best
-    assert k == int(a.chain.table["projected speedup (decode)"].idxmax()) == a.chain_launched
+    assert k == max(a.chain.speedups, key=a.chain.speedups.get) == a.chain_launched
+    assert a.chain.table["projected speedup (decode)"].to_dict() == a.chain.speedups   # the table shows the same numbers
     assert new.launch == ("python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --trust-remote-code "
                           f"--speculative-algorithm EAGLE3 --speculative-draft-model-path ./fixed --speculative-num-steps "
                           f"{k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1} --max-running-requests 48")
