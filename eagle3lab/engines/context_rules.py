@@ -18,18 +18,19 @@ A draft carries three limits of its own, whatever its target takes:
                                                                           SGLang never reads it, applies
                                                                           --speculative-draft-window-size (0.5.12 on)
 
-Each ``ContextRow`` states one rule whole: engine, the limit (``kind``), the launch setting it needs (``key``), the
+Each rule is one ``versions.Rule`` row, whole: engine, the limit (``kind``), the launch setting it needs (``key``), the
 change it holds from (``since``, one of ``CHANGES``; None: every build read before the next row), what the engine does
-(``value``: a code), the file it was read in (``reader``) and the releases read (``source``). ``resolve_context(engine, draft_config,
+(``value``: a code), the file it was read in (``reader``) and the releases read (``source``, a template filled from the
+row). ``rules_at`` reads them through the one lookup, ``versions.rule_at``. ``resolve_context(engine, draft_config,
 target_config, engine_version, ...)`` answers with a typed ``ContextRule``: the first position the engine cannot
 serve (``fails_from``), the window it runs (``window``: keys with ``query - key < window``, on ``window_layers``),
 whether the draft's RoPE computes the target's, and notes with stable codes (``NOTE_CODES``; callers match the code,
 never the text). Builds are placed by ``eagle3lab.engines.versions`` (dates, PR marks, releases); one it cannot place
 behaves as the newest code read, with the warning note. ``eagle3lab.analysis.context_curve`` runs a draft as each
-rule says. Lengths are rows too (``LengthRow``, ``context_length``): how each engine reads the target's context
-(vLLM's max_model_len or --max-model-len, SGLang's get_context_length or --context-length) and the positions its draft
-RoPE covers (vLLM: max_position_embeddings x factor for linear / dynamic, original_max_position_embeddings x factor for
-YaRN). Pure Python: no torch import.
+rule says. Lengths are rules too (``LENGTH_ROWS``: kind LENGTH, value a ``Length``; ``context_length``): how each
+engine reads the target's context (vLLM's max_model_len or --max-model-len, SGLang's get_context_length or
+--context-length) and the positions its draft RoPE covers (vLLM: max_position_embeddings x factor for linear / dynamic,
+original_max_position_embeddings x factor for YaRN). Pure Python: no torch import.
 """
 
 from __future__ import annotations
@@ -37,13 +38,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eagle3lab.engines.config_view import read_draft, read_target, rope_type_of, text_config
-from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ
-from eagle3lab.engines.versions import ENGINE_NAMES, Change, place, place_in_order
+from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, SGLANG_OLDEST_READ
+from eagle3lab.engines.profiles import SPECULATORS_READ
+from eagle3lab.engines.versions import ENGINE_NAMES, Change, InForce, Rule, rule_at
+from eagle3lab.engines.vllm_runner import VLLM_WHEEL_READ
 from eagle3lab.errors import bad_input
 from eagle3lab.findings import Finding, Severity
 
 MAX_POSITIONS, ROPE, WINDOW = "max_positions", "rope", "window"
-# what an engine does (ContextRow.value)
+LENGTH = "length"                  # Rule.kind of LENGTH_ROWS: key TARGET or DRAFT, value a Length
+# what an engine does (the value of a MAX_POSITIONS, ROPE or WINDOW rule)
 FAILS = "fails past it"            # positions >= the draft's limit crash (or read past the RoPE cache)
 REFUSES = "refuses to start"       # start-up raises while the target's context is longer than the draft's
 EXTENDS = "extends it"             # the draft's limit is raised to the target's: RoPE computed at every position
@@ -52,8 +56,10 @@ BY_LAYER_TYPES = "layer_types"     # the window on the layers layer_types names 
 BY_FLAG = "launch flag"            # the window only from a launch flag, on every draft layer
 NO_WINDOW = "none"                 # no window, whatever the config says
 ENGINES = ("speculators", "vllm", "sglang")
-SPECULATORS_READ = "0.9.0"
-VLLM_CONTEXT_READ = "0.32.0"      # the vLLM wheel these rows were read in (vllm_runner.VLLM_NEWEST_READ: its runner's)
+# the newest release of each engine these rows were read in (vLLM: its installed wheel; vllm_runner.VLLM_NEWEST_READ
+# is the newest whose runner was read); a row's source names it as {newest}
+NEWEST_READ = {"vllm": VLLM_WHEEL_READ, "sglang": SGLANG_NEWEST_READ, "speculators": SPECULATORS_READ}
+_TRACED = "0.24.0"                # the vLLM release #48894 traced: the newest known to lack #49343
 SGLANG_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
 SGLANG_FLAG = "--speculative-draft-window-size"
 
@@ -62,7 +68,7 @@ CHANGES = {
     # traced on v0.24.0): SpeculativeConfig._maybe_override_draft_max_position_embeddings, read in the 0.32.0 wheel
     # (config/speculative.py); the releases between were not read, and the merge day was not read.
     "vllm#49343": Change("vllm", "an EAGLE draft's max_position_embeddings raised to the target's max_model_len",
-                         pr=49343, opened="2026-07-21", last_without="0.24.0", first_with="0.32.0"),
+                         pr=49343, opened="2026-07-21", last_without=_TRACED, first_with="0.32.0"),
     # SGLang PR #10787 (opened 2025-09-23, fixes #10713): with the env var, ModelConfig._derive_context_length also
     # raises the draft's max_position_embeddings; present in the 0.5.4 and 0.5.23 wheels (configs/model_config.py)
     "sglang#10787": Change("sglang", "with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, the draft's "
@@ -76,32 +82,13 @@ CHANGES = {
 
 
 @dataclass(frozen=True)
-class ContextRow:
-    """From the change ``since`` on (None: every build read before the next row), ``engine`` launched with ``key``
-    (a launch setting; None: a plain launch) does ``value`` (FAILS, REFUSES, EXTENDS, DRAFT_ROPE, BY_LAYER_TYPES,
-    BY_FLAG, NO_WINDOW) with the draft's ``kind`` of limit (MAX_POSITIONS, ROPE, WINDOW); ``reader``: the file read and
-    what it does; ``source``: the releases read, or why not read. The fields are those of the package's release rules
-    (engine, kind, key, since, value, reader, source), so the one release lookup reads these rows too."""
+class Length:
+    """The value of a LENGTH rule: how its engine reads a length from a config, for the rule's key TARGET (the context
+    it serves the target to) or DRAFT (the positions its draft's RoPE covers): the first written key of ``keys``
+    (``smallest``: the smallest written one), times rope_scaling's factor for the RoPE types ``scaled`` (None: every
+    type but ``unscaled``), unless rope_scaling writes ``unscaled_if``; ``base``: a RoPE type whose length is read
+    from a rope_scaling key instead; ``flag``: the launch flag that sets it outright."""
 
-    engine: str
-    kind: str
-    key: str | None
-    since: Change | None
-    value: str
-    reader: str
-    source: str
-
-
-@dataclass(frozen=True)
-class LengthRow:
-    """How ``engine`` reads a length from a config: ``role`` TARGET (the context it serves the target to) or DRAFT
-    (the positions its draft's RoPE covers); the first written key of ``keys`` (``smallest``: the smallest written
-    one), times rope_scaling's factor for the RoPE types ``scaled`` (None: every type but ``unscaled``), unless
-    rope_scaling writes ``unscaled_if``; ``base``: a RoPE type whose length is read from a rope_scaling key
-    instead; ``flag``: the launch flag that sets it outright."""
-
-    engine: str
-    role: str
     keys: tuple[str, ...]
     smallest: bool
     scaled: tuple[str, ...] | None
@@ -109,8 +96,6 @@ class LengthRow:
     unscaled_if: str | None
     base: dict
     flag: str | None
-    reader: str
-    source: str
 
 
 TARGET, DRAFT = "target", "draft"
@@ -120,36 +105,53 @@ _SGLANG_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_l
 _VLLM_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
               "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
 _SGLANG_LENGTH = dict(keys=_SGLANG_KEYS, smallest=False, scaled=None, unscaled=("llama3",),
-                      unscaled_if="original_max_position_embeddings", base={},
-                      reader="srt/utils/hf_transformers/common.py get_context_length", source="read in the 0.5.23 wheel")
-LENGTH_ROWS: tuple[LengthRow, ...] = (
-    LengthRow("vllm", TARGET, _VLLM_KEYS, True, None, ("su", "longrope", "llama3", "yarn", "deepseek_yarn",
-              "deepseek_llama_scaling"), None, {}, "--max-model-len", "config/model.py _get_and_verify_max_len "
-              "(max_model_len; a tokenizer's model_max_length can lower it, not read here)", "read in the 0.32.0 wheel"),
+                      unscaled_if="original_max_position_embeddings", base={})
+_SGLANG_READER = "srt/utils/hf_transformers/common.py get_context_length"
+_TRANSFORMERS = Length(("max_position_embeddings",), False, (), (), None, {}, None)
+_WHEEL = "read in the {newest} wheel"
+_OLDEST_AND_NEWEST = f"read in the {SGLANG_OLDEST_READ} and {{newest}} wheels"
+LENGTH_ROWS: tuple[Rule, ...] = (
+    Rule("vllm", LENGTH, TARGET, None, Length(_VLLM_KEYS, True, None, ("su", "longrope", "llama3", "yarn",
+         "deepseek_yarn", "deepseek_llama_scaling"), None, {}, "--max-model-len"), reader="config/model.py "
+         "_get_and_verify_max_len (max_model_len; a tokenizer's model_max_length can lower it, not read here)",
+         source=_WHEEL),
     # get_rope: linear and dynamic cache max_position x factor, YaRN original_max_position x factor, the rest
     # max_position (the draft's max_position_embeddings, llama.py)
-    LengthRow("vllm", DRAFT, ("max_position_embeddings",), False, ("linear", "dynamic", "yarn"), (), None,
-              {"yarn": "original_max_position_embeddings"}, None, "model_executor/layers/rotary_embedding/__init__.py "
-              "get_rope; linear_scaling_rope.py, dynamic_ntk_scaling_rope.py, yarn_scaling_rope.py "
-              "(_compute_cos_sin_cache)", "read in the 0.32.0 wheel"),
-    LengthRow("sglang", TARGET, flag="--context-length", **_SGLANG_LENGTH),
-    LengthRow("sglang", DRAFT, flag=None, **_SGLANG_LENGTH),
+    Rule("vllm", LENGTH, DRAFT, None, Length(("max_position_embeddings",), False, ("linear", "dynamic", "yarn"), (),
+         None, {"yarn": "original_max_position_embeddings"}, None), reader="model_executor/layers/rotary_embedding/"
+         "__init__.py get_rope; linear_scaling_rope.py, dynamic_ntk_scaling_rope.py, yarn_scaling_rope.py "
+         "(_compute_cos_sin_cache)", source=_WHEEL),
+    Rule("sglang", LENGTH, TARGET, None, Length(flag="--context-length", **_SGLANG_LENGTH), reader=_SGLANG_READER,
+         source=_WHEEL),
+    Rule("sglang", LENGTH, DRAFT, None, Length(flag=None, **_SGLANG_LENGTH), reader=_SGLANG_READER, source=_WHEEL),
     # transformers computes RoPE at any position: the config's length is what the model was trained to
-    LengthRow("speculators", TARGET, ("max_position_embeddings",), False, (), (), None, {}, None,
-              "transformers' config (RoPE computed at every position)", f"speculators {SPECULATORS_READ}"),
-    LengthRow("speculators", DRAFT, ("max_position_embeddings",), False, (), (), None, {}, None,
-              "transformers' config (RoPE computed at every position)", f"speculators {SPECULATORS_READ}"),
+    Rule("speculators", LENGTH, TARGET, None, _TRANSFORMERS, reader="transformers' config (RoPE computed at every "
+         "position)", source="speculators {newest}"),
+    Rule("speculators", LENGTH, DRAFT, None, _TRANSFORMERS, reader="transformers' config (RoPE computed at every "
+         "position)", source="speculators {newest}"),
 )
 
 
-def length_row(engine: str, role: str) -> LengthRow:
-    return next(r for r in LENGTH_ROWS if (r.engine, r.role) == (engine, role))
+def rules_at(engine: str, kind: str, engine_version=None, key=None, rows=None) -> InForce:
+    """The rules of ``engine``'s ``kind`` (and ``key``: a launch setting, or LENGTH's role) as build ``engine_version``
+    reads them: the one lookup (``versions.rule_at``) over ``ROWS`` (LENGTH: ``LENGTH_ROWS``)."""
+    rows = (LENGTH_ROWS if kind == LENGTH else ROWS) if rows is None else rows
+    return rule_at(rows, engine_version, engine=engine, kind=kind, key=key, newest=NEWEST_READ[engine])
+
+
+def length_row(engine: str, role: str) -> Rule:
+    return rules_at(engine, LENGTH, key=role).row
+
+
+def cited(rules: InForce) -> str:
+    """'reader; source' of the rule in force, its source filled from the row ({newest}, {since}, {until}, ...)."""
+    return f"{rules.row.reader}; {rules.say(rules.row.source)}"
 
 
 def context_length(engine: str, role: str, config: dict, launched: int | None = None) -> int | None:
     """The length ``engine`` reads from ``config`` for ``role`` (``LENGTH_ROWS``), or ``launched`` (the row's flag:
     --max-model-len, --context-length) when given."""
-    row = length_row(engine, role)
+    row = length_row(engine, role).value
     if launched is not None:
         return int(launched)
     layer = text_config(config)
@@ -180,50 +182,49 @@ WINDOW_WITHOUT_LAYER_TYPES = {
 }
 
 
-def _row(engine, kind, since, value, reader, source, key=None) -> ContextRow:
-    return ContextRow(engine, kind, key, None if since is None else CHANGES[since], value, reader, source)
+def _row(engine, kind, since, value, reader, source, key=None) -> Rule:
+    return Rule(engine, kind, key, None if since is None else CHANGES[since], value, reader=reader, source=source)
 
 
-ROWS: tuple[ContextRow, ...] = (
+# One rule per (engine, limit, launch setting, change it holds from), in the order the changes landed. ``source`` is a
+# template filled from the row (``cited``): {newest} the newest release read, {since} / {until} the row's releases.
+ROWS: tuple[Rule, ...] = (
     # vLLM: llama.py get_rope(max_position=max_position_embeddings) sizes cos_sin_cache; index_select past it is a
     # device-side assert under torch.compile, an unchecked read in eager forward_cuda (#48894's trace of v0.24.0)
     _row("vllm", MAX_POSITIONS, None, FAILS, "model_executor/layers/rotary_embedding/base.py (cos_sin_cache)",
-               "not read here: vLLM #48894's trace of v0.24.0 (crash under torch.compile, out-of-bounds reads eager)"),
+         "not read here: vLLM #48894's trace of v{until} (crash under torch.compile, out-of-bounds reads eager)"),
     _row("vllm", MAX_POSITIONS, "vllm#49343", EXTENDS, "config/speculative.py "
-               "(_maybe_override_draft_max_position_embeddings)", "read in the 0.32.0 wheel"),
+         "(_maybe_override_draft_max_position_embeddings)", _WHEEL),
     _row("vllm", ROPE, None, DRAFT_ROPE, "model_executor/models/llama_eagle3.py (the draft's own hf_config)",
-               "read in the 0.32.0 wheel; #48894 traces the same in v0.24.0"),
+         _WHEEL + f"; #48894 traces the same in v{_TRACED}"),
     _row("vllm", WINDOW, None, BY_LAYER_TYPES, "model_executor/models/llama.py LlamaAttention (layer_types "
-               "indexed from target_layer_count); v1/attention/backends/flash_attn.py window (W-1, 0)",
-               "read in the 0.32.0 wheel (the project's WINDOW rows: 0.23.0 too)"),
+         "indexed from target_layer_count); v1/attention/backends/flash_attn.py window (W-1, 0)",
+         _WHEEL + " (the project's WINDOW rows: 0.23.0 too)"),
     # SGLang: the draft's ModelConfig gets the target's context_len (eagle_worker.py / draft_worker_common.py)
     _row("sglang", MAX_POSITIONS, None, REFUSES, "srt/configs/model_config.py (_derive_context_length: "
-               "ValueError 'Target model's context_length ... is greater than the derived context_length')",
-               "read in the 0.5.4 and 0.5.23 wheels"),
+         "ValueError 'Target model's context_length ... is greater than the derived context_length')",
+         _OLDEST_AND_NEWEST),
     _row("sglang", MAX_POSITIONS, None, FAILS, "srt/layers/rotary_embedding.py (cache sized by "
-               "max_position_embeddings: illegal memory access past it, #10713)", "before PR #10787: not read here",
-               key=SGLANG_ENV),
+         "max_position_embeddings: illegal memory access past it, #10713)", "before PR #10787: not read here",
+         key=SGLANG_ENV),
     _row("sglang", MAX_POSITIONS, "sglang#10787", EXTENDS, "srt/configs/model_config.py "
-               "(_derive_context_length overrides max_position_embeddings)", "read in the 0.5.4 and 0.5.23 wheels",
-               key=SGLANG_ENV),
-    _row("sglang", ROPE, None, DRAFT_ROPE, "srt/models/llama_eagle3.py (the draft's own config)",
-               f"read in the 0.5.4 and {SGLANG_NEWEST_READ} wheels"),
+         "(_derive_context_length overrides max_position_embeddings)", _OLDEST_AND_NEWEST, key=SGLANG_ENV),
+    _row("sglang", ROPE, None, DRAFT_ROPE, "srt/models/llama_eagle3.py (the draft's own config)", _OLDEST_AND_NEWEST),
     _row("sglang", WINDOW, None, NO_WINDOW, "srt/models/llama_eagle3.py (the config's window never read)",
-               "the project's WINDOW rows (0.5.4-0.5.11)"),
+         f"the project's WINDOW rows ({SGLANG_OLDEST_READ}-{{until}})"),
     _row("sglang", WINDOW, "sglang-draft-window", BY_FLAG, "srt/models/llama_eagle3.py (sliding_window_size "
-               "on every layer); srt/layers/attention/torch_native_backend.py (k_pos >= q_pos - W)",
-               f"read in the {SGLANG_NEWEST_READ} wheel (the flag from 0.5.12: the project's WINDOW rows)"),
+         "on every layer); srt/layers/attention/torch_native_backend.py (k_pos >= q_pos - W)",
+         _WHEEL + " (the flag from {since}: the project's WINDOW rows)"),
     # speculators (the trainer): cli.py writes max_position_embeddings = the verifier's and layer_types from
     # --sliding-window (default 2048, schema.py); eagle3/attention.py keeps kv_idx > q_idx - sliding_window
     _row("speculators", MAX_POSITIONS, None, EXTENDS, "transformers' RoPE (computed at every position)",
-               f"speculators {SPECULATORS_READ}"),
+         "speculators {newest}"),
     _row("speculators", ROPE, None, DRAFT_ROPE, "models/eagle3/core.py (the draft's transformer_layer_config)",
-               f"speculators {SPECULATORS_READ}"),
+         "speculators {newest}"),
     _row("speculators", WINDOW, None, BY_LAYER_TYPES, "models/eagle3/core.py, eagle3/attention.py "
-               "(kv_idx > q_idx - sliding_window)", f"speculators {SPECULATORS_READ} (#684)"),
+         "(kv_idx > q_idx - sliding_window)", "speculators {newest} (#684)"),
 )
 
-NEWEST_READ = {"vllm": VLLM_CONTEXT_READ, "sglang": SGLANG_NEWEST_READ, "speculators": SPECULATORS_READ}
 LABELS = {**ENGINE_NAMES, "speculators": "speculators"}
 
 NOTE_CODES = {
@@ -264,7 +265,7 @@ class ContextRule:
     rope_same_as_target: bool | None  # None: a RoPE not read
     window: int | None                # keys with query - key < window (None: full attention)
     window_layers: tuple[int, ...]
-    rows: tuple[ContextRow, ...]
+    rows: tuple[Rule, ...]
     notes: tuple[Finding, ...]
 
     @property
@@ -277,42 +278,37 @@ class ContextRule:
         cut to the draft's (SGLang: --context-length m)."""
         if self.positions != REFUSES or self.fails_from is None:
             return None
-        return f"as launched with {length_row(self.engine, TARGET).flag} {self.fails_from}"
+        return f"as launched with {length_row(self.engine, TARGET).value.flag} {self.fails_from}"
 
     def codes(self) -> tuple[str, ...]:
         return tuple(n.code for n in self.notes)
 
 
-def rule_row(engine: str, kind: str, engine_version=None, key: str | None = None, warn=None) -> ContextRow:
-    """The row of ``engine``'s ``kind`` of limit (launched with ``key``) that holds for the build; ``warn(text)`` is
-    called for each change the build cannot be placed by where the row changes (it behaves as the newest code read).
-    Dates, PR marks and releases place a build (``versions.place_in_order``)."""
-    rows = [r for r in ROWS if (r.engine, r.kind, r.key) == (engine, kind, key)]
-    if not rows:
-        raise bad_input("context rule", None, f"a row for {engine} {kind} {key or ''}".strip(), "none")
-    era, sure = place_in_order([r.since for r in rows[1:]], engine_version, "engine_version")
-    for row in rows[sure + 1:era + 1]:
-        warning = place(row.since, engine_version).warning
-        if warning and warn is not None:
-            warn(warning)
-    return rows[era]
+def rule_row(engine: str, kind: str, engine_version=None, key: str | None = None, warn=None) -> Rule:
+    """The rule of ``engine``'s ``kind`` of limit (launched with ``key``) that holds for the build; ``warn(text)`` is
+    called for each change the build cannot be placed by where the rule changes (it behaves as the newest code read).
+    Dates, PR marks and releases place a build (``rules_at``, the one lookup)."""
+    rules = rules_at(engine, kind, engine_version, key)
+    rules.get("value", None if warn is None else lambda text, change: warn(text))
+    return rules.row
 
 
-def _positions(engine, row, m, target_m, note) -> int | None:
+def _positions(engine, rules: InForce, m, target_m, note) -> int | None:
     """The first position not served, with its note."""
     if m is None or (target_m is not None and m >= target_m):
         return None
+    row = rules.row
     if row.value == FAILS:
         note("CONTEXT_FAILS_PAST_LIMIT", f"{LABELS[engine]} sizes the draft's RoPE cache by its max_position_embeddings "
-             f"{m}: every request reaching position {m} fails ({row.reader}; {row.source}).")
+             f"{m}: every request reaching position {m} fails ({cited(rules)}).")
         return m
     if row.value == REFUSES:
         note("CONTEXT_REFUSES_START", f"{LABELS[engine]} refuses to start: the target's context "
-             f"({target_m}) is longer than the draft's ({m}); launch with --context-length {m} (the target is then "
-             f"served only up to {m}) or set {SGLANG_ENV} ({row.reader}; {row.source}).")
+             f"({target_m}) is longer than the draft's ({m}); launch with {length_row(engine, TARGET).value.flag} {m} "
+             f"(the target is then served only up to {m}) or set {SGLANG_ENV} ({cited(rules)}).")
         return m
     note("CONTEXT_EXTENDED", f"{LABELS[engine]} serves positions past the draft's length {m} up to the target's "
-         f"{target_m}, RoPE computed beyond the draft's own limit ({row.reader}; {row.source}).")
+         f"{target_m}, RoPE computed beyond the draft's own limit ({cited(rules)}).")
     return None
 
 
@@ -358,21 +354,22 @@ def resolve_context(engine: str, draft_config: dict, target_config: dict, engine
     def note(code, text):
         notes.append(context_note(code, text))
 
-    def warn(text):
+    def warn(text, change):
         note("CONTEXT_VERSION_UNPLACED", text)
 
     view, target = read_draft(draft_config, ()), read_target(target_config)
     setting = SGLANG_ENV if allow_longer and any((r.engine, r.key) == (engine, SGLANG_ENV) for r in ROWS) else None
-    pos_row = rule_row(engine, MAX_POSITIONS, engine_version, setting, warn)
-    rope_row = rule_row(engine, ROPE, engine_version, None, warn)
-    win_row = rule_row(engine, WINDOW, engine_version, None, warn)
+    pos, rope, win = [rules_at(engine, kind, engine_version, key)
+                      for kind, key in ((MAX_POSITIONS, setting), (ROPE, None), (WINDOW, None))]
+    for rules in (pos, rope, win):
+        rules.get("value", warn)   # a note for each change the build cannot be placed by where its rule changes
     m = context_length(engine, DRAFT, draft_config)
     target_m = context_length(engine, TARGET, target_config, target_context)
-    fails_from = _positions(engine, pos_row, m, target_m, note)
+    fails_from = _positions(engine, pos, m, target_m, note)
     same = None if view.rope.unclear or target.rope.unclear else view.rope.computes() == target.rope.computes()
     if same is False:
         note("CONTEXT_ROPE_DIFFERS", f"{LABELS[engine]} rotates the draft by its own RoPE ({view.rope.words()}), not "
-             f"the target's ({target.rope.words()}) ({rope_row.reader}; {rope_row.source}).")
-    window, layers = _window(engine, win_row, view, launch_window, note)
-    return ContextRule(engine, None if engine_version is None else str(engine_version), m, target_m, pos_row.value,
-                       fails_from, same, window, layers, (pos_row, rope_row, win_row), tuple(notes))
+             f"the target's ({target.rope.words()}) ({cited(rope)}).")
+    window, layers = _window(engine, win.row, view, launch_window, note)
+    return ContextRule(engine, None if engine_version is None else str(engine_version), m, target_m, pos.row.value,
+                       fails_from, same, window, layers, (pos.row, rope.row, win.row), tuple(notes))

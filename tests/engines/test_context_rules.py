@@ -110,7 +110,7 @@ def test_the_targets_context_as_each_engine_derives_it_or_as_launched():
     assert cr.context_length("sglang", cr.TARGET, written) == 1024 and cr.context_length("vllm", cr.TARGET, written) == 1024
     assert cr.context_length("sglang", cr.TARGET, dict(TARGET_CFG, seq_length=8192)) == 8192
     assert cr.context_length("vllm", cr.TARGET, dict(TARGET_CFG, seq_length=8192)) == 2048
-    assert cr.length_row("vllm", cr.TARGET).flag == "--max-model-len"
+    assert cr.length_row("vllm", cr.TARGET).value.flag == "--max-model-len"
     # launched with a target context no longer than the draft's: SGLang starts and serves every position
     launched = resolve_context("sglang", SHORT, TARGET_CFG, target_context=256)
     assert (launched.fails_from, launched.codes(), launched.target_max_positions) == (None, (), 256)
