@@ -53,13 +53,14 @@ from dataclasses import asdict, dataclass, replace
 import pandas as pd
 
 from eagle3lab.engines.acceptance import Interval, bootstrap_ratio
+from eagle3lab.engines.counters import CHANGES
 from eagle3lab.errors import bad_input
 
 SCHEMA_VERSION = "1.0"
 LAYOUT = ("NVIDIA Model-Optimizer speculation_profile.json, schema_version 1.0 as proposed in PR #2247 "
           "(specdec_bench build_profile; stack #2313/#2315/#2316, open when read 2026-09-16)")
 MEASURED_BY = ("emulated", "real")      # eagle3lab's loop as the engine build runs the draft, or the engine's counters
-VLLM_SYNTHETIC_SINCE = "0.20.0"         # engines.counters.CHANGES["synthetic"].first_with
+VLLM_SYNTHETIC_SINCE = CHANGES["synthetic"].first_with   # the first vLLM release with rejection 'synthetic'
 # display labels of the tables' stable column names (to_frame, compare_profiles): df.rename(columns=LABELS)
 LABELS = {"conditional_low": "conditional low", "conditional_high": "conditional high", "marginal_low": "marginal low",
           "marginal_high": "marginal high", "a_low": "a low", "a_high": "a high", "b_minus_a": "b - a",

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from eagle3lab.engines.config_view import read_draft, read_target, rope_type_of, text_config
 from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, SGLANG_OLDEST_READ
-from eagle3lab.engines.profiles import SPECULATORS_READ
+from eagle3lab.engines.profiles import BY_FLAG, BY_LAYER_TYPES, NO_WINDOW, SPECULATORS_READ
 from eagle3lab.engines.versions import ENGINE_NAMES, Change, InForce, Rule, rule_at
 from eagle3lab.engines.vllm_runner import VLLM_WHEEL_READ
 from eagle3lab.errors import bad_input
@@ -52,9 +52,8 @@ FAILS = "fails past it"            # positions >= the draft's limit crash (or re
 REFUSES = "refuses to start"       # start-up raises while the target's context is longer than the draft's
 EXTENDS = "extends it"             # the draft's limit is raised to the target's: RoPE computed at every position
 DRAFT_ROPE = "the draft's own"     # the draft's RoPE from its own config, never the target's
-BY_LAYER_TYPES = "layer_types"     # the window on the layers layer_types names sliding_attention
-BY_FLAG = "launch flag"            # the window only from a launch flag, on every draft layer
-NO_WINDOW = "none"                 # no window, whatever the config says
+# BY_LAYER_TYPES: the window on the layers layer_types names sliding_attention; BY_FLAG: only from a launch flag, on
+# every draft layer; NO_WINDOW: none, whatever the config says (the values of profiles' WINDOW rows)
 ENGINES = ("speculators", "vllm", "sglang")
 # the newest release of each engine these rows were read in (vLLM: its installed wheel; vllm_runner.VLLM_NEWEST_READ
 # is the newest whose runner was read); a row's source names it as {newest}

@@ -23,6 +23,7 @@ from eagle3lab.engines.vllm_runner import (
     IDS_TOP,
     RELEASES_READ,
     VLLM_NEWEST_READ,
+    VLLM_WHEEL_READ,
     check_platform,
     vllm_runner,
 )
@@ -290,7 +291,7 @@ ROWS: tuple[Rule, ...] = (
     # window; --speculative-draft-window-size sets one for the draft's attention from 0.5.12 (0.5.12-SGLANG_NEWEST_READ wheels).
     Rule("speculators", WINDOW, "draft", value=BY_LAYER_TYPES, reader="eagle3/core.py", source="speculators#684"),
     Rule("vllm", WINDOW, "draft", value=BY_LAYER_TYPES, reader="llama.py LlamaAttention / qwen3_eagle3.py",
-        source="read in the 0.23.0 and 0.32.0 wheels"),
+        source=f"read in the 0.23.0 and {VLLM_WHEEL_READ} wheels"),
     Rule("sglang", WINDOW, "draft", value=NO_WINDOW, reader="llama_eagle3.py"),
     Rule("sglang", WINDOW, "draft", "0.5.12", value=BY_FLAG, reader="llama_eagle3.py",
         source="--speculative-draft-window-size"),

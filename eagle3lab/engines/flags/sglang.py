@@ -37,6 +37,7 @@ from eagle3lab.engines.flags.result import flag_finding
 from eagle3lab.engines.flags.sglang_overlap import CHANGES as OVERLAP_RECORDS
 from eagle3lab.engines.flags.sglang_overlap import overlap_findings
 from eagle3lab.engines.layer_ids import CHANGES as ID_CHANGES
+from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ
 from eagle3lab.engines.verify_width import ADJUSTED_LOG, POOL_RULE, verify_width
 from eagle3lab.engines.versions import Change, place_in_order
 from eagle3lab.errors import bad_input
@@ -638,13 +639,15 @@ def _two_batch_overlap(inp: Inputs, res, out: list):
         return
     where = (f"layer {dense} (first_k_dense_replace)" if dense is not None else
              "first_k_dense_replace (not in the target config: every point counted as past it)")
+    check, error = ID_CHANGES["sglang-aux-count-assert"], ID_CHANGES["sglang-aux-count-error"]
     out.append(_f("SGL_TBO_SKIPS_AUX_CAPTURE", "error",
                   f"--enable-two-batch-overlap: in every batch SGLang runs with two-batch overlap, deepseek_v2.py "
-                  f"captures only before {where}; resid{missing} "
-                  "are not captured there, so fc gets fewer states than it reads (0.5.17-0.5.19: an assert "
-                  "'captured i of n aux hidden states'; 0.5.20 on: RuntimeError; before 0.5.17 no check).",
+                  f"captures only before {where}; resid{missing} are not captured there, so fc gets fewer states "
+                  f"than it reads ({check.first_with}-{error.last_without}: an assert 'captured i of n aux hidden "
+                  f"states'; {error.first_with} on: RuntimeError; before {check.first_with} no check).",
                   "python/sglang/srt/models/deepseek_v2.py DeepseekV2Model.forward: normal_end_layer = "
-                  "first_k_dense_replace when forward_batch.can_run_tbo", "release wheels 0.5.5-0.5.23 read",
+                  "first_k_dense_replace when forward_batch.can_run_tbo",
+                  f"release wheels {ID_CHANGES['sglang#12319'].first_with}-{SGLANG_NEWEST_READ} read",
                   fix="Drop --enable-two-batch-overlap for an EAGLE-3 launch on this target.", setting="aux_resid"))
 
 
