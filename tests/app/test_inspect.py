@@ -11,6 +11,7 @@ from helpers.paths import REAL_CONFIGS
 
 from eagle3lab import bundled
 from eagle3lab.app.cli import main
+from eagle3lab.findings import Severity
 from eagle3lab.models.checkpoint import save_draft
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 from eagle3lab.models.vocab import build_vocab_map
@@ -149,7 +150,7 @@ def test_the_typed_inspection_is_the_json_and_its_notes_carry_codes(tmp_path, ca
     report = inspect_checkpoint(tmp_path / "d", num_target_layers=8)
     assert main(["inspect", str(tmp_path / "d"), "--num-target-layers", "8", "--json"]) == 1
     assert report.to_dict() == json.loads(capsys.readouterr().out)   # to_dict() is what the CLI prints
-    assert report.codes() == ["VOCAB_MAP_INVALID"] and report.vocab.findings[0].severity == "error"
+    assert report.codes() == ["VOCAB_MAP_INVALID"] and report.vocab.findings[0].severity == Severity.ERROR
     assert isinstance(report.aux_ids.by_engine["vllm"], AuxRow) and report.aux_ids.by_engine["vllm"].resid == [2, 4, 5]
     (tmp_path / "config-only").mkdir()
     (tmp_path / "config-only" / "config.json").write_text((tmp_path / "d" / "config.json").read_text())

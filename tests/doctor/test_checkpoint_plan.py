@@ -15,6 +15,7 @@ from eagle3lab.doctor.fixes import Fix, FixKind, RunState, WrittenIn, kept_in_ch
 from eagle3lab.doctor.ladder import Ladder, Rung
 from eagle3lab.doctor.run import plan_checkpoint
 from eagle3lab.engines.acceptance import Interval
+from eagle3lab.findings import Severity
 from eagle3lab.models.checkpoint import load_draft
 
 OFF = {"norm_before_fc": False, "fc_norm": False, "norm_before_residual": False, "recycle_postnorm": False}
@@ -66,7 +67,7 @@ def test_a_rule_fix_left_out_is_not_stated_in_the_written_config(drafts):
     would then run a rule the prediction does not)."""
     start = RunState(True, SHIPPED, dict(OFF), 3)         # the healthy draft's config states no rule: all off
     written, (wiring, rule) = plan(drafts["healthy"], "vllm", start, fixes(True), [CRITICAL, SMALL])
-    assert (wiring.severity, rule.severity) == ("critical", "warning")
+    assert (wiring.severity, rule.severity) == (Severity.CRITICAL, Severity.WARNING)
     assert written.left_out == ("FIRST_LAYER_RULE",)
     assert written.stated_variant == OFF
     assert (written.predicted.wiring, written.predicted.variant) == (FIXED, OFF)

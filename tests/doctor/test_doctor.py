@@ -24,6 +24,7 @@ from eagle3lab.doctor.fixes import FixKind, Measure, WrittenIn, id_notes
 from eagle3lab.doctor.run import _server_finding, run_doctor
 from eagle3lab.doctor.write_fixed import write_fixed
 from eagle3lab.engines.acceptance import acceptance_stats, engine_log_lines
+from eagle3lab.findings import Severity
 from eagle3lab.models.checkpoint import load_draft
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -74,9 +75,9 @@ def test_the_seed_case_in_miniature(seed):
     """The chain cap, the wiring and the first-layer rule, each critical, with tau recovering rung by rung."""
     codes = {f.code: f for f in seed.findings}
     for code in ("WIRING", "FIRST_LAYER_RULE"):
-        assert codes[code].severity == "critical", (code, seed.table())
+        assert codes[code].severity == Severity.CRITICAL, (code, seed.table())
     cap = codes["SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"]     # a silent override, measured; a longer chain always gains
-    assert cap.severity == "warning" and cap.tau_after.low > cap.tau_before.high
+    assert cap.severity == Severity.WARNING and cap.tau_after.low > cap.tau_before.high
     assert [r.name for r in seed.ladder] == ["as launched", "trained wiring", "trained rule", "chain of 5"]
     assert seed.ladder[0].num_steps == 1 and seed.ladder[-1].num_steps == 5
     assert seed.ladder[0].wiring == (3, 6, 7)
@@ -91,7 +92,7 @@ def test_the_seed_case_in_miniature(seed):
     assert codes["WIRING"].data["ids"] == [k - 1 for k in wiring]       # SGLang's ids for those points
     # the server's log says tau 3.50 where doctor predicts about 1 as launched: the deployment differs
     assert codes["SERVER_MISMATCH"].data["observed"] == pytest.approx(3.5)
-    assert seed.critical == [f for f in seed.findings if f.severity == "critical"]
+    assert seed.critical == [f for f in seed.findings if f.severity == Severity.CRITICAL]
     # SGLang ignores the rule, so it remains; the wiring fix is written. Added while SGLang still runs its own rule,
     # the wiring alone leaves the one-step tau at 1.91: its gain's interval holds 0 (on these 24 prompts
     # -0.005 [-0.017, +0.009] for resid[0, 4, 5], -0.002 [-0.016, +0.012] for resid[0, 4, 6], both in the search's
@@ -117,7 +118,7 @@ def test_the_fixes_are_the_stage_between_search_and_ladder(seed):
     assert wiring.change == wiring.as_written == {"wiring": tuple(seed.finding("WIRING").data["wiring"])}
     assert rule.change["variant"]["norm_before_residual"] is True
     assert rule.as_written["variant"]["norm_before_residual"] is False        # written, SGLang runs its own rule
-    assert chain.change == {"num_steps": 5} and chain.severity == "warning" and chain.measure is Measure.FULL_CHAIN
+    assert chain.change == {"num_steps": 5} and chain.severity == Severity.WARNING and chain.measure is Measure.FULL_CHAIN
     assert [m.measure for m in (wiring, rule)] == [Measure.PAIRED, Measure.PAIRED]
     predicted = seed.written_fix     # each fix as SGLang runs it once written (all three kept: the seed test)
     assert (predicted.wiring, predicted.num_steps) == (wiring.change["wiring"], 5)
@@ -167,7 +168,7 @@ def test_vllm_honours_every_fix(tiny8, case_dir, prompts, tmp_path):
     # critical finding, and it is not written into the checkpoint
     assert [(f.code, f.applicable, f.written_in) for f in report.fixes if f.code != "VOCAB_MAP"] == [
         ("WIRING", True, WrittenIn.CHECKPOINT)]
-    assert report.checkpoint.predicted.d2t is None or report.finding("VOCAB_MAP").severity == "critical"
+    assert report.checkpoint.predicted.d2t is None or report.finding("VOCAB_MAP").severity == Severity.CRITICAL
     fixed = write_fixed(report, tmp_path / "fixed")
     assert fixed["agrees"] and fixed["tau"].low > report.ladder[0].tau.high
     assert fixed["tau"].value == pytest.approx(report.written_fix.tau.value)
@@ -179,7 +180,7 @@ def test_healthy_draft_and_the_wrong_algorithm(tiny8, healthy_dir, prompts):
     assert ok.critical == [] and "WIRING" not in ok.codes() and "FIRST_LAYER_RULE" not in ok.codes()
     wrong = doctor(tiny8, healthy_dir, prompts, engine="sglang", engine_args=launch("EAGLE", steps=3, draft_tokens=4))
     flag = wrong.finding("SGL_EAGLE3_DRAFT_WITH_EAGLE")
-    assert flag.severity == "critical" and wrong.ladder[0].wiring == ()
+    assert flag.severity == Severity.CRITICAL and wrong.ladder[0].wiring == ()
     assert [(f.kind, f.code, f.written_in) for f in wrong.fixes] == [
         (FixKind.ALGORITHM, "SGL_EAGLE3_DRAFT_WITH_EAGLE", WrittenIn.LAUNCH_COMMAND)]
     assert wrong.remaining_after_write() == [flag]        # no checkpoint carries the launch command's fix
@@ -213,7 +214,7 @@ def test_a_regenerated_map_is_read_from_behaviour(tiny8, healthy_dir, prompts, t
     assert any(f.data.get("code") == "VOCAB_MAP_INVALID" for f in report.findings
                if f.code == "CHECKPOINT_ERROR")   # the static check, by the inspection's code
     vocab = report.finding("VOCAB_MAP")
-    assert vocab is not None and vocab.severity == "critical", report.table()
+    assert vocab is not None and vocab.severity == Severity.CRITICAL, report.table()
     assert set(vocab.data["slots"]) == set(moved)
     (map_fix,) = [f for f in report.fixes if f.kind is FixKind.VOCAB_MAP]
     assert map_fix.measure is Measure.CROSSFIT and map_fix.fixed_by_checkpoint
@@ -229,7 +230,7 @@ def test_configs_that_lie(tiny8, healthy_dir):
     target, _, _ = tiny8
     draft = load_draft(healthy_dir, target=target)
     cfg = target.model.config.to_dict()
-    assert not [f for f in config_findings(draft, cfg) if f.severity != "info"]
+    assert not [f for f in config_findings(draft, cfg) if f.severity != Severity.INFO]
     lying = {**cfg, "max_position_embeddings": 4096, "rope_theta": 1e6, "sliding_window": 1024,
              "use_sliding_window": True, "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
                                                           "original_max_position_embeddings": 1024}}
@@ -344,14 +345,14 @@ def test_labels_built_from_pre_norm_states(prompts):
     reports = {name: run_doctor(draft_dir(name), target=varied, prompts=prompts, max_new_tokens=24, progress=False)
                for name in ("prenorm-labels", "right-labels")}
     found = reports["prenorm-labels"].finding("TARGET_DISTRIBUTION_PRENORM")
-    assert found is not None and found.severity == "critical", reports["prenorm-labels"].table()
+    assert found is not None and found.severity == Severity.CRITICAL, reports["prenorm-labels"].table()
     assert found.data["agree_prenorm"] > found.data["agree_real"] and found.gain.low > 0
     # the agreement gap (a share of positions) priced in tokens per round, an estimate said so; critical only
     # because that clears 0.1 tokens and 5% of tau on its low end (about +0.28 [+0.24, +0.32] here)
     assert found.cost.estimated and found.gain.low >= found.cost.threshold and found.data["agreement_gap"]["low"] > 0
     assert "a cost a user notices: about +" in found.text and found.fix.startswith("Retrain")
     right = reports["right-labels"].finding("TARGET_DISTRIBUTION_PRENORM")
-    assert right is None or (right.severity != "critical" and not right.fix.startswith("Retrain")), right
+    assert right is None or (right.severity != Severity.CRITICAL and not right.fix.startswith("Retrain")), right
 
 
 def test_absolute_ids_in_d2t(tiny8, healthy_dir, prompts, tmp_path):
@@ -366,7 +367,7 @@ def test_absolute_ids_in_d2t(tiny8, healthy_dir, prompts, tmp_path):
     save_draft(draft, tmp_path / "absolute", format="sglang", include_embedding=False)
     report = doctor(tiny8, tmp_path / "absolute", prompts, engine="sglang")
     found = report.finding("VOCAB_ABSOLUTE_IDS")
-    assert found is not None and found.severity == "critical", report.table()
+    assert found is not None and found.severity == Severity.CRITICAL, report.table()
     assert report.ladder[0].tau.value > 2, "measured with the map read back, the healthy draft is healthy"
     fixed = write_fixed(report, tmp_path / "fixed")
     assert torch.equal(load_draft(tmp_path / "fixed", target=target).d2t, offsets) and fixed["remaining"] == []

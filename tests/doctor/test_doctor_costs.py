@@ -13,6 +13,7 @@ from helpers.fixture_drafts import draft_dir, heldout_prompts, tiny8
 from eagle3lab.doctor.findings import MIN_SHARE_OF_TAU, MIN_TOKENS_PER_ROUND, Cost, cost_of, costliest
 from eagle3lab.doctor.run import labels_cost, run_doctor
 from eagle3lab.engines.acceptance import Interval
+from eagle3lab.findings import Severity
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -28,14 +29,14 @@ def test_critical_needs_a_cost_a_user_notices():
     assert (MIN_TOKENS_PER_ROUND, MIN_SHARE_OF_TAU) == (0.1, 0.05)
     # the field's case: 66.9% against 66.5% agreement, significant and immaterial
     small = Cost(_gain(0.004, 0.0005, 0.0078), tau=2.9)
-    assert small.severity == "warning"
+    assert small.severity == Severity.WARNING
     assert small.words.startswith("measurable but small: +0.0040 [+0.0005, +0.0078] tokens per round")
     assert "5% of tau 2.90) = 0.145" in small.words     # 5% of tau 2.9 is above 0.1 tokens: the threshold said
     # 5% of tau decides at a high tau, 0.1 tokens at a low one; the LOW end must clear it
-    assert Cost(_gain(0.30, 0.16, 0.44), tau=4.0).severity == "warning"
-    assert Cost(_gain(0.30, 0.16, 0.44), tau=1.5).severity == "critical"
-    assert Cost(_gain(0.12, 0.09, 0.15), tau=1.2).severity == "warning"
-    assert Cost(_gain(0.30, -0.01, 0.61), tau=1.5).severity == "info"
+    assert Cost(_gain(0.30, 0.16, 0.44), tau=4.0).severity == Severity.WARNING
+    assert Cost(_gain(0.30, 0.16, 0.44), tau=1.5).severity == Severity.CRITICAL
+    assert Cost(_gain(0.12, 0.09, 0.15), tau=1.2).severity == Severity.WARNING
+    assert Cost(_gain(0.30, -0.01, 0.61), tau=1.5).severity == Severity.INFO
     assert Cost(_gain(-0.30, -0.5, -0.1), tau=1.5).words.startswith("measured as a loss")
     # a fix's cost is read against the higher tau of its two rungs; the larger of gain and undone decides
     assert cost_of(_gain(0.3, 0.2, 0.4), 2.0, 4.1).threshold == pytest.approx(0.205)
@@ -58,7 +59,7 @@ def test_the_labels_gap_is_priced_in_tokens_per_round():
     cost = labels_cost(_gain(0.04, 0.02, 0.06), _Score())
     assert cost.estimated and cost.tau == 2.0
     assert (cost.gain.value, cost.gain.low, cost.gain.high) == pytest.approx((0.04 * 1.75, 0.02 * 1.75, 0.06 * 1.75))
-    assert cost.severity == "warning" and "about +0.0700" in cost.words
+    assert cost.severity == Severity.WARNING and "about +0.0700" in cost.words
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ import torch
 from helpers.fixture_drafts import draft_dir, heldout_prompts, tiny8, torch_threads, varied_target
 
 from eagle3lab.doctor.run import run_doctor
+from eagle3lab.findings import Severity
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -54,7 +55,7 @@ def _doctor(name, target, bank, dtype: str, threads: int, prompts: int = 8):
 def _verdict(report) -> tuple:
     """What a user acts on: the wiring and rule handed out and the findings above info (bf16 adds the DTYPE note)."""
     return (report.choice.wiring, tuple(sorted(report.choice.variant.items())),
-            sorted((f.code, f.severity) for f in report.findings if f.severity != "info"))
+            sorted((f.code, f.severity) for f in report.findings if f.severity != Severity.INFO))
 
 
 @pytest.mark.parametrize("name", DRAFTS)
@@ -68,7 +69,7 @@ def test_every_committed_draft_gets_one_answer(pool, name):
     wiring, _, findings = verdicts[RUNS[0]]
     if name == "middle-first-no-ids":   # trained on resid[5, 1, 7], shipped in speculators format without ids
         # a fix, critical; slots 2 and 3 as trained (slot 1's resid[4] and resid[5] serve alike on 8 prompts)
-        assert ("WIRING", "critical") in findings and wiring[1:] == (1, 7), verdicts
+        assert ("WIRING", Severity.CRITICAL) in findings and wiring[1:] == (1, 7), verdicts
     if name == "embedding-last":        # trained on resid[2, 6, 0]
         assert wiring == (2, 6, 0), verdicts
 
@@ -78,7 +79,7 @@ def test_the_right_labels_raise_nothing_critical_in_bf16_on_two_threads():
     report = _doctor("right-labels", target, _bank(target), "bfloat16", 2)
     assert report.critical == [], report.table()
     prenorm = report.finding("TARGET_DISTRIBUTION_PRENORM")
-    assert prenorm is None or prenorm.severity != "critical", prenorm
+    assert prenorm is None or prenorm.severity != Severity.CRITICAL, prenorm
 
 
 def test_a_bf16_run_writes_a_checkpoint_that_measures_what_it_predicted(pool, tmp_path):

@@ -17,6 +17,7 @@ from helpers.fixture_drafts import torch_threads
 
 from eagle3lab import bundled
 from eagle3lab.doctor.run import run_doctor
+from eagle3lab.findings import Severity
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("single_thread", "bundled_models")]
 
@@ -46,7 +47,7 @@ def test_no_critical_finding_on_a_healthy_draft(track):
                                 max_prompts=SIZE[track]["pool"], progress=False)
         assert report.critical == [], (track, seed, report.table()[["code", "severity", "gain [95%]"]])
         for f in report.findings:     # nothing measured is called more than info on an interval holding 0
-            if f.severity != "info" and f.gain is not None:
+            if f.severity != Severity.INFO and f.gain is not None:
                 assert f.gain.sign() != 0 or (f.undone is not None and f.undone.sign() != 0), f
             if f.cost is not None:    # a measured finding's severity is what it costs
                 assert f.severity == f.cost.severity or f.code in FIXED_SEVERITY, f

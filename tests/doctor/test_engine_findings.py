@@ -4,6 +4,7 @@ otherwise than the draft's trainer (both silent in the server's log)."""
 from __future__ import annotations
 
 from eagle3lab.doctor.config_checks import engine_findings
+from eagle3lab.findings import Severity
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 
 GEOMETRY = dict(hidden_size=32, intermediate_size=64, num_attention_heads=4, vocab_size=64, max_position_embeddings=64)
@@ -18,7 +19,7 @@ def test_a_qwen3_draft_is_critical_under_sglang_and_fine_under_vllm():
     draft = Eagle3Draft(DraftConfig(**GEOMETRY, num_key_value_heads=2, attention="qwen3", head_dim=8),
                         profile="speculators", fmt="speculators")
     found = codes(draft, "sglang")
-    assert set(found) == {"ENGINE_CANNOT_RUN_DRAFT"} and found["ENGINE_CANNOT_RUN_DRAFT"].severity == "critical"
+    assert set(found) == {"ENGINE_CANNOT_RUN_DRAFT"} and found["ENGINE_CANNOT_RUN_DRAFT"].severity == Severity.CRITICAL
     assert "q/k-norm" in found["ENGINE_CANNOT_RUN_DRAFT"].text
     assert codes(draft, "vllm") == {}
 
@@ -38,6 +39,6 @@ def test_a_yarn_scale_the_server_ignores_is_a_warning_naming_both_rules():
     draft = Eagle3Draft(DraftConfig(**GEOMETRY, rope_scaling=yarn), profile="specforge", fmt="sglang")
     assert "ROPE_SERVED_DIFFERENTLY" not in codes(draft, "sglang")       # 0.5.16+ reads mscale as SpecForge does
     found = codes(draft, "sglang-legacy")["ROPE_SERVED_DIFFERENTLY"]     # older SGLang drops mscale/mscale_all_dim
-    assert found.severity == "warning" and "ignoring mscale" in found.text
+    assert found.severity == Severity.WARNING and "ignoring mscale" in found.text
     plain = Eagle3Draft(DraftConfig(**GEOMETRY), profile="specforge", fmt="sglang")
     assert codes(plain, "sglang-legacy") == {} and codes(plain, "vllm") == {}

@@ -6,6 +6,7 @@ from packaging.version import Version
 
 from eagle3lab.engines.flags import resolve_flags
 from eagle3lab.engines.flags.sglang_overlap import CHANGES, OVERLAP_CHANGES, OVERLAP_ERAS, overlap_era
+from eagle3lab.findings import Severity
 
 # One release or date inside each era (era k: the build has the first k changes).
 IN_ERA = {0: "0.5.2", 1: "0.5.10", 2: "2026-05-01", 3: "2026-06-09", 4: "2026-06-12"}
@@ -65,7 +66,7 @@ def test_overlap_by_era_env_flag_topk_and_device(era, env, extra, topk, on):
     res = sgl(IN_ERA[era], env, extra, topk)
     assert res.effective["overlap_schedule"] is on
     f = res.finding("SGL_OVERLAP_SCHEDULE")
-    assert f.severity == "info" and f.text.startswith(f"Overlap scheduler {'on' if on else 'off'} with EAGLE3")
+    assert f.severity == Severity.INFO and f.text.startswith(f"Overlap scheduler {'on' if on else 'off'} with EAGLE3")
     # every build here is placed, and nothing older is asked about; but whether a build of 2026-06-12 still has
     # the removal notice (0.5.14 .. 0.5.20) is bounded by releases only
     notice = [CHANGES["spec-v2-notice-dropped"].span().split(";")[0]] if era == 4 and env else []
@@ -94,9 +95,9 @@ def test_what_sglang_logs_in_each_era():
 
 def test_opt_in_era_overrides_the_flag_and_refuses_a_tree():
     res = sgl(IN_ERA[1], "SGLANG_ENABLE_SPEC_V2=1", "--disable-overlap-schedule")
-    assert res.finding("SGL_OVERLAP_FLAG_OVERRIDDEN").severity == "warning"
+    assert res.finding("SGL_OVERLAP_FLAG_OVERRIDDEN").severity == Severity.WARNING
     tree = sgl(IN_ERA[1], "SGLANG_ENABLE_SPEC_V2=1", topk=4).finding("SGL_SPEC_V2_TOPK")
-    assert tree.severity == "error" and "topk = 1" in tree.text and tree.where == "topk"
+    assert tree.severity == Severity.ERROR and "topk = 1" in tree.text and tree.where == "topk"
     assert not tree.text.startswith("If ")
     for era, env in ((1, ""), (2, "SGLANG_ENABLE_SPEC_V2=1"), (3, "SGLANG_ENABLE_SPEC_V2=1")):
         quiet = sgl(IN_ERA[era], env, "--disable-overlap-schedule", topk=4).codes()
@@ -113,8 +114,8 @@ def test_the_opt_in_was_a_flag_before_pr_12113():
 
 def test_removed_env_var_is_ignored_with_a_warning_when_it_meant_off():
     off = sgl(IN_ERA[4], "SGLANG_ENABLE_SPEC_V2=0").finding("SGL_SPEC_V2_ENV_IGNORED")
-    assert off.severity == "warning" and "PR #27964" in off.text and "--disable-overlap-schedule" in off.fix
-    assert sgl(IN_ERA[4], "SGLANG_ENABLE_SPEC_V2=1").finding("SGL_SPEC_V2_ENV_IGNORED").severity == "info"
+    assert off.severity == Severity.WARNING and "PR #27964" in off.text and "--disable-overlap-schedule" in off.fix
+    assert sgl(IN_ERA[4], "SGLANG_ENABLE_SPEC_V2=1").finding("SGL_SPEC_V2_ENV_IGNORED").severity == Severity.INFO
     assert not sgl(IN_ERA[3], "SGLANG_ENABLE_SPEC_V2=0").finding("SGL_SPEC_V2_ENV_IGNORED")
 
 
@@ -137,7 +138,7 @@ def test_unplaceable_build_shows_the_newest_rule_and_names_the_older_one():
     msg = res.finding("SGL_OVERLAP_SCHEDULE").text
     assert "The build cannot be placed by PR #27964; if it is older: in the 'spec V1 retired' era (before PR " \
            "#27964) off, SGLANG_ENABLE_SPEC_V2=0 (still an alias of --disable-overlap-schedule)." in msg
-    assert res.finding("SGL_SPEC_V2_ENV_IGNORED").severity == "warning"
+    assert res.finding("SGL_SPEC_V2_ENV_IGNORED").severity == Severity.WARNING
 
 
 def test_a_mark_after_the_opt_in_names_every_older_era_that_differs():
@@ -176,7 +177,7 @@ def test_a_mark_that_may_sit_in_the_opt_in_era_warns_of_its_start_up_error():
            "it on" in msg
     assert "'before spec V2' era" not in msg  # off there, as shown
     tree = res.finding("SGL_SPEC_V2_TOPK")
-    assert tree.severity == "warning" and tree.text.startswith(
+    assert tree.severity == Severity.WARNING and tree.text.startswith(
         "If the build predates PR #21062 (the 'spec V2 opt-in' era, which it may be in): SGLANG_ENABLE_SPEC_V2=1 "
         "with --speculative-eagle-topk 4")
     assert res.errors == []  # it may not be in that era: no error, the exit status stays 0
@@ -239,9 +240,9 @@ def test_the_opt_in_forces_the_overlap_scheduler_per_algorithm_and_release(versi
 def test_the_opt_in_topk_check_came_with_0_5_7():
     def tree(version):
         return sgl(version, "SGLANG_ENABLE_SPEC_V2=1", topk=4).finding("SGL_SPEC_V2_TOPK")
-    assert (tree("0.5.7").severity, tree("0.5.7").engine_error) == ("error", "ValueError")
+    assert (tree("0.5.7").severity, tree("0.5.7").engine_error) == (Severity.ERROR, "ValueError")
     early = tree("0.5.6.post2")
-    assert early.severity == "warning" and early.engine_error is None and "issue #14077" in early.text
+    assert early.severity == Severity.WARNING and early.engine_error is None and "issue #14077" in early.text
 
 
 def test_era_four_log_lines():

@@ -15,6 +15,7 @@ from eagle3lab.engines.config_view import draft_format, read_window
 from eagle3lab.engines.draft_checks import window_problem
 from eagle3lab.engines.flags import resolve_flags
 from eagle3lab.engines.profiles import for_build
+from eagle3lab.findings import Severity
 
 SGL = "python -m sglang.launch_server --model-path T --speculative-algorithm EAGLE3 --speculative-draft-model-path {d}"
 
@@ -68,7 +69,7 @@ def test_the_trainer_follows_the_config_format(tmp_path):
 def test_sglang_without_the_flag_runs_a_trained_window_as_full_attention(tmp_path, window):
     draft = speculators_draft(tmp_path / "d", window, ["sliding_attention"])
     found = sglang(draft).finding("DRAFT_WINDOW")
-    assert found is not None and found.severity == "warning"
+    assert found is not None and found.severity == Severity.WARNING
     assert found.fix == f"Launch with --speculative-draft-window-size {window}."
     assert f"a {window}-token window on layer(s) [0]" in found.text and "served" in found.text
     assert "from 0.5.12: applied only through the launch flag" in found.engine_versions

@@ -13,6 +13,7 @@ from eagle3lab.engines import layer_ids
 from eagle3lab.engines.layer_ids import CAPTURE, CHANGES, RULES, nearest_servable, resolve_aux_layers
 from eagle3lab.engines.versions import Change
 from eagle3lab.errors import Eagle3LabError
+from eagle3lab.findings import Severity
 
 LLAMA, N = "LlamaForCausalLM", 12
 IDS = [2, 6, N - 1]              # SGLang ids: loop indices 3, 7 and N (+1 rule)
@@ -239,7 +240,7 @@ def test_sglang_cuda_graphs_captured_with_the_default_ids_before_pr_22836(versio
     f = res.finding("SGL_CUDA_GRAPH_DEFAULT_IDS")
     assert bool(f) is fires
     if fires:
-        assert f.severity == "warning" and "resid[2, 30, 58]" in f.text and "--disable-cuda-graph" in f.fix
+        assert f.severity == Severity.WARNING and "resid[2, 30, 58]" in f.text and "--disable-cuda-graph" in f.fix
     # ids whose points ARE the default: graphs and eager forwards agree, nothing to say
     default = {**SEED_DRAFT, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}}
     assert not resolve_flags("sglang", LAUNCH, SEED_TARGET, default, engine_version="0.5.5").finding(
@@ -254,7 +255,7 @@ def test_sglang_two_batch_overlap_skips_capture_past_first_k_dense_replace():
     target = {**SEED_TARGET, "first_k_dense_replace": 1}   # Kimi-K2's
     res = resolve_flags("sglang", LAUNCH + " --enable-two-batch-overlap", target, SEED_DRAFT, engine_version="0.5.23")
     f = res.finding("SGL_TBO_SKIPS_AUX_CAPTURE")
-    assert f.severity == "error" and "resid[2, 30, 58]" in f.text and "layer 1" in f.text
+    assert f.severity == Severity.ERROR and "resid[2, 30, 58]" in f.text and "layer 1" in f.text
     assert not resolve_flags("sglang", LAUNCH, target, SEED_DRAFT, engine_version="0.5.23").finding(
         "SGL_TBO_SKIPS_AUX_CAPTURE")
     llama = {"architectures": [LLAMA], "num_hidden_layers": 61, "first_k_dense_replace": 1}

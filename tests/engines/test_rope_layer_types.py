@@ -8,6 +8,7 @@ import pytest
 
 from eagle3lab.engines.config_view import read_rope, read_target
 from eagle3lab.engines.draft_checks import context_problem, rope_fix, rope_problem
+from eagle3lab.findings import Severity
 
 POSITIONS = 131072
 FULL = {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}
@@ -83,7 +84,7 @@ def test_a_draft_matching_the_full_attention_layers_raises_no_rope_finding():
 def test_a_draft_unlike_the_full_attention_layers_is_found_and_fixed(layer, code):
     target = read_target(gemma3_text()).rope
     found = rope_problem(read_rope(layer), target, "", "draft")
-    assert found is not None and (found.code, found.severity) == (code, "warning")
+    assert found is not None and (found.code, found.severity) == (code, Severity.WARNING)
     assert found.config_fix["rope_parameters"] == {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}
     assert rope_problem(read_rope(apply(layer, found.config_fix)), target, "", "draft") is None
 
@@ -99,7 +100,7 @@ def test_a_per_layer_type_rope_it_cannot_place_is_an_info_note_without_a_fix(par
     assert target.unclear and why in target.unclear and why in target.words()
     draft = read_rope(draft_layer(1e6, {"rope_type": "linear", "factor": 8.0}))
     note = rope_problem(draft, target, "", "draft")
-    assert (note.code, note.severity, note.config_fix) == ("ROPE_NOT_COMPARED", "info", None)
+    assert (note.code, note.severity, note.config_fix) == ("ROPE_NOT_COMPARED", Severity.INFO, None)
     # a short context is still found; its fix keeps the draft's own RoPE (filled), never the unread target's
     short = read_rope(draft_layer(1e6, {"rope_type": "yarn", "factor": 4.0}, positions=4096))
     fix = context_problem(short, target, "", "draft").config_fix

