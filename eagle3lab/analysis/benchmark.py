@@ -94,8 +94,8 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
         projections.append((costs, proj, sw.decode_speedup("speculative")))
     med = statistics.median
     tps = {"generate": med(sw.generate_tps for sw in sweeps),
-           "greedy": med(sw.e2e_tps["no speculation"] for sw in sweeps),
-           "greedy_decode": med(sw.decode_tps["no speculation"] for sw in sweeps),
+           "greedy": med(sw.e2e_tps[NO_SPECULATION] for sw in sweeps),
+           "greedy_decode": med(sw.decode_tps[NO_SPECULATION] for sw in sweeps),
            "spec": med(sw.e2e_tps["speculative"] for sw in sweeps),
            "spec_decode": med(sw.decode_tps["speculative"] for sw in sweeps)}
     measured_speedup = med(m for _, _, m in projections)
@@ -142,6 +142,7 @@ def run_benchmark(target, draft, prompts, *, num_steps: int = 5, topk: int = 1, 
 
 
 GENERATE = "generate"   # ``transformers`` ``generate``'s (tokens, seconds) units in ``DecodeSweep.timed["e2e"]``
+NO_SPECULATION = "no speculation"   # the plain greedy loop's case name: its key in the rates, its row's label
 
 
 @dataclass
@@ -194,12 +195,12 @@ class DecodeSweep:
 
     def decode_speedup(self, name: str) -> float:
         """Over the plain greedy loop; NaN for a sweep run without it (``baseline=False``)."""
-        return self.decode_tps[name] / self.decode_tps.get("no speculation", float("nan"))
+        return self.decode_tps[name] / self.decode_tps.get(NO_SPECULATION, float("nan"))
 
     def e2e_speedup(self, name: str) -> float:
-        return self.e2e_tps[name] / self.e2e_tps.get("no speculation", float("nan"))
+        return self.e2e_tps[name] / self.e2e_tps.get(NO_SPECULATION, float("nan"))
 
-    def speed_ratio(self, a: str, b: str = "no speculation", kind: str = "decode", level: float = 0.95) -> Interval:
+    def speed_ratio(self, a: str, b: str = NO_SPECULATION, kind: str = "decode", level: float = 0.95) -> Interval:
         """rate(a) / rate(b) (a speedup when b is "no speculation") with a paired bootstrap interval over the
         prompts both decoded side by side; ``kind``: "decode" or "e2e" (``b = GENERATE``, ``transformers``
         ``generate`` timed whole, is end to end only). A prompt's repetitions decode the same
@@ -280,7 +281,7 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
     if not prompts or not cases:
         raise bad_input("decode_sweep", "prompts / cases", "at least one prompt and one case",
                         f"{len(prompts)} prompts, {len(cases)} cases")
-    taken = {GENERATE, "no speculation"} & set(cases)
+    taken = {GENERATE, NO_SPECULATION} & set(cases)
     if taken:   # the sweep's own rows: a case of that name would share their timings
         raise bad_input("decode_sweep", "cases", f"case names other than {GENERATE!r} and 'no speculation'",
                         sorted(taken))
@@ -291,7 +292,7 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
         speculative_generate(tgt, prompt=prompts[0], **{**kw, "max_new_tokens": 8})
     reference: list[list[int]] = []
     results: dict[str, list] = {name: [] for name in cases}
-    names = ["no speculation", *cases] if baseline else list(cases)
+    names = [NO_SPECULATION, *cases] if baseline else list(cases)
     rates: dict[str, dict[str, list[float]]] = {"decode": {n: [] for n in names}, "e2e": {n: [] for n in names}}
     timed: dict[str, dict[str, list[tuple[int, float]]]] = {kind: {n: [] for n in names} for kind in rates}
     timed["e2e"][GENERATE] = []        # generate is timed whole: end to end only
@@ -304,7 +305,7 @@ def decode_sweep(target, cases: dict[str, dict], prompts, *, max_new_tokens: int
             ref = hf_generate(tgt, prompt, max_new_tokens)    # timed whole, prefill included
             generated = _add(generated, len(ref.tokens), ref.decode_s)
             timed["e2e"][GENERATE].append((len(ref.tokens), ref.decode_s))   # speed_ratio(case, GENERATE, "e2e")
-            outs = {"no speculation": target_greedy(tgt, prompt, max_new_tokens)} if baseline else {}
+            outs = {NO_SPECULATION: target_greedy(tgt, prompt, max_new_tokens)} if baseline else {}
             for name, kw in cases.items():
                 outs[name] = speculative_generate(tgt, prompt=prompt, **{**kw, "max_new_tokens": max_new_tokens})
             if rep == 0:
