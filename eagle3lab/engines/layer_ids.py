@@ -420,7 +420,7 @@ NOTE_CODES = {
     "VLLM_AUX_IDS_NESTED_IGNORED": "ids at a key this build's model runner does not read: its default",
     "VLLM_AUX_IDS_NESTED_READ": "nested (SGLang-numbered) ids read as vLLM ids: one point lower",
     "VLLM_MODEL_RUNNER": "which model runner this build runs and where it reads ids",
-    "VLLM_DEEPSEEK_NO_EAGLE3": "vLLM before 0.18.0 serves no EAGLE-3 draft on a DeepSeek-family target",
+    "VLLM_DEEPSEEK_NO_EAGLE3": f"vLLM before {_VLLM_EAGLE3.first_with} serves no EAGLE-3 draft on a DeepSeek-family target",
     "VLLM_DEEPSEEK_ID0_TYPEERROR": "deepseek_v2.py: id 0 raises TypeError",
     "VLLM_DEEPSEEK_FINAL_UNREACHED": "deepseek_v2.py before PR #46973: id N is never captured",
     "VLLM_DEEPSEEK_V32_ID0_PLATFORM": "deepseek_v32: what id 0 does depends on the platform",

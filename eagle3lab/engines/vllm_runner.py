@@ -187,6 +187,13 @@ def rule_at_release(kind: str, key: str, release, *, read=RELEASES_READ) -> InFo
     return rule_at(RULES, release, engine="vllm", kind=kind, key=key, newest=VLLM_NEWEST_READ, read=read)
 
 
+def reads_since(runner: str, key: str) -> str | None:
+    """The first release read whose ``runner`` ("V1"/"V2") reads the aux-id key ``key`` (None: none read does)."""
+    rules = rule_at_release(READS, runner, None)
+    row = next((r for r in rules.rows if key in r.value.id_keys), None)
+    return None if row is None else rules.fields(row)["since"]
+
+
 REFUSALS = frozenset({"VLLM_RUNNER_ENV_REFUSED", "VLLM_RUNNER_NO_TRITON", "VLLM_RUNNER_V1_REFUSED"})
 
 # The stable codes of the notes (callers match these, never the text).

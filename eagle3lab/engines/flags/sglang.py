@@ -430,8 +430,9 @@ def _side_effects(inp: Inputs, algo: str, eff: dict, out: list):
         span = CHANGES["mixed-chunk-eagle"].span()
         if kept:
             eff["mixed_chunk"] = True
-            out.append(_f("SGL_MIXED_CHUNK_KEPT", "info", f"--enable-mixed-chunk stays on with {algo}: from 0.5.19 "
-                          "SGLang switches it off only for algorithms that cannot mix (STANDALONE).",
+            out.append(_f("SGL_MIXED_CHUNK_KEPT", "info", f"--enable-mixed-chunk stays on with {algo}: from "
+                          f"{CHANGES['mixed-chunk-eagle'].first_with} SGLang switches it off only for algorithms "
+                          "that cannot mix (STANDALONE).",
                           f"{HOOK}: _handle_eagle_family, SpeculativeAlgorithm.supports_mixed_chunk", span,
                           setting="mixed_chunk"))
         else:
@@ -677,8 +678,8 @@ def _graph_ids(inp: Inputs, ids, res, out: list):
                   "prefill feeds the right ones. Nothing is logged.",
                   "python/sglang/srt/model_executor/cuda_graph_runner.py CudaGraphRunner.__init__ "
                   "set_eagle3_layers_to_capture(); model_runner.py sets the configured ids after init_device_graphs",
-                  change.span(), fix="Upgrade to SGLang 0.5.11 or later (PR #22836), or add --disable-cuda-graph "
-                  "(slower, but every forward feeds the configured ids).", setting="aux_resid"))
+                  change.span(), fix=f"Upgrade to SGLang {change.first_with} or later (PR #{change.pr}), or add "
+                  "--disable-cuda-graph (slower, but every forward feeds the configured ids).", setting="aux_resid"))
 
 
 CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")

@@ -26,7 +26,7 @@ from eagle3lab.engines.flags.common import (
 from eagle3lab.engines.flags.configs import config_value, first_arch, is_speculators, written_aux_ids
 from eagle3lab.engines.flags.result import flag_finding
 from eagle3lab.engines.versions import Change
-from eagle3lab.engines.vllm_runner import IDS_NESTED, config_at, read_ids, vllm_runner
+from eagle3lab.engines.vllm_runner import IDS_NESTED, config_at, read_ids, reads_since, vllm_runner
 from eagle3lab.errors import bad_input
 from eagle3lab.findings import Finding
 
@@ -413,7 +413,8 @@ def _aux(inp: Inputs, draft, eff: dict, out: list, spec=None):
     from eagle3lab.engines.layer_ids import resolve_aux_layers, to_engine_ids
 
     rule = ("vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py (V2 runner: top-level key only); "
-            "vllm/v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (V1: eagle_config too since 0.22.0)")
+            "vllm/v1/worker/gpu_model_runner.py _get_eagle3_aux_layers_from_config (V1: eagle_config too since "
+            f"{reads_since('V1', IDS_NESTED)})")
     if draft is None:
         out.append(aux_unknown("VLLM", rule, ALL, eff))
         return
@@ -465,7 +466,8 @@ def _aux(inp: Inputs, draft, eff: dict, out: list, spec=None):
             out.append(_f("VLLM_AUX_IDS_NESTED_IGNORED", "warning",
                           f"The ids {nested} sit under eagle_config (SGLang/SpecForge numbering). This build's "
                           f"{runner.runner} model runner reads {' or '.join(runner.id_keys)} only and captures its "
-                          f"default layers (the V1 runner would read the nested key since 0.22.0, as vLLM ids: "
+                          f"default layers (the V1 runner would read the nested key since "
+                          f"{reads_since('V1', IDS_NESTED)}, as vLLM ids: "
                           f"{as_vllm}). Either way fc is not fed what the draft was trained on.", rule,
                           f"vLLM {runner.release}", fix=fix, setting="aux_source"))
     if inp.num_layers is None:
