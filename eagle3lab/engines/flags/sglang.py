@@ -24,6 +24,7 @@ import difflib
 import json
 from pathlib import Path
 
+from eagle3lab.engines.context_rules import TARGET, length_row
 from eagle3lab.engines.flags.cmdline import FlagSpec, env_bool, parse_command
 from eagle3lab.engines.flags.common import (
     Inputs,
@@ -682,7 +683,8 @@ def _graph_ids(inp: Inputs, ids, res, out: list):
                   "--disable-cuda-graph (slower, but every forward feeds the configured ids).", setting="aux_resid"))
 
 
-CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+# SGLang's CONTEXT_LENGTH_KEYS in the order get_context_length reads them: its length rule's (engines.context_rules)
+CONTEXT_KEYS = length_row("sglang", TARGET).value.keys
 
 
 def derived_context_length(cfg: dict | None) -> int | None:
