@@ -91,7 +91,7 @@ def _gone(row: Rule, since: str) -> Rule:
 _NUM_CORRECT = Rule("sglang", COUNTER, "spec_num_correct_drafts", "0.5.12", DRAFTS,
                     source=f"{_TM} (PR #23962's split: drafts-only vs spec_num_accept_tokens, bonus included)")
 _ACCEPTED_DRAFTS = Rule("sglang", COUNTER, "spec_accepted_drafts", "0.5.11", DRAFTS,
-                        source=f"{_TM} (PR #23530's rename; an alias of spec_num_correct_drafts from 0.5.12)")
+                        source=f"{_TM} (PR #23530's rename; an alias of {_NUM_CORRECT.key} from {_NUM_CORRECT.since})")
 _ACCEPT_TOKEN_NUM = Rule("sglang", COUNTER, "spec_accept_token_num", "0.5.6", DRAFTS,
                          source=f"{_TM}: req.spec_accepted_tokens += accepted_draft_tokens (drafts only, whatever "
                          "its name says)")
@@ -102,10 +102,10 @@ _ACCEPT_HISTOGRAM = Rule("sglang", COUNTER, "spec_accept_histogram", "0.5.9", HI
 COUNTERS = (
     Rule("sglang", COUNTER, "spec_verify_ct", "0.5.4", ROUNDS, source=_TM),
     _NUM_CORRECT,
-    _ACCEPTED_DRAFTS, _gone(_ACCEPTED_DRAFTS, SGLANG_NEWEST_READ),
-    _ACCEPT_TOKEN_NUM, _gone(_ACCEPT_TOKEN_NUM, "0.5.11"),
+    _ACCEPTED_DRAFTS, _gone(_ACCEPTED_DRAFTS, "0.5.23"),          # 0.5.21 and 0.5.22 not read
+    _ACCEPT_TOKEN_NUM, _gone(_ACCEPT_TOKEN_NUM, _ACCEPTED_DRAFTS.since),   # renamed (PR #23530)
     Rule("sglang", COUNTER, "spec_correct_drafts_histogram", "0.5.12", HISTOGRAM, source=_TM),
-    _ACCEPT_HISTOGRAM, _gone(_ACCEPT_HISTOGRAM, SGLANG_NEWEST_READ),
+    _ACCEPT_HISTOGRAM, _gone(_ACCEPT_HISTOGRAM, "0.5.23"),
     Rule("sglang", COUNTER, "spec_accept_length", "0.5.4", TOKENS_PER_ROUND,
          source=f"{_TM}: completion_tokens / spec_verify_ct (every output token, the first one from prefill and a "
          "last round cut by max_tokens included)"),

@@ -397,7 +397,8 @@ def release_fields(engine: str, release: str, rows=None) -> dict:
 
 PROFILES: dict[str, EngineProfile] = {p.name: p for p in [
     EngineProfile(
-        name="speculators", engine="speculators", versions="0.1-0.9.0, Eagle3DraftModel; arithmetic checked against 0.9.0",
+        name="speculators", engine="speculators",
+        versions=f"0.1-{SPECULATORS_READ}, Eagle3DraftModel; arithmetic checked against {SPECULATORS_READ}",
         id_engine="speculators", id_keys=(IDS_TOP,),
         release=SPECULATORS_READ, honours=honours_at("speculators", SPECULATORS_READ),   # the speculators rows
         **reading_at("speculators", SPECULATORS_READ),
@@ -567,7 +568,7 @@ _MLA_ROPE_VLLM = ("deepseek_v2.py's get_rope reads rope_parameters['factor'] and
 
 
 _NO_MLA_SPECULATORS = ("speculators has no MLA first layer (eagle3/model_definitions.py registers llama and qwen3 "
-                       "only, v0.4.0-0.9.0), and vLLM's update_eagle3 raises for any other layer model_type")
+                       f"only, v0.4.0-{SPECULATORS_READ}), and vLLM's update_eagle3 raises for any other layer model_type")
 _SGLANG_NO_QWEN3 = (f"SGLang has no q/k-norm draft (0.5.12-{SGLANG_NEWEST_READ}): llama_eagle3.py builds Llama attention and its "
                     "load_weights skips names it has no parameter for, so q_norm/k_norm would be dropped silently; "
                     "SGLang does not read speculators configs")

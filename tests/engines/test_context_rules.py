@@ -155,3 +155,15 @@ def test_note_codes_are_listed():
     rules = [resolve_context(e, {**WINDOWED, "max_position_embeddings": 256, "rope_theta": 1.0}, TARGET_CFG, v)
              for e, v in (("vllm", "0.28.0"), ("vllm", "0.24.0"), ("sglang", None), ("speculators", None))]
     assert {c for r in rules for c in r.codes()} <= set(cr.NOTE_CODES)
+
+
+def test_sources_name_releases_through_their_row():
+    """A rule's source says which releases were read as a template filled from the row (the newest read, its change's
+    releases), so the release held by NEWEST_READ or a Change is never typed beside it."""
+    for row in (*ROWS, *cr.LENGTH_ROWS):
+        assert cr.NEWEST_READ[row.engine] not in row.source, row
+    assert cr.cited(cr.rules_at("vllm", MAX_POSITIONS, "0.32.0")).endswith("; read in the 0.32.0 wheel")
+    assert "#48894's trace of v0.24.0" in cr.cited(cr.rules_at("vllm", MAX_POSITIONS, "0.24.0"))
+    assert cr.cited(cr.rules_at("sglang", WINDOW, "0.5.12")).endswith(
+        "read in the 0.5.23 wheel (the flag from 0.5.12: the project's WINDOW rows)")
+    assert cr.cited(cr.rules_at("sglang", WINDOW, "0.5.11")).endswith("the project's WINDOW rows (0.5.4-0.5.11)")
