@@ -161,27 +161,38 @@ def _platform(device_type: str) -> str:
     return "cpu+triton" if HAS_TRITON else "cpu"
 
 
-def main() -> int:
+def answer_request(head, serve) -> int:
+    """What every script run by path in vLLM's environment does around its jobs (vllm_synthetic.py too): ENV set (a
+    caller's own values win), the request read from stdin, vLLM imported and ``head()`` (the answer's fields
+    beside engine and version) asked, or else the answer ``{"engine": "vllm", "version": null, "error": ...}``; then
+    ``serve(job)`` for each job with vLLM's prints sent to stderr, and the answer alone written to stdout."""
     for name, value in ENV.items():
         os.environ.setdefault(name, value)
     request = json.loads(sys.stdin.read())
     try:
         import vllm
-        from vllm.platforms import current_platform
+        answer = {"engine": "vllm", "version": vllm.__version__, **head(), "jobs": []}
     except Exception as err:
         json.dump({"engine": "vllm", "version": None, "error": f"{type(err).__name__}: {err}"}, sys.stdout)
         return 0
-    answer = {"engine": "vllm", "version": vllm.__version__, "platform": _platform(current_platform.device_type),
-              "env": {k: os.environ.get(k) for k in ENV}, "jobs": []}
-    stdout = sys.stdout
-    sys.stdout = sys.stderr   # vLLM prints; the answer alone goes to stdout
+    stdout, sys.stdout = sys.stdout, sys.stderr   # vLLM prints; the answer alone goes to stdout
     try:
         for job in request["jobs"]:
-            answer["jobs"].append(serve_job(job))
+            answer["jobs"].append(serve(job))
     finally:
         sys.stdout = stdout
     json.dump(answer, sys.stdout)
     return 0
+
+
+def _head() -> dict:
+    from vllm.platforms import current_platform
+
+    return {"platform": _platform(current_platform.device_type), "env": {k: os.environ.get(k) for k in ENV}}
+
+
+def main() -> int:
+    return answer_request(_head, serve_job)
 
 
 if __name__ == "__main__":

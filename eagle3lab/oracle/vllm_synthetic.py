@@ -25,14 +25,12 @@ and on failure ``error`` {type, message, file (relative to the vllm package), fu
 from __future__ import annotations
 
 import gc
-import json
-import os
 import sys
 import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # vllm_serve.py, beside this file
-from vllm_serve import ENV, counted_between, counters  # noqa: E402
+from vllm_serve import answer_request, counted_between, counters  # noqa: E402
 
 GREEDY_KERNEL = "vllm.v1.sample.rejection_sampler.rejection_greedy_sample_kernel"
 
@@ -123,28 +121,24 @@ def serve_job(job: dict) -> dict:
     return out
 
 
+def _head() -> dict:
+    from vllm.triton_utils import HAS_TRITON
+
+    return {"has_triton": bool(HAS_TRITON)}
+
+
+def _serve(job: dict) -> dict:
+    """One job, on the port of the greedy kernel where it asks for it and vLLM's build has no Triton."""
+    from vllm.triton_utils import HAS_TRITON
+
+    stand_in = bool(job.get("stand_in_kernel")) and not HAS_TRITON
+    if stand_in:
+        install_stand_in()
+    return {**serve_job(job), "stand_in_kernel": stand_in}
+
+
 def main() -> int:
-    for name, value in ENV.items():
-        os.environ.setdefault(name, value)
-    request = json.loads(sys.stdin.read())
-    try:
-        import vllm
-        from vllm.triton_utils import HAS_TRITON
-    except Exception as err:
-        json.dump({"engine": "vllm", "version": None, "error": f"{type(err).__name__}: {err}"}, sys.stdout)
-        return 0
-    answer = {"engine": "vllm", "version": vllm.__version__, "has_triton": bool(HAS_TRITON), "jobs": []}
-    stdout, sys.stdout = sys.stdout, sys.stderr   # vLLM prints; the answer alone goes to stdout
-    try:
-        for job in request["jobs"]:
-            stand_in = bool(job.get("stand_in_kernel")) and not HAS_TRITON
-            if stand_in:
-                install_stand_in()
-            answer["jobs"].append({**serve_job(job), "stand_in_kernel": stand_in})
-    finally:
-        sys.stdout = stdout
-    json.dump(answer, sys.stdout)
-    return 0
+    return answer_request(_head, _serve)
 
 
 if __name__ == "__main__":
