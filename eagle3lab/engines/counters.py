@@ -141,7 +141,8 @@ def fields(engine: str, meaning: str | None = None) -> tuple[Rule, ...]:
 def counter_span(row: Rule) -> tuple[str, str | None]:
     """(first, last release read) in which ``row``'s key has its meaning; last None: still in the newest read."""
     rules = counter_at(row.engine, row.key, kind=row.kind)
-    return rules.fields(row)["since"], (rules.fields(row)["until"] if rules.rows[-1] is not row else None)
+    span = rules.fields(row)
+    return span["since"], (span["until"] if rules.rows[-1] is not row else None)
 
 
 def field_span(row: Rule) -> str:
