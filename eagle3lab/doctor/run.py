@@ -69,7 +69,7 @@ from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.engines.versions import parse_engine_version
 from eagle3lab.engines.vllm_runner import check_platform
 from eagle3lab.errors import bad_input
-from eagle3lab.findings import Finding
+from eagle3lab.findings import Finding, Severity
 from eagle3lab.models.state_bank import StateBank
 
 # flag findings whose effect doctor measures itself (the flag finding then carries the measured taus)
@@ -368,7 +368,7 @@ def read_launch(case: Case, engine: str, engine_args, engine_version, num_steps:
     # a flag finding's first sentence is its title, without the full stop (doctor's titles have none)
     found = [doctor_finding(f.code, f.severity, f.headline.removesuffix("."), f.text, f.fix, "flags",
                             data={"rule": f.rule})
-             for f in flags.findings if f.code in CHAIN_CAP_CODES | _ALGORITHM or f.severity != "info"]
+             for f in flags.findings if f.code in CHAIN_CAP_CODES | _ALGORITHM or f.severity is not Severity.INFO]
     algorithm_wrong = any(f.code in _ALGORITHM for f in flags.findings)
     fc_skipped = algorithm_wrong and case.draft.config.hidden_size == case.bank.hidden_size
     algorithm = next(f for f in found if f.code in _ALGORITHM) if fc_skipped else None

@@ -23,6 +23,7 @@ import torch
 from eagle3lab import bundled
 from eagle3lab.doctor.fix_choice import servable_wiring
 from eagle3lab.doctor.run import run_doctor
+from eagle3lab.findings import Severity
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("single_thread", "bundled_models")]
 
@@ -69,7 +70,7 @@ def test_each_draw_gives_a_servable_fix_with_the_embedding_slot_and_the_rule(rep
     for (engine, seed), report in reports.items():
         version = BUILDS[engine]
         wiring = report.finding("WIRING")
-        assert wiring is not None and wiring.severity == "critical", (engine, seed, report.table())
+        assert wiring is not None and wiring.severity is Severity.CRITICAL, (engine, seed, report.table())
         data = wiring.data
         # a fix the build can apply: the chosen wiring is captured exactly, with these ids
         assert data["servable"] == data["wiring"] and data["ids"] is not None, (engine, seed, wiring.fix)
@@ -96,6 +97,6 @@ def test_every_draw_dtype_and_thread_count_names_the_same_fix(reports):
     answers = _answers(reports)
     assert set(answers.values()) == {((0, 3, 7), True)}, answers      # the wiring and rule it was trained on
     for engine in BUILDS:
-        codes = {tuple(sorted((f.code, f.severity) for f in r.findings if f.severity != "info" and f.code != "DTYPE"))
+        codes = {tuple(sorted((f.code, f.severity) for f in r.findings if f.severity is not Severity.INFO and f.code != "DTYPE"))
                  for (e, _), r in reports.items() if e == engine}
         assert len(codes) == 1, (engine, codes)
