@@ -14,12 +14,11 @@ import pytest
 from helpers.paths import REAL_CONFIGS, engines_python
 
 from eagle3lab.app.cli import main
+from eagle3lab.engines.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG
 from eagle3lab.oracle import absent_modules
 from eagle3lab.oracle.cross_check import cross_check
 
-SEED = ("python -m sglang.launch_server --model-path moonshotai/Kimi-K2-Instruct --tp 8 --trust-remote-code "
-        "--speculative-algorithm EAGLE3 --speculative-draft-model-path ./kimi-k2-eagle3 --speculative-num-steps 1 "
-        "--speculative-eagle-topk 1 --speculative-num-draft-tokens 16").split()
+SEED = SEED_COMMAND.split()
 TARGET = REAL_CONFIGS / "deepseek-ai__DeepSeek-V3.json"
 DRAFT = REAL_CONFIGS / "sgl-project__SpecForge__deepseek-v3-671b-eagle3.json"
 
@@ -42,6 +41,22 @@ def test_cross_check_with_sglang_installed(capsys):
     assert "--trust-remote-code dropped" in check["note"] and "--device cuda added" in check["note"]
     # the model paths are hub ids here: the engine read the configs given, from a temporary folder
     assert check["engine_case"]["target"]["architecture"] == "DeepseekV3ForCausalLM"
+
+
+def test_the_seed_constants_start_in_sglang_as_our_rules_say(tmp_path):
+    """The seed's own target (Kimi-K2.5's config, trimmed) and draft through SGLang 0.5.23's resolver: the same
+    settings and no start-up error (the wrapper class matched, the draft's context the target's); SpecForge's
+    template context (131072) stops both."""
+    target, draft = tmp_path / "target.json", tmp_path / "draft.json"
+    target.write_text(json.dumps(SEED_TARGET_CONFIG))
+    draft.write_text(json.dumps(SEED_DRAFT_CONFIG))
+    res = cross_check("sglang", SEED, target, draft, python=engines_python())
+    assert (res.installed_version, res.agree, res.disagreements) == ("0.5.23", True, [])
+    assert res.engine_case["target"]["architecture"] == "KimiK25ForConditionalGeneration"
+    assert res.engine_case["settings"]["speculative_num_draft_tokens"] == 2 and not res.engine_case.get("error")
+    draft.write_text(json.dumps({**SEED_DRAFT_CONFIG, "max_position_embeddings": 131072}))
+    short = cross_check("sglang", SEED, target, draft, python=engines_python())
+    assert short.agree and "131072" in str(short.engine_case.get("error"))
 
 
 def test_cross_check_shows_a_disagreement_as_a_table(capsys):
@@ -73,7 +88,7 @@ def test_cross_check_says_when_no_engine_is_installed(capsys):
 def test_cross_check_needs_the_configs_the_engine_reads(capsys):
     """Hub ids and no configs given: the engine cannot read them offline, and the cross-check says which."""
     rc, out, _ = run(capsys, "sglang", "--cross-check", "--engine-python", str(engines_python()), "--", *SEED)
-    assert rc == 0 and "--model-path moonshotai/Kimi-K2-Instruct is not a local folder with a config.json" in out
+    assert rc == 0 and "--model-path moonshotai/Kimi-K2.5 is not a local folder with a config.json" in out
     assert "Pass --target-config / --draft-config." in out
 
 

@@ -149,3 +149,40 @@ def test_config_only_and_dump_modes(bundled_models, tmp_path):
     assert claims["tau_as_given"] <= claims["max_accept_length"] == 2
     assert claims["most_in_a_round"] <= 2 and claims["tau_fixed"] > claims["tau_as_given"]   # the healthy draft
     assert f"fed resid{list(served)} as sglang feeds it" in printed
+
+
+def test_the_seed_is_worded_as_the_constants_hold_it():
+    """Cell 0 words the seed as eagle3lab.SEED_COMMAND / SEED_TARGET_CONFIG / SEED_DRAFT_CONFIG hold it (Kimi-K2.5's
+    own class), and each build it names does there what the rules say."""
+    import nbformat
+
+    from eagle3lab import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
+    from eagle3lab.engines.flags.configs import config_value, first_arch
+
+    intro = " ".join(next(c for c in nbformat.read(NOTEBOOKS / NAME, as_version=4).cells
+                          if c.get("id") == "6a7cf1da").source.split())
+    model = SEED_COMMAND.split("--model-path ")[1].split()[0]
+    assert f"(`{model}`: the `{first_arch(SEED_TARGET_CONFIG)}` class" in intro
+    assert f"{config_value(SEED_TARGET_CONFIG, 'num_hidden_layers')} layers" in intro
+    for flag in ("--speculative-num-steps 1", "--speculative-eagle-topk 1", "--speculative-num-draft-tokens 16"):
+        assert flag in SEED_COMMAND and flag in intro                      # the cap
+    assert "trained with `norm_before_residual` on" in intro and "aux ids written in `eagle_config`" in intro
+    params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
+    assert params["ENGINE_VERSION"] == "0.5.11" and "set to SGLang 0.5.11, the first release that could serve it" in intro
+
+    def at(version, draft=SEED_DRAFT_CONFIG):
+        return resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, draft, engine_version=version)
+
+    def breaks(res):
+        return " ".join(f.text for f in res.errors if f.code == "SGL_AUX_BREAKS")
+
+    assert "no KimiK25ForConditionalGeneration class" in breaks(at("0.5.8")) and "class ships in 0.5.9" in intro
+    assert "AttributeError" in breaks(at("0.5.9")) and "0.5.9 stops at start-up with an AttributeError" in intro
+    assert "SGL_CUDA_GRAPH_DEFAULT_IDS" in at("0.5.10").codes() and "0.5.10 still captures its CUDA graphs" in intro
+    seed = at("0.5.11")
+    assert not seed.errors and "SGL_CUDA_GRAPH_DEFAULT_IDS" not in seed.codes()
+    assert "SGL_ARCH_IS_WRAPPER" in seed.codes() and "(`SGL_ARCH_IS_WRAPPER`)" in intro
+    positions = SEED_DRAFT_CONFIG["max_position_embeddings"]
+    assert positions == config_value(SEED_TARGET_CONFIG, "max_position_embeddings") and f"{positions:,} positions" in intro
+    short = at("0.5.11", {**SEED_DRAFT_CONFIG, "max_position_embeddings": 131072})
+    assert "SGL_DRAFT_CONTEXT_TOO_SHORT" in [f.code for f in short.errors] and "131,072 stops SGLang at start-up" in intro

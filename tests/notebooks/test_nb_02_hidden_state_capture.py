@@ -2,7 +2,7 @@
 translator it calls (eagle3lab.engines.layer_ids, read in SGLang's release wheels 0.5.4-0.5.23).
 
 The capture itself (three paths bit-identical, HF's normed last state) is asserted where it is built
-(tests/models); here: which releases read the edge-case ids how, and the seed's Kimi-K2 wiring.
+(tests/models); here: which releases read the edge-case ids how, and the seed's Kimi-K2.5 wiring.
 """
 
 from __future__ import annotations
@@ -12,11 +12,14 @@ from helpers.notebooks import notebook_claims, notebook_summary, run_with_parame
 from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
 
 from eagle3lab.app.workbook import NOTEBOOKS
+from eagle3lab.engines.flags import SEED_TARGET_CONFIG
+from eagle3lab.engines.flags.configs import config_value, first_arch
 from eagle3lab.engines.layer_ids import resolve_aux_layers
 from eagle3lab.engines.profiles import PROFILES
 
 NOTEBOOK = "02_hidden_state_capture.ipynb"
 BUILDS = ["0.5.12", "0.5.13", "0.5.14", "0.5.21", "0.5.22", "0.5.23"]
+KIMI_K25 = "KimiK25ForConditionalGeneration"
 
 
 @pytest.fixture(scope="module")
@@ -62,17 +65,18 @@ def test_the_model_files_the_text_names(nb):
     assert res.unconfirmed
 
 
-def test_the_seed_wiring_on_kimi_k2_per_release(nb):
-    """[embedding, resid[3], resid[31]] on DeepseekV3ForCausalLM, N = 61."""
+def test_the_seed_wiring_on_kimi_k25_per_release(nb):
+    """[embedding, resid[3], resid[31]] on the seed's own target (eagle3lab.SEED_TARGET_CONFIG: Kimi-K2.5), N = 61."""
     kimi = nb["case_ids_per_build"]
-    assert nb["case_arch"] == "DeepseekV3ForCausalLM" and nb["case_num_layers"] == 61
+    assert nb["case_arch"] == first_arch(SEED_TARGET_CONFIG) == KIMI_K25
+    assert nb["case_num_layers"] == config_value(SEED_TARGET_CONFIG, "num_hidden_layers") == 61
     assert list(kimi) == BUILDS
     assert kimi["0.5.12"] is None and kimi["0.5.13"] is None
     assert all(kimi[v] == [0, 3, 31] for v in BUILDS[2:])
     # the team's ids [-1, 2, 30]: a TypeError before PR #25454, a state missing since; from 0.5.17 the count check
     # stops the first forward (an assert, a RuntimeError from 0.5.20)
     for version, broken in [("0.5.12", "TypeError"), ("0.5.13", "never reached"), ("0.5.23", "RuntimeError")]:
-        res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch="DeepseekV3ForCausalLM", engine_version=version)
+        res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI_K25, engine_version=version)
         assert res.fatal and broken in res.fatal[0], (version, res.fatal)
     text = notebook_summary(NOTEBOOK)
     assert ("SGLang's deepseek_v2.py cannot express it in 0.5.12, 0.5.13 and needs ids [0, 3, 31] in 0.5.14, "
@@ -83,7 +87,7 @@ def test_the_seed_wiring_on_kimi_k2_per_release(nb):
     assert all(nb["team_ids_serve"][v] == "[resid[2], resid[30]]" for v in ("0.5.13", "0.5.14"))
     assert all(nb["team_ids_serve"][v] == "nothing: crashes at the first forward" for v in BUILDS[3:])
     # one reading, every engine that reads the written ids so
-    assert ("[2, 30, 58] on DeepseekV3ForCausalLM (N = 61) mean [resid[3], resid[31], resid[59]] to SGLang "
+    assert ("[2, 30, 58] on KimiK25ForConditionalGeneration (N = 61) mean [resid[3], resid[31], resid[59]] to SGLang "
             "pre-#25454, SpecForge pre-#25454; [resid[2], resid[30], resid[58]] to SGLang post-#25454") in text
 
 
@@ -103,11 +107,12 @@ def test_no_model_ids_or_depth_below_the_parameters_cell():
 
     from eagle3lab import bundled
 
-    assert_parameters_hold_the_literals(NOTEBOOKS / NOTEBOOK, set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM"})
+    assert_parameters_hold_the_literals(NOTEBOOKS / NOTEBOOK, set(PROFILES) | {"LlamaForCausalLM", "DeepseekV3ForCausalLM",
+                                                                               KIMI_K25})
     cells = json.loads((bundled.ROOT / "notebooks" / NOTEBOOK).read_text())["cells"]
     params = next(i for i, c in enumerate(cells) if "parameters" in c["metadata"].get("tags", []))
     below = "".join("".join(c["source"]) for c in cells[params + 1:] if c["cell_type"] == "code")
-    for literal in ("DeepseekV3ForCausalLM", "[2, 30, 58]", "[0, 3, 31]", "[-1, 2, 30]", ", 61,", "Kimi"):
+    for literal in ("DeepseekV3ForCausalLM", KIMI_K25, "[2, 30, 58]", "[0, 3, 31]", "[-1, 2, 30]", ", 61,", "Kimi"):
         assert literal not in below, literal
     # nor does the prose below the parameters name the worked example's model, depth or ids (the model files'
     # coverage, "deepseek_v2.py (DeepSeek-V2/V3/V3.2, Kimi-K2/K2.5)", is engine knowledge and stays)

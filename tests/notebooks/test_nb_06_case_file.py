@@ -655,3 +655,18 @@ def test_every_code_cell_but_the_parameters_reads_in_a_screen():
     assert long == {}
     ladder = next(cell.source for cell in below if "case_ladder.case_rungs(" in cell.source)
     assert "climb_case(" in ladder and "RunState(" not in ladder and "Rung(" not in ladder
+
+
+def test_step5cs_target_is_the_seed_constants():
+    """SEED_TARGET (step 5c) is the target eagle3lab.SEED_COMMAND / SEED_TARGET_CONFIG launch (notebooks 01 and 02)."""
+    from eagle3lab.engines.flags import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG
+    from eagle3lab.engines.flags.configs import config_value, first_arch, written_aux_ids
+
+    params, _ = parameters_and_code_below(NOTEBOOKS / "06_case_file.ipynb")
+    target = params["SEED_TARGET"]
+    assert target["arch"] == first_arch(SEED_TARGET_CONFIG) == "KimiK25ForConditionalGeneration"
+    assert target["num_layers"] == config_value(SEED_TARGET_CONFIG, "num_hidden_layers") == 61
+    assert f"--model-path {target['model']} " in SEED_COMMAND
+    # the team's fix kept the draft's first two ids and put -1 (meant: the embedding) before them
+    assert params["SEED_TEAM_IDS"] == [-1, *written_aux_ids(SEED_DRAFT_CONFIG)[1][:2]] == [-1, 2, 30]
+    assert "0.5.11" in params["SEED_BUILDS"]["sglang"] and "--speculative-num-steps 1 " in SEED_COMMAND

@@ -1,14 +1,19 @@
 """The seed team's 54.8 tok/s with ids [-1, 2, 30] set beside what SGLang's code does with them (issue 32)."""
 
+from eagle3lab.engines.flags import SEED_TARGET_CONFIG
+from eagle3lab.engines.flags.configs import first_arch
 from eagle3lab.readings.seed_case import SEED_TEAM_TOK_S, measured_beside_code
 
-KIMI_K2 = "DeepseekV3ForCausalLM"
+KIMI_K25 = first_arch(SEED_TARGET_CONFIG)   # the seed's own target: KimiK25ForConditionalGeneration
 
 
 def test_no_stock_build_serves_the_seed_fix_from_eagle_config():
-    builds = ["0.5.4", "0.5.11", "0.5.12", "0.5.13", "0.5.16", "0.5.17", "0.5.23"]
-    seen = measured_beside_code("sglang", [-1, 2, 30], SEED_TEAM_TOK_S, 61, KIMI_K2, builds)
-    assert seen.table.loc["0.5.4", "what"] == "stops at start-up"            # no hook before PR #12319
+    builds = ["0.5.4", "0.5.9", "0.5.11", "0.5.12", "0.5.13", "0.5.16", "0.5.17", "0.5.23"]
+    seen = measured_beside_code("sglang", [-1, 2, 30], SEED_TEAM_TOK_S, 61, KIMI_K25, builds)
+    assert KIMI_K25 == "KimiK25ForConditionalGeneration"
+    assert seen.table.loc["0.5.4", "what"] == "stops at start-up"            # no kimi_k25.py before 0.5.9
+    assert seen.table.loc["0.5.9", "what"] == "stops at start-up"            # no hook before PR #19689 (0.5.10)
+    assert seen.table.loc["0.5.11", "what"] == "stops at the first forward"  # TypeError at loop index 0
     assert seen.table.loc["0.5.12", "what"] == "stops at the first forward"  # TypeError at loop index 0
     assert seen.table.loc["0.5.17", "what"] == "stops at the first forward"  # the count check
     # 0.5.13-0.5.16: -1 never reached, nothing counts: two states reach a three-slot fc
@@ -17,5 +22,5 @@ def test_no_stock_build_serves_the_seed_fix_from_eagle_config():
     assert "54.8 tok/s" in text and "fall back" not in text.split("What fits")[0]
     assert "resid[2, 30, 58]" in text and "patched build" in text and "another flag" in text
     # with no build that runs them, the last explanation says so
-    strict = measured_beside_code("sglang", [-1, 2, 30], SEED_TEAM_TOK_S, 61, KIMI_K2, ["0.5.12", "0.5.23"])
+    strict = measured_beside_code("sglang", [-1, 2, 30], SEED_TEAM_TOK_S, 61, KIMI_K25, ["0.5.12", "0.5.23"])
     assert not strict.runs_in and "no build read runs them" in strict.words()

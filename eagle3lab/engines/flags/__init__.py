@@ -36,19 +36,31 @@ from eagle3lab.engines.vllm_runner import check_platform
 from eagle3lab.errors import bad_input
 
 __all__ = ["SERVING_ENGINES", "Finding", "FlagsResult", "SEED_COMMAND", "SEED_DRAFT_CONFIG", "SEED_TARGET_CONFIG",
-           "resolve_flags", "sglang_what_if"]
+           "change_key", "one_notice_per_change", "resolve_flags", "sglang_what_if"]
 
-# The seed case: Kimi-K2.5 read through its language model (DeepseekV3ForCausalLM, 61 layers; notebook 06 reads the
-# KimiK25ForConditionalGeneration wrapper) served by SGLang with an EAGLE-3 draft trained with norm_before_residual on; one flag caps every verify step at 2 tokens (eagle3-facts.md sections 2 and 6).
+# The seed case: Kimi-K2.5 (moonshotai/Kimi-K2.5: KimiK25ForConditionalGeneration, the name SGLang matches, around a
+# DeepSeek-V3 language model of 61 layers) served by SGLang with an EAGLE-3 draft trained with norm_before_residual on;
+# one flag caps every verify step at 2 tokens (eagle3-facts.md sections 2 and 6). SGLang serves EAGLE-3 on this class
+# from 0.5.10 (kimi_k25.py from 0.5.9, its capture hook PR #19689) and on the configured ids in every forward from
+# 0.5.11 (PR #22836): notebook 01 resolves it at 0.5.11, 06 answers for 0.5.11 and later builds.
 SEED_COMMAND = (
-    "python -m sglang.launch_server --model-path moonshotai/Kimi-K2-Instruct --tp 8 --trust-remote-code "
-    "--speculative-algorithm EAGLE3 --speculative-draft-model-path ./kimi-k2-eagle3 "
+    "python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --trust-remote-code "
+    "--speculative-algorithm EAGLE3 --speculative-draft-model-path ./kimi-k25-eagle3 "
     "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 16"
 )
-SEED_TARGET_CONFIG = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2",
-                      "num_hidden_layers": 61, "hidden_size": 7168, "max_position_embeddings": 131072}
-SEED_DRAFT_CONFIG = {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "hidden_size": 7168,
-                     "max_position_embeddings": 131072, "draft_vocab_size": 32000,
+# moonshotai/Kimi-K2.5's config.json trimmed to the keys the resolvers read (architectures, depth, the context and
+# its RoPE scaling, the dense/MoE split, the experts); tests/engines/test_flags_seed.py holds it to the published one.
+SEED_TARGET_CONFIG = {
+    "architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+    "text_config": {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2", "num_hidden_layers": 61,
+                    "hidden_size": 7168, "first_k_dense_replace": 1, "n_routed_experts": 384,
+                    "max_position_embeddings": 262144,
+                    "rope_scaling": {"type": "yarn", "factor": 64.0, "original_max_position_embeddings": 4096,
+                                     "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0}}}
+# SpecForge's Kimi-K2.5 draft template (PR #476) with max_position_embeddings raised to the target's 262144: its
+# 131072 stops SGLang at start-up on this target (SGL_DRAFT_CONTEXT_TOO_SHORT), and the team's launch served.
+SEED_DRAFT_CONFIG = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "num_hidden_layers": 1,
+                     "hidden_size": 7168, "max_position_embeddings": 262144, "draft_vocab_size": 32000,
                      "eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58], "use_aux_hidden_state": True}}
 
 _RULES = {"sglang": sglang, "vllm": vllm}   # the engines with a flag resolver
@@ -103,17 +115,31 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
     inputs = Inputs(name, version, parsed, target, draft, arch, layers, sources, served_speculator,
                     engine_platform=platform)
     as_given, effective, findings = rules.resolve(inputs)
-    unplaced = {f.text: f for f in (unplaced_finding(c, version) for c in inputs.unplaced)}
-    for f in findings:  # the translator's come from the same builder: one finding per change
-        if f.code == VERSION_UNPLACED:
-            unplaced.setdefault(f.text, f)
-    findings = list(unplaced.values()) + [f for f in findings if f.code != VERSION_UNPLACED]
+    findings = one_notice_per_change([unplaced_finding(c, version) for c in inputs.unplaced], findings)
     note = (f"engine_version {version}" if version else
             f"engine_version not given: assumed the current {rules.CURRENT}")
     effective = {"engine": name, "engine_version": version or "current", **effective}
     return FlagsResult(engine=name, engine_version=version, version_note=note, command=parsed.text,
                        as_given=as_given, effective=effective, findings=parsed.notes + findings,
                        sources=sources, unknown_flags=parsed.unknown)
+
+
+def change_key(notice: Finding) -> tuple[str, str]:
+    """The change an ``ENGINE_VERSION_UNPLACED`` notice is about (``common.unplaced_finding`` builds every one): its
+    span (PR, dates, release bounds, whether it landed) and the sentence naming the engine and what changed hold every
+    field of a ``Change`` between them, so equal keys are one change and two changes never share one, even worded
+    alike (the notice carries no ``Change``; its text alone would merge two that differ only in ``landed``)."""
+    return notice.engine_versions, notice.text
+
+
+def one_notice_per_change(placed: list[Finding], findings: list[Finding]) -> list[Finding]:
+    """``placed`` (the notices for the changes the rules placed, in order) and the version notices among
+    ``findings`` (the layer-id translator's: same builder, so a change placed on both paths gives equal ones), one per
+    change (``change_key``) and first, then the other findings in order."""
+    notices: dict = {}
+    for f in placed + [f for f in findings if f.code == VERSION_UNPLACED]:
+        notices.setdefault(change_key(f), f)
+    return list(notices.values()) + [f for f in findings if f.code != VERSION_UNPLACED]
 
 
 def sglang_what_if(num_steps=None, topk=None, num_draft_tokens=None, target_config=None, draft_config=None,
