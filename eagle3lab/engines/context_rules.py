@@ -131,10 +131,10 @@ LENGTH_ROWS: tuple[Rule, ...] = (
 )
 
 
-def rules_at(engine: str, kind: str, engine_version=None, key=None, rows=None) -> InForce:
+def rules_at(engine: str, kind: str, engine_version=None, key=None) -> InForce:
     """The rules of ``engine``'s ``kind`` (and ``key``: a launch setting, or LENGTH's role) as build ``engine_version``
     reads them: the one lookup (``versions.rule_at``) over ``ROWS`` (LENGTH: ``LENGTH_ROWS``)."""
-    rows = (LENGTH_ROWS if kind == LENGTH else ROWS) if rows is None else rows
+    rows = LENGTH_ROWS if kind == LENGTH else ROWS
     return rule_at(rows, engine_version, engine=engine, kind=kind, key=key, newest=NEWEST_READ[engine])
 
 
