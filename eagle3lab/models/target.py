@@ -7,6 +7,7 @@ model already in memory (tests, notebooks on a tiny random model). The Target kn
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,6 +220,14 @@ def _looks_local(path_or_name: str) -> bool:
     return p.exists() or path_or_name.startswith((".", "/", "~"))
 
 
+def _ships_code(folder: Path) -> bool:
+    """Does a local checkpoint name its own model code (config.json's ``auto_map``)?"""
+    try:
+        return "auto_map" in json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+
+
 def load_target(path_or_name, device="auto", dtype="auto", device_map=None, trust_remote_code: bool = False) -> Target:
     """Load a causal LM and its tokenizer from a local directory, a short name of a real target installed
     by ``make install`` (``"smollm2-135m-instruct"``, ``bundled.REAL_TARGETS``) or a hub name (online only).
@@ -261,7 +270,7 @@ def load_target(path_or_name, device="auto", dtype="auto", device_map=None, trus
         raise bad_input(local / "config.json", None, "a readable transformers config", str(err).splitlines()[0]) from None
     except ValueError as err:
         hint = ("It needs code from the checkpoint: pass trust_remote_code=True only if you trust its author."
-                if "trust_remote_code" in str(err) else "Is this a draft checkpoint rather than a target?")
+                if _ships_code(local) and not trust_remote_code else "Is this a draft checkpoint rather than a target?")
         raise bad_input(source, "model_type / architectures", "a model class transformers knows",
                         str(err).splitlines()[0], hint) from None
     try:   # each tensor straight to its device in torch_dtype as it is read: no whole copy on the host

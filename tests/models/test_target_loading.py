@@ -130,3 +130,18 @@ def test_target_head_reads_onto_the_device_in_the_dtype_asked(tiny_folder):
     head = TargetHead.from_folder(tiny_folder, device="cpu", dtype=torch.bfloat16)
     assert stored.lm_head.dtype == torch.float32 and head.lm_head.dtype == head.norm_weight.dtype == torch.bfloat16
     assert torch.equal(head.lm_head, stored.lm_head.to(torch.bfloat16)) and head.lm_head.device.type == "cpu"
+
+
+@pytest.mark.parametrize("ships_code", [True, False])
+def test_an_unknown_model_type_says_whether_the_checkpoint_ships_its_code(tmp_path, ships_code):
+    """The hint follows config.json (``auto_map``: the checkpoint names its own code), not transformers' wording."""
+    from eagle3lab.errors import Eagle3LabError
+
+    config = {"model_type": "not_a_transformers_model", "architectures": ["NotAModel"]}
+    if ships_code:
+        config["auto_map"] = {"AutoConfig": "configuration_x.XConfig"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(Eagle3LabError, match="model_type / architectures") as err:
+        load_target(tmp_path, device="cpu")
+    assert ("trust_remote_code=True" in str(err.value)) is ships_code, str(err.value)
+    assert ("draft checkpoint" in str(err.value)) is not ships_code
