@@ -21,7 +21,16 @@ from eagle3lab.analysis.hypotheses import (
     make_scorer,
     served_hypothesis,
 )
-from eagle3lab.analysis.verdicts import WORDS, Verdict, Verdicts, compare, short, signed_text
+from eagle3lab.analysis.verdicts import (
+    AGAINST,
+    WORDS,
+    Verdict,
+    Verdicts,
+    compare,
+    short,
+    signed_text,
+    word_of,
+)
 from eagle3lab.engines.acceptance import bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import resid_label, resid_name
 
@@ -187,6 +196,17 @@ def scan_neighbourhood(bank, draft, trained, rule: bool, *, num_steps: int, scor
 
 # ------------------------------------------------------------------ reading search_wiring
 
+# The search's end point is where its descent stopped (the lowest cross-entropy it scored), not a "best": wirings
+# within noise of it are as good by the intervals (glossary: "best" only with a paired "beats").
+STOPPED = "where the search stopped"
+STOPPED_LABEL = "search stopped (lowest cross-entropy)"
+
+
+def _ce_said(reading) -> str:
+    """", and in cross-entropy" with the paired word, when the trained wiring's cross-entropy was compared."""
+    d = reading.ce_diff.get("trained")
+    return "" if d is None else f" ({AGAINST[word_of(d)]} it in cross-entropy, {signed_text(d, 3)})"
+
 @dataclass
 class SearchReading:
     """What ``search_wiring`` found, in words: identified or a set, the rule, where it stopped and why, and
@@ -219,32 +239,33 @@ class SearchReading:
         from eagle3lab.analysis.wiring_search import wiring_text
 
         f, best = self.found, self.by_role["best"]
-        rule = (f"every hypothesis within noise of the best runs norm_before_residual={self.rules_in_set[0]}, so "
-                "the rule is found" if len(self.rules_in_set) == 1 else
+        rule = (f"every hypothesis within noise of where it stopped runs norm_before_residual="
+                f"{self.rules_in_set[0]}, so the rule is found" if len(self.rules_in_set) == 1 else
                 f"hypotheses within noise run norm_before_residual in {self.rules_in_set}: the rule is not found")
         sizes = ", ".join(f"slot {i}: {len(eq)}" for i, eq in enumerate(self.equivalent))
         lines = [f"- **{'One wiring' if f.identifiable else 'A set, not one wiring'}.** search_wiring "
                  f"{'identifies the wiring' if f.identifiable else 'does NOT identify one wiring'} "
                  f"({f.evaluations} draft evaluations; brute force {f.brute_force}): {f.reason}. Points within noise "
-                 f"of its best, per slot: {sizes}; {rule}."]
+                 f"of where it stopped, per slot: {sizes}; {rule}."]
         high, at = self.by_role["highest"], wiring_text(self.highest_wiring)
         lines.append(
             f"- **Where it stopped.** The descent moves a slot only while the cross-entropy falls; it stopped at "
             f"{wiring_text(f.best['wiring'])} (cross-entropy {self.ce['best']:.3f}, {best.measured()}). "
             + ("That is also the highest tau it scored." if high is best else
                f"The highest tau it scored, {high.value.value:.2f} at {at}, "
-               f"{high.against(reference='its best')}, "
+               f"{high.against(reference=STOPPED)}, "
                f"with cross-entropy {self.ce['highest']:.3f}: it ranks by cross-entropy (what training "
                "minimised, less noisy than tau), and a tau that much higher is inside the noise."
                if high.word != "beats" else
                f"The highest tau it scored, {high.value.value:.2f} at {at}, "
-               f"{high.against(reference='its best')}: "
+               f"{high.against(reference=STOPPED)}: "
                "cross-entropy and tau disagree here beyond noise."))
         if self.trained is not None:
             t = self.by_role["trained"]
             d = self.ce_diff["trained"]
             lines.append(f"- **The trained wiring** {resid_label(self.trained)} (norm_before_residual="
-                         f"{self.trained_rule}): tau {t.against(reference='its best')}; cross-entropy {signed_text(d, 3)} against the best's. It lies "
+                         f"{self.trained_rule}): tau {t.against(reference=STOPPED)}; cross-entropy {signed_text(d, 3)} "
+                         f"({word_of(d)}) against that point's. It lies "
                          f"{'inside' if self.in_sets else 'OUTSIDE'} the per-slot sets. The weights narrow the "
                          f"wiring {'to it' if f.identifiable and self.in_sets else 'to a set that holds it' if self.in_sets else 'to a set that misses it'}.")
         return "\n".join(lines)
@@ -274,7 +295,7 @@ def read_search(found, trained=None, trained_rule: bool | None = None, *, bank=N
     hi = table.loc[table.tau.idxmax()]
     highest_key = (tuple(hi["aux"]), tuple(sorted(hi["variant"].items())))
     # roles are the keys; labels name them in the table, the words' references and the claims
-    labels = {"best": "search's best", "highest": f"highest tau: {wiring_text(hi['aux'])}", "trained": "trained wiring"}
+    labels = {"best": STOPPED_LABEL, "highest": f"highest tau: {wiring_text(hi['aux'])}", "trained": "trained wiring"}
     measured = {"best": scores[best_key]}
     if highest_key != best_key:
         measured["highest"] = scores[highest_key]
@@ -420,9 +441,10 @@ def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: 
     best = reading.by_role["best"]
     text += (f"Without the training log, search_wiring ({r['evaluations']} draft evaluations, brute force "
              f"{r['brute_force']}) {'identifies one wiring' if r['identifiable'] else 'does not identify one wiring'}: "
-             f"its best, {resid_label(r['best'])} with norm_before_residual={r['best_rule']}, "
-             f"{best.measured()}"
-             + (f"; the trained wiring {vt.against(reference='that best')} in tau and lies "
+             f"it stopped (lowest cross-entropy) at {resid_label(r['best'])} with norm_before_residual="
+             f"{r['best_rule']}, {best.measured()}"
+             + (f"; the trained wiring {vt.against(reference='that point')} in tau"
+                f"{_ce_said(reading)} and lies "
                 f"{'inside' if reading.in_sets else 'OUTSIDE'} the per-slot sets" if vt is not None else "")
              + ".")
     claims = dict(trained=list(trained), served=list(served), slot_cosines=cos,

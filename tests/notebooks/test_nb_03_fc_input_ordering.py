@@ -15,10 +15,13 @@ from helpers.notebooks import notebook_claims, notebook_summary, run_with_parame
 from helpers.parameters import assert_parameters_hold_the_literals, literal_names, parameters_and_code_below
 
 from eagle3lab import bundled
+from eagle3lab.analysis.verdicts import AGAINST, signed_text
 from eagle3lab.app.workbook import NOTEBOOKS
-from eagle3lab.engines.layer_ids import to_engine_ids
+from eagle3lab.engines.acceptance import Interval
+from eagle3lab.engines.layer_ids import resid_label, to_engine_ids
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.models.checkpoint import load_draft
+from eagle3lab.readings import nb03_fc_input_ordering as reading
 
 NAME = "03_fc_input_ordering.ipynb"
 TRAINED = [0, 3, 7]          # data/models/draft-case/training.json "trained_resid"
@@ -163,14 +166,21 @@ def test_the_search_narrows_the_wiring_to_a_set_and_says_so(nb, text):
     assert s["evaluations"] < s["brute_force"] / 20
     assert max(s["tau_drops"]) > 1.0 > min(s["tau_drops"])              # some slots matter, one barely
     # it stops at the lowest cross-entropy it scored, not the highest tau
-    assert s["ce"]["search's best"] == min(s["ce"].values())
+    assert s["ce"][reading.STOPPED_LABEL] == min(s["ce"].values())
     trained = s["vs_best"]["trained wiring"]
     assert trained["word"] in ("within noise", "identical") or trained["by"] < 0.3
     if s["identifiable"]:
         assert "identifies one wiring" in text
     else:
         assert "does not identify one wiring" in text
-    assert f"the trained wiring {phrase(trained, 'that best')} in tau and lies inside the per-slot sets" in text
+    # no "best" without a paired "beats": the end point is where the search stopped, the trained wiring held
+    # against it in tau and in cross-entropy, each with the word its paired interval earns
+    ce = s["ce_diff"]["trained wiring"]
+    ce_word = "beats" if ce["low"] > 0 else "loses" if ce["high"] < 0 else "within noise"
+    assert (f"it stopped (lowest cross-entropy) at {resid_label(s['best'])} with norm_before_residual=True" in text
+            and "its best" not in text)
+    assert (f"the trained wiring {phrase(trained, 'that point')} in tau ({AGAINST[ce_word]} it in cross-entropy, "
+            f"{signed_text(Interval(ce['value'], ce['low'], ce['high'], 0.95, 1), 3)}) and lies inside the per-slot sets") in text
 
 
 def test_the_words_no_longer_claim_what_the_numbers_contradict():
