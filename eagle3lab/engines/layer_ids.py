@@ -91,6 +91,10 @@ CHANGES = {
                                       "resid[0]", last_without="0.5.13", first_with="0.5.14"),
     "sglang-glm4-lite-boundary": Change("sglang", "glm4_moe_lite.py captures in the layer boundary: loop index 0 = "
                                         "resid[0]", last_without="0.5.20", first_with="0.5.21"),
+    # qwen3.py, read in the 0.5.20 wheel (Qwen3Model only passes its layer class to Qwen2Model.__init__) and the 0.5.21
+    # one (Qwen3Model.forward of its own, capturing through AuxHiddenStateList at the layer boundary)
+    "sglang-qwen3-forward": Change("sglang", "qwen3.py: Qwen3Model gets a forward of its own instead of running "
+                                   "Qwen2Model's", last_without="0.5.20", first_with="0.5.21"),
     # SGLang release wheels 0.5.4-0.5.10 (sglang/srt/models/deepseek_v2.py, kimi_k25.py): which DeepSeek-family
     # targets have set_eagle3_layers_to_capture at all. 0.5.4's deepseek_v2.py has none (PR #12319 adds it; 0.5.5 on);
     # kimi_k25.py first ships in 0.5.9 without it and gains it with PR #19689 (0.5.10).
@@ -141,8 +145,10 @@ _SGLANG_FILE = {  # architecture (lower case) -> (file with the capture loop, ho
     "glm4moeliteforcausallm": ("glm4_moe_lite.py", "up to 0.5.12 a subclass of deepseek_v2.py's classes; since "
                                                    "0.5.13 a file of its own with PR #25454's first-id rule"),
     "qwen2forcausallm": ("qwen2.py", ""),
-    "qwen3forcausallm": ("qwen2.py", "Qwen3Model extends Qwen2Model and runs its forward up to 0.5.20; from 0.5.21 "
-                                     "a forward of its own, capturing the same way"),
+    "qwen3forcausallm": ("qwen2.py", f"Qwen3Model extends Qwen2Model and runs its forward up to "
+                                     f"{CHANGES['sglang-qwen3-forward'].last_without}; from "
+                                     f"{CHANGES['sglang-qwen3-forward'].first_with} a forward of its own, capturing "
+                                     "the same way"),
     "qwen3moeforcausallm": ("qwen2_moe.py", "Qwen3MoeModel extends Qwen2MoeModel"),
     "gptossforcausallm": ("gpt_oss.py", ""),
 }

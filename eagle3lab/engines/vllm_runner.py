@@ -144,8 +144,12 @@ RULES = (
     _feature("external_launcher_pp", "0.24.0", "pipeline parallelism with external_launcher"),
     _feature("heterogeneous_vocab", "0.32.0", "heterogeneous-vocabulary draft models (speculative_config "
              "use_heterogeneous_vocab)"),
-    _feature("dbo", "0.22.0", "dual batch overlap (--enable-dbo; from 0.30.0 any microbatching, unless "
-             "VLLM_USE_V2_MODEL_RUNNER is set)"),
+    # _get_v2_model_runner_unsupported_features: up to 0.29.0 enable_dbo alone; from 0.30.0 any microbatching
+    # (use_ubatching, _get_dbo_unsupported_features), "dual batch overlap" while VLLM_USE_V2_MODEL_RUNNER is unset and,
+    # set, still "dual batch overlap with speculative decoding" (wheels 0.29.0, 0.30.0, 0.32.0): V2 lacks it for EAGLE
+    _feature("dbo", "0.22.0", "dual batch overlap (--enable-dbo; from {later} any microbatching)"),
+    _feature("dbo", "0.30.0", "dual batch overlap (--enable-dbo or any microbatching; with VLLM_USE_V2_MODEL_RUNNER "
+             "set, dual batch overlap with speculative decoding)"),
     _feature("custom_logits_processors", "0.22.0", "custom logits processors (--logits-processors or a "
              "vllm.logits_processors entry point)"),
     _feature("custom_logits_processors", "0.31.0", "", lacking=None),

@@ -578,3 +578,15 @@ def test_plus_one_ids_and_fatal_codes_are_what_callers_match():
     assert any(c.endswith("TYPEERROR") for c in crash.fatal_codes)
     healthy = resolve_aux_layers("sglang", [1, 5, 8], 12, arch="LlamaForCausalLM")
     assert healthy.fatal_codes == () and not healthy.fatal
+
+
+def test_qwen3_forward_releases_come_from_their_change():
+    """qwen3.py: Qwen3Model runs Qwen2Model's forward in the 0.5.20 wheel, its own in the 0.5.21 one: the words of
+    id -1's note name the releases of the change that records it (no release typed beside it)."""
+    from eagle3lab.engines.layer_ids import CHANGES
+
+    change = CHANGES["sglang-qwen3-forward"]
+    assert (change.last_without, change.first_with) == ("0.5.20", "0.5.21")
+    text = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch="Qwen3ForCausalLM").notes
+    assert any(f"runs its forward up to {change.last_without}; from {change.first_with} a forward of its own"
+               in n.text for n in text)

@@ -312,3 +312,18 @@ def test_v2_reads_dflash_and_dspark_keys_before_its_default():
                         engine_version="0.32.0", engine_platform="cuda")
     assert res.effective["aux_resid"] == [2, 6, 9] and res.finding("VLLM_AUX_IDS_OTHER_KEY")
     assert not res.finding("VLLM_AUX_IDS_DEFAULTED") and not res.finding("VLLM_AUX_IDS_NESTED_IGNORED")
+
+
+def test_dbo_rows_by_release():
+    """--enable-dbo: 0.22.0-0.29.0 list enable_dbo alone as what V2 lacks; from 0.30.0 any microbatching goes through
+    _get_dbo_unsupported_features (wheels 0.29.0, 0.30.0), which with VLLM_USE_V2_MODEL_RUNNER set still lacks DBO
+    with speculative decoding. Each build's words are its row's, the boundary filled from the later row."""
+    words = {}
+    for release in ("0.29.0", "0.30.0"):
+        choice = vr.vllm_runner(release, "cuda", arch=LLAMA, features=["dbo"])
+        assert choice.runner == "V1"
+        words[release] = next(n.text for n in choice.notes if n.code == "VLLM_RUNNER_FEATURE_V1")
+    assert "(--enable-dbo; from 0.30.0 any microbatching)" in words["0.29.0"]
+    assert "with VLLM_USE_V2_MODEL_RUNNER set, dual batch overlap with speculative decoding" in words["0.30.0"]
+    forced = vr.vllm_runner("0.30.0", "cuda", arch=LLAMA, features=["dbo"], use_v2_env=True)
+    assert forced.runner == "V2" and "VLLM_RUNNER_ENV_REFUSED" in _codes(forced)

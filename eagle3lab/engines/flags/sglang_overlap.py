@@ -223,8 +223,8 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
     if era == 4 and raw_env is not None:
         meant_off = spec_v2 is False
         notice = inp.place(CHANGES["spec-v2-notice-dropped"]) == "before"
-        said = (f"SGLang only logs '{ENV_REMOVED_LOG}'" if notice else
-                "SGLang says nothing about it (the removal notice was dropped after 0.5.20)")
+        said = (f"SGLang only logs '{ENV_REMOVED_LOG}'" if notice else "SGLang says nothing about it (the removal "
+                f"notice was dropped after {CHANGES['spec-v2-notice-dropped'].last_without})")
         out.append(flag_finding("SGL_SPEC_V2_ENV_IGNORED", "warning" if meant_off else "info",
                                 f"SGLANG_ENABLE_SPEC_V2={raw_env} is ignored: PR #{CHANGES[OVERLAP_CHANGES[3]].pr} removed "
                                 f"it and {said}." + (" The overlap scheduler stays on." if meant_off and on else ""),
