@@ -13,7 +13,10 @@ t + 1, the position of the last token it reads: 0-512, 512-1k, 1-2k, 2-4k, ... u
 (accepted + 1 per round) with a bootstrap interval over documents (``engines.acceptance.bootstrap_ratio``), and the
 change from the bin before, a paired interval over the documents that reach both, worded by
 ``analysis.verdicts.word_of`` ("beats": higher than the bin before, "loses": lower, "within noise") only from
-``MIN_DOCUMENTS`` documents on (fewer: ``TOO_FEW``, the interval shown unworded).
+``MIN_DOCUMENTS`` documents on (fewer: ``TOO_FEW``, the interval shown unworded). ``past_trained`` holds each bin
+past the length the draft was trained on against the last bin inside it, paired the same way: a draft falls past its
+trained length only where a bin there loses to that level (a dip from one bin to the next that stays at or above it
+is no such fall).
 
 Curves (``CurveOfEngine``): ``reference`` runs the draft with no limit (full attention, RoPE at every position); each
 engine of ``engines`` runs it as that engine's rule says (``eagle3lab.engines.context_rules.resolve_context``):
@@ -291,6 +294,9 @@ class PositionBin:
     vs_reference: Interval | None = None
     vs_reference_word: str | None = None
     min_documents: int = MIN_DOCUMENTS
+    tokens: tuple[float, ...] = ()    # per document: tokens (accepted + 1) over the bin's served rounds
+    rounds: tuple[float, ...] = ()    # per document: the bin's served rounds (0: none), for paired comparisons
+    level: float = 0.95
 
     @property
     def label(self) -> str:
@@ -412,11 +418,20 @@ def _interval(sums: _BinSums, level) -> Interval | None:
 
 def _difference_over_shared(a: _BinSums, b: _BinSums, level) -> Interval | None:
     """tau(a) - tau(b), paired over the documents with served anchors in both."""
-    both = [i for i in range(len(a.den)) if a.den[i] > 0 and b.den[i] > 0]
+    return _paired(a.num, a.den, b.num, b.den, level)
+
+
+def _paired(num_a, den_a, num_b, den_b, level) -> Interval | None:
+    both = [i for i in range(len(den_a)) if den_a[i] > 0 and den_b[i] > 0]
     if not both:
         return None
     pick = lambda x: [x[i] for i in both]   # noqa: E731
-    return bootstrap_ratio_difference(pick(a.num), pick(a.den), pick(b.num), pick(b.den), level=level)
+    return bootstrap_ratio_difference(pick(num_a), pick(den_a), pick(num_b), pick(den_b), level=level)
+
+
+def bins_difference(a: PositionBin, b: PositionBin) -> Interval | None:
+    """tau(a) - tau(b) of two bins of one curve, paired over the documents with served rounds in both."""
+    return _paired(a.tokens, a.rounds, b.tokens, b.rounds, a.level)
 
 
 def word_of_curve(diff: Interval | None, min_documents: int = MIN_DOCUMENTS) -> str | None:
@@ -424,6 +439,45 @@ def word_of_curve(diff: Interval | None, min_documents: int = MIN_DOCUMENTS) -> 
     if diff is None:
         return None
     return TOO_FEW if diff.units < min_documents else word_of(diff)
+
+
+@dataclass(frozen=True)
+class PastTrained:
+    """The bins lying wholly past the length the draft was trained on, each against the level inside it: ``within``,
+    the last bin lying wholly inside (the level the draft ended its trained span at: a curve that drifts inside that
+    span is held against where it ended, not its start), paired over the documents reaching both and worded by
+    ``word_of_curve``. Only a bin that *loses* to ``within`` falls past the trained length: a curve that rises past
+    it and comes back to its level has lost nothing training longer would restore."""
+
+    trained_length: int
+    within: PositionBin
+    past: tuple[PositionBin, ...]
+    differences: tuple[Interval | None, ...]     # tau(past bin) - tau(within), per past bin
+    words: tuple[str | None, ...]
+
+    @property
+    def first_loss(self) -> PositionBin | None:
+        return next((b for b, w in zip(self.past, self.words) if w == "loses"), None)
+
+    @property
+    def unworded(self) -> PositionBin | None:
+        return next((b for b, w in zip(self.past, self.words) if w == TOO_FEW), None)
+
+    def difference(self, b: PositionBin) -> Interval | None:
+        return self.differences[self.past.index(b)]
+
+
+def past_trained(curve: CurveOfEngine, trained: int) -> PastTrained | None:
+    """Each bin of ``curve`` past ``trained`` tokens against the last bin inside them (``PastTrained``); None when no
+    bin with a tau lies wholly inside or wholly past (give bins with an edge at the trained length)."""
+    measured = [b for b in curve.bins if b.tau is not None]
+    inside = [b for b in measured if b.hi <= trained]
+    past = tuple(b for b in measured if b.lo >= trained)
+    if not inside or not past:
+        return None
+    within = inside[-1]
+    diffs = tuple(bins_difference(b, within) for b in past)
+    return PastTrained(trained, within, past, diffs, tuple(word_of_curve(d, within.min_documents) for d in diffs))
 
 
 def _curve(engine, label, rule, accepts, bins, K, level, draft_m, min_documents, reference=None) -> CurveOfEngine:
@@ -442,7 +496,7 @@ def _curve(engine, label, rule, accepts, bins, K, level, draft_m, min_documents,
         out.append(PositionBin(lo, hi, sums.total, sum(1 for d in sums.den if d > 0), _interval(sums, level), served,
                                status, sums.reach >= draft_m, window is not None and sums.reach >= window,
                                change, word_of_curve(change, min_documents), vs, word_of_curve(vs, min_documents),
-                               min_documents))
+                               min_documents, tuple(sums.num), tuple(sums.den), level))
         prev = sums
     return CurveOfEngine(engine, label, rule, tuple(out))
 

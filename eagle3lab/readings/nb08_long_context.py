@@ -8,8 +8,10 @@ the context curve's intervals (``eagle3lab.analysis.context_curve``) and the eng
     text, claims = summary(...)                               # the summary's words and the numbers they state
 
 A curve "falls" where a bin's paired change from the bin before is "loses" (its whole interval below 0,
-``context_curve.word_of_curve``), never from the points alone; measured on fewer than ``MIN_DOCUMENTS`` documents a
-curve is "unworded" (no verdict either way). The changes a reader can make, each generated only when the
+``context_curve.word_of_curve``), never from the points alone; it falls *past its trained length* only where a bin
+past that length loses to the last bin inside it (``context_curve.past_trained``, paired over documents): a dip that
+stays at or above that level is not a fall retraining would restore. Measured on fewer than ``MIN_DOCUMENTS``
+documents a curve is "unworded" (no verdict either way). The changes a reader can make, each generated only when the
 numbers or rules call for it (``CHANGE_CODES``): retrain on longer sequences, raise ``max_position_embeddings`` (or
 serve a build that does), set SGLang's window flag, remove a window the draft was not trained with, write the
 target's ``rope_scaling``.
@@ -27,17 +29,26 @@ from eagle3lab.analysis.context_curve import (
     ContextCurve,
     CurveOfEngine,
     Documents,
+    PastTrained,
     PositionBin,
     bin_label,
+    past_trained,
 )
 from eagle3lab.engines import context_rules as cr
 from eagle3lab.readings.numbers import fmt, interval_record, signed
 
-# the verdicts of read_curve
+# the verdicts of read_curve: FALLS_PAST_TRAINED, a bin past the trained length loses to the last bin inside it;
+# HOLDS_PAST_TRAINED, a bin loses to the bin before past the trained length, yet none there to the level inside it;
+# FALLS_WITHIN_TRAINED, the first loss to the bin before lies inside it; FALLS, a loss with no trained length to
+# hold it against (not recorded, or no bin wholly inside and past it)
 HOLDS, FALLS_PAST_TRAINED, FALLS_WITHIN_TRAINED, FALLS = "holds", "falls past trained", "falls within trained", "falls"
+HOLDS_PAST_TRAINED = "holds past trained"
 UNWORDED = "unworded"      # fewer documents than a change is worded from (context_curve.MIN_DOCUMENTS)
 CHANGE_CODES = {
-    "RETRAIN_LONGER": "tau falls beyond noise past the sequence length the draft was trained on",
+    "RETRAIN_LONGER": "tau past the sequence length the draft was trained on is below its level inside it, beyond "
+                      "noise",
+    "NAME_TRAINED_LENGTH": "tau falls beyond noise, and no trained length (or no bin inside and past it) to tell "
+                           "whether retraining longer would restore it",
     "RAISE_MAX_POSITIONS": "an engine cannot serve positions from the draft's max_position_embeddings on",
     "SET_WINDOW_FLAG": "an engine drops the window the draft was trained with",
     "REMOVE_WINDOW": "an engine applies a window the draft was not trained with, and tau loses past it",
@@ -111,7 +122,8 @@ def limited_copy(draft, *, sliding_window: int | None = None, max_position_embed
 @dataclass(frozen=True)
 class CurveReading:
     """One curve read: its first and last bins with a tau, the first bin that loses to the bin before (None: none
-    does), and the verdict against the trained length (HOLDS, FALLS_PAST_TRAINED, FALLS_WITHIN_TRAINED, FALLS)."""
+    does), the bins past the trained length held against the level inside it (``past``: None without a trained
+    length or a bin inside and past it), and the verdict (module constants)."""
 
     first: PositionBin
     last: PositionBin
@@ -119,20 +131,51 @@ class CurveReading:
     trained_length: int | None
     verdict: str
     unworded: PositionBin | None = None      # the first bin whose change has too few documents to be worded
+    past: PastTrained | None = None
 
     def words(self) -> str:
         a, b = self.first, self.last
         head = f"tau {fmt(a.tau)} at {a.label} and {fmt(b.tau)} at {b.label}"
         if self.verdict == UNWORDED:
             b = self.unworded
-            return f"{head}: the curve is unworded, {b.said(TOO_FEW, b.change)}"
-        if self.first_drop is None:
-            return f"{head}: no bin loses to the bin before beyond noise (it holds up to {b.hi} tokens)"
+            diff = b.change if b.change_word == TOO_FEW else self.past.difference(b)
+            return f"{head}: the curve is unworded, {b.said(TOO_FEW, diff)}"
         d = self.first_drop
-        where = (f", past the {self.trained_length}-token sequences it was trained on" if self.verdict ==
-                 FALLS_PAST_TRAINED else f", inside the {self.trained_length}-token sequences it was trained on"
-                 if self.verdict == FALLS_WITHIN_TRAINED else " (its training length is not recorded)")
-        return f"{head}; it falls beyond noise from {d.lo} on ({d.label}: {signed(d.change)} from the bin before){where}"
+        steps = (f"no bin loses to the bin before beyond noise (it holds up to {b.hi} tokens)" if d is None else
+                 f"it falls beyond noise from {d.lo} on ({d.label}: {signed(d.change)} from the bin before)")
+        return f"{head}; {steps}{self._against_trained()}"
+
+    def _against_trained(self) -> str:
+        """What the bins past the trained length do against the level inside it (the verdict's ground)."""
+        n, p = self.trained_length, self.past
+        if n is None:
+            return " (its training length is not recorded)" if self.first_drop is not None else ""
+        if p is None and self.last.hi <= n:
+            return f", inside the {n}-token sequences it was trained on" if self.first_drop is not None else ""
+        if p is None:
+            return (f"; no bin lies wholly inside and another wholly past the {n}-token sequences it was trained on, "
+                    "to hold one against the other")
+        each = ", ".join(f"{b.label} {signed(p.difference(b))}" for b in p.past)
+        loss = p.first_loss
+        if loss is not None:
+            return (f"; past the {n}-token sequences it was trained on it falls below its level inside them "
+                    f"({p.within.label}: {fmt(p.within.tau)}) beyond noise from {loss.lo} on (against "
+                    f"{p.within.label}: {each})")
+        return (f"; past the {n}-token sequences it was trained on no bin is below its level inside them "
+                f"({p.within.label}: {fmt(p.within.tau)}) beyond noise (against {p.within.label}: {each})")
+
+
+def _verdict(drop: PositionBin | None, unworded: PositionBin | None, past: PastTrained | None,
+             trained: int | None) -> str:
+    if past is not None and past.first_loss is not None:
+        return FALLS_PAST_TRAINED
+    if unworded is not None:
+        return UNWORDED
+    if drop is None:
+        return HOLDS
+    if past is not None:
+        return FALLS_WITHIN_TRAINED if drop.lo < trained else HOLDS_PAST_TRAINED
+    return FALLS_WITHIN_TRAINED if trained is not None and drop.hi <= trained else FALLS
 
 
 def read_curve(curve: CurveOfEngine, trained: int | None) -> CurveReading:
@@ -140,16 +183,10 @@ def read_curve(curve: CurveOfEngine, trained: int | None) -> CurveReading:
     if not measured:
         raise ValueError(f"read_curve: the curve '{curve.label}' has no bin with a tau (no anchor served)")
     drop = next((b for b in measured if b.change_word == "loses"), None)
-    unworded = next((b for b in measured if b.change_word == TOO_FEW), None)
-    if drop is None and unworded is not None:
-        verdict = UNWORDED
-    elif drop is None:
-        verdict = HOLDS
-    elif trained is None:
-        verdict = FALLS
-    else:
-        verdict = FALLS_PAST_TRAINED if drop.lo >= trained else FALLS_WITHIN_TRAINED
-    return CurveReading(measured[0], measured[-1], drop, trained, verdict, unworded)
+    past = past_trained(curve, trained) if trained else None
+    unworded = next((b for b in measured if b.change_word == TOO_FEW), None) or (past and past.unworded) or None
+    return CurveReading(measured[0], measured[-1], drop, trained, _verdict(drop, unworded, past, trained),
+                        unworded, past)
 
 
 # ----------------------------------------------------------------------------- one engine's rule, read
@@ -263,11 +300,17 @@ def what_to_change(reading: CurveReading, rules: list[RuleReading], *, trained_w
     out = []
     if reading.verdict == UNWORDED:
         out.append(Change("MORE_DOCUMENTS", None, f"measure on more documents: {reading.words()}."))
-    if reading.verdict in (FALLS_PAST_TRAINED, FALLS):
-        known = f"the {reading.trained_length}-token sequences it was trained on" if reading.trained_length else \
-            "its training length (not recorded; check it)"
+    if reading.verdict == FALLS_PAST_TRAINED:
+        p = reading.past
         out.append(Change("RETRAIN_LONGER", None, f"retrain on sequences as long as the prompts served "
-                          f"({TRAINER_LENGTH_KEYS}): tau falls from {reading.first_drop.lo} on, past {known}."))
+                          f"({TRAINER_LENGTH_KEYS}): past the {p.trained_length}-token sequences it was trained on, "
+                          f"tau falls below its {p.within.label} level beyond noise from {p.first_loss.lo} on "
+                          f"({p.first_loss.label}: {signed(p.difference(p.first_loss))})."))
+    if reading.verdict == FALLS:
+        out.append(Change("NAME_TRAINED_LENGTH", None, f"give the sequence length the draft was trained on "
+                          f"(TRAINED_LENGTH; {TRAINER_LENGTH_KEYS}) and bins with an edge at it: tau falls from "
+                          f"{reading.first_drop.lo} on, and retraining longer helps only where tau past that length "
+                          f"is below its level inside it."))
     for r in rules:
         if r.rule.fails_from is not None:
             out.append(_position_change(r))
@@ -317,6 +360,32 @@ def plot_curves(curves: list[CurveOfEngine], limits: tuple[Limit, ...], *, title
     return fig
 
 
+def bins_table(curve: ContextCurve, reading: CurveReading):
+    """Section 2's table: one row per bin of the no-limit curve, only what a reader weighs (the full record:
+    ``curve.to_frame()``): tau, its change from the bin before and, past the trained length, its difference from
+    the level inside it, each with its word; columns no bin fills are left out."""
+    import pandas as pd
+
+    p = reading.past
+    against = f"vs {p.within.label} (trained level)" if p is not None else None
+    rows = []
+    for b in curve.reference.bins:
+        row = {"bin": b.label, "anchors": b.anchors, "documents": b.documents, "status": b.status,
+               "tau (tokens per round)": fmt(b.tau) if b.tau is not None else None,
+               "change from the bin before": signed(b.change) if b.change is not None else None,
+               "word": b.said(b.change_word, b.change)}
+        if p is not None and b in p.past:
+            diff = p.difference(b)
+            row |= {against: signed(diff) if diff is not None else None,
+                    "word vs trained level": b.said(p.words[p.past.index(b)], diff)}
+        rows.append(row)
+    frame = pd.DataFrame(rows).dropna(axis=1, how="all").fillna("")   # a cell with nothing to say stays blank
+    if set(frame["status"]) == {"served"}:
+        frame = frame.drop(columns="status")
+    frame.attrs["title"] = curve.title()
+    return frame
+
+
 def figure_title(curve: ContextCurve, what: str) -> str:
     return (f"{what}: tau per context position, {curve.level:.0%} intervals over {len(curve.documents.ids)} "
             f"documents; engines emulated on {curve.device}, {curve.dtype}")
@@ -335,14 +404,27 @@ def _bin_claims(b: PositionBin) -> dict:
 
 
 def track_claims(curve: ContextCurve, reading: CurveReading) -> dict:
-    """One track's curve as the summary states it: documents, limits, bins, the first drop and the verdict."""
+    """One track's curve as the summary states it: documents, limits, bins, the first drop, the bins past the trained
+    length against the level inside it, and the verdict."""
     return {"documents": curve.documents.source, "kind": curve.documents.kind, "n_documents": len(curve.documents.ids),
             "length": curve.max_length, "device": curve.device, "dtype": curve.dtype, "num_steps": curve.num_steps,
             "trained_length": reading.trained_length, "draft_max_positions": curve.draft_max_positions,
             "target_max_positions": curve.target_max_positions, "draft_window": curve.draft_window,
             "bins": [_bin_claims(b) for b in curve.reference.bins], "verdict": reading.verdict,
             "first_drop": None if reading.first_drop is None else reading.first_drop.lo,
+            "past_trained": _past_claims(reading.past),
             "rules": {e: list(c.rule.codes()) for e, c in curve.engines.items()}}
+
+
+def _past_claims(p: PastTrained | None) -> dict | None:
+    """The bins past the trained length against the last bin inside it (the RETRAIN_LONGER verdict's ground)."""
+    if p is None:
+        return None
+    return {"trained_length": p.trained_length, "within": p.within.label,
+            "first_loss": None if p.first_loss is None else p.first_loss.lo,
+            "bins": [{"label": b.label, "lo": b.lo, "word": w,
+                      **({} if d is None else {"vs_within": interval_record(d, "tokens per round")})}
+                     for b, d, w in zip(p.past, p.differences, p.words)]}
 
 
 def rule_claims(readings: list[RuleReading], *, window: int, max_positions: int) -> dict:

@@ -16,9 +16,11 @@ from eagle3lab.analysis.context_curve import (
     SERVED,
     TOO_FEW,
     Documents,
+    bins_difference,
     chat_documents,
     context_curve,
     corpus_documents,
+    past_trained,
     position_bins,
     word_of_curve,
 )
@@ -168,6 +170,15 @@ def test_too_few_documents_leave_the_curve_unworded(target, docs):
     assert {b.vs_reference_word for b in curve.engines["vllm"].bins} == {TOO_FEW}
     frame = curve.to_frame()
     assert set(frame.change_units.dropna()) == {3}
+    # each bin keeps its per-document sums: the paired change from the bin before is computed from them again, and
+    # the bins past a trained length are held against the last bin inside it, unworded on 3 documents
+    ref = curve.reference.bins
+    assert all(bins_difference(b, a) == b.change for a, b in zip(ref, ref[1:]))
+    past = past_trained(curve.reference, 32)
+    assert past.within == ref[1] and past.past == ref[2:] and past.words == (TOO_FEW, TOO_FEW)
+    assert past.first_loss is None and past.unworded == ref[2]
+    assert past.difference(ref[3]).value == pytest.approx(ref[3].tau.value - ref[1].tau.value)
+    assert past_trained(curve.reference, 8) is None and past_trained(curve.reference, 128) is None
 
 
 @pytest.mark.parametrize("engine_window,span", [("vllm", WINDOW), ("sglang", WINDOW + 1)])

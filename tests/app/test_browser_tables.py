@@ -1,8 +1,9 @@
-"""Notebooks 00 and 01 in a real browser (issue 35: "no table cut anywhere"): each executed notebook saved as HTML
+"""Notebooks 00, 01 and 08 in a real browser (issue 35: "no table cut anywhere"): each executed notebook saved as HTML
 (nbconvert, as `eagle3lab workbook` writes it), opened in headless Chromium (Debian's, driven by Playwright) at
 1,400 pixels, and every full-text table read back: no cell clipped by its column, no text cut at pandas' 50
 characters ("..."), no table wider than the output area that holds it. 00's notebook map shows every notebook's
-title whole; 01's first flags table shows every setting. 06 is covered by test_browser_case_file.py."""
+title whole; 01's first flags table shows every setting; 08's curve tables show only the columns a reader weighs. 06 is
+covered by test_browser_case_file.py."""
 
 from __future__ import annotations
 
@@ -86,3 +87,17 @@ def test_the_first_flags_table_of_01_renders_whole_in_chromium(bundled_models, t
             text = " ".join(str(value).split())
             if len(text) > 50:
                 assert text in first, text[:80]
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_the_curve_tables_of_08_render_whole_in_chromium(bundled_models, tmp_path):
+    """08's section 2 shows only the columns a reader weighs (reading.bins_table: no column no bin fills), and every
+    table fits the output area at 1,400 pixels."""
+    tables = _tables("08_long_context.ipynb", tmp_path)
+    _whole(tables)
+    header = tables[0]["text"].splitlines()[0]
+    for column in ("bin", "tau (tokens per round)", "change from the bin before", "vs 0-512 (trained level)"):
+        assert column in header, column
+    for dropped in ("change_units", "vs_reference", "past_window", "NaN"):
+        assert dropped not in tables[0]["text"], dropped

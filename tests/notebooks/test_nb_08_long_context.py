@@ -59,14 +59,26 @@ def test_every_bin_carries_its_interval_and_the_change_its_interval_earns(nb):
             assert b["change_word"] == word(b["change"]), (name, b["label"])
 
 
-def test_the_verdict_follows_the_first_bin_that_loses_and_the_trained_length(nb):
+def test_the_verdict_follows_the_bins_past_the_trained_length_against_the_level_inside_it(nb):
+    """Retraining longer is called for only where a bin past the trained length (512: both drafts) loses to the
+    last bin inside it, by its paired interval over documents; a loss to the bin before alone does not."""
     for name, t in nb["tracks"].items():
         drop = next((b for b in t["bins"] if b.get("change_word") == "loses"), None)
         assert t["first_drop"] == (None if drop is None else drop["lo"]), name
-        expected = reading.HOLDS if drop is None else (
-            reading.FALLS_PAST_TRAINED if drop["lo"] >= t["trained_length"] else reading.FALLS_WITHIN_TRAINED)
+        past = t["past_trained"]
+        assert past["within"] == "0-512" and [b["label"] for b in past["bins"]] == ["512-1k", "1k-2k"], name
+        for b in past["bins"]:
+            assert b["vs_within"]["units"] >= MIN_DOCUMENTS and b["word"] == word(b["vs_within"]), (name, b["label"])
+        # the paired difference's point is the difference of the two bins' points
+        taus = {b["label"]: b["tau"]["value"] for b in t["bins"]}
+        for b in past["bins"]:
+            assert b["vs_within"]["value"] == pytest.approx(taus[b["label"]] - taus["0-512"]), (name, b["label"])
+        loss = next((b for b in past["bins"] if b["word"] == "loses"), None)
+        assert past["first_loss"] == (None if loss is None else loss["lo"]), name
+        expected = reading.FALLS_PAST_TRAINED if loss is not None else reading.HOLDS if drop is None else (
+            reading.HOLDS_PAST_TRAINED if drop["lo"] >= t["trained_length"] else reading.FALLS_WITHIN_TRAINED)
         assert t["verdict"] == expected, name
-        assert ("RETRAIN_LONGER" in t["changes"]) == (expected == reading.FALLS_PAST_TRAINED), name
+        assert ("RETRAIN_LONGER" in t["changes"]) == (loss is not None), name
         assert t["rules"] == {"speculators": [], "vllm": [], "sglang": []}, name   # no limit below the target's
 
 
@@ -75,6 +87,7 @@ def test_the_bundled_draft_falls_past_its_trained_length(nb):
     1k-2k tau lies wholly below its 0-512 tau."""
     t = nb["tracks"]["bundled"]
     assert t["verdict"] == reading.FALLS_PAST_TRAINED and t["first_drop"] == 512
+    assert t["past_trained"]["first_loss"] == 512
     assert t["bins"][-1]["tau"]["high"] < t["bins"][0]["tau"]["low"]
 
 
@@ -122,7 +135,8 @@ def test_the_summary_words_follow_the_claims(nb):
         assert f"On the {name} track ({t['documents']}; K = {t['num_steps']}, cpu float32, teacher-forced)" in text
     b = nb["tracks"]["bundled"]["bins"][1]
     assert (f"it falls beyond noise from 512 on (512-1k: {b['change']['value']:+.2f} [{b['change']['low']:+.2f}, "
-            f"{b['change']['high']:+.2f}] from the bin before), past the 512-token sequences it was trained on") in text
+            f"{b['change']['high']:+.2f}] from the bin before); past the 512-token sequences it was trained on it "
+            "falls below its level inside them") in text
     assert "retrain on sequences as long as the prompts served" in text
     assert f"write max_position_embeddings {nb['tracks']['bundled']['target_max_positions']}" in text
     assert f"SGLang {PARAMS['RULE_BUILDS']['sglang']} drops the draft's window" in text and "PR #49343" in text

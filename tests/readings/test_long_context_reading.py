@@ -4,7 +4,9 @@ each verdict and each change follows from the intervals and the rules' codes, an
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from eagle3lab import bundled
@@ -16,9 +18,11 @@ from eagle3lab.analysis.context_curve import (
     CurveOfEngine,
     Documents,
     PositionBin,
+    bins_difference,
+    word_of_curve,
 )
 from eagle3lab.analysis.verdicts import word_of
-from eagle3lab.engines.acceptance import Interval
+from eagle3lab.engines.acceptance import Interval, bootstrap_ratio
 from eagle3lab.engines.context_rules import SGLANG_ENV, SGLANG_FLAG, resolve_context
 from eagle3lab.readings import nb08_long_context as r
 from eagle3lab.readings.numbers import fmt, signed
@@ -36,9 +40,24 @@ def pbin(lo, hi, tau, change=None, vs=None, status=SERVED):
                        None if vs is None else word_of(vs))
 
 
-def reference(*taus_and_changes):
-    edges = [(0, 512), (512, 1024), (1024, 2048)]
-    bins = [pbin(lo, hi, t, None if c is None else iv(c, 0.05)) for (lo, hi), (t, c) in zip(edges, taus_and_changes)]
+EDGES = ((0, 512), (512, 1024), (1024, 2048))
+
+
+def measured(*levels, n=12, seed=1):
+    """A no-limit curve measured here on ``n`` documents: each document's tau in bin i is ``levels[i]`` plus its own
+    offset (sd 0.1) and noise (sd 0.05), over 200 rounds a bin; intervals, changes and words as context_curve makes
+    them (bootstrap over documents, paired changes, word_of_curve)."""
+    rng = np.random.default_rng(seed)
+    offset, bins = 0.1 * rng.standard_normal(n), []
+    for (lo, hi), level in zip(EDGES, levels):
+        rounds = (200.0,) * n
+        tokens = tuple(float(t) * 200 for t in level + offset + 0.05 * rng.standard_normal(n))
+        b = PositionBin(lo, hi, 200 * n, n, bootstrap_ratio(tokens, rounds), 1.0, SERVED, False, False,
+                        tokens=tokens, rounds=rounds)
+        if bins:
+            change = bins_difference(b, bins[-1])
+            b = replace(b, change=change, change_word=word_of_curve(change))
+        bins.append(b)
     return CurveOfEngine("reference", "no limit", None, tuple(bins))
 
 
@@ -52,21 +71,49 @@ def engine_curve(engine, version, bins, **keys):
     return CurveOfEngine(engine, rule.label, rule, tuple(bins))
 
 
-FALLING = reference((2.8, None), (2.4, -0.4), (2.0, -0.4))
-HOLDING = reference((2.8, None), (2.75, -0.05), (2.8, 0.05))
+FALLING = measured(2.8, 2.4, 2.0)
+HOLDING = measured(2.8, 2.8, 2.8)
+RISES_AND_RETURNS = measured(1.52, 1.63, 1.52)     # notebook 08's SmolLM2 shape: up past 512, back to its level
 
 
-@pytest.mark.parametrize("trained, verdict", [(512, r.FALLS_PAST_TRAINED), (1024, r.FALLS_WITHIN_TRAINED),
-                                              (None, r.FALLS)])
-def test_a_curve_falls_where_a_bin_loses_to_the_bin_before(trained, verdict):
+def test_the_built_curves_carry_the_words_their_shapes_earn():
+    assert [b.change_word for b in FALLING.bins[1:]] == ["loses", "loses"]
+    assert [b.change_word for b in HOLDING.bins[1:]] == ["within noise", "within noise"]
+    assert [b.change_word for b in RISES_AND_RETURNS.bins[1:]] == ["beats", "loses"]
+
+
+@pytest.mark.parametrize("trained, verdict", [(512, r.FALLS_PAST_TRAINED), (1024, r.FALLS_PAST_TRAINED),
+                                              (2048, r.FALLS_WITHIN_TRAINED), (None, r.FALLS)])
+def test_a_curve_falls_past_its_trained_length_only_below_the_level_inside_it(trained, verdict):
     reading = r.read_curve(FALLING, trained)
     assert reading.first_drop.lo == 512 and reading.verdict == verdict
     words = reading.words()
-    assert f"tau {fmt(iv(2.8))} at 0-512 and {fmt(iv(2.0))} at 1k-2k" in words
-    assert f"from 512 on (512-1k: {signed(iv(-0.4, 0.05))} from the bin before)" in words
-    assert ("past the 512-token" in words) == (verdict == r.FALLS_PAST_TRAINED)
+    assert f"tau {fmt(FALLING.bins[0].tau)} at 0-512 and {fmt(FALLING.bins[-1].tau)} at 1k-2k" in words
+    assert f"from 512 on (512-1k: {signed(FALLING.bins[1].change)} from the bin before)" in words
     changes = r.what_to_change(reading, [])
-    assert [c.code for c in changes] == (["NOTHING"] if verdict == r.FALLS_WITHIN_TRAINED else ["RETRAIN_LONGER"])
+    expected = {r.FALLS_PAST_TRAINED: "RETRAIN_LONGER", r.FALLS_WITHIN_TRAINED: "NOTHING", r.FALLS:
+                "NAME_TRAINED_LENGTH"}[verdict]
+    assert [c.code for c in changes] == [expected]
+    if verdict == r.FALLS_PAST_TRAINED:
+        within = FALLING.bins[0 if trained == 512 else 1]
+        past = reading.past
+        assert past.within == within and past.first_loss.lo == trained and set(past.words) == {"loses"}
+        # the paired difference against the level inside: its point is the difference of the two bins' points
+        assert past.difference(past.first_loss).value == pytest.approx(past.first_loss.tau.value - within.tau.value)
+        assert (f"past the {trained}-token sequences it was trained on it falls below its level inside them "
+                f"({within.label}: {fmt(within.tau)}) beyond noise from {trained} on") in words
+        assert f"{past.first_loss.label}: {signed(past.difference(past.first_loss))}" in changes[0].text
+
+
+def test_a_curve_that_rises_past_its_trained_length_and_returns_to_its_level_calls_for_no_retraining():
+    """The bin after the trained length beats the level inside it and the next loses to the bin before, yet stays
+    within noise of that level: it came back to where the draft was, not below; retraining longer restores
+    nothing."""
+    reading = r.read_curve(RISES_AND_RETURNS, 512)
+    assert reading.first_drop.lo == 1024 and reading.verdict == r.HOLDS_PAST_TRAINED
+    assert reading.past.words == ("beats", "within noise") and reading.past.first_loss is None
+    assert "past the 512-token sequences it was trained on no bin is below its level inside them" in reading.words()
+    assert [c.code for c in r.what_to_change(reading, [])] == ["NOTHING"]
 
 
 def test_a_curve_within_noise_holds_and_calls_for_nothing():
@@ -74,6 +121,13 @@ def test_a_curve_within_noise_holds_and_calls_for_nothing():
     assert reading.verdict == r.HOLDS and reading.first_drop is None
     assert "no bin loses to the bin before beyond noise (it holds up to 2048 tokens)" in reading.words()
     assert [c.code for c in r.what_to_change(reading, [])] == ["NOTHING"]
+
+
+def test_a_trained_length_with_no_bin_wholly_inside_it_is_not_held_against_the_curve():
+    reading = r.read_curve(FALLING, 256)
+    assert reading.past is None and reading.verdict == r.FALLS
+    assert "no bin lies wholly inside and another wholly past the 256-token sequences" in reading.words()
+    assert [c.code for c in r.what_to_change(reading, [])] == ["NAME_TRAINED_LENGTH"]
 
 
 def test_a_curve_without_a_tau_is_refused():
@@ -98,7 +152,7 @@ def test_vllm_before_49343_fails_past_the_limit_and_a_window_it_applies_is_remov
     words = rule.words()
     assert "requests reaching position 256 fail (128-256 partly, 256-512 not served)" in words
     assert f"16-32 {signed(iv(-0.2, 0.05))} (loses)" in words and "0-16" not in words
-    changes = r.what_to_change(r.read_curve(FALLING, None), [rule], trained_window=0)
+    changes = r.what_to_change(r.read_curve(FALLING, 512), [rule], trained_window=0)
     codes = {c.code: c for c in changes}
     assert list(codes) == ["RETRAIN_LONGER", "RAISE_MAX_POSITIONS", "REMOVE_WINDOW"]
     assert "write max_position_embeddings 2048" in codes["RAISE_MAX_POSITIONS"].text
@@ -151,7 +205,10 @@ def test_the_summary_states_only_numbers_it_claims():
                              window=16, max_positions=256)
     t = claims["tracks"]["bundled"]
     assert t["verdict"] == r.FALLS_PAST_TRAINED and t["first_drop"] == 512 and t["changes"] == ["RETRAIN_LONGER"]
-    assert [b["tau"]["value"] for b in t["bins"]] == [2.8, 2.4, 2.0] and t["bins"][1]["change_word"] == "loses"
+    assert [b["tau"]["value"] for b in t["bins"]] == [b.tau.value for b in FALLING.bins]
+    assert t["bins"][1]["change_word"] == "loses"
+    assert t["past_trained"]["within"] == "0-512" and t["past_trained"]["first_loss"] == 512
+    assert [b["word"] for b in t["past_trained"]["bins"]] == ["loses", "loses"]
     assert claims["rule"]["engines"]["vllm"]["fails_from"] == 256
     assert claims["rule"]["engines"]["vllm"]["window_losses"] == ["16-32", "128-256"]
     assert [c["code"] for c in claims["rule"]["changes"]] == ["RAISE_MAX_POSITIONS", "REMOVE_WINDOW"]
@@ -229,3 +286,19 @@ def test_a_curve_from_too_few_documents_is_unworded_and_calls_for_more():
     assert reading.verdict == r.UNWORDED and reading.first_drop is None
     assert f"the curve is unworded, too few documents to word (n = 4; at least {MIN_DOCUMENTS})" in reading.words()
     assert [c.code for c in r.what_to_change(reading, [])] == ["MORE_DOCUMENTS"]
+
+
+def test_the_bins_table_shows_what_a_reader_weighs_and_no_empty_column():
+    """Section 2's table: tau, the change from the bin before and, past the trained length, the difference from the
+    level inside it, each with its word; no column that no bin fills (the full record is curve.to_frame())."""
+    reading = r.read_curve(RISES_AND_RETURNS, 512)
+    table = r.bins_table(_curve(RISES_AND_RETURNS, {}), reading)
+    assert list(table.columns) == ["bin", "anchors", "documents", "tau (tokens per round)",
+                                   "change from the bin before", "word", "vs 0-512 (trained level)",
+                                   "word vs trained level"]
+    assert list(table["word vs trained level"]) == ["", "beats", "within noise"]
+    assert table["vs 0-512 (trained level)"][2] == signed(reading.past.difference(RISES_AND_RETURNS.bins[2]))
+    assert not table.isna().any().any() and "emulated" in table.attrs["title"]
+    # without a trained length there is nothing to hold the bins against: those columns are not there
+    assert "word vs trained level" not in r.bins_table(_curve(RISES_AND_RETURNS, {}), r.read_curve(RISES_AND_RETURNS,
+                                                                                                     None)).columns
