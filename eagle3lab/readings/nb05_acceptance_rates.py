@@ -21,6 +21,7 @@ import pandas as pd
 from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, CostSeries, price_on_served
 from eagle3lab.analysis.verdicts import AGAINST, WORDS, projected_word, speed_word, word_of
 from eagle3lab.engines.acceptance import Interval, tau_difference, tau_interval
+from eagle3lab.engines.flags.sglang_overlap import CHANGES as _OVERLAP_CHANGES
 from eagle3lab.readings.dump_mode import scored_from
 from eagle3lab.readings.numbers import fmt, interval_claims, interval_record, rate, signed
 
@@ -216,6 +217,16 @@ def read_trees(sweep, trees, chains) -> TreeReading:
 # ------------------------------------------------------------------ greedy or sampled
 
 _AGAINST = AGAINST   # the one vocabulary (verdicts.AGAINST)
+# Every speed this notebook measures is a decode speed (DecodeSweep.speed_ratio, kind "decode"): tokens after the
+# first over decoding time, what the cost model prices. Notebook 06 times its ladder end to end (prefill included).
+DECODE_SPEED = "decode tokens/s, the prefill not timed: what the cost model prices"
+E2E_POINTER = ("Notebook 06 times the same case end to end (prefill included, on its own prompts and repeats): a "
+               "prefill both sides pay alike and other prompts give another ratio and interval, so its word can differ "
+               "from this decode-only one.")
+# The per-round overhead is what an overlap scheduler hides: SGLang's spec V2 by default (engines.flags.sglang_overlap)
+_V2 = _OVERLAP_CHANGES["spec-v2-default"]
+OVERLAP_ON = f"SGLang from {_V2.first_with}, PR #{_V2.pr}, unless disabled"
+OVERLAP_OFF = f"SGLang up to {_V2.last_without}"
 
 
 def tau_versus(sweep, a: str, b: str) -> dict:
@@ -348,7 +359,8 @@ class SpeedReading:
         fastest, ratios = self.fastest_of[label]
         near = self.near_fastest(label)[1:]
         slower = [n for n, r in ratios.items() if speed_word(r) == "slower"]
-        return (f"fastest measured: {fastest}, {fmt(self.rows[fastest].speed, unit='x')} no speculation; within noise of it "
+        return (f"fastest measured: {fastest}, {fmt(self.rows[fastest].speed, unit='x')} the decode speed of no speculation; "
+                f"within noise of it "
                 f"(their paired ratio to it holds 1x): {', '.join(near) or 'none'}; slower than it: "
                 f"{', '.join(slower) or 'none'}. Nothing inside that set is ranked.")
 
@@ -402,7 +414,7 @@ def break_even_words(reading: SpeedReading, names) -> str:
     for n in names:
         r = reading[n]
         paid, above = r.paid_cost, "above" if r.paid_cost.low > r.tau.value else "below" if r.paid_cost.high < r.tau.value else "within noise of"
-        part = (f"{n}: tau {r.tau.value:.2f}, measured {fmt(r.speed, unit='x')} ({r.word}), so a round really cost "
+        part = (f"{n}: tau {r.tau.value:.2f}, measured decode {fmt(r.speed, unit='x')} ({r.word}), so a round really cost "
                 f"{fmt(paid)} target steps, {above} its tau")
         agree = (r.round_cost > r.tau.value) == (paid.value > r.tau.value)
         part += (f"; the timed pieces priced it at {r.round_cost:.2f}, "
@@ -515,7 +527,7 @@ class WhatIf:
         served = "; ".join(f"{label}: round {be:.2f} target steps, {projected_word(r.tau, be)}"
                            for label, be in self.served.labelled().items())
         return (f"{self.name}: tau {fmt(r.tau)}. Here a {r.num_steps}-step round paid {fmt(r.paid_cost)} target steps (tau / the measured "
-                f"{fmt(r.speed, unit='x')}): {r.word}. Priced on the served {a['roofline']} (c = {a['c']}, overhead "
+                f"decode speedup {fmt(r.speed, unit='x')}): {r.word}. Priced on the served {a['roofline']} (c = {a['c']}, overhead "
                 f"{a['overhead']} target steps per round; stated assumptions, projected, no interval but tau's): {served}.")
 
     def claims(self) -> dict:
@@ -589,7 +601,7 @@ class TrackReading:
         m = self.tracks[name]
         d = m.sweep.tau_difference(self.tree, self.rival)
         slots = m.slot_table()
-        return {"layers": m.layers, "c": m.c, "tau": m.sweep.tau_interval(self.chain), "tree_minus_chain": d,
+        return {"layers": m.layers, "c": m.c, "context": m.sweep.context_len, "tau": m.sweep.tau_interval(self.chain), "tree_minus_chain": d,
                 "tree_vs_chain": {"beats": f"the tree beat the {self.rival}", "loses": f"the {self.rival} beat the tree",
                                   "within noise": f"tree and {self.rival} within noise",
                                   "identical": f"tree and {self.rival} identical"}[word_of(d)],
@@ -602,7 +614,8 @@ class TrackReading:
         parts = []
         for name in self.tracks:
             r = self.row(name)
-            parts.append(f"{name} ({r['layers']} layers) c = {r['c']:.3f}, {self.chain} tau {fmt(r['tau'])}, "
+            parts.append(f"{name} ({r['layers']} layers) c = {r['c']:.3f} (timed at this section's context of "
+                         f"{r['context']} tokens), {self.chain} tau {fmt(r['tau'])}, "
                          f"{r['tree_vs_chain']} ({signed(r['tree_minus_chain'])}), a slot fed the next layer lost "
                          f"{r['lost_next_layer']:.2f} tau, {100 * r['within_noise']:.0f}% of the points within noise of "
                          f"a slot's best, and end to end against generate {self.generate_words(r)}")
@@ -616,7 +629,7 @@ class TrackReading:
         out = {}
         for name in self.tracks:
             r = self.row(name)
-            out[name] = {"layers": r["layers"], "c": r["c"], "tau_chain2": r["tau"].value, "tau_chain2_low": r["tau"].low,
+            out[name] = {"layers": r["layers"], "c": r["c"], "context": r["context"], "tau_chain2": r["tau"].value, "tau_chain2_low": r["tau"].low,
                          "tau_chain2_high": r["tau"].high, "tree_vs_chain": r["tree_vs_chain"],
                          "tree_minus_chain": r["tree_minus_chain"].value,
                          "tree_minus_chain_interval": interval_claims(r["tree_minus_chain"]),
@@ -654,6 +667,23 @@ def ck_text(stats) -> str:
     return ", ".join(rate(c, a, n) for c, a, n in zip(stats.conditional, stats.accepted_per_pos, stats.reached_per_pos))
 
 
+def _half_words(half, half_ids, case_profile: str) -> str:
+    """The half fix in the summary: its decode speed here, then its served price, the overlap-on build's first."""
+    from eagle3lab.engines.profiles import PROFILES
+
+    engine = PROFILES[case_profile].engine
+    ids = "".join(f"; {engine} {v}: " + (f"ids {i}" if i is not None else "no ids feed it")
+                  for v, i in (half_ids or {}).items())
+    b, tau, served = half.assumptions["batch"], half.row.tau, half.served
+    text = (f" Half fixed (trained wiring, {case_profile}'s residual rule{ids}), its {half.row.num_steps}-step chain "
+            f"had tau {fmt(tau)}: here decode {fmt(half.row.speed, unit='x')} ({half.row.word}, measured); on the "
+            f"served {half.assumptions['roofline']} at batch {b}, under stated costs, a round costs "
+            f"{served.overlapped:.2f} target steps with the overlap scheduler on ({OVERLAP_ON}) "
+            f"({projected_word(tau, served.overlapped)}), {served.at_batch:.2f} on a build without it "
+            f"({OVERLAP_OFF}) ({projected_word(tau, served.at_batch)}).")
+    return text + (" " + half.recorded_words() if half.recorded else "")
+
+
 def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, trees: TreeReading, sampled: dict,
                        offline, speeds: SpeedReading, costs, cases=(), retry_steps: int | None = None,
                        case_profile: str | None = None, half: WhatIf | None = None, half_ids: dict | None = None,
@@ -661,8 +691,6 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
                        skipped=()) -> tuple[str, dict]:
     """Notebook 05's summary with its target loaded (live mode): (text, claims), every number and word in the text
     taken from the readings; ``skipped``: sections that did not run (``readings.dump_mode.SkipLog``), named."""
-    from eagle3lab.engines.profiles import PROFILES
-
     stats, main_tau = sweep.stats(main), sweep.tau_interval(main)
     greedy = [n for n in sweep.results if sweep.identical(n) is not None]
     same = sum(sweep.identical(n) == len(sweep.reference) for n in greedy)
@@ -683,12 +711,12 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
                  + (f"{' and' if trees.leader is None else ''} {_AGAINST[word_of(rival)]} {r['same_width_name']}, the "
                     f"chain verifying as many tokens ({signed(rival)})" if rival is not None else "") + "; ")
     text += (f"sampled, {versus_words(sampled)}. On this machine ({speeds.context([main])}) c = {costs.c:.3f}, "
-             f"v(2) = {speeds.v2:.3f} and v(16) = {costs.v(16):.2f} target steps; the {main} ran **{fmt(m.speed, unit='x')}** "
-             f"no speculation, measured ({m.word}); the cost model projected {m.projected:.2f}x, an error of "
+             f"v(2) = {speeds.v2:.3f} and v(16) = {costs.v(16):.2f} target steps; the {main} decoded at **{fmt(m.speed, unit='x')}** "
+             f"the decode speed of no speculation ({DECODE_SPEED}; measured, {m.word}); the cost model projected {m.projected:.2f}x, an error of "
              f"{100 * m.error:+.0f}% against the measurement, which is the number to trust. ")
     if "chain" in speeds.fastest_of:
         near = speeds.near_fastest("chain")
-        text += (f"The fastest chain measured is a set, not one K: {near[0]} ({fmt(speeds[near[0]].speed, unit='x')})"
+        text += (f"The fastest chain measured (decode) is a set, not one K: {near[0]} ({fmt(speeds[near[0]].speed, unit='x')})"
                  + (f" and, within noise of it, {', '.join(near[1:])}" if near[1:] else ", every other chain slower") + ".")
     claims = dict(lossless=same, greedy_settings=len(greedy), **lossless_claims, conditional=list(stats.conditional), tau=stats.tau,
                   tau_interval=interval_claims(main_tau), survival=list(stats.survival[:3]),
@@ -706,27 +734,17 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
         launched, retry = speeds[cases[0]], speeds[cases[1]]
         rounds = [r for o in sweep.results[cases[0]] for r in o.rounds]
         text += (f" The case draft, served by {case_profile} as shipped, had tau {launched.tau.value:.2f} as launched "
-                 f"({fmt(launched.speed, unit='x')}, {launched.word}) and {retry.tau.value:.2f} with a {retry_steps}-step "
+                 f"(decode {fmt(launched.speed, unit='x')}, {launched.word}) and {retry.tau.value:.2f} with a {retry_steps}-step "
                  f"chain, whose round cost {retry.round_cost:.2f} target steps as projected and {fmt(retry.paid_cost)} as "
-                 f"paid: **{fmt(retry.speed, unit='x')}**, {retry.word}"
-                 + (" than no speculation, as the seed saw." if retry.word == "slower" else " against no speculation."))
+                 f"paid: decode **{fmt(retry.speed, unit='x')}**, {retry.word}"
+                 + (" than no speculation, as the seed saw." if retry.word == "slower" else " against no speculation.")
+                 + f" {E2E_POINTER}")
         claims.update(case_tau=launched.tau.value, case_measured=launched.speed.value, case_word=launched.word,
                       case_verified=sweep.settings(cases[0])["num_draft_tokens"],
                       case_most_accepted=max(r.accepted for r in rounds), retry_tau=retry.tau.value,
                       retry_round_cost=retry.round_cost, retry_measured=retry.speed.value, retry_word=retry.word)
     if half is not None:
-        engine = PROFILES[case_profile].engine
-        ids = "".join(f"; {engine} {v}: " + (f"ids {i}" if i is not None else "no ids feed it")
-                      for v, i in (half_ids or {}).items())
-        b = half.assumptions["batch"]
-        text += (f" Half fixed (trained wiring, {case_profile}'s residual rule{ids}), its {half.row.num_steps}-step chain had tau "
-                 f"{fmt(half.row.tau)}: here {fmt(half.row.speed, unit='x')} ({half.row.word}, measured); on the served "
-                 f"{half.assumptions['roofline']} at batch {b}, under stated costs, a round costs "
-                 f"{half.served.at_batch:.2f} target steps ({projected_word(half.row.tau, half.served.at_batch)}), "
-                 f"{half.served.overlapped:.2f} with the overlap scheduler on "
-                 f"({projected_word(half.row.tau, half.served.overlapped)}).")
-        if half.recorded:
-            text += " " + half.recorded_words()
+        text += _half_words(half, half_ids, case_profile)
         claims.update(half=half.claims(), half_ids=half_ids or {})
     if tracks is not None and tracks.tracks:
         text += f" Side by side on {side_size[0]} short prompts x {side_size[1]} tokens: {tracks.words()}."
@@ -856,13 +874,14 @@ def offline_summary(*, source, skipped, chains: ChainReading | None = None, pric
     for name, p in prices.items():
         where = f"on the served {p.assumptions['roofline']} at batch {batch}, under stated costs (projected)"
         if p.tau is None:
-            text += (f"{name}: {where}, a {p.num_steps}-step round costs {p.served.at_batch:.2f} target steps, "
-                     f"{p.served.overlapped:.2f} with the overlap scheduler on: the tau it must exceed "
+            text += (f"{name}: {where}, a {p.num_steps}-step round costs {p.served.overlapped:.2f} target steps with "
+                     f"the overlap scheduler on ({OVERLAP_ON}), {p.served.at_batch:.2f} without it ({OVERLAP_OFF}): "
+                     "the tau it must exceed "
                      "to pay there (no tau measured here to place against it). ")
             continue
-        text += (f"{name} (teacher-forced tau {fmt(p.tau)}): {where}, a round costs {p.served.at_batch:.2f} target "
-                 f"steps ({p.words_for(p.served.at_batch)}), {p.served.overlapped:.2f} with the overlap scheduler on "
-                 f"({p.words_for(p.served.overlapped)}). ")
+        text += (f"{name} (teacher-forced tau {fmt(p.tau)}): {where}, a round costs {p.served.overlapped:.2f} target "
+                 f"steps with the overlap scheduler on ({OVERLAP_ON}) ({p.words_for(p.served.overlapped)}), "
+                 f"{p.served.at_batch:.2f} without it ({OVERLAP_OFF}) ({p.words_for(p.served.at_batch)}). ")
     if prices:
         claims["served"] = {name: p.claims() for name, p in prices.items()}
     text += ("Skipped, for want of the loaded target: " + "; ".join(skipped) + "." if skipped else "Nothing was skipped.")

@@ -20,6 +20,7 @@ from eagle3lab.app.workbook import NOTEBOOKS
 from eagle3lab.engines.layer_ids import to_engine_ids
 from eagle3lab.engines.profiles import PROFILES
 from eagle3lab.models.checkpoint import load_draft
+from eagle3lab.readings import nb05_acceptance_rates as reading
 
 NOTEBOOK = "05_acceptance_rates.ipynb"
 
@@ -131,14 +132,16 @@ def test_every_speed_word_follows_from_its_interval_and_nothing_is_ranked_in_the
     assert "fastest chain was K" not in text
     assert f"{fastest['fastest']} ({fmt(speed[fastest['fastest']]['speed'], 'x')})" in text
     near = fastest["near"]
-    assert (f"The fastest chain measured is a set, not one K: {near[0]} ({fmt(speed[near[0]]['speed'], 'x')})"
+    assert (f"The fastest chain measured (decode) is a set, not one K: {near[0]} ({fmt(speed[near[0]]['speed'], 'x')})"
             + (f" and, within noise of it, {', '.join(near[1:])}." if near[1:] else ", every other chain slower.")) in text
 
 
 def test_the_main_chain_states_measured_then_projected_and_which_to_trust(nb, text):
     main = nb["speed"]["chain 5"]
     assert nb["main_word"] == main["word"] and nb["main_measured"] == main["speed"]["value"]
-    assert f"the chain 5 ran **{fmt(main['speed'], 'x')}** no speculation, measured ({main['word']})" in text
+    # every speed of 05 is a decode speed, and says so (issue 35: 06 times the same case end to end)
+    assert (f"the chain 5 decoded at **{fmt(main['speed'], 'x')}** the decode speed of no speculation "
+            f"({reading.DECODE_SPEED}; measured, {main['word']})") in text
     assert f"projected {main['projected']:.2f}x, an error of {main['error_pct']:+.0f}%" in text
     assert "which is the number to trust" in text
     assert "batch 1, emulated" in text and nb["device"] in text and nb["dtype"] in text
@@ -149,7 +152,10 @@ def test_seed_case_caps_and_collapse(nb, text):
     assert nb["case_tau"] < 1.5 and nb["retry_tau"] < 1.5, "the case draft served as shipped is rejected at position 1"
     retry = nb["speed"]["case (sglang) chain 15"]
     assert nb["retry_word"] == retry["word"] == speed_word(retry["speed"])
-    assert f"**{fmt(retry['speed'], 'x')}**, {retry['word']}" in text
+    assert f"decode **{fmt(retry['speed'], 'x')}**, {retry['word']}" in text
+    launched = nb["speed"]["case (sglang) as launched"]
+    assert f"(decode {fmt(launched['speed'], 'x')}, {launched['word']})" in text
+    assert reading.E2E_POINTER in text        # 06 measures it end to end: what differs, named
     # the break-even rule as the notebook now states it: the round paid is tau / measured speedup
     for name in ("case (sglang) as launched", "case (sglang) chain 15"):
         s = nb["speed"][name]
@@ -162,7 +168,7 @@ def test_half_fixed_case_is_bad_not_useless_with_one_verdict(nb, text):
     half = nb["half"]
     assert nb["case_tau"] + 0.1 < half["tau"]["value"] < 1.6
     assert half["word"] == speed_word(half["speed"])
-    assert f"here {fmt(half['speed'], 'x')} ({half['word']}, measured)" in text
+    assert f"here decode {fmt(half['speed'], 'x')} ({half['word']}, measured)" in text
     served = half["served"]
     for label, s in served.items():   # projected: tau's interval against a cost priced from stated assumptions
         lo, hi = half["tau"]["low"], half["tau"]["high"]
@@ -176,8 +182,11 @@ def test_half_fixed_case_is_bad_not_useless_with_one_verdict(nb, text):
     assert served["served, batch 48, overlap on"]["round_cost"] == pytest.approx(
         served["served, batch 48"]["round_cost"] - half["assumptions"]["overhead"])
     b = half["assumptions"]["batch"]
-    assert (f"a round costs {served[f'served, batch {b}']['round_cost']:.2f} target steps "
-            f"({served[f'served, batch {b}']['word']})") in text
+    # the price of a build with the overlap scheduler (SGLang's spec V2 by default) first, then one without it
+    on, off = served[f"served, batch {b}, overlap on"], served[f"served, batch {b}"]
+    assert (f"a round costs {on['round_cost']:.2f} target steps with the overlap scheduler on ({reading.OVERLAP_ON}) "
+            f"({on['word']}), {off['round_cost']:.2f} on a build without it ({reading.OVERLAP_OFF}) "
+            f"({off['word']})") in text
     if "recorded" in half:   # a recorded run is placed against this run's interval, not a second verdict
         r, s = half["recorded"], half["speed"]
         if "speed" in r:     # run_benchmark's pooled interval: overlapping intervals agree (two unpaired runs)
@@ -217,7 +226,9 @@ def test_toy_and_real_target_side_by_side(nb, text):
     assert 0 < real["c"] < 1 and 0 < toy["c"] < 1
     assert real["tau_chain2_high"] < toy["tau_chain2_low"], "the real target's sharper distribution is harder to draft"
     for name, r in side.items():
-        assert f"{name} ({r['layers']} layers) c = {r['c']:.3f}, chain 2 tau {r['tau_chain2']:.2f}" in text
+        # c timed at this section's context, said so (section 7 times it at the sweep's: two measurements)
+        assert (f"{name} ({r['layers']} layers) c = {r['c']:.3f} (timed at this section's context of {r['context']} "
+                f"tokens), chain 2 tau {r['tau_chain2']:.2f}") in text
         assert r["tree_vs_chain"] in text.split(f"{name} (")[1].split(";")[0]
         d = r["tree_minus_chain_interval"]
         words = {"the tree beat the chain 4": 1, "the chain 4 beat the tree": -1, "tree and chain 4 within noise": 0}
@@ -314,7 +325,9 @@ def test_config_only_mode_prices_the_served_round_and_names_what_it_skips(bundle
     _assert_served_prices(claims, params)
     b = params["SERVED_BATCH"]
     cost = claims["served"]["case (sglang) as launched"]["served"][f"served, batch {b}"]["round_cost"]
-    assert f"a 1-step round costs {cost:.2f} target steps" in text
+    on = claims["served"]["case (sglang) as launched"]["served"][f"served, batch {b}, overlap on"]["round_cost"]
+    assert f"a 1-step round costs {on:.2f} target steps with the overlap scheduler on" in text
+    assert f", {cost:.2f} without it ({reading.OVERLAP_OFF})" in text
 
 
 @pytest.mark.notebook
