@@ -1,4 +1,4 @@
-"""Notebooks 00, 01 and 08 in a real browser (issue 35: "no table cut anywhere"): each executed notebook saved as HTML
+"""Notebooks 00, 01, 05 and 08 in a real browser (issue 35: "no table cut anywhere"): each executed notebook saved as HTML
 (nbconvert, as `eagle3lab workbook` writes it), opened in headless Chromium (Debian's, driven by Playwright) at
 1,400 pixels, and every full-text table read back: no cell clipped by its column, no text cut at pandas' 50
 characters ("..."), no table wider than the output area that holds it. 00's notebook map shows every notebook's
@@ -101,3 +101,10 @@ def test_the_curve_tables_of_08_render_whole_in_chromium(bundled_models, tmp_pat
         assert column in header, column
     for dropped in ("change_units", "vs_reference", "past_window", "NaN"):
         assert dropped not in tables[0]["text"], dropped
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_the_tables_of_05_render_whole_in_chromium(bundled_models, tmp_path):
+    """05's full-text tables (counters, chains, trees, speeds, the what-if, the tracks) fit at 1,400 pixels."""
+    _whole(_tables("05_acceptance_rates.ipynb", tmp_path))
