@@ -16,9 +16,10 @@ A draft carries three limits of its own, whatever its target takes:
                                                                           layer_types names (#684, default 2048);
                                                                           vLLM applies it through layer_types only;
                                                                           SGLang never reads it, applies
-                                                                          --speculative-draft-window-size (0.5.12 on)
+                                                                          --speculative-draft-window-size (PR #24664)
 
-Each rule is one ``versions.Rule`` row, whole: engine, the limit (``kind``), the launch setting it needs (``key``), the
+The WINDOW rules are held in ``eagle3lab.engines.profiles`` (``WINDOW_ROWS``, which the profiles read too) and
+listed here. Each rule is one ``versions.Rule`` row, whole: engine, the limit (``kind``), the launch setting it needs (``key``), the
 change it holds from (``since``, one of ``CHANGES``; None: every build read before the next row), what the engine does
 (``value``: a code), the file it was read in (``reader``) and the releases read (``source``, a template filled from the
 row). ``rules_at`` reads them through the one lookup, ``versions.rule_at``. ``resolve_context(engine, draft_config,
@@ -37,15 +38,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eagle3lab.engines.config_view import read_draft, read_target, rope_type_of, text_config
+from eagle3lab.engines.config_view import _ORIGINAL_FILLED, read_draft, read_target, rope_type_of, text_config
 from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, SGLANG_OLDEST_READ
-from eagle3lab.engines.profiles import BY_FLAG, BY_LAYER_TYPES, NO_WINDOW, SPECULATORS_READ
+from eagle3lab.engines.profiles import (
+    BY_FLAG,
+    BY_LAYER_TYPES,
+    NO_WINDOW,
+    SGLANG_DRAFT_WINDOW,
+    SPECULATORS_READ,
+    WINDOW,
+    WINDOW_ROWS,
+)
 from eagle3lab.engines.versions import ENGINE_NAMES, Change, InForce, Rule, rule_at
 from eagle3lab.engines.vllm_runner import VLLM_WHEEL_READ
 from eagle3lab.errors import bad_input
 from eagle3lab.findings import Finding, Severity
 
-MAX_POSITIONS, ROPE, WINDOW = "max_positions", "rope", "window"
+MAX_POSITIONS, ROPE = "max_positions", "rope"   # WINDOW: profiles' (the window rules are held there)
 LENGTH = "length"                  # Rule.kind of LENGTH_ROWS: key TARGET or DRAFT, value a Length
 # what an engine does (the value of a MAX_POSITIONS, ROPE or WINDOW rule)
 FAILS = "fails past it"            # positions >= the draft's limit crash (or read past the RoPE cache)
@@ -73,10 +82,8 @@ CHANGES = {
     "sglang#10787": Change("sglang", "with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, the draft's "
                            "max_position_embeddings raised to the target's context length", pr=10787,
                            opened="2025-09-23", first_with="0.5.4"),
-    # --speculative-draft-window-size: llama_eagle3.py sets it on every draft layer from 0.5.12 (the project's WINDOW
-    # rows, eagle3lab.engines.profiles, read in the 0.5.12-0.5.23 wheels; 0.5.23 re-read for this module)
-    "sglang-draft-window": Change("sglang", "--speculative-draft-window-size applied to the draft's attention",
-                                  last_without="0.5.11", first_with="0.5.12"),
+    # --speculative-draft-window-size (PR #24664): the window rules' change, held with them (profiles.WINDOW_ROWS)
+    "sglang#24664": SGLANG_DRAFT_WINDOW,
 }
 
 
@@ -84,9 +91,12 @@ CHANGES = {
 class Length:
     """The value of a LENGTH rule: how its engine reads a length from a config, for the rule's key TARGET (the context
     it serves the target to) or DRAFT (the positions its draft's RoPE covers): the first written key of ``keys``
-    (``smallest``: the smallest written one), times rope_scaling's factor for the RoPE types ``scaled`` (None: every
-    type but ``unscaled``), unless rope_scaling writes ``unscaled_if``; ``base``: a RoPE type whose length is read
-    from a rope_scaling key instead; ``flag``: the launch flag that sets it outright."""
+    (``smallest``: the smallest written one; a written value is any number, as both engines read ``getattr(config,
+    key)``), times the RoPE scaling's factor (rope_scaling, else rope_parameters: transformers 5 maps either onto the
+    config's rope_scaling) for the RoPE types ``scaled`` (None: every type but ``unscaled``), unless the scaling writes
+    ``unscaled_if`` or the type is one of ``filled``, whose original_max_position_embeddings transformers 5
+    (standardize_rope_params) fills when it is not written; ``base``: a RoPE type whose length is read from a scaling
+    key instead; ``flag``: the launch flag that sets it outright; ``default``: the length when no key is written."""
 
     keys: tuple[str, ...]
     smallest: bool
@@ -95,16 +105,20 @@ class Length:
     unscaled_if: str | None
     base: dict
     flag: str | None
+    filled: tuple[str, ...] = ()
+    default: int | None = None
 
 
 TARGET, DRAFT = "target", "draft"
-# SGLang 0.5.23 srt/utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS / get_context_length
+# SGLang 0.5.23 srt/utils/hf_transformers/common.py CONTEXT_LENGTH_KEYS / get_context_length (2048 when no key is
+# written), on the config transformers 5.19 (the engine environment's) loads, which fills original_max_position_embeddings
+# for llama3, yarn and longrope: SGLang scales those by 1 (tests/oracles/test_sglang_context_length.py runs it)
 _SGLANG_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
 # vLLM 0.32.0 transformers_utils/model_arch_config_convertor.py derive_max_model_len_and_key (the smallest written)
 _VLLM_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
               "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
 _SGLANG_LENGTH = dict(keys=_SGLANG_KEYS, smallest=False, scaled=None, unscaled=("llama3",),
-                      unscaled_if="original_max_position_embeddings", base={})
+                      unscaled_if="original_max_position_embeddings", base={}, filled=_ORIGINAL_FILLED, default=2048)
 _SGLANG_READER = "srt/utils/hf_transformers/common.py get_context_length"
 _TRANSFORMERS = Length(("max_position_embeddings",), False, (), (), None, {}, None)
 _WHEEL = "read in the {newest} wheel"
@@ -153,19 +167,25 @@ def context_length(engine: str, role: str, config: dict, launched: int | None = 
     row = length_row(engine, role).value
     if launched is not None:
         return int(launched)
+    if not config:
+        return None
     layer = text_config(config)
     layer = layer.get("transformer_layer_config") or layer      # speculators nests the draft's geometry
-    written = [layer[k] for k in row.keys if isinstance(layer.get(k), int)]
+    written = [layer[k] for k in row.keys if _number(layer.get(k))]
     if not written:
-        return None
+        return row.default
     scaling = layer.get("rope_scaling") or layer.get("rope_parameters") or {}
     kind = rope_type_of(scaling)
     length = min(written) if row.smallest else written[0]
-    if kind in row.base and isinstance(scaling.get(row.base[kind]), int):
+    if kind in row.base and _number(scaling.get(row.base[kind])):
         length = scaling[row.base[kind]]
     scales = (kind in row.scaled if row.scaled is not None else kind not in row.unscaled) and \
-        not (row.unscaled_if and row.unscaled_if in scaling)
+        not (row.unscaled_if and (row.unscaled_if in scaling or kind in row.filled))
     return int(length * (scaling.get("factor") or 1)) if scales else int(length)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # Which keys a window of W keeps, past query - key < W: vLLM's flash-attention window (W-1, 0) and speculators'
@@ -196,9 +216,6 @@ ROWS: tuple[Rule, ...] = (
          "(_maybe_override_draft_max_position_embeddings)", _WHEEL),
     _row("vllm", ROPE, None, DRAFT_ROPE, "model_executor/models/llama_eagle3.py (the draft's own hf_config)",
          _WHEEL + f"; #48894 traces the same in v{_TRACED}"),
-    _row("vllm", WINDOW, None, BY_LAYER_TYPES, "model_executor/models/llama.py LlamaAttention (layer_types "
-         "indexed from target_layer_count); v1/attention/backends/flash_attn.py window (W-1, 0)",
-         _WHEEL + " (the project's WINDOW rows: 0.23.0 too)"),
     # SGLang: the draft's ModelConfig gets the target's context_len (eagle_worker.py / draft_worker_common.py)
     _row("sglang", MAX_POSITIONS, None, REFUSES, "srt/configs/model_config.py (_derive_context_length: "
          "ValueError 'Target model's context_length ... is greater than the derived context_length')",
@@ -209,19 +226,13 @@ ROWS: tuple[Rule, ...] = (
     _row("sglang", MAX_POSITIONS, "sglang#10787", EXTENDS, "srt/configs/model_config.py "
          "(_derive_context_length overrides max_position_embeddings)", _OLDEST_AND_NEWEST, key=SGLANG_ENV),
     _row("sglang", ROPE, None, DRAFT_ROPE, "srt/models/llama_eagle3.py (the draft's own config)", _OLDEST_AND_NEWEST),
-    _row("sglang", WINDOW, None, NO_WINDOW, "srt/models/llama_eagle3.py (the config's window never read)",
-         f"the project's WINDOW rows ({SGLANG_OLDEST_READ}-{{until}})"),
-    _row("sglang", WINDOW, "sglang-draft-window", BY_FLAG, "srt/models/llama_eagle3.py (sliding_window_size "
-         "on every layer); srt/layers/attention/torch_native_backend.py (k_pos >= q_pos - W)",
-         _WHEEL + " (the flag from {since}: the project's WINDOW rows)"),
     # speculators (the trainer): cli.py writes max_position_embeddings = the verifier's and layer_types from
     # --sliding-window (default 2048, schema.py); eagle3/attention.py keeps kv_idx > q_idx - sliding_window
     _row("speculators", MAX_POSITIONS, None, EXTENDS, "transformers' RoPE (computed at every position)",
          "speculators {newest}"),
     _row("speculators", ROPE, None, DRAFT_ROPE, "models/eagle3/core.py (the draft's transformer_layer_config)",
          "speculators {newest}"),
-    _row("speculators", WINDOW, None, BY_LAYER_TYPES, "models/eagle3/core.py, eagle3/attention.py "
-         "(kv_idx > q_idx - sliding_window)", "speculators {newest} (#684)"),
+    *WINDOW_ROWS,   # the draft's window: one rule per engine and change, held in eagle3lab.engines.profiles
 )
 
 LABELS = {**ENGINE_NAMES, "speculators": "speculators"}

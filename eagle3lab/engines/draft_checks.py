@@ -1,8 +1,9 @@
 """Static checks of a draft's config against one engine build, from the config alone (pure Python, no weights run):
 flags the build does not read where they are written, a sliding window it runs otherwise than the trainer, aux ids
-that do not fit the fc the weights hold. Each problem (``config_problem``, a ``Finding``) carries a code, what the build does, the release
-range (from the rows of eagle3lab.engines.profiles) and the fix in the engine's own syntax; ``inspect`` lists them
-and doctor's static findings (eagle3lab.doctor.config_checks) are made from them.
+that do not fit the fc the weights hold. Each problem (``config_problem``, a ``Finding``) carries a code, what the
+build does, the release range (from the rows of eagle3lab.engines.profiles; the window's from WINDOW_ROWS, which dates
+and PR marks place too) and the fix in the engine's own syntax; ``inspect`` lists them and doctor's static findings
+(eagle3lab.doctor.config_checks) are made from them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from eagle3lab.engines.profiles import (
     FLAG,
     FLAGS,
     NUM_AUX_KEY,
+    SGLANG_DRAFT_WINDOW,
     EngineProfile,
     get_profile,
     place_key,
@@ -127,7 +129,7 @@ def window_problem(window: Window, num_layers: int, trainer: str | EngineProfile
         fix = (f"Launch with --speculative-draft-window-size {trained[0]}" if trained[1] else
                "Launch without --speculative-draft-window-size")
     elif trained[1]:
-        fix = ("Serve with SGLang >= 0.5.12 and --speculative-draft-window-size "
+        fix = (f"Serve with SGLang >= {SGLANG_DRAFT_WINDOW.first_with} and --speculative-draft-window-size "
                f"{trained[0]}, or with vLLM (it applies the window through layer_types)")
     else:
         fix = "Remove sliding_window / layer_types from the draft's config (it was trained with full attention)"

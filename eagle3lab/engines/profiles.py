@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from eagle3lab.engines.config_view import Written, rope_type_of
-from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, resolve_aux_layers
-from eagle3lab.engines.versions import Rule, rule_at
+from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, SGLANG_OLDEST_READ, resolve_aux_layers
+from eagle3lab.engines.versions import Change, InForce, Rule, rule_at
 from eagle3lab.engines.vllm_runner import (
     IDS_NESTED,
     IDS_TOP,
@@ -204,6 +204,58 @@ def _rows(engine: str, kind: str, since: str, *names: str, **fields) -> tuple[Ru
     return tuple(Rule(engine, kind, name, since, **fields) for name in names)
 
 
+# A draft's sliding window, one rule per engine and change (kind WINDOW, key None): the home of the fact, read by
+# eagle3lab.engines.context_rules (its WINDOW rules) and by the profiles (draft_window: window_fields, by the one
+# lookup, so a date or a PR mark places a build as a release does). ``source`` is a template filled from the row
+# ({newest}, {since}, {until}, {pr}). speculators#684 made sliding_window 2048 with layer_types the default for
+# new draft layers. SGLang: --speculative-draft-window-size came with PR #24664 (opened 2026-05-08); absent from the
+# 0.5.11 wheel (llama_eagle3.py, server_args.py), present in the 0.5.12 one, whose build stamp (sglang/version.py in
+# the wheel's zip) is 2026-05-16: on main by then (the merge day was not found).
+SGLANG_DRAFT_WINDOW = Change("sglang", "--speculative-draft-window-size applied to the draft's attention "
+                             "(llama_eagle3.py)", pr=24664, opened="2026-05-08", on_main_by="2026-05-16",
+                             last_without="0.5.11", first_with="0.5.12")
+_WINDOW_READ = {**_NEWEST, "vllm": VLLM_WHEEL_READ}   # the newest release each engine's window rules were read in
+WINDOW_ROWS: tuple[Rule, ...] = (
+    Rule("speculators", WINDOW, None, None, BY_LAYER_TYPES, reader="models/eagle3/core.py, eagle3/attention.py "
+         "(the layers layer_types names; kv_idx > q_idx - sliding_window)", source="speculators {newest} (#684)"),
+    Rule("vllm", WINDOW, None, None, BY_LAYER_TYPES, reader="model_executor/models/llama.py LlamaAttention / "
+         "qwen3_eagle3.py (the layers layer_types names, indexed from target_layer_count; without layer_types the "
+         "verifier's window); v1/attention/backends/flash_attn.py window (W-1, 0)",
+         source="read in the 0.23.0 and {newest} wheels"),
+    Rule("sglang", WINDOW, None, None, NO_WINDOW, reader="srt/models/llama_eagle3.py (the config's window never read)",
+         source=f"read in the {SGLANG_OLDEST_READ}-{{until}} wheels"),
+    Rule("sglang", WINDOW, None, SGLANG_DRAFT_WINDOW, BY_FLAG, reader="srt/models/llama_eagle3.py "
+         "(--speculative-draft-window-size: sliding_window_size on every layer); "
+         "srt/layers/attention/torch_native_backend.py (k_pos >= q_pos - W)",
+         source="PR #{pr}; read in the {since}-{newest} wheels"),
+)
+
+
+def window_rules(engine: str, engine_version=None) -> InForce:
+    """``engine``'s WINDOW rules as build ``engine_version`` reads them (the one lookup; dates, PR marks, releases)."""
+    return rule_at(WINDOW_ROWS, engine_version, engine=engine, kind=WINDOW, newest=_WINDOW_READ[engine])
+
+
+def window_fields(engine: str, engine_version=None) -> dict:
+    """The EngineProfile fields draft_window and draft_window_how of ``engine``'s build ``engine_version`` (a release,
+    date or PR mark), from WINDOW_ROWS; a build the rules' change cannot place behaves as the newest, and says so."""
+    if not any(r.engine == engine for r in WINDOW_ROWS):
+        return {}
+    rules, unplaced = window_rules(engine, engine_version), []
+    rules.get("value", lambda text, change: unplaced.append(text))
+    row = rules.row
+    since = f" since {rules.fields()['since']}" if isinstance(row.since, Change) else ""
+    return {"draft_window": row.value,
+            "draft_window_how": f"{row.reader}{since} ({rules.say(row.source)})" + "".join(f"; {w}" for w in unplaced)}
+
+
+def _release_view(row: Rule) -> Rule:
+    """A WINDOW rule as a release row of ROWS (key "draft", since its change's first release, source filled), for the
+    readers of ROWS by release (flags.common.window_rows)."""
+    since = row.since.first_with if isinstance(row.since, Change) else row.since
+    return replace(row, key="draft", since=since, source=window_rules(row.engine).say(row.source, row))
+
+
 _BASE_ROPE = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
 ROWS: tuple[Rule, ...] = (
     # speculators tags: norm_before_fc (one norm over the whole fc input, input_norm.weight) since v0.5.0 (PR #337,
@@ -283,18 +335,8 @@ ROWS: tuple[Rule, ...] = (
     # input_norm, fc reads the raw concatenation), SGLang kimi_k25_eagle3.py (0.5.12-SGLANG_NEWEST_READ wheels)
     Rule("vllm", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="deepseek_eagle3.py"),
     Rule("sglang", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="kimi_k25_eagle3.py"),
-    # A draft's sliding window (speculators#684 made sliding_window 2048 with layer_types the default for new draft
-    # layers; speculators trains the window on the layers layer_types names sliding_attention, eagle3/core.py, 0.9.0).
-    # vLLM: llama.py's LlamaAttention (which llama_eagle3.py builds) and qwen3_eagle3.py apply sliding_window only to
-    # the layers layer_types names, indexed from target_layer_count (read in the 0.23.0 and 0.32.0 wheels); without
-    # layer_types the window falls through to the verifier's. SGLang: llama_eagle3.py never reads the config's
-    # window; --speculative-draft-window-size sets one for the draft's attention from 0.5.12 (0.5.12-SGLANG_NEWEST_READ wheels).
-    Rule("speculators", WINDOW, "draft", value=BY_LAYER_TYPES, reader="eagle3/core.py", source="speculators#684"),
-    Rule("vllm", WINDOW, "draft", value=BY_LAYER_TYPES, reader="llama.py LlamaAttention / qwen3_eagle3.py",
-        source=f"read in the 0.23.0 and {VLLM_WHEEL_READ} wheels"),
-    Rule("sglang", WINDOW, "draft", value=NO_WINDOW, reader="llama_eagle3.py"),
-    Rule("sglang", WINDOW, "draft", "0.5.12", value=BY_FLAG, reader="llama_eagle3.py",
-        source="--speculative-draft-window-size"),
+    # A draft's sliding window: WINDOW_ROWS (above, which hold it) as release rows, for readers of ROWS by release
+    *(_release_view(row) for row in WINDOW_ROWS),
 )
 
 
@@ -375,18 +417,17 @@ def families_at(engine: str, release: str, rows=None) -> tuple[dict[str, str], d
 
 def reading_at(engine: str, release: str, rows=None) -> dict:
     """The EngineProfile fields flag_keys, flag_keys_how, family_ignores, draft_window and draft_window_how of
-    ``engine``'s build ``release``, from the FLAG_KEYS, FAMILY_IGNORES and WINDOW rows."""
+    ``engine``'s build ``release``, from the FLAG_KEYS and FAMILY_IGNORES rows and WINDOW_ROWS."""
     def held(kind):
         return {name: readers[0][0] for name, readers in rows_at(engine, kind, release, rows).items()
                 if readers[0][0] is not None}
 
     keys = held(FLAG_KEYS)
-    window = held(WINDOW).get("draft")
     return {"flag_keys": {flag: tuple(row.value) for flag, row in keys.items()},
             "flag_keys_how": {flag: _since(row) for flag, row in keys.items()},
             "family_ignores": {family: {flag: row.reader for flag in row.value}
                                for family, row in held(FAMILY_IGNORES).items()},
-            **({"draft_window": window.value, "draft_window_how": _since(window)} if window else {})}
+            **window_fields(engine, release)}
 
 
 def release_fields(engine: str, release: str, rows=None) -> dict:
@@ -739,7 +780,9 @@ def for_build(profile: str | EngineProfile, engine_version=None, engine_platform
     version = parse_engine_version(engine_version, "engine_version")
     built = replace(profile, engine_version=version or profile.engine_version,
                     engine_platform=platform or profile.engine_platform)
-    return _at_release(built, version)
+    built = _at_release(built, version)
+    # the window's rule holds from a Change, so a date or a PR mark places it too (the other release rows: releases)
+    return replace(built, **window_fields(profile.id_engine, version)) if version and profile.release else built
 
 
 # The profile whose aux-count fields (fc width rule) a build of each engine has, by the release that changed them:

@@ -164,6 +164,50 @@ def test_sources_name_releases_through_their_row():
         assert cr.NEWEST_READ[row.engine] not in row.source, row
     assert cr.cited(cr.rules_at("vllm", MAX_POSITIONS, "0.32.0")).endswith("; read in the 0.32.0 wheel")
     assert "#48894's trace of v0.24.0" in cr.cited(cr.rules_at("vllm", MAX_POSITIONS, "0.24.0"))
-    assert cr.cited(cr.rules_at("sglang", WINDOW, "0.5.12")).endswith(
-        "read in the 0.5.23 wheel (the flag from 0.5.12: the project's WINDOW rows)")
-    assert cr.cited(cr.rules_at("sglang", WINDOW, "0.5.11")).endswith("the project's WINDOW rows (0.5.4-0.5.11)")
+    assert cr.cited(cr.rules_at("sglang", WINDOW, "0.5.12")).endswith("PR #24664; read in the 0.5.12-0.5.23 wheels")
+    assert cr.cited(cr.rules_at("sglang", WINDOW, "0.5.11")).endswith("read in the 0.5.4-0.5.11 wheels")
+
+
+# SGLang 0.5.23's answers (srt/utils/hf_transformers/common.py get_context_length, lines 677-694, on the config its
+# get_config loads with transformers 5.19), run by tests/oracles/test_sglang_context_length.py; committed here so the
+# reading is held without the engine environment. One per way flags' copy and this module's once disagreed.
+_LLAMA = {"model_type": "llama", "max_position_embeddings": 4096}
+SGLANG_SAYS = [
+    ({"model_type": "qwen3", "max_position_embeddings": 40960, "seq_length": 8192.5}, 8192),   # a float key is read
+    ({**_LLAMA, "rope_parameters": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1e4}}, 16384),   # scaled
+    ({**_LLAMA, "max_position_embeddings": 131072, "rope_scaling": {"type": "llama3", "factor": 8.0, "low_freq_factor":
+                                                                     1.0, "high_freq_factor": 4.0}}, 131072),
+    ({**_LLAMA, "rope_scaling": {"type": "linear", "factor": 2.0}}, 8192),   # a legacy type otherwise scales
+    ({**_LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, 4096),   # original filled by transformers
+    ({**_LLAMA, "rope_scaling": {"rope_type": "longrope", "factor": 4.0, "short_factor": [1.0] * 32,
+                                 "long_factor": [1.0] * 32}}, 4096),
+    ({"model_type": "llama"}, 2048),   # no length key: get_context_length's default
+]
+
+
+@pytest.mark.parametrize("config, length", SGLANG_SAYS)
+def test_sglangs_context_length_is_one_reading(config, length):
+    from eagle3lab.engines.flags.sglang import derived_context_length
+
+    assert cr.context_length("sglang", cr.TARGET, config) == cr.context_length("sglang", cr.DRAFT, config) == length
+    assert derived_context_length(config) == length   # flags reads the same row
+    assert derived_context_length(None) is None and cr.context_length("sglang", cr.TARGET, {}) is None
+
+
+def test_the_window_rule_has_one_home_that_dates_and_pr_marks_place():
+    """SGLang's draft window: one rule per change (profiles.WINDOW_ROWS, PR #24664: opened 2026-05-08, on main by
+    2026-05-16), read by resolve_context and by the profiles (draft_checks' DRAFT_WINDOW) alike: a build dated
+    before the PR was opened, or marked pre-#24664, has no flag; one dated after 0.5.12's build has it; one dated in
+    between behaves as the newest, with the one warning."""
+    from eagle3lab.engines.profiles import WINDOW_ROWS, for_build
+
+    assert [r for r in ROWS if r.kind == WINDOW] == list(WINDOW_ROWS)
+    for build, window in (("2026-05-01", None), ("pre-#24664", None), ("0.5.11", None), ("2026-05-20", 65),
+                          ("post-#24664", 65), ("0.5.12", 65), ("2026-05-10", 65)):
+        rule = resolve_context("sglang", WINDOWED, TARGET_CFG, build, launch_window=64)
+        assert rule.window == window, build
+        assert for_build("sglang", build).draft_window == (BY_FLAG if window else NO_WINDOW), build
+        unplaced = build == "2026-05-10"
+        assert ("CONTEXT_VERSION_UNPLACED" in rule.codes()) == unplaced, build
+        assert ("cannot be placed relative to SGLang PR #24664" in for_build("sglang", build).draft_window_how) == \
+            unplaced, build

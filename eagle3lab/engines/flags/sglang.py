@@ -24,7 +24,7 @@ import difflib
 import json
 from pathlib import Path
 
-from eagle3lab.engines.context_rules import TARGET, length_row
+from eagle3lab.engines.context_rules import TARGET, context_length
 from eagle3lab.engines.flags.cmdline import FlagSpec, env_bool, parse_command
 from eagle3lab.engines.flags.common import (
     Inputs,
@@ -683,27 +683,9 @@ def _graph_ids(inp: Inputs, ids, res, out: list):
                   "--disable-cuda-graph (slower, but every forward feeds the configured ids).", setting="aux_resid"))
 
 
-# SGLang's CONTEXT_LENGTH_KEYS in the order get_context_length reads them: its length rule's (engines.context_rules)
-CONTEXT_KEYS = length_row("sglang", TARGET).value.keys
-
-
 def derived_context_length(cfg: dict | None) -> int | None:
-    """SGLang's get_context_length (srt/configs/model_config.py): first context key, times the rope factor
-    unless the scaling names original_max_position_embeddings or is llama3."""
-    text = (cfg or {}).get("text_config") if isinstance((cfg or {}).get("text_config"), dict) else cfg
-    if not text:
-        return None
-    if isinstance(text.get("transformer_layer_config"), dict):
-        text = text["transformer_layer_config"]
-    rope = text.get("rope_scaling") or {}
-    factor = rope.get("factor", 1) if isinstance(rope, dict) else 1
-    if not isinstance(rope, dict) or "original_max_position_embeddings" in rope or \
-            rope.get("rope_type", rope.get("type")) == "llama3":
-        factor = 1
-    for key in CONTEXT_KEYS:
-        if text.get(key) is not None:
-            return int(factor * text[key])
-    return None
+    """SGLang's get_context_length of a config (None: no config): context_rules' LENGTH rule, the one reading."""
+    return context_length("sglang", TARGET, cfg)
 
 
 def _context(inp: Inputs, eff: dict, out: list):
