@@ -38,9 +38,8 @@ import torch
 from eagle3lab import bundled
 from eagle3lab.atomic import write_json
 from eagle3lab.doctor.run import run_doctor
-from eagle3lab.engines.flags import SEED_COMMAND
+from eagle3lab.engines.flags import SEED_FLAGS
 
-SEED_FLAGS = SEED_COMMAND.replace("moonshotai/Kimi-K2-Instruct", "TARGET").replace("./kimi-k2-eagle3", "DRAFT")
 SMOLLM2 = Path("data/external/smollm2-135m-instruct")
 
 

@@ -8,9 +8,7 @@ import pytest
 
 from eagle3lab import bundled
 from eagle3lab.app.cli import main
-from eagle3lab.engines.flags import SEED_COMMAND
-
-SEED_FLAGS = SEED_COMMAND.replace("moonshotai/Kimi-K2-Instruct", "TARGET").replace("./kimi-k2-eagle3", "DRAFT")
+from eagle3lab.engines.flags import SEED_FLAGS
 
 
 def doctor(capsys, *args):

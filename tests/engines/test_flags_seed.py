@@ -86,3 +86,10 @@ def test_dict_args_equal_the_seed_command_line():
     a = resolve_flags("sglang", as_dict, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG)
     b = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG)
     assert a.effective == b.effective and a.codes() == b.codes()
+
+
+def test_seed_flags_hold_the_command_with_placeholders_for_its_checkpoints():
+    from eagle3lab.engines.flags import SEED_COMMAND, SEED_FLAGS
+
+    assert "--model-path TARGET" in SEED_FLAGS and "--speculative-draft-model-path DRAFT" in SEED_FLAGS
+    assert SEED_FLAGS.replace("TARGET", "moonshotai/Kimi-K2.5").replace("DRAFT", "./kimi-k25-eagle3") == SEED_COMMAND

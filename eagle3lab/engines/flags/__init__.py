@@ -35,7 +35,7 @@ from eagle3lab.engines.versions import parse_engine_version
 from eagle3lab.engines.vllm_runner import check_platform
 from eagle3lab.errors import bad_input
 
-__all__ = ["SERVING_ENGINES", "Finding", "FlagsResult", "SEED_COMMAND", "SEED_DRAFT_CONFIG", "SEED_TARGET_CONFIG",
+__all__ = ["SERVING_ENGINES", "Finding", "FlagsResult", "SEED_COMMAND", "SEED_DRAFT_CONFIG", "SEED_FLAGS", "SEED_TARGET_CONFIG",
            "change_key", "one_notice_per_change", "resolve_flags", "sglang_what_if"]
 
 # The seed case: Kimi-K2.5 (moonshotai/Kimi-K2.5: KimiK25ForConditionalGeneration, the name SGLang matches, around a
@@ -48,6 +48,9 @@ SEED_COMMAND = (
     "--speculative-algorithm EAGLE3 --speculative-draft-model-path ./kimi-k25-eagle3 "
     "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 16"
 )
+# the seed's flags with its checkpoints as placeholders: doctor reads the checkpoints from --target / --draft
+SEED_FLAGS = " ".join({"moonshotai/Kimi-K2.5": "TARGET", "./kimi-k25-eagle3": "DRAFT"}.get(t, t)
+                      for t in SEED_COMMAND.split())
 # moonshotai/Kimi-K2.5's config.json trimmed to the keys the resolvers read (architectures, depth, the context and
 # its RoPE scaling, the dense/MoE split, the experts); tests/engines/test_flags_seed.py holds it to the published one.
 SEED_TARGET_CONFIG = {
