@@ -56,8 +56,14 @@ SPEED_WORDS = {"faster": "faster than no speculation", "slower": "slower than no
                "within noise": "within noise of no speculation", "not measured": "not measured"}
 BEFORE = {"within noise": " of", "identical": " to"}   # a word's preposition before "the rung before"
 STEP_WORDS = {"faster": "faster than the rung before", "slower": "slower than the rung before",
-              "within noise": "within noise of the rung before", "no change": "the same decoding as the rung before",
+              "within noise": "within noise of the rung before", "identical": "the same decoding as the rung before",
               "not measured": "not measured"}
+
+
+def shown(word: str | None) -> str | None:
+    """The word a reader sees: doctor's "no change" (a rung sharing the rung before's measurement, 0 [0, 0]) is the
+    glossary's word for a degenerate interval, "identical" (``verdicts.word_of``), as any other such rung reads."""
+    return "identical" if word == "no change" else word
 
 
 def ratio_text(iv: Interval) -> str:
@@ -123,8 +129,8 @@ class CaseLadder:
         return SPEED_WORDS[rung.speed_verdict]
 
     def step_speed_word(self, rung: Rung) -> str:
-        """Against the previous run rung, the same way; a rung that shares its decoding is "no change"."""
-        return STEP_WORDS[rung.step_verdict]
+        """Against the previous run rung, the same way; a rung that shares its decoding is "identical"."""
+        return STEP_WORDS[shown(rung.step_verdict)]
 
     def label(self, i: int) -> str:
         """``3. the team's ids``: rungs count from 1, as the notebook's list does."""
@@ -140,7 +146,7 @@ class CaseLadder:
                          f"{s.num_draft_tokens} verified", "ids": list(s.ids), "feeds": resid_label(s.fed),
                          "norm_before_residual": s.rule, "checkpoint": s.checkpoint,
                          "tau (95%)": "not run" if r.tau is None else str(r.tau),
-                         "change in tau (95%)": "" if r.gain is None else gain_text(r.gain), "verdict": r.word,
+                         "change in tau (95%)": "" if r.gain is None else gain_text(r.gain), "verdict": shown(r.word),
                          "what the build does": r.note})
         return pd.DataFrame(rows).set_index("rung")
 
@@ -154,7 +160,7 @@ class CaseLadder:
             rows.append({"rung": self.label(i), "tok/s (end to end, median)": round(r.e2e_tps, 1),
                          f"x no speculation ({kind}, 95%)": ratio_text(r.speed), "speed": r.speed_verdict,
                          f"x rung before ({kind}, 95%)": "" if r.step_speed is None else ratio_text(r.step_speed),
-                         "vs rung before": r.step_verdict or "", "token-identical": identical_text(r)})
+                         "vs rung before": shown(r.step_verdict) or "", "token-identical": identical_text(r)})
         return pd.DataFrame(rows).set_index("rung") if rows else pd.DataFrame()
 
     def trainer_table(self, as_trained: tuple[Interval, str] | None = None) -> pd.DataFrame:
@@ -273,14 +279,14 @@ class CaseLadder:
         if bx is None:
             ax.set_xlabel(f"accept length tau (tokens per verify round), teacher-forced on {self.scored_on}\n"
                           "95% paired bootstrap over prompts")
-            ax.set_title(f"tau; green / red: beats / loses the rung before, grey: within noise or no change\n"
+            ax.set_title(f"tau; green / red: beats / loses the rung before, grey: within noise or identical\n"
                          f"tokens/s not measured: {self.untimed}", fontsize=9)
             fig.suptitle(f"The ladder, one change a rung, teacher-forced ({', '.join(engines)} arithmetic; "
                          f"{self.device}, {self.dtype})", fontsize=10)
             fig.tight_layout()
             return fig
         ax.set_xlabel("accept length tau (tokens per verify round)\n95% paired bootstrap over prompts")
-        ax.set_title("tau; green / red: beats / loses the rung before,\ngrey: within noise or no change", fontsize=9)
+        ax.set_title("tau; green / red: beats / loses the rung before,\ngrey: within noise or identical", fontsize=9)
         bx.set_ylabel("the same rungs", fontsize=8)
         bx.axvline(1, color="k", lw=0.8, ls="--")
         kind = "end to end" if self.speed_kind == "e2e" else "decode"
