@@ -36,6 +36,7 @@ __version__ = "0.1.0"
 _HOMES = {
     # foundation
     "eagle3lab.errors": ("Eagle3LabError",),
+    "eagle3lab.findings": ("Finding", "Severity"),
     "eagle3lab.bundled": ("load_prompts", "recorded_resid", "TRACKS", "TRACK_MODELS", "apply_track"),
     # engine knowledge
     "eagle3lab.engines.flags": ("resolve_flags", "sglang_what_if", "SEED_COMMAND", "SEED_TARGET_CONFIG",
