@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from eagle3lab.analysis.roofline import SERVED
-from eagle3lab.analysis.verdicts import interval_text, signed_text, word_of
+from eagle3lab.analysis.verdicts import interval_text, rate_text, signed_text, word_of
 from eagle3lab.doctor.ladder import Decoded, Rung, RunState, TeacherForced, climb
 from eagle3lab.engines.acceptance import (
     Interval,
@@ -331,14 +331,32 @@ class WiringVerdict:
                    (("tau", self.tau), ("runner_up_tau", self.runner_up_tau), ("diff", self.diff))}}
 
 
-def wiring_verdict(bank, draft, search: pd.DataFrame, num_steps: int) -> WiringVerdict:
-    """The top two rows of ``score_wirings`` on ``bank`` re-read with their per-prompt sums (the scorer is
-    memoised per call, so each is one more draft evaluation), their difference paired over the prompts."""
-    from eagle3lab.analysis.wiring_search import Scorer, settings_of
+def _rescored(score, row):
+    """One ``score_wirings`` row re-read by ``score`` (a ``wiring_search.Scorer``: its per-prompt sums, counts)."""
+    from eagle3lab.analysis.wiring_search import settings_of
 
-    score, settings = Scorer(bank, draft, num_steps), settings_of(draft)
-    top, second = (score(tuple(r.aux_resid), {**settings, "norm_before_residual": bool(r.norm_before_residual)})
-                   for r in (search.iloc[0], search.iloc[1]))
+    return score(tuple(row.aux_resid), {**settings_of(score.draft), "norm_before_residual": bool(row.norm_before_residual)})
+
+
+def candidates_table(search: pd.DataFrame, score) -> pd.DataFrame:
+    """Step 3's candidates as shown: ``search`` (``score_wirings``, best first) at 3 digits, each c_k a rate with
+    its count where it is 1 or 0 (``verdicts.rate_text``, as notebook 03 prints them: ``1.000 (1/1)``), the counts
+    re-read from ``score`` (a ``wiring_search.Scorer`` on the same bank: memoised, ``wiring_verdict`` shares it)."""
+    out = search.round(3)
+    stats = [_rescored(score, r).stats for r in search.itertuples()]
+    for i in range(len(stats[0].conditional) if stats else 0):
+        out[f"c{i + 1}"] = [rate_text(s.conditional[i], s.accepted_per_pos[i], s.reached_per_pos[i], 3) for s in stats]
+    return out
+
+
+def wiring_verdict(bank, draft, search: pd.DataFrame, num_steps: int, score=None) -> WiringVerdict:
+    """The top two rows of ``score_wirings`` on ``bank`` re-read with their per-prompt sums (``score``: the
+    memoised scorer ``candidates_table`` read, else a new one: one more draft evaluation each), their difference
+    paired over the prompts."""
+    from eagle3lab.analysis.wiring_search import Scorer
+
+    score = score or Scorer(bank, draft, num_steps)
+    top, second = (_rescored(score, r) for r in (search.iloc[0], search.iloc[1]))
     name = [f"{r.wiring} with norm_before_residual={bool(r.norm_before_residual)}" for r in (search.iloc[0],
                                                                                             search.iloc[1])]
     return WiringVerdict(name[0], name[1], bootstrap_ratio(*top.tau_sums), bootstrap_ratio(*second.tau_sums),

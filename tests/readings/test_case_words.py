@@ -1,9 +1,13 @@
 """Notebook 06's words on rungs built here: the word shown for a rung that shares the rung before's measurement."""
 
+from types import SimpleNamespace
+
+import pandas as pd
+
 from eagle3lab.doctor.fixes import RunState
 from eagle3lab.doctor.ladder import Rung
 from eagle3lab.engines.acceptance import Interval
-from eagle3lab.readings.nb06_case_file import CaseLadder, shown
+from eagle3lab.readings.nb06_case_file import CaseLadder, candidates_table, shown
 
 
 def _iv(value, low, high):
@@ -25,3 +29,34 @@ def test_a_shared_measurement_reads_identical_as_any_degenerate_interval():
     assert ladder.step_speed_word(rungs[1]) == "the same decoding as the rung before"
     assert shown("no change") == "identical" and shown("beats") == "beats" and shown(None) is None
     assert "no change" not in ladder.plot().axes[0].get_title()
+
+
+class _Draft:
+    settings = SimpleNamespace(norm_before_residual=False)
+
+    def variants(self):
+        return [{"norm_before_residual": (False, True)}]
+
+
+class _Scorer:
+    """Answers as wiring_search.Scorer does: a score whose stats hold c_k and the rounds behind each."""
+
+    draft = _Draft()
+
+    def __init__(self, stats):
+        self.stats, self.asked = stats, []
+
+    def __call__(self, wiring, variant):
+        self.asked.append((wiring, variant["norm_before_residual"]))
+        return SimpleNamespace(stats=self.stats[(wiring, variant["norm_before_residual"])])
+
+
+def test_step_3_prints_each_rate_of_one_or_zero_with_its_count():
+    search = pd.DataFrame({"wiring": ["a", "b"], "aux_resid": [(0, 3, 7), (1, 4, 8)], "norm_before_residual": [True, False],
+                           "tau": [3.8251, 1.2], "c1": [0.9, 0.2], "c2": [1.0, 0.0]})
+    stats = {((0, 3, 7), True): SimpleNamespace(conditional=[0.9, 1.0], accepted_per_pos=[9, 1], reached_per_pos=[10, 1]),
+             ((1, 4, 8), False): SimpleNamespace(conditional=[0.2, 0.0], accepted_per_pos=[2, 0], reached_per_pos=[10, 2])}
+    score = _Scorer(stats)
+    table = candidates_table(search, score)
+    assert table["c1"].tolist() == ["0.900", "0.200"] and table["c2"].tolist() == ["1.000 (1/1)", "0.000 (0/2)"]
+    assert table["tau"].tolist() == [3.825, 1.2] and score.asked == [((0, 3, 7), True), ((1, 4, 8), False)]
