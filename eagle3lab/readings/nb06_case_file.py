@@ -185,6 +185,19 @@ class CaseLadder:
         out["tau"] = out["tau"].round(3)
         return out.assign(**{"against the last rung's interval": [self.against_served(r[2]) for r in rows[:-1]] + [""]})
 
+    def trainer_words(self, as_trained: tuple[Interval, str]) -> str:
+        """Where step 3's teacher-forced tau (``as_trained``, as ``trainer_table`` takes it) lies against the
+        trainer's two taus and the last rung's interval: the table's own comparison, in a sentence."""
+        t, (iv, scored_on) = self.trainer, as_trained
+        if not t:
+            return ""
+        low, high = sorted((t["tau_est"], t["tau_implied"]))
+        vs = "above both" if iv.value > high else "below both" if iv.value < low else "between"
+        return (f"Step 3's teacher-forced tau on {scored_on}, {iv.value:.3f}, is {vs} the trainer's ({t['tau_est']:.3f} "
+                f"and {t['tau_implied']:.3f}) and {self.against_served(iv.value)} the last rung's interval "
+                f"{self.run[-1].tau}: teacher-forced like the trainer's but on other text, not decoded like the last "
+                "rung's (the \"how\" column says why the numbers may differ).")
+
     def against_served(self, tau: float) -> str:
         """Where a tau (the trainer's) lies against the last rung's interval."""
         iv = self.run[-1].tau

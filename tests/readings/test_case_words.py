@@ -60,3 +60,18 @@ def test_step_3_prints_each_rate_of_one_or_zero_with_its_count():
     table = candidates_table(search, score)
     assert table["c1"].tolist() == ["0.900", "0.200"] and table["c2"].tolist() == ["1.000 (1/1)", "0.000 (0/2)"]
     assert table["tau"].tolist() == [3.825, 1.2] and score.asked == [((0, 3, 7), True), ((1, 4, 8), False)]
+
+
+def test_step_3s_tau_is_placed_as_the_trainer_table_places_it():
+    last = _rung("c", "identical", _iv(0, 0, 0), _iv(1, 1, 1))
+    last.tau = _iv(2.964, 2.6, 3.3)
+    trainer = {"agree": [0.9, 0.8], "tau_est": 3.128, "tau_implied": 3.033}
+    ladder = CaseLadder([last], None, 2, "cpu", "float32", trainer)
+    above = (_iv(3.825, 3.41, 4.23), "the as-trained set")
+    words = ladder.trainer_words(above)
+    table = ladder.trainer_table(above)
+    assert table["against the last rung's interval"].iloc[2] == "above"
+    assert "3.825, is above both the trainer's (3.128 and 3.033) and above the last rung's interval" in words
+    assert "is between the trainer's" in ladder.trainer_words((_iv(3.1, 2.9, 3.3), "x"))
+    assert "is below both the trainer's" in ladder.trainer_words((_iv(2.9, 2.7, 3.1), "x"))
+    assert "inside the last rung's interval" in ladder.trainer_words((_iv(2.9, 2.7, 3.1), "x"))
