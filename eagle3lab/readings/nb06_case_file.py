@@ -813,27 +813,37 @@ class ChainChoice:
         """Each chain's projected speedup over no speculation, mean of the repeats (num_steps 1, 2, ...)."""
         return [float(self.projected[k].mean()) for k in self.projected.columns]
 
+    def fastest(self) -> str:
+        """The fastest set named: one chain alone, else every chain within noise of the top projection (no "best"
+        inside the noise)."""
+        near = self.within_noise
+        if len(near) == 1:
+            return steps(near[0])
+        each = "within noise of each other" if len(near) == 2 else f"each within noise of {steps(self.best)}"
+        return f"{', '.join(str(k) for k in near)} steps, {each}"
+
     def table(self) -> pd.DataFrame:
         rows = []
         for k in self.projected.columns:
             col, iv = self.projected[k], self.against_best(k)
-            rows.append({"num_steps": int(k), "tau (from the trainer's agreement)": self.taus[k],
-                         "projected speedup (mean of repeats)": col.mean(),
+            rows.append({"num_steps": int(k), "tau (from the trainer's agreement)": round(self.taus[k], 3),
+                         "projected speedup (mean of repeats)": round(col.mean(), 3),
                          "lowest - highest": f"{col.min():.2f} - {col.max():.2f}",
-                         "over the best (95%)": ratio_text(iv),
-                         "verdict": "best" if k == self.best else "within noise of the best" if iv.high >= 1
-                         else "slower than the best",
+                         "over the top projection (95%)": ratio_text(iv),
+                         "verdict": f"fastest: {self.fastest()}" if k in self.within_noise else "slower than the fastest",
                          "launched": "yes" if k == self.chain else ""})
         return pd.DataFrame(rows).set_index("num_steps")
 
     def words(self) -> str:
-        near = ", ".join(str(k) for k in self.within_noise)
         best = self.projected[self.best].mean()
+        top = f"{best:.2f}x decode over no speculation, mean of the repeats"
         launch = (f"the launched {steps(self.chain)} " + ("is" if self.launched_within_noise else "is NOT")
-                  + " in that set" + ("" if self.launched else " (the best itself)"))
-        return (f"Projected on costs timed {self.repeats} times, the fastest chain is {steps(self.best)} "
-                f"({best:.2f}x decode over no speculation, mean of the repeats); the chains within noise of it are "
-                f"{{{near}}} steps; {launch}")
+                  + " in that set" + ("" if self.launched else " (the top projection itself)"))
+        if len(self.within_noise) == 1:
+            head = f"the fastest chain is {steps(self.best)} ({top}), no other chain within noise of it"
+        else:
+            head = f"the fastest chains are {self.fastest()} (the top projection {steps(self.best)}, {top})"
+        return f"Projected on costs timed {self.repeats} times, {head}; {launch}"
 
     def claims(self) -> dict:
         return {"best": self.best, "within_noise": [int(k) for k in self.within_noise], "chain": self.chain,
