@@ -178,12 +178,21 @@ class ServedChain:
         """The chain projected fastest (the shortest among equals)."""
         return max(self.speedups, key=self.speedups.__getitem__)
 
+    @property
+    def at_edge(self) -> bool:
+        """The fastest priced chain is the longest priced: a longer one, not priced, may be faster still."""
+        return self.best == max(self.speedups)
+
     def words(self) -> str:
-        f = self.fleet
+        f, k, n = self.fleet, self.best, len(self.speedups)
+        found = (f"the fastest chain priced is the longest priced, {k} steps ({self.speedups[k]:.2f}x projected decode; "
+                 f"chains 1-{n} priced, the projections still rising at {n}: "
+                 f"{' -> '.join(f'{v:.3f}' for v in self.speedups.values())}), so a longer chain may be faster: measure "
+                 "longer ones on the fleet" if self.at_edge else
+                 f"the fastest chain is {k} steps ({self.speedups[k]:.2f}x projected decode, chains 1-{n} priced)")
         return (f"Priced on the served cost model ({f['roofline']}, batch {f['batch']}, c {f['c']}, per-round overhead "
-                f"{f['overhead']} target steps: stated assumptions, not measurements) with {self.agree_from}, the "
-                f"fastest chain is {self.best} steps ({self.speedups[self.best]:.2f}x projected "
-                f"decode, chains 1-{len(self.speedups)} priced); the seed's own draft replaces that agreement with its trainer's, "
+                f"{f['overhead']} target steps: stated assumptions, not measurements) with {self.agree_from}, {found}; "
+                f"the seed's own draft replaces that agreement with its trainer's, "
                 f"and the chain is confirmed by measuring it on the fleet at batch {f['batch']} (the engine's accept "
                 "length and tok/s per chain) before it is launched")
 
@@ -245,9 +254,10 @@ class SeedAnswer:
         t = self.target
         head = (f"For the seed's own target, {t['name']} (`{t['arch']}`, {t['num_layers']} layers), a draft trained on "
                 f"{_label(self.trained)} with norm_before_residual={self.rule}, the engine knowledge answers per build:")
-        chain = (self.chain.words() + f"; the lines below launch {self.chain_launched} steps"
-                 if self.chain else f"The lines below launch {self.chain_launched} steps; measure the chain on the "
-                 "fleet before launching (no agreement to price it with here)")
+        # the chain's sentence follows the builds' list, whose launch lines are therefore above it
+        chain = (self.chain.words() + f"; the launch lines above use {self.chain_launched} steps"
+                 if self.chain else f"The launch lines above use {self.chain_launched} steps; measure the chain on "
+                 "the fleet before launching (no agreement to price it with here)")
         return "\n\n".join([head, "\n".join(f"- {self.build_words(b)}" for b in self.builds), chain + ".",
                             self.record.words()])
 

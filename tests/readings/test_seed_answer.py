@@ -44,3 +44,18 @@ def test_without_an_agreement_the_chain_is_to_be_measured():
     a = _answer(agree=None)
     assert a.chain is None and a.chain_launched == 3 and "measure the chain on the fleet" in a.words()
     assert "--speculative-num-steps 3 " in a.builds[0].launch
+
+
+def test_a_fastest_chain_at_the_edge_of_those_priced_says_longer_may_be_faster():
+    rising, peaked = _answer(agree=(0.95, 0.95, 0.95, 0.95)), _answer(agree=(0.8, 0.1, 0.05, 0.01))
+    values = list(rising.chain.speedups.values())
+    assert rising.chain.at_edge and rising.chain.best == 4 and values == sorted(values)
+    words = rising.words()
+    assert "the fastest chain priced is the longest priced, 4 steps" in words and "a longer chain may be faster" in words
+    assert " -> ".join(f"{v:.3f}" for v in values) in words and "the fastest chain is" not in words
+    assert not peaked.chain.at_edge and peaked.chain.best < 4
+    assert f"the fastest chain is {peaked.chain.best} steps" in peaked.words() and "longer" not in peaked.words()
+    # the chain's sentence comes after the builds' list, so the launch lines are above it
+    for a in (rising, peaked, _answer(agree=None)):
+        w = a.words()
+        assert "lines below" not in w and w.index("Launch: `") < w.index(f"lines above use {a.chain_launched} steps")
