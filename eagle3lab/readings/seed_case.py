@@ -122,13 +122,26 @@ def _options(ids, honours: bool, engine: str, upgrades: list[str], gains) -> tup
     else:
         opts.append(Option(f"retrain on states {engine} captures here (it reads the rule) and serve here",
                            gains.whole))
+    move = None
     if ids is None and upgrades:
+        move = _letter(len(opts))
         opts.append(Option(f"move to {' or '.join(upgrades)}, whose ids feed the trained points (the rule "
                            f"{'read' if honours else 'still ignored'})", gains.wiring))
     if not honours:
-        opts.append(Option("patch the engine to read norm_before_residual: no patch ships (no release reads it, "
-                           "eagle3lab ships none; the ladder's rule rung emulates one)", gains.rule))
+        # the rule's gain was measured with the trained points fed: a patch alone earns it only where ids feed them
+        patch, gain = "patch the engine to read norm_before_residual", gains.rule
+        if move:
+            patch += f", together with {move} (this build feeds other states than the trained ones)"
+        elif ids is None:
+            patch, gain = patch + " and to capture the trained points (no build read captures them)", gains.whole
+        opts.append(Option(f"{patch}: no patch ships (no release reads it, eagle3lab ships none; the ladder's rule rung "
+                           "emulates one)", gain))
     return tuple(opts)
+
+
+def _letter(i: int) -> str:
+    """An option's mark in the words, ``(a)`` for the first."""
+    return f"({chr(97 + i)})"
 
 
 def seed_builds(target: dict, trained, rule: bool, builds: dict, team_ids: dict, gains, *, chain: int,
@@ -246,7 +259,7 @@ class SeedAnswer:
         team = f"; the team's {list(self.record.ids)} {b.team} there" if b.team else ""
         cannot = [] if b.ids else [f"capture {resid_label(self.trained)}"]
         cannot += [] if b.honours_rule else ["read norm_before_residual"]
-        opts = "; ".join(f"({chr(97 + i)}) {o.what}: {self.gains.text(o.gain)}" for i, o in enumerate(b.options))
+        opts = "; ".join(f"{_letter(i)} {o.what}: {self.gains.text(o.gain)}" for i, o in enumerate(b.options))
         return (f"**{b.label}**: {ids}{team}; it cannot {' or '.join(cannot) or 'fail to serve it'}. Options: {opts}. "
                 f"Launch: `{b.launch}`")
 

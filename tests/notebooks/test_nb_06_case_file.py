@@ -326,6 +326,11 @@ def test_step5c_the_seeds_answer_for_its_own_target_from_the_engine_knowledge(nb
                 assert gain == pytest.approx(rule_gain)
             assert f"{what}: {signed_text(_iv(gain), 3)} tau on the bundled case's ladder" in text
     assert rows["vllm", "newest"]["options"] == ["retrain on states vllm captures here (it reads the rule) and serve here"]
+    # the rule's gain was measured with the trained points fed: where a build cannot feed them, the patch goes with (b)
+    for build in ("0.5.11", "0.5.13"):
+        opts = rows["sglang", build]["options"]
+        assert opts[1].startswith("move to ") and opts[2].startswith("patch the engine to read norm_before_residual, "
+                                                                      "together with (b)")
     # the chain priced on the served cost model for the stated fleet; the team's measurement beside the code
     assert seed["chain_best"] == seed["chain_launched"] and "batch 48" in text and "stated assumptions" in text
     assert seed["team_tok_s"] == params["SEED_TEAM_TOK_S"] == 54.8 and "The team measured 54.8 tok/s" in text

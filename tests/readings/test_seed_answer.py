@@ -26,6 +26,11 @@ def test_each_build_gets_its_ids_options_and_a_complete_launch_line():
     assert [o.what.split(" ")[0] for o in old.options] == ["retrain", "move", "patch"]
     assert old.options[1].what.startswith("move to 0.5.14") and old.options[1].gain.value == 0.3
     assert [o.gain.value for o in new.options] == [1.5, 1.5] and "no patch ships" in new.options[1].what
+    # the rule's gain was measured with the trained points fed: where this build cannot feed them, the patch is
+    # worded together with the option that does, (b), and quotes the same gain
+    assert old.options[2].what.startswith("patch the engine to read norm_before_residual, together with (b) ")
+    assert old.options[2].gain.value == 1.5 and "together with" not in new.options[1].what
+    assert "(c) patch the engine to read norm_before_residual, together with (b)" in a.words()
     assert [o.gain.value for o in vllm.options] == [1.8] and vllm.team == ""
     k = a.chain.best
     assert k == max(a.chain.speedups, key=a.chain.speedups.get) == a.chain_launched
@@ -59,3 +64,13 @@ def test_a_fastest_chain_at_the_edge_of_those_priced_says_longer_may_be_faster()
     for a in (rising, peaked, _answer(agree=None)):
         w = a.words()
         assert "lines below" not in w and w.index("Launch: `") < w.index(f"lines above use {a.chain_launched} steps")
+
+
+def test_without_a_build_that_feeds_the_trained_points_the_patch_must_capture_them_too():
+    gains = Gains(Interval(0.3, 0.1, 0.5, 0.95, 4), Interval(1.5, 1.0, 2.0, 0.95, 4), Interval(1.8, 1.2, 2.4, 0.95, 4),
+                  "a test ladder")
+    a = seed_answer(KIMI_K25, [0, 3, 31], True, {"sglang": ["0.5.11"]}, TEAM, gains, fleet=FLEET, agree=None,
+                    agree_from="", draft="./fixed", steps_otherwise=3)
+    (only,) = a.builds
+    assert [o.what.split(" ")[0] for o in only.options] == ["retrain", "patch"]
+    assert "and to capture the trained points" in only.options[1].what and only.options[1].gain.value == 1.8
