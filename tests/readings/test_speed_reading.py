@@ -47,7 +47,7 @@ def test_break_even_words_say_which_side_of_tau_each_cost_falls_and_who_decides(
                                   "float32", 8, 2)
     text = reading.break_even_words(speeds, ["x", "y"])
     x, y = text.split("; y: ")
-    assert "measured 0.70x [0.66, 0.74] (slower)" in x and "1.54 [1.46, 1.64] target steps, above its tau" in x
+    assert "measured decode 0.70x [0.66, 0.74] (slower)" in x and "1.54 [1.46, 1.64] target steps, above its tau" in x
     assert "priced it at 0.66, on the other side of tau: the projection (1.64x) mispriced the round" in x
     assert "priced it at 1.50, on the same side of tau" in y
     trust = speeds.trust_words()
