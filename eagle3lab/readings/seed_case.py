@@ -281,6 +281,7 @@ class SeedAnswer:
                             "gains": [None if o.gain is None else [o.gain.value, o.gain.low, o.gain.high]
                                       for o in b.options], "launch": b.launch} for b in self.builds],
                 "chain_best": self.chain.best if self.chain else None, "chain_launched": self.chain_launched,
+                "chain_speedups": list(self.chain.speedups.values()) if self.chain else None,
                 "team_tok_s": self.record.tok_s, "team_runs_in": list(self.record.runs_in)}
 
 
