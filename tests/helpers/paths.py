@@ -40,3 +40,22 @@ VLLM_PYTHON = Path(os.environ.get("EAGLE3LAB_VLLM_PYTHON", TESTS.parent / ".venv
 def vllm_python() -> Path:
     """vLLM's environment's python; a skip on a developer's machine without it, a failure in CI."""
     return _required_python(VLLM_PYTHON, "vLLM environment", "scripts/vllm-env.sh", "real-engine")
+
+
+SHIM = Path(__file__).resolve().parents[2] / "eagle3lab" / "oracle" / "absent_modules.py"
+
+
+def run_engine_job(script: Path, cases: list[dict], job: Path) -> dict:
+    """Run ``script`` in the engine environment on ``{"absent_modules": SHIM, "cases": cases}`` written to ``job``;
+    its answer is the last line of stdout (JSON). The engine env never sees eagle3lab (no PYTHONPATH)."""
+    import json
+    import subprocess
+
+    job.write_text(json.dumps({"absent_modules": str(SHIM), "cases": cases}))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([str(engines_python()), str(script), str(job)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        pytest.fail(f"{script.name} failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])

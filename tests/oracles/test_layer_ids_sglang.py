@@ -23,19 +23,16 @@ a CPU-only machine; RoPE plays no part in which states are captured.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.paths import REAL_CONFIGS, engines_python
+from helpers.paths import REAL_CONFIGS, run_engine_job
 
 from eagle3lab.engines.layer_ids import resolve_aux_layers, sglang_model_file
 
 VERSION = "0.5.23"
 N = 8
 SCRIPT = Path(__file__).resolve().parent / "engine_scripts" / "sglang_layer_ids.py"
-SHIM = Path(__file__).resolve().parents[2] / "eagle3lab" / "oracle" / "absent_modules.py"
 TOKENS = [3, 17, 42, 5, 9, 11]
 
 # The seed's lists (Kimi-K2, 61 layers: [-1, 2, 30] and [2, 30, 58]) scaled to N = 8, and the edges.
@@ -101,7 +98,6 @@ TARGETS = {
 
 @pytest.fixture(scope="module")
 def answer(tmp_path_factory):
-    python = engines_python()
     root = tmp_path_factory.mktemp("layer_ids")
     cases = []
     for name, (module, config, forward) in TARGETS.items():
@@ -110,14 +106,7 @@ def answer(tmp_path_factory):
         (folder / "config.json").write_text(json.dumps(config))
         cases.append({"name": name, "model_dir": str(folder), "module": module, "arch": config["architectures"][0],
                       "ids": list(IDS.values()), "forward": forward, "tokens": TOKENS})
-    job = root / "job.json"
-    job.write_text(json.dumps({"absent_modules": str(SHIM), "cases": cases}))
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)  # the engine env must not see eagle3lab
-    proc = subprocess.run([str(python), str(SCRIPT), str(job)], capture_output=True, text=True, env=env, timeout=600)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        pytest.fail(f"sglang_layer_ids.py failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_engine_job(SCRIPT, cases, root / "job.json")
     assert out["version"] == VERSION and out["error"] is None, out.get("traceback") or out
     return out
 

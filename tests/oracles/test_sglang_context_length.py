@@ -14,19 +14,15 @@ One case per way the two readings this project had disagreed, each with SGLang's
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers.paths import engines_python
+from helpers.paths import run_engine_job
 
 from eagle3lab.engines.context_rules import DRAFT, TARGET, context_length
 
 VERSION = "0.5.23"
 SCRIPT = Path(__file__).resolve().parent / "engine_scripts" / "sglang_context_length.py"
-SHIM = Path(__file__).resolve().parents[2] / "eagle3lab" / "oracle" / "absent_modules.py"
 
 LLAMA = {"model_type": "llama", "max_position_embeddings": 4096}
 CASES = {
@@ -55,16 +51,8 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def answer(tmp_path_factory):
-    python = engines_python()
-    job = tmp_path_factory.mktemp("context_length") / "job.json"
-    job.write_text(json.dumps({"absent_modules": str(SHIM),
-                               "cases": [{"name": n, "config": c} for n, c in CASES.items()]}))
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)  # the engine env must not see eagle3lab
-    proc = subprocess.run([str(python), str(SCRIPT), str(job)], capture_output=True, text=True, env=env, timeout=600)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        pytest.fail(f"sglang_context_length.py failed (rc {proc.returncode}):\n{proc.stderr[-4000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    cases = [{"name": n, "config": c} for n, c in CASES.items()]
+    out = run_engine_job(SCRIPT, cases, tmp_path_factory.mktemp("context_length") / "job.json")
     assert out["version"] == VERSION and out["used"] == [], out
     return {c["name"]: c for c in out["cases"]}
 
