@@ -245,8 +245,9 @@ _SGLANG_RULES = (
     Rule("sglang", HOOK, _KIMI_K25, CHANGES["sglang#19689"], "yes"),
     # layers/aux_hidden_states.py (deepseek_v2.py packs its captures there from 0.5.17): finalize checks the count
     Rule("sglang", COUNT, "deepseek_v2.py", None, "none", "no check counts them (release wheels up to {until}): the "
-         "target returns fewer states than fc reads and nothing names the ids; what the draft then does with the "
-         "narrower input was read, not run"),
+         "target returns fewer states than fc reads and nothing names the ids; the draft's fc (Linear(3 * H_target, "
+         "H), llama_eagle3.py) then gets a narrower input and raises RuntimeError at the draft's first forward (read, "
+         "not run)"),
     Rule("sglang", COUNT, "deepseek_v2.py", CHANGES["sglang-aux-count-assert"], "assert", "deepseek_v2.py packs them "
          "in layers/aux_hidden_states.py, whose finalize asserts 'captured i of n aux hidden states': AssertionError "
          "at the first forward ({since}-{until}; skipped under python -O)"),
@@ -415,11 +416,12 @@ NOTE_CODES = {
     "SGLANG_ID_MINUS1_RESID0": "id -1 (loop index 0) captures resid[0] in this file and build",
     "SGLANG_ID_MINUS1_TYPEERROR": "id -1 (loop index 0) raises TypeError in this file and build",
     "SGLANG_ID_MINUS1_UNCONFIRMED": "what id -1 does depends on a model file not read (or no arch given)",
-    "SGLANG_ID_MINUS1_UNREACHED": "ids used as written: loop index -1 is never reached, a state is missing",
+    "SGLANG_ID_MINUS1_UNREACHED": "ids used as written: loop index -1 is never reached; the draft's fc fails on the "
+                                  "narrower input",
     "SGLANG_ID_MINUS1_STOPPED": "ids used as written: -1 never reached, and the aux count check stops the first forward",
     "SGLANG_INDEX0_TYPEERROR": "loop index 0 as written raises TypeError in this file and build",
     "SGLANG_PAST_END_INDEXERROR": "qwen2_moe.py: an id past the layers raises IndexError at start-up",
-    "SGLANG_FINAL_UNREACHED": "loop index N is never reached: resid[N] is missing",
+    "SGLANG_FINAL_UNREACHED": "loop index N is never reached: resid[N] is missing and the draft's fc fails",
     "SPECFORGE_HF_FINAL_NORM": "SpecForge's old HF backend trained on norm(resid[N]) for id N-1",
     "SPECFORGE_IDS_REJECTED": "SpecForge takes exactly three non-negative ids: training refuses these (-1 included)",
     "VLLM_AUX_IDS_DEFAULTED": "no ids where vLLM reads them: its default (2, N//2, N-3)",
@@ -428,18 +430,26 @@ NOTE_CODES = {
     "VLLM_MODEL_RUNNER": "which model runner this build runs and where it reads ids",
     "VLLM_DEEPSEEK_NO_EAGLE3": f"vLLM before {_VLLM_EAGLE3.first_with} serves no EAGLE-3 draft on a DeepSeek-family target",
     "VLLM_DEEPSEEK_ID0_TYPEERROR": "deepseek_v2.py: id 0 raises TypeError",
-    "VLLM_DEEPSEEK_FINAL_UNREACHED": "deepseek_v2.py before PR #46973: id N is never captured",
+    "VLLM_DEEPSEEK_FINAL_UNREACHED": "deepseek_v2.py before PR #46973: id N is never captured; the draft's fc fails",
     "VLLM_DEEPSEEK_V32_ID0_PLATFORM": "deepseek_v32: what id 0 does depends on the platform",
-    "VLLM_DEEPSEEK_V32_FINAL_UNREACHED": "deepseek_v32: id N is never captured",
+    "VLLM_DEEPSEEK_V32_FINAL_UNREACHED": "deepseek_v32: id N is never captured; the draft's fc fails",
     "VLLM_ID0_ARCH_NEEDED": "id 0 crashes vLLM if the target is DeepSeek-family (arch not given)",
 }
 
 
 # The notes after which nothing is served, and when the engine stops: callers say "crashes" from these codes.
+# A state short of the configured count: the concatenation is narrower than the draft's fc (Linear(k * H_target, H)),
+# which vLLM's llama_eagle3.py always applies and SGLang's llama_eagle3.py / kimi_k25_eagle3.py apply whenever the input
+# is wider than the embedding, so the draft raises RuntimeError (shapes cannot be multiplied) at its first forward
+# (read in the vLLM 0.32.0 and SGLang 0.5.23 wheels and in an older SGLang main, not run). Only one state left of a target as wide as the draft would
+# skip SGLang's fc; no id list in the field loses two.
+AT_DRAFT_FC = "at the draft's first forward (its fc gets a narrower input than it reads)"
 STOPS = {"SGLANG_NO_EAGLE3_HOOK": "at start-up", "SGLANG_PAST_END_INDEXERROR": "at start-up",
          "VLLM_DEEPSEEK_NO_EAGLE3": "at start-up", "SPECFORGE_IDS_REJECTED": "before training",
          "SGLANG_ID_MINUS1_TYPEERROR": "at the first forward", "SGLANG_INDEX0_TYPEERROR": "at the first forward",
-         "SGLANG_ID_MINUS1_STOPPED": "at the first forward", "VLLM_DEEPSEEK_ID0_TYPEERROR": "at the first forward"}
+         "SGLANG_ID_MINUS1_STOPPED": "at the first forward", "VLLM_DEEPSEEK_ID0_TYPEERROR": "at the first forward",
+         **dict.fromkeys(("SGLANG_ID_MINUS1_UNREACHED", "SGLANG_FINAL_UNREACHED", "VLLM_DEEPSEEK_FINAL_UNREACHED",
+                          "VLLM_DEEPSEEK_V32_FINAL_UNREACHED"), AT_DRAFT_FC)}
 
 
 @dataclass(frozen=True)

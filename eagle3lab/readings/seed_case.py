@@ -55,8 +55,7 @@ def measured_beside_code(engine: str, ids, tok_s: float, num_layers: int, arch: 
         "ran its default wiring",
         "a patched build (a guard at loop index 0, or a local capture fix) fed the points the ids name",
         "another flag or launch than the one recorded (another draft path, algorithm or build)",
-    ) + ((f"a build in which they run as written ({', '.join(runs_in)}), feeding fewer states than fc reads"
-          if runs_in else "no build read runs them as written"),)
+    ) + ((f"a build in which they run as written ({', '.join(runs_in)})",) if runs_in else ())
     return MeasuredBesideCode(engine, tuple(ids), float(tok_s), table.drop(columns="stops_"), runs_in, explanations)
 
 
@@ -163,9 +162,7 @@ def seed_builds(target: dict, trained, rule: bool, builds: dict, team_ids: dict,
         team = ""
         if engine in team_ids:
             res = resolve_aux_layers(engine, list(team_ids[engine]), n, arch=arch, engine_version=build)
-            short = "" if res.stops or len(res.resid) >= len(trained) else (
-                f", {len(trained) - len(res.resid)} state short of the {len(trained)} fc reads")
-            team = f"stop {res.stops}" if res.stops else f"feed {res.label}{short}"
+            team = f"stop {res.stops}" if res.stops else f"feed {res.label}"   # a short capture stops (STOPS)
         upgrades = [b or "newest" for (e, b), g in found.items() if e == engine and g.ids is not None]
         head = (f"python -m sglang.launch_server --model-path {target['model']} --tp {fleet['gpus']} --trust-remote-code"
                 if engine == "sglang" else

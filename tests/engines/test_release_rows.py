@@ -10,7 +10,14 @@ import pytest
 
 from eagle3lab.app.cli import main
 from eagle3lab.engines import layer_ids
-from eagle3lab.engines.layer_ids import CAPTURE, CHANGES, RULES, nearest_servable, resolve_aux_layers
+from eagle3lab.engines.layer_ids import (
+    AT_DRAFT_FC,
+    CAPTURE,
+    CHANGES,
+    RULES,
+    nearest_servable,
+    resolve_aux_layers,
+)
 from eagle3lab.engines.versions import Change
 from eagle3lab.errors import Eagle3LabError
 from eagle3lab.findings import Severity
@@ -185,21 +192,24 @@ KIMI_K2, KIMI_K25 = "DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"
 @pytest.mark.parametrize("version, code, words", [
     ("0.5.4", "SGLANG_NO_EAGLE3_HOOK", "AttributeError"),        # no DeepSeek EAGLE-3 code before PR #12319
     ("0.5.5", "SGLANG_ID_MINUS1_TYPEERROR", "TypeError"), ("0.5.12", "SGLANG_ID_MINUS1_TYPEERROR", "TypeError"),
-    ("0.5.13", "SGLANG_ID_MINUS1_UNREACHED", "no check counts them"),
-    ("0.5.16", "SGLANG_ID_MINUS1_UNREACHED", "no check counts them"),
+    ("0.5.13", "SGLANG_ID_MINUS1_UNREACHED", "RuntimeError at the draft's first forward"),
+    ("0.5.16", "SGLANG_ID_MINUS1_UNREACHED", "RuntimeError at the draft's first forward"),
     ("0.5.17", "SGLANG_ID_MINUS1_STOPPED", "AssertionError"), ("0.5.19", "SGLANG_ID_MINUS1_STOPPED", "AssertionError"),
     ("0.5.20", "SGLANG_ID_MINUS1_STOPPED", "RuntimeError"), ("0.5.23", "SGLANG_ID_MINUS1_STOPPED", "RuntimeError")])
 def test_the_seed_ids_per_sglang_release(version, code, words):
     """The seed's [-1, 2, 30] on Kimi-K2 (DeepseekV3ForCausalLM, 61 layers), read in the release wheels: 0.5.4 has no
     hook, the +1 rule meets the None residual at loop index 0 up to 0.5.12, and from PR #25454 (0.5.13) -1 is never
-    reached: nothing counts the states up to 0.5.16, an assert from 0.5.17, a RuntimeError from 0.5.20."""
+    reached: nothing counts the states up to 0.5.16 (the draft's fc fails on them), an assert from 0.5.17, a
+    RuntimeError from 0.5.20."""
     res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI_K2, engine_version=version)
     [note] = [n for n in res.notes if n.code == code]
     assert note.kind == "breaks" and words in note.text
     if code.startswith("SGLANG_ID_MINUS1_UN") or code.endswith("STOPPED"):
         assert res.resid == (2, 30)   # two states reach a three-slot fc
-    # from 0.5.17 the count check stops the first forward; before it the server runs with a state missing
-    assert (res.stops is None) is (code == "SGLANG_ID_MINUS1_UNREACHED")
+    # every build stops: from 0.5.17 the count check at the target's first forward, before it the draft's fc, whose
+    # Linear(3H, H) cannot take the two states that come back
+    assert res.stops == {"SGLANG_NO_EAGLE3_HOOK": "at start-up", "SGLANG_ID_MINUS1_UNREACHED": AT_DRAFT_FC}.get(
+        code, "at the first forward")
 
 
 def test_kimi_k25_gets_its_hook_in_0_5_10():
