@@ -49,7 +49,7 @@ class Rung:
     score: object = None             # teacher-forced: its decoding.evaluate.BankScore
     changed: tuple[str, ...] = ()    # the knobs turned since the previous runnable rung (fixes.KNOBS)
     gain: Interval | None = None     # tau minus the previous run rung's, paired over prompts
-    word: str = ""                   # start / beats / within noise / loses / no change / not run
+    word: str = ""                   # start / beats / within noise / loses / identical / not run
     e2e_tps: float = float("nan")    # decoded: the sweep's median end-to-end tokens/s
     speed: Interval | None = None    # decoded: rate over no speculation, paired over prompts (repeats summed)
     step_speed: Interval | None = None   # decoded: rate over the previous run rung's, paired the same way
@@ -87,24 +87,25 @@ class Rung:
 
     @property
     def step_verdict(self) -> str | None:
-        """The same against the previous run rung; "no change" when this rung shares its measurement."""
+        """The same against the previous run rung; "identical" when this rung shares its measurement (1x [1, 1])."""
         if self.step_speed is None:
             return None
-        return "no change" if self.word == "no change" else speed_word(self.step_speed)
+        s = self.step_speed
+        return "identical" if s.value == s.low == s.high == 1.0 else speed_word(s)
 
     def change_text(self) -> str:
         return ", ".join(self.changed) or "nothing"
 
 
 def rung_word(rung: Rung, before: Rung | None) -> str:
-    """The one word rule: "not run", "start" (the first run rung), "no change" (no knob turned, or the same
-    measurement), else ``verdicts.word_of`` the paired gain: beats / within noise / loses."""
+    """The one word rule: "not run", "start" (the first run rung), "identical" (no knob turned, or the same
+    measurement: verdicts.word_of's word for 0 [0, 0]), else ``verdicts.word_of`` the paired gain: beats / within noise / loses."""
     if not rung.ran:
         return "not run"
     if before is None:
         return "start"
     if not rung.changed or before.measured_as == rung.measured_as:
-        return "no change"
+        return "identical"
     return word_of(rung.gain)
 
 

@@ -60,12 +60,6 @@ STEP_WORDS = {"faster": "faster than the rung before", "slower": "slower than th
               "not measured": "not measured"}
 
 
-def shown(word: str | None) -> str | None:
-    """The word a reader sees: doctor's "no change" (a rung sharing the rung before's measurement, 0 [0, 0]) is the
-    glossary's word for a degenerate interval, "identical" (``verdicts.word_of``), as any other such rung reads."""
-    return "identical" if word == "no change" else word
-
-
 def ratio_text(iv: Interval) -> str:
     """A speed ratio and its interval: ``0.62x [0.55, 0.70]``, with more digits where a bound would print as 1x
     (``verdicts.interval_text``)."""
@@ -130,7 +124,7 @@ class CaseLadder:
 
     def step_speed_word(self, rung: Rung) -> str:
         """Against the previous run rung, the same way; a rung that shares its decoding is "identical"."""
-        return STEP_WORDS[shown(rung.step_verdict)]
+        return STEP_WORDS[rung.step_verdict]
 
     def label(self, i: int) -> str:
         """``3. the team's ids``: rungs count from 1, as the notebook's list does."""
@@ -146,7 +140,7 @@ class CaseLadder:
                          f"{s.num_draft_tokens} verified", "ids": list(s.ids), "feeds": resid_label(s.fed),
                          "norm_before_residual": s.rule, "checkpoint": s.checkpoint,
                          "tau (95%)": "not run" if r.tau is None else str(r.tau),
-                         "change in tau (95%)": "" if r.gain is None else gain_text(r.gain), "verdict": shown(r.word),
+                         "change in tau (95%)": "" if r.gain is None else gain_text(r.gain), "verdict": r.word,
                          "what the build does": r.note})
         return pd.DataFrame(rows).set_index("rung")
 
@@ -160,7 +154,7 @@ class CaseLadder:
             rows.append({"rung": self.label(i), "tok/s (end to end, median)": round(r.e2e_tps, 1),
                          f"x no speculation ({kind}, 95%)": ratio_text(r.speed), "speed": r.speed_verdict,
                          f"x rung before ({kind}, 95%)": "" if r.step_speed is None else ratio_text(r.step_speed),
-                         "vs rung before": shown(r.step_verdict) or "", "token-identical": identical_text(r)})
+                         "vs rung before": r.step_verdict or "", "token-identical": identical_text(r)})
         return pd.DataFrame(rows).set_index("rung") if rows else pd.DataFrame()
 
     def trainer_table(self, as_trained: tuple[Interval, str] | None = None) -> pd.DataFrame:
@@ -221,7 +215,7 @@ class CaseLadder:
             elif i == 0 or r.word == "start":
                 out.append(f"{name}: tau {r.tau}; speed ({self.kind}) {ratio_text(r.speed)} no speculation "
                            f"({self.speed_word(r)}).")
-            elif r.word == "no change":
+            elif any(q.measured_as == r.measured_as for q in self.rungs[:i]):   # shares a measurement
                 out.append(f"{name} ({r.finding}): nothing changes on this build ({r.note}).")
             elif r.speed is None:
                 out.append(f"{name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "

@@ -54,7 +54,7 @@ def test_climb_reads_each_rung_against_the_previous_run_rung_with_one_word_rule(
                           Rung("same ids", same, "WIRING"), Rung("broken", broken, "X", "fails"),
                           Rung("rule", rule, "FIRST_LAYER_RULE")])
     assert meter.measured == [["as launched", "flags", "wiring", "rule"]]   # once per state key, in one call
-    assert [r.word for r in rungs] == ["start", "within noise", "beats", "no change", "not run", "within noise"]
+    assert [r.word for r in rungs] == ["start", "within noise", "beats", "identical", "not run", "within noise"]
     assert [r.changed for r in rungs] == [(), ("flags",), ("wiring",), (), (), ("rule",)]
     assert rungs[1].measured_as == "flags" and rungs[3].measured_as == "wiring" and not rungs[4].ran
     # the word is verdicts.word_of of the paired gain against the previous RUN rung (the one not run is skipped)

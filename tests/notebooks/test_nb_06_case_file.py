@@ -108,7 +108,7 @@ def test_ladder_changes_one_thing_a_rung_and_names_its_finding(nb):
     assert states[2]["ids"] == nb["team_ids"] == [-1, 2, 6] and states[2]["fed"] == [0, 3, 7]
     # on this build the team's ids ARE the ids for the trained wiring: the rung changes nothing, measured once
     assert nb["sglang_version"] == "0.5.23" and not nb["team_fatal"] and nb["trained_ids"] == [-1, 2, 6]
-    assert rungs[3]["word"] == "no change" and rungs[3]["measured_as"] == rungs[2]["name"]
+    assert rungs[3]["word"] == "identical" and rungs[3]["measured_as"] == rungs[2]["name"]
     assert states[4]["rule"] is True and states[3]["rule"] is False
     for s in states[5:]:
         assert s["engine"] == "vllm" and s["ids"] == [0, 3, 7] == nb["ids_written"]
@@ -121,13 +121,12 @@ def test_each_rung_verdict_follows_its_interval(nb):
     for r in rungs[1:]:
         g = _iv(r["gain"])
         assert g.low <= g.value <= g.high
-        if r["word"] != "no change":
-            # a rung whose rounds equal the rung before's, 0 [0, 0], is "identical" (verdicts.word_of, issue 35)
-            sign = "identical" if g.value == g.low == g.high == 0 else {1: "beats", -1: "loses", 0: "within noise"}[g.sign()]
-            assert r["word"] == interval_word(g) == sign
+        # a rung whose rounds equal the rung before's, 0 [0, 0], is "identical" (verdicts.word_of, issue 35)
+        sign = "identical" if g.value == g.low == g.high == 0 else {1: "beats", -1: "loses", 0: "within noise"}[g.sign()]
+        assert r["word"] == interval_word(g) == sign
     text = notebook_summary("06_case_file.ipynb")
     for r in rungs[1:]:
-        if r["word"] != "no change":
+        if r["measured_as"] == r["name"]:     # measured itself (one sharing the rung before's: "nothing changes")
             of = BEFORE.get(r["word"], "")
             assert f"change {gain_text(_iv(r['gain']))} - {r['word']}{of} the rung before" in text, r["name"]
 
@@ -161,8 +160,8 @@ def test_each_speed_word_follows_its_interval(nb):
             assert r["step_speed"] is None
             continue
         step = _iv(r["step_speed"])
-        if r["word"] == "no change":     # the same decoding: the same units, ratio exactly 1, nothing to say
-            assert r["step_speed_word"] == "no change" and step.value == step.low == step.high == 1.0
+        if r["measured_as"] != r["name"]:     # the same decoding: the same units, ratio exactly 1
+            assert r["word"] == r["step_speed_word"] == "identical" and step.value == step.low == step.high == 1.0
             assert f"{i + 1}. {r['name']} ({r['finding']}): nothing changes on this build" in text
             continue
         assert r["step_speed_word"] == speed_word(step)
@@ -390,7 +389,7 @@ def test_the_summary_renders_its_bullets_as_lists(nb):
     assert html.count("<li>") == len(nb["ladder"]["rungs"]) + len(nb["seed"]["builds"])
     for r in nb["ladder"]["rungs"]:
         assert f"<li>{r['name']}" in html
-        if r["word"] != "no change":
+        if r["measured_as"] == r["name"]:
             assert f"speed (end to end) {ratio_text(_iv(r['speed']))}" in text
     assert html.count("<ol>") == 1 and "<li><ol" not in html        # one list, numbered as the tables
 
@@ -554,7 +553,7 @@ def test_dump_mode_scores_every_rung_teacher_forced_and_times_none(nb, bundled_m
     assert [r["name"] for r in rungs] == RUNGS and all(r["ran"] for r in rungs)
     assert [r["state"] for r in rungs] == [r["state"] for r in live["rungs"]]          # the same rungs
     assert [r["changed"] for r in rungs] == [r["changed"] for r in live["rungs"]]
-    assert [r["word"] for r in rungs][3] == "no change" == live["rungs"][3]["word"]
+    assert [r["word"] for r in rungs][3] == "identical" == live["rungs"][3]["word"]
     # the weights pick the trained wiring and rule on the dump too (step 3 on the dumped states)
     assert claims["best"] == nb["best"] == [0, 3, 7] and claims["best_rule"] is True and claims["tau_best"] > 2
     # each rung's tau: the live target's states on the same sequences, the draft as that rung's engine runs it
@@ -571,10 +570,9 @@ def test_dump_mode_scores_every_rung_teacher_forced_and_times_none(nb, bundled_m
     for r in rungs[1:]:                       # every word from its paired interval, stated in the text
         g = _iv(r["gain"])
         assert g.low <= g.value <= g.high
-        if r["word"] != "no change":
-            assert r["word"] == interval_word(g)
-            of = BEFORE.get(r["word"], "")
-            assert f"change {gain_text(g)} - {r['word']}{of} the rung before." in text, r["name"]
+        assert r["word"] == interval_word(g)
+        of = BEFORE.get(r["word"], "")
+        assert f"change {gain_text(g)} - {r['word']}{of} the rung before." in text, r["name"]
     assert rungs[0]["word"] == "start" and f"1. as launched: tau {_iv(rungs[0]['tau'])} (teacher-forced)." in text
     overall = _iv(ladder["overall"])
     assert f"tau changed by {overall} (**{ladder['overall_word']}** as launched, teacher-forced)" in text
