@@ -18,7 +18,7 @@ from eagle3lab.engines.layer_ids import AT_DRAFT_FC, resolve_aux_layers
 from eagle3lab.engines.profiles import PROFILES
 
 NOTEBOOK = "02_hidden_state_capture.ipynb"
-BUILDS = ["0.5.12", "0.5.13", "0.5.14", "0.5.21", "0.5.22", "0.5.23"]
+BUILDS = ["0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.21", "0.5.22", "0.5.23"]
 KIMI_K25 = "KimiK25ForConditionalGeneration"
 
 
@@ -34,12 +34,12 @@ def test_the_edge_case_ids_per_release(nb):
     assert set(edge["LlamaForCausalLM [1, 6, 11]"].values()) == {"BREAKS resid[2, 7]"}
     # id -1 on llama.py: a TypeError up to 0.5.21, resid[0] from 0.5.22 (the layer boundary)
     llama = edge["LlamaForCausalLM [-1, 2, 6]"]
-    assert [llama[v] for v in BUILDS] == ["BREAKS resid[0, 3, 7]"] * 4 + ["resid[0, 3, 7]"] * 2
+    assert [llama[v] for v in BUILDS] == ["BREAKS resid[0, 3, 7]"] * 5 + ["resid[0, 3, 7]"] * 2
     # qwen2.py (Qwen2, Qwen3): the bare hidden states, resid[0], in every release
     assert set(edge["Qwen3ForCausalLM [-1, 2, 6]"].values()) == {"resid[0, 3, 7]"}
     # deepseek_v2.py: +1 before PR #25454 (0.5.12); as-is since, a TypeError at loop index 0 in 0.5.13, resid[0] from 0.5.14
     deepseek = edge["DeepseekV3ForCausalLM [0, 2, 6]"]
-    assert [deepseek[v] for v in BUILDS] == ["resid[1, 3, 7]", "BREAKS resid[0, 2, 6]"] + ["resid[0, 2, 6]"] * 4
+    assert [deepseek[v] for v in BUILDS] == ["resid[1, 3, 7]"] * 2 + ["BREAKS resid[0, 2, 6]"] + ["resid[0, 2, 6]"] * 4
 
 
 def test_the_model_files_the_text_names(nb):
@@ -71,21 +71,21 @@ def test_the_seed_wiring_on_kimi_k25_per_release(nb):
     assert nb["case_arch"] == first_arch(SEED_TARGET_CONFIG) == KIMI_K25
     assert nb["case_num_layers"] == config_value(SEED_TARGET_CONFIG, "num_hidden_layers") == 61
     assert list(kimi) == BUILDS
-    assert kimi["0.5.12"] is None and kimi["0.5.13"] is None
-    assert all(kimi[v] == [0, 3, 31] for v in BUILDS[2:])
+    assert kimi["0.5.11"] is None and kimi["0.5.12"] is None and kimi["0.5.13"] is None
+    assert all(kimi[v] == [0, 3, 31] for v in BUILDS[3:])
     # the team's ids [-1, 2, 30]: a TypeError before PR #25454, a state missing since; from 0.5.17 the count check
     # stops the first forward (an assert, a RuntimeError from 0.5.20)
     for version, broken in [("0.5.12", "TypeError"), ("0.5.13", "never reached"), ("0.5.23", "RuntimeError")]:
         res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI_K25, engine_version=version)
         assert res.fatal and broken in res.fatal[0], (version, res.fatal)
     text = notebook_summary(NOTEBOOK)
-    assert ("SGLang's deepseek_v2.py cannot express it in 0.5.12, 0.5.13 and needs ids [0, 3, 31] in 0.5.14, "
+    assert ("SGLang's deepseek_v2.py cannot express it in 0.5.11, 0.5.12, 0.5.13 and needs ids [0, 3, 31] in 0.5.14, "
             "0.5.21, 0.5.22, 0.5.23") in text
     assert "vLLM cannot capture it (deepseek_v2.py: id 0 raises TypeError)" in text and nb["faithful_ids"] is None
     # what the team's ids serve per build: a crash before #25454, then two states the draft's three-slot fc rejects
     assert nb["team_ids_serve"]["0.5.12"] == "nothing: crashes at the first forward"
     assert all(nb["team_ids_serve"][v] == f"nothing: it stops {AT_DRAFT_FC}" for v in ("0.5.13", "0.5.14"))
-    assert all(nb["team_ids_serve"][v] == "nothing: crashes at the first forward" for v in BUILDS[3:])
+    assert all(nb["team_ids_serve"][v] == "nothing: crashes at the first forward" for v in BUILDS[4:])
     # one reading, every engine that reads the written ids so
     assert ("[2, 30, 58] on KimiK25ForConditionalGeneration (N = 61) mean [resid[3], resid[31], resid[59]] to SGLang "
             "pre-#25454, SpecForge pre-#25454; [resid[2], resid[30], resid[58]] to SGLang post-#25454") in text
@@ -209,5 +209,5 @@ def test_the_measured_speed_sits_beside_the_code(bundled_models):
     cell = next(c for c in executed_notebook(NOTEBOOK).cells if c.get("id") == "seedtoks2")
     text = "".join(o.get("data", {}).get("text/markdown", "") for o in cell.outputs)
     assert "The team measured 54.8 tok/s with ids [-1, 2, 30]" in text
-    assert "0.5.12, 0.5.13, 0.5.14, 0.5.21, 0.5.22, 0.5.23 stop before serving anything" in text
+    assert "0.5.11, 0.5.12, 0.5.13, 0.5.14, 0.5.21, 0.5.22, 0.5.23 stop before serving anything" in text
     assert " run (" not in text and "run as written" not in text and "patched build" in text
