@@ -99,7 +99,8 @@ class Rung:
 
 def rung_word(rung: Rung, before: Rung | None) -> str:
     """The one word rule: "not run", "start" (the first run rung), "identical" (no knob turned, or the same
-    measurement: verdicts.word_of's word for 0 [0, 0]), else ``verdicts.word_of`` the paired gain: beats / within noise / loses."""
+    measurement: verdicts.word_of's word for 0 [0, 0]), else ``verdicts.word_of`` the paired gain: beats / within
+    noise / loses."""
     if not rung.ran:
         return "not run"
     if before is None:

@@ -441,8 +441,8 @@ NOTE_CODES = {
 # A state short of the configured count: the concatenation is narrower than the draft's fc (Linear(k * H_target, H)),
 # which vLLM's llama_eagle3.py always applies and SGLang's llama_eagle3.py / kimi_k25_eagle3.py apply whenever the input
 # is wider than the embedding, so the draft raises RuntimeError (shapes cannot be multiplied) at its first forward
-# (read in the vLLM 0.32.0 and SGLang 0.5.23 wheels and in an older SGLang main, not run). Only one state left of a target as wide as the draft would
-# skip SGLang's fc; no id list in the field loses two.
+# (read in the vLLM 0.32.0 and SGLang 0.5.23 wheels and in an older SGLang main, not run). Only one state left of a
+# target as wide as the draft would skip SGLang's fc; no id list in the field loses two.
 AT_DRAFT_FC = "at the draft's first forward (its fc gets a narrower input than it reads)"
 STOPS = {"SGLANG_NO_EAGLE3_HOOK": "at start-up", "SGLANG_PAST_END_INDEXERROR": "at start-up",
          "VLLM_DEEPSEEK_NO_EAGLE3": "at start-up", "SPECFORGE_IDS_REJECTED": "before training",
