@@ -105,9 +105,14 @@ def rung_word(rung: Rung, before: Rung | None) -> str:
         return "not run"
     if before is None:
         return "start"
-    if not rung.changed or before.measured_as == rung.measured_as:
+    if same_measurement(rung, before):
         return "identical"
     return word_of(rung.gain)
+
+
+def same_measurement(rung: Rung, before: Rung | None) -> bool:
+    """``rung`` repeats ``before``'s (the previous run rung's) measurement: no knob turned, or the same state."""
+    return before is not None and (not rung.changed or before.measured_as == rung.measured_as)
 
 
 class Meter:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from eagle3lab.analysis.roofline import SERVED
 from eagle3lab.analysis.verdicts import interval_text, rate_text, signed_text, word_of
-from eagle3lab.doctor.ladder import Decoded, Rung, RunState, TeacherForced, climb
+from eagle3lab.doctor.ladder import Decoded, Rung, RunState, TeacherForced, climb, same_measurement
 from eagle3lab.engines.acceptance import (
     Interval,
     bootstrap_ratio,
@@ -215,7 +215,7 @@ class CaseLadder:
             elif i == 0 or r.word == "start":
                 out.append(f"{name}: tau {r.tau}; speed ({self.kind}) {ratio_text(r.speed)} no speculation "
                            f"({self.speed_word(r)}).")
-            elif any(q.measured_as == r.measured_as for q in self.rungs[:i]):   # shares a measurement
+            elif same_measurement(r, next((q for q in reversed(self.rungs[:i]) if q.ran), None)):
                 out.append(f"{name} ({r.finding}): nothing changes on this build ({r.note}).")
             elif r.speed is None:
                 out.append(f"{name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
