@@ -43,7 +43,8 @@ ROPE_READS = {
     "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"),
 }
 ROPE_DEFAULTS = {"yarn": {"beta_fast": 32.0, "beta_slow": 1.0}}   # transformers' _compute_yarn_parameters
-_ORIGINAL_FILLED = ("llama3", "yarn", "longrope")   # standardize_rope_params fills original_max_position_embeddings
+# the rope types whose original_max_position_embeddings transformers' standardize_rope_params fills (context_rules too)
+ORIGINAL_FILLED_ROPE_TYPES = ("llama3", "yarn", "longrope")
 
 
 def rope_type_of(rope_scaling: dict | None) -> str:
@@ -93,7 +94,7 @@ class Rope:
         type reads, with transformers' defaults filled, so equal tuples rotate every position alike."""
         kind = "default" if self.kind == "mrope" else self.kind
         given = dict(ROPE_DEFAULTS.get(kind, {}), **{k: v for k, v in (self.scaling or {}).items() if v is not None})
-        if kind in _ORIGINAL_FILLED and self.max_positions is not None:
+        if kind in ORIGINAL_FILLED_ROPE_TYPES and self.max_positions is not None:
             given.setdefault("original_max_position_embeddings", self.max_positions)
         keys = ROPE_READS.get(kind, tuple(k for k in sorted(given) if k not in ("type", "rope_type")))
         numbers = tuple((k, _number(given.get(k))) for k in keys if k in given)
@@ -103,7 +104,7 @@ class Rope:
     def filled_scaling(self) -> dict | None:
         """The scaling with original_max_position_embeddings filled as transformers 5 fills it (llama3, yarn,
         longrope: max_position_embeddings), so that it computes the same under another max_position_embeddings."""
-        if self.scaling is None or self.kind not in _ORIGINAL_FILLED or self.max_positions is None:
+        if self.scaling is None or self.kind not in ORIGINAL_FILLED_ROPE_TYPES or self.max_positions is None:
             return None if self.scaling is None else dict(self.scaling)
         return {**self.scaling, "original_max_position_embeddings":
                 self.scaling.get("original_max_position_embeddings") or self.max_positions}

@@ -38,7 +38,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from eagle3lab.engines.config_view import _ORIGINAL_FILLED, read_draft, read_target, rope_type_of, text_config
+from eagle3lab.engines.config_view import (
+    ORIGINAL_FILLED_ROPE_TYPES,
+    read_draft,
+    read_target,
+    rope_type_of,
+    text_config,
+)
 from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, SGLANG_OLDEST_READ
 from eagle3lab.engines.profiles import (
     BY_FLAG,
@@ -118,7 +124,8 @@ _SGLANG_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_l
 _VLLM_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
               "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
 _SGLANG_LENGTH = dict(keys=_SGLANG_KEYS, smallest=False, scaled=None, unscaled=("llama3",),
-                      unscaled_if="original_max_position_embeddings", base={}, filled=_ORIGINAL_FILLED, default=2048)
+                      unscaled_if="original_max_position_embeddings", base={}, filled=ORIGINAL_FILLED_ROPE_TYPES,
+                      default=2048)
 _SGLANG_READER = "srt/utils/hf_transformers/common.py get_context_length"
 _TRANSFORMERS = Length(("max_position_embeddings",), False, (), (), None, {}, None)
 _WHEEL = "read in the {newest} wheel"
