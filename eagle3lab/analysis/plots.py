@@ -20,6 +20,19 @@ def _legend_outside(ax, **kw):
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=7, **kw)
 
 
+def _one_row_each(ax, names, xlabel: str, ylabel: str, title: str, context: str | None):
+    """The frame of a chart with one horizontal row per name, first at the top, and its legend right of the axes;
+    returns the figure."""
+    ax.set_yticks(range(len(names)), list(names), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    _title(ax, title, context)
+    _legend_outside(ax)
+    ax.figure.tight_layout()
+    return ax.figure
+
+
 @styled
 def plot_break_even(table: pd.DataFrame, ax=None, context: str | None = None):
     """Each case's tau against the round cost it pays, in target steps (= its break-even tau): above the
@@ -176,14 +189,8 @@ def plot_round_costs(rows: pd.DataFrame, context: str | None = None, ax=None):
                 fmt="D", mfc="white", mec="tab:red", color="tab:red", capsize=3, zorder=4,
                 label="paid, measured: tau / speedup (95%)")
     ax.scatter(rows["tau"], list(y), color="k", zorder=5, label="tau (tokens per round)")
-    ax.set_yticks(list(y), list(rows.index), fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("target steps per round")
-    ax.set_ylabel("setting")
-    _title(ax, "round cost vs tokens per round: a round costlier than its tau loses", context)
-    _legend_outside(ax)
-    ax.figure.tight_layout()
-    return ax.figure
+    return _one_row_each(ax, rows.index, "target steps per round", "setting",
+                         "round cost vs tokens per round: a round costlier than its tau loses", context)
 
 
 @styled
@@ -241,14 +248,8 @@ def plot_here_and_served(where: pd.DataFrame, series, ax=None, context: str | No
                 ax.errorbar(x, y, xerr=[[x - row[s.low]], [row[s.high] - x]], capsize=3, **kw)
             else:
                 ax.plot(x, y, **kw)
-    ax.set_yticks(range(len(where)), list(where.index), fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("round cost in target steps (= break-even tau); left of the black bar pays")
-    ax.set_ylabel("what-if")
-    _title(ax, "tau against the round cost, here and served", context)
-    _legend_outside(ax)
-    ax.figure.tight_layout()
-    return ax.figure
+    return _one_row_each(ax, where.index, "round cost in target steps (= break-even tau); left of the black bar pays",
+                         "what-if", "tau against the round cost, here and served", context)
 
 
 @styled

@@ -73,37 +73,33 @@ def _texts(notes: list[Finding]) -> list[str]:
     return [n.text for n in notes]
 
 
-def _plain(obj) -> dict:
-    """A dataclass's fields as a dict, in field order (values as they are)."""
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+class _Record:
+    """A part of the inspection whose JSON is its fields, in field order (values as they are)."""
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True)
-class TargetLike:
+class TargetLike(_Record):
     """``target_like``: the geometry of a config that is no draft."""
 
     num_hidden_layers: object
     hidden_size: object
     vocab_size: object
 
-    def to_dict(self) -> dict:
-        return _plain(self)
-
 
 @dataclass(frozen=True)
-class Defaulted:
+class Defaulted(_Record):
     """A field missing from the checkpoint, the value it was given and the rule that decided it."""
 
     field: str
     value: object
     rule: str
 
-    def to_dict(self) -> dict:
-        return _plain(self)
-
 
 @dataclass(frozen=True)
-class WeightsCheck:
+class WeightsCheck(_Record):
     """``weights``: the files, whether they loaded, and when they did the embedding's source, dtype and size."""
 
     files: list[str]
@@ -113,7 +109,7 @@ class WeightsCheck:
     num_parameters: int | None = None
 
     def to_dict(self) -> dict:
-        return _plain(self) if self.checked else {"files": self.files, "checked": self.checked}
+        return super().to_dict() if self.checked else {"files": self.files, "checked": self.checked}
 
 
 @dataclass(frozen=True)
@@ -128,7 +124,7 @@ class VocabCheck:
 
 
 @dataclass(frozen=True)
-class Sizes:
+class Sizes(_Record):
     """``sizes``: the draft's geometry as it runs (config fitted to the weights)."""
 
     hidden_size: int
@@ -149,9 +145,6 @@ class Sizes:
     @classmethod
     def of(cls, cfg) -> Sizes:
         return cls(**{f.name: getattr(cfg, f.name) for f in fields(cls)})
-
-    def to_dict(self) -> dict:
-        return _plain(self)
 
 
 @dataclass(frozen=True)
@@ -241,14 +234,11 @@ class AuxIds:
 
 
 @dataclass(frozen=True)
-class Serving:
+class Serving(_Record):
     """``serving.<profile>``: why that engine cannot run this draft as written (empty: it can)."""
 
     engine: str
     problems: list[str]
-
-    def to_dict(self) -> dict:
-        return _plain(self)
 
 
 @dataclass(frozen=True)
@@ -315,7 +305,7 @@ def _json(value):
 
 
 @dataclass
-class SavedDraft:
+class SavedDraft(_Record):
     """What ``save_draft`` wrote: the folder, the format, the aux ids (None: none written), the resid points the draft
     was trained on (None: the engines' defaults), the norm flags, whether the embedding is in it, the warnings;
     ``source`` (path, format) when ``convert_draft`` wrote it."""
@@ -330,7 +320,7 @@ class SavedDraft:
     source: dict | None = None
 
     def to_dict(self) -> dict:
-        out = {**_plain(self), "warnings": _texts(self.warnings)}
+        out = {**super().to_dict(), "warnings": _texts(self.warnings)}
         if self.source is None:
             del out["source"]
         return out

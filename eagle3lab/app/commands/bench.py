@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import json
 
-from eagle3lab import bundled
-from eagle3lab.app.cli import add_dtype_argument, add_platform_argument, model_path
+from eagle3lab.app.cli import add_dtype_argument
+from eagle3lab.app.commands.model_options import add_build_arguments, add_model_arguments, model_paths
 
 
 def add_arguments(parser):
-    parser.add_argument("--target", default=None, help="target model folder (default: data/models/target)")
-    parser.add_argument("--draft", default=None, help="draft checkpoint folder (default: data/models/draft-healthy)")
+    add_model_arguments(parser)
     parser.add_argument("--profile", default=None,
                         help="run the draft as this engine does (speculators, vllm, sglang, specforge, eagle, ...); "
                              "default: the checkpoint family's trainer")
-    parser.add_argument("--engine-version", default=None, metavar="V",
-                        help="with --profile: that engine's build (a release such as vLLM 0.32.0, a date YYYY-MM-DD "
-                             "or pre-#PR / post-#PR); default: the newest code read")
-    add_platform_argument(parser, ", and so which aux ids it reads (with --profile vllm)")
+    add_build_arguments(parser, "vLLM 0.32.0", ", and so which aux ids it reads (with --profile vllm)", "with --profile: ")
     parser.add_argument("--aux-resid", default=None, metavar="K,K,K",
                         help="what-if: feed fc these target states instead (resid indices, 0 = embedding output), "
                              "e.g. the wiring the draft was trained on")
@@ -94,8 +90,7 @@ def run(args) -> int:
     from eagle3lab.models.target import load_target
 
     profile = profile_for(args)   # bad input refused before any model loads
-    target_path = model_path(args.target, bundled.TARGET, "--target")
-    draft_path = model_path(args.draft, bundled.DRAFT_HEALTHY, "--draft")
+    target_path, draft_path = model_paths(args)
     if args.threads:
         torch.set_num_threads(args.threads)
     target = load_target(target_path, device=args.device, dtype=args.dtype)

@@ -4,23 +4,19 @@ from __future__ import annotations
 
 import json
 
-from eagle3lab import bundled
-from eagle3lab.app.cli import add_dtype_argument, add_platform_argument, model_path
+from eagle3lab.app.cli import add_dtype_argument
+from eagle3lab.app.commands.model_options import add_build_arguments, add_model_arguments, model_paths
 
 
 def add_arguments(parser):
-    parser.add_argument("--target", default=None, help="target model folder (default: data/models/target)")
-    parser.add_argument("--draft", default=None, help="draft checkpoint folder (default: data/models/draft-healthy)")
+    add_model_arguments(parser)
     parser.add_argument("--out", required=True, metavar="FILE",
                         help="where to write the profile (Model-Optimizer's speculation_profile.json layout, "
                              "schema_version 1.0; see docs/cli/profile.md)")
     parser.add_argument("--engine", default="vllm",
                         help="run the draft as this engine's build does (vllm, sglang, or any eagle3lab profile; "
                              "'none': as its trainer does); default vllm")
-    parser.add_argument("--engine-version", default=None, metavar="V",
-                        help="that engine's build (a release such as 0.32.0, a date YYYY-MM-DD or pre-#PR / post-#PR); "
-                             "default: the newest code read")
-    add_platform_argument(parser, ", and so which aux ids it reads")
+    add_build_arguments(parser, "0.32.0", ", and so which aux ids it reads")
     parser.add_argument("--num-steps", type=int, default=4, help="draft positions K per round (default 4)")
     parser.add_argument("--topk", type=int, default=1, help="1 = chain, > 1 = tree (default 1)")
     parser.add_argument("--num-draft-tokens", type=int, default=None, help="tree only: tokens verified per round")
@@ -46,8 +42,7 @@ def measure(args):
     engine = None if args.engine == "none" else args.engine
     if engine is not None:   # bad input refused before any model loads
         for_build(engine, args.engine_version, args.engine_platform)
-    target_path = model_path(args.target, bundled.TARGET, "--target")
-    draft_path = model_path(args.draft, bundled.DRAFT_HEALTHY, "--draft")
+    target_path, draft_path = model_paths(args)
     target = load_target(target_path, device=args.device, dtype=args.dtype)
     draft = load_draft(draft_path, target=target, device=args.device, dtype=args.dtype)
     if args.prompts is None:
