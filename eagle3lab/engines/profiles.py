@@ -249,13 +249,6 @@ def window_fields(engine: str, engine_version=None) -> dict:
             "draft_window_how": f"{row.reader}{since} ({rules.say(row.source)})" + "".join(f"; {w}" for w in unplaced)}
 
 
-def _release_view(row: Rule) -> Rule:
-    """A WINDOW rule as a release row of ROWS (key "draft", since its change's first release, source filled), for the
-    readers of ROWS by release (flags.common.window_rows)."""
-    since = row.since.first_with if isinstance(row.since, Change) else row.since
-    return replace(row, key="draft", since=since, source=window_rules(row.engine).say(row.source, row))
-
-
 _BASE_ROPE = ("default", "linear", "dynamic", "yarn", "longrope", "llama3")
 ROWS: tuple[Rule, ...] = (
     # speculators tags: norm_before_fc (one norm over the whole fc input, input_norm.weight) since v0.5.0 (PR #337,
@@ -335,8 +328,6 @@ ROWS: tuple[Rule, ...] = (
     # input_norm, fc reads the raw concatenation), SGLang kimi_k25_eagle3.py (0.5.12-SGLANG_NEWEST_READ wheels)
     Rule("vllm", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="deepseek_eagle3.py"),
     Rule("sglang", FAMILY_IGNORES, MLA, value=("norm_before_fc",), reader="kimi_k25_eagle3.py"),
-    # A draft's sliding window: WINDOW_ROWS (above, which hold it) as release rows, for readers of ROWS by release
-    *(_release_view(row) for row in WINDOW_ROWS),
 )
 
 

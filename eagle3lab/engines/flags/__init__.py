@@ -31,7 +31,7 @@ from eagle3lab.engines.flags.configs import (
     verifier_arch,
 )
 from eagle3lab.engines.flags.result import VERSION_UNPLACED, Finding, FlagsResult
-from eagle3lab.engines.versions import parse_engine_version
+from eagle3lab.engines.versions import Change, parse_engine_version
 from eagle3lab.engines.vllm_runner import check_platform
 from eagle3lab.errors import bad_input
 
@@ -127,12 +127,11 @@ def resolve_flags(engine: str, args, target_config=None, draft_config=None, engi
                        sources=sources, unknown_flags=parsed.unknown)
 
 
-def change_key(notice: Finding) -> tuple[str, str]:
-    """The change an ``ENGINE_VERSION_UNPLACED`` notice is about (``common.unplaced_finding`` builds every one): its
-    span (PR, dates, release bounds, whether it landed) and the sentence naming the engine and what changed hold every
-    field of a ``Change`` between them, so equal keys are one change and two changes never share one, even worded
-    alike (the notice carries no ``Change``; its text alone would merge two that differ only in ``landed``)."""
-    return notice.engine_versions, notice.text
+def change_key(notice: Finding) -> Change:
+    """The change an ``ENGINE_VERSION_UNPLACED`` notice is about (``common.unplaced_finding`` builds every one and
+    keeps it on the finding): equal keys are one change, and two changes never share one, even worded alike (the text
+    alone would merge two that differ only in ``landed``)."""
+    return notice.change
 
 
 def one_notice_per_change(placed: list[Finding], findings: list[Finding]) -> list[Finding]:

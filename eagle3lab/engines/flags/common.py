@@ -38,9 +38,10 @@ class Inputs:
 
 def unplaced_finding(change: Change, engine_version: str) -> Finding:
     """The one shape of ``ENGINE_VERSION_UNPLACED``, whichever rule or translator placed the build: the
-    newest behaviour is shown; ``engine_versions`` is the change's span, ``setting`` is ``engine_version``."""
-    return flag_finding(VERSION_UNPLACED, "warning", unplaced_warning(change, engine_version), "eagle3lab.engines.versions.place",
-                        change.span(), setting="engine_version")
+    newest behaviour is shown; ``engine_versions`` is the change's span, ``setting`` is ``engine_version``, and the
+    finding keeps the ``change`` (``finding.change``)."""
+    return flag_finding(VERSION_UNPLACED, "warning", unplaced_warning(change, engine_version),
+                        "eagle3lab.engines.versions.place", change.span(), setting="engine_version", change=change)
 
 
 def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Finding]:
@@ -79,14 +80,15 @@ def aux_needs_layers(prefix: str, ids, rule: str, versions: str, eff: dict) -> l
 
 
 def window_rows(engine: str) -> str:
-    """How ``engine``'s releases apply a draft's sliding window, from its WINDOW rows (eagle3lab.engines.profiles)."""
-    from eagle3lab.engines.profiles import ALL, BY_FLAG, BY_LAYER_TYPES, NO_WINDOW, ROWS, WINDOW
+    """How ``engine``'s releases apply a draft's sliding window, from its rules (profiles.WINDOW_ROWS, by the one
+    lookup ``window_rules``; a rule held from a change reads from the change's first release)."""
+    from eagle3lab.engines.profiles import BY_FLAG, BY_LAYER_TYPES, NO_WINDOW, window_rules
 
     how = {NO_WINDOW: "never applied", BY_LAYER_TYPES: "applied through the config's layer_types",
            BY_FLAG: "applied only through the launch flag"}
-    rows = [r for r in ROWS if r.engine == engine and r.kind == WINDOW]
-    return "; ".join(("every release read" if r.since == ALL else f"from {r.since}") + f": {how[r.value]}"
-                     for r in rows)
+    rules = window_rules(engine)
+    return "; ".join(("every release read" if r.since is None else f"from {rules.fields(r)['since']}") +
+                     f": {how[r.value]}" for r in rules.rows)
 
 
 def draft_window_finding(inp: Inputs, launch_window: int | None = None, setting: str | None = None) -> Finding | None:

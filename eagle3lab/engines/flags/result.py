@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from eagle3lab.engines.versions import Change
 from eagle3lab.findings import Finding, Severity
 
 SEVERITIES = ("error", "warning", "info")
@@ -23,25 +24,28 @@ class EngineRule:
     (file, function, PR), where it applies (e.g. "all versions read (2025-03 .. 2026-09)"), and what the engine
     itself says while it resolves the arguments, before it loads weights (checked against the engine's own resolver
     by `eagle3lab flags --cross-check`): the log lines, in order, and the exception type that stops start-up there
-    (e.g. "AssertionError"; argparse: "SystemExit")."""
+    (e.g. "AssertionError"; argparse: "SystemExit"). ``change``: an ``ENGINE_VERSION_UNPLACED`` notice's change (the
+    build cannot be placed by it), so one change is one notice (``flags.one_notice_per_change``)."""
 
     rule: str
     engine_versions: str
     engine_logs: tuple[str, ...] = ()
     engine_error: str | None = None
+    change: Change | None = None
 
     def json_of(self, f: Finding) -> dict:
         return flag_dict(f)
 
 
 def flag_finding(code: str, severity: str, message: str, rule: str, engine_versions: str, fix: str | None = None,
-                 setting: str | None = None, engine_logs=(), engine_error: str | None = None) -> Finding:
+                 setting: str | None = None, engine_logs=(), engine_error: str | None = None,
+                 change: Change | None = None) -> Finding:
     """One thing the engine will do (or refuse to do) with this command, and how to fix it: ``code`` stable (e.g.
     "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"), ``severity`` "error" (the engine fails or runs something broken), "warning"
     or "info", ``fix`` in the engine's own syntax, ``setting`` (the finding's ``where``) the ``effective`` key it
-    explains."""
+    explains, ``change`` the one an ``ENGINE_VERSION_UNPLACED`` notice is about."""
     return Finding(code, Severity(severity).worded(Severity.ERROR), message, fix, setting,
-                   detail=EngineRule(rule, engine_versions, tuple(engine_logs), engine_error))
+                   detail=EngineRule(rule, engine_versions, tuple(engine_logs), engine_error, change))
 
 
 def flag_dict(f: Finding) -> dict:
