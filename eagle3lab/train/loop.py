@@ -65,11 +65,17 @@ def atomic_torch_save(obj, path: Path) -> None:
 
 @dataclass
 class LoopResult:
+    """Where ``run_loop`` stopped; each trainer's result extends it with what it trained."""
+
     step: int
     done: bool
     log: list[dict]
     train_seconds: float
     tokens_per_s: float
+
+    def last(self, key: str):
+        """The latest logged value of ``key`` (an evaluation's), None before the first."""
+        return next((entry[key] for entry in reversed(self.log) if key in entry), None)
 
 
 def run_loop(cfg: Schedule, run_dir, modules: dict[str, torch.nn.Module], opt, params,

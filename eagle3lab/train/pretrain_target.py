@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from eagle3lab.atomic import atomic_dir
 from eagle3lab.train.corpus import Doc
-from eagle3lab.train.loop import Schedule, batch_at, eval_windows, lr_at, run_loop
+from eagle3lab.train.loop import LoopResult, Schedule, batch_at, eval_windows, lr_at, run_loop
 
 
 @dataclass
@@ -89,14 +89,9 @@ def save_hf_dir(model, tokenizer, out_dir: str | Path) -> Path:
 
 
 @dataclass
-class TargetTrainResult:
+class TargetTrainResult(LoopResult):
     model: object
-    step: int
-    done: bool
-    log: list[dict]
     heldout_loss: float | None
-    train_seconds: float
-    tokens_per_s: float
     train_tokens: int = 0  # size of the tokenized training split
 
 
@@ -131,10 +126,7 @@ def pretrain_target(cfg: TargetTrainConfig, tokenizer, train_docs: list[Doc], he
 
     run = run_loop(cfg, run_dir, {"model": model}, opt, list(model.parameters()), loss_at, evaluate,
                    stop_after_s=stop_after_s, progress=progress, desc="target")
-    evals = [e["heldout_loss"] for e in run.log if "heldout_loss" in e]
-    return TargetTrainResult(model=model, step=run.step, done=run.done, log=run.log,
-                             heldout_loss=evals[-1] if evals else None, train_seconds=run.train_seconds,
-                             tokens_per_s=run.tokens_per_s, train_tokens=len(stream))
+    return TargetTrainResult(**vars(run), model=model, heldout_loss=run.last("heldout_loss"), train_tokens=len(stream))
 
 
 def main(argv=None) -> int:

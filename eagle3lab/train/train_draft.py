@@ -32,7 +32,7 @@ import torch
 from eagle3lab.errors import bad_input
 from eagle3lab.train.draft_vocab import DraftVocab, select_draft_vocab, token_counts
 from eagle3lab.train.feature_cache import FeatureCache
-from eagle3lab.train.loop import Schedule, batch_at, eval_windows, run_loop
+from eagle3lab.train.loop import LoopResult, Schedule, batch_at, eval_windows, run_loop
 
 
 @dataclass
@@ -176,14 +176,9 @@ def evaluate_ttt(draft, target, windows: torch.Tensor, aux_resid, ttt_steps: int
 
 
 @dataclass
-class DraftTrainResult:
+class DraftTrainResult(LoopResult):
     draft: object
-    step: int
-    done: bool
-    log: list[dict]
     heldout: dict | None
-    train_seconds: float
-    tokens_per_s: float
 
 
 def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout_stream: np.ndarray,
@@ -239,7 +234,4 @@ def train_draft(cfg: DraftTrainConfig, target, train_stream: np.ndarray, heldout
 
     run = run_loop(cfg, run_dir, {"draft": draft}, opt, params, loss_at, evaluate, stop_after_s=stop_after_s,
                    progress=progress, desc=desc)
-    evals = [e["heldout"] for e in run.log if "heldout" in e]
-    return DraftTrainResult(draft=draft, step=run.step, done=run.done, log=run.log,
-                            heldout=evals[-1] if evals else None, train_seconds=run.train_seconds,
-                            tokens_per_s=run.tokens_per_s)
+    return DraftTrainResult(**vars(run), draft=draft, heldout=run.last("heldout"))
