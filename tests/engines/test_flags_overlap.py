@@ -245,6 +245,22 @@ def test_the_opt_in_topk_check_came_with_0_5_7():
     assert early.severity == Severity.WARNING and early.engine_error is None and "issue #14077" in early.text
 
 
+def test_the_opt_in_texts_name_the_releases_of_their_rows(monkeypatch):
+    """The opt-in findings' release numbers are filled from the Changes that hold them: moved rows move the words."""
+    from dataclasses import replace
+
+    monkeypatch.setitem(CHANGES, "opt-in-eagle3", replace(CHANGES["opt-in-eagle3"], last_without="0.5.6",
+                                                          first_with="0.5.6.post1"))
+    monkeypatch.setitem(CHANGES, "opt-in-standalone", replace(CHANGES["opt-in-standalone"], last_without="0.5.6.post1",
+                                                              first_with="0.5.6.post2"))
+    res = sgl("0.5.6.post1", "SGLANG_ENABLE_SPEC_V2=1", "--disable-overlap-schedule", topk=4)
+    assert "(EAGLE only up to 0.5.6, EAGLE/EAGLE3 in 0.5.6.post1, STANDALONE too from 0.5.6.post2)" in \
+        res.finding("SGL_OVERLAP_FLAG_OVERRIDDEN").text
+    assert "(from 0.5.6.post1; earlier builds started" in res.finding("SGL_SPEC_V2_TOPK").text
+    early = sgl("0.5.6", "SGLANG_ENABLE_SPEC_V2=1", topk=4).finding("SGL_SPEC_V2_TOPK")
+    assert "this build (before 0.5.6.post1) starts" in early.text
+
+
 def test_era_four_log_lines():
     """0.5.23 as run (tests/oracles/test_sglang_flags_parity.py): the lines the overlap rule predicts."""
     assert sgl("0.5.23", extra="--device cpu").finding("SGL_OVERLAP_SCHEDULE").engine_logs == (

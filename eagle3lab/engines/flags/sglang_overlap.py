@@ -18,6 +18,8 @@ of every older era it may be in where that differs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from eagle3lab.engines.flags.cmdline import env_bool
 from eagle3lab.engines.flags.common import Inputs
 from eagle3lab.engines.flags.result import flag_finding
@@ -109,7 +111,7 @@ def overlap_rule(era: int, disabled: bool, topk, spec_v2: bool | None, cpu: bool
     if era == 1 and not spec_v2:
         return False, f"it runs only with {OPT_IN} ({BETA_FLAG})"
     if era == 1 and algo not in forced:
-        if "EAGLE3" in forced:  # 0.5.7: EAGLE/EAGLE3 forced on, everything else takes the else branch
+        if "EAGLE3" in forced:  # from opt-in-eagle3: EAGLE/EAGLE3 forced on, everything else takes the else branch
             return False, f"{OPT_IN} forces it on for EAGLE/EAGLE3 only; {algo} takes the forced switch-off"
         return (not disabled), (f"{OPT_IN} forces it on for EAGLE only (NEXTN runs as EAGLE); for {algo} it only "
                                 "skips the forced switch-off, so " +
@@ -155,82 +157,143 @@ def opt_in_forced(inp: Inputs, algo: str) -> tuple[str, ...]:
     return tuple(forced)
 
 
+# The opt-in era's findings, templates filled from the Changes that bound them (eagle3: CHANGES["opt-in-eagle3"],
+# standalone: CHANGES["opt-in-standalone"]), so no release number is typed beside the row that holds it.
+OVERRIDDEN_TEXT = ("--disable-overlap-schedule is overridden: with SGLANG_ENABLE_SPEC_V2=1 SGLang sets "
+                   "disable_overlap_schedule = False for {algo} in this build (EAGLE only up to {eagle3.last_without}, "
+                   "EAGLE/EAGLE3 in {eagle3.first_with}, STANDALONE too from {standalone.first_with}), so the overlap "
+                   "scheduler runs.")
+TOPK_STOPS_TEXT = ("SGLang stops at start-up with ValueError 'Spec v2 currently only supports topk = 1 for speculative "
+                   "decoding.' (from {eagle3.first_with}; earlier builds started and then failed on a tensor shape, "
+                   "issue #14077).")
+TOPK_FAILS_TEXT = "this build (before {eagle3.first_with}) starts, then fails on a tensor shape (issue #14077)."
+_OPT_IN_ROWS = ("opt-in-eagle3", "opt-in-standalone")
+# the function SGL_OVERLAP_SCHEDULE cites, by era (others: _handle_eagle_family)
+_READ_IN = {0: "_handle_speculative_decoding",
+            1: "_handle_speculative_decoding (opt-in: --enable-beta-spec, then SGLANG_ENABLE_SPEC_V2 from PR #12113)",
+            4: "_handle_eagle_family; CPU: _disable_overlap_schedule_for_cpu (newest code read)"}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the overlap rule reads from one command, and the eras its build may be in (``sure`` .. ``era``)."""
+
+    algo: str
+    era: int
+    sure: int
+    disabled: bool          # --disable-overlap-schedule
+    topk: object            # --speculative-eagle-topk as given
+    raw_env: str | None     # SGLANG_ENABLE_SPEC_V2 as written
+    spec_v2: bool | None    # ... as SGLang reads it (None: unset or not a boolean)
+    cpu: bool               # --device cpu
+    forced: tuple[str, ...]  # what the opt-in forces on in this build (opt_in_forced)
+
+    def rule(self, era: int | None = None) -> tuple[bool, str]:
+        """``overlap_rule`` in ``era`` (default: the newest the build may be in, which is shown)."""
+        return overlap_rule(self.era if era is None else era, self.disabled, self.topk, self.spec_v2, self.cpu,
+                            self.algo, self.forced)
+
+    @property
+    def opted_in(self) -> bool:
+        """SGLANG_ENABLE_SPEC_V2=1 and the build may be in the opt-in era."""
+        return self.sure <= 1 <= self.era and bool(self.spec_v2)
+
+    @property
+    def versions(self) -> str:
+        return "; ".join(f"{k}: {CHANGES[k].span()}" for k in OVERLAP_CHANGES)
+
+
 def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
     """SGL_OVERLAP_SCHEDULE and the era-specific findings; sets ``eff['overlap_schedule']``."""
     v, env = inp.parsed.values, inp.parsed.env
     era, sure = overlap_era(inp.engine_version)
-    unplaced = [CHANGES[k] for k in OVERLAP_CHANGES[sure:era]]
-    for change in unplaced:
-        inp.place(change)  # records its ENGINE_VERSION_UNPLACED warning
-    disabled = bool(v.get("--disable-overlap-schedule"))
-    topk = v.get("--speculative-eagle-topk")
-    raw_env = env.get("SGLANG_ENABLE_SPEC_V2")
+    for key in OVERLAP_CHANGES[sure:era]:
+        inp.place(CHANGES[key])  # records its ENGINE_VERSION_UNPLACED warning
     spec_v2 = env_bool(env, "SGLANG_ENABLE_SPEC_V2")
-    cpu = str(v.get("--device", "cuda")).strip().lower() == "cpu"
-    forced = opt_in_forced(inp, algo) if (sure <= 1 <= era and spec_v2) else FORCED_ALL
-    on, why = overlap_rule(era, disabled, topk, spec_v2, cpu, algo, forced)
-    eff["overlap_schedule"] = on
-    where = overlap_era_text(era)
-    versions = "; ".join(f"{k}: {CHANGES[k].span()}" for k in OVERLAP_CHANGES)
-    log = _overlap_log(era, on)
-    msg = f"Overlap scheduler {'on' if on else 'off'} with {algo}: {why}." + (f" SGLang logs {log}" if log else "")
-    if raw_env is not None and spec_v2 is None and 1 <= era <= 3:
-        msg += (f" SGLANG_ENABLE_SPEC_V2={raw_env} is not a boolean SGLang reads: it warns and uses its default "
-                f"({'on' if era >= 2 else 'off'}).")
-    if unplaced:  # the newest era it may be in is shown: name every older one where the answer differs
-        older = []
-        for e in range(era - 1, sure - 1, -1):
-            old_on, old_why = overlap_rule(e, disabled, topk, spec_v2, cpu, algo, forced)
-            if old_on != on:
-                older.append(f"in the '{OVERLAP_ERAS[e]}' era (before PR #{CHANGES[OVERLAP_CHANGES[e]].pr}) "
-                             f"{'on' if old_on else 'off'}, {old_why}")
-        prs = ", ".join(f"#{c.pr}" for c in unplaced)
-        msg += (f" The build cannot be placed by PR {prs}; if it is older: " + "; ".join(older) + "." if older else
-                f" The build cannot be placed by PR {prs}, but every era it may be in "
-                f"('{OVERLAP_ERAS[sure]}' .. '{OVERLAP_ERAS[era]}') gives the same.")
-    detail = {0: "_handle_speculative_decoding",
-              1: "_handle_speculative_decoding (opt-in: --enable-beta-spec, then SGLANG_ENABLE_SPEC_V2 from PR #12113)",
-              4: "_handle_eagle_family; CPU: _disable_overlap_schedule_for_cpu (newest code read)"}
-    logs = ((CPU_LOG,) if cpu and not disabled else ()) + ((NON_OVERLAP_LOG,) if not on else ()) if era == 4 else ()
-    out = [flag_finding("SGL_OVERLAP_SCHEDULE", "info", msg, f"{where}: {RULE} {detail.get(era, '_handle_eagle_family')}",
-                        versions, setting="overlap_schedule", engine_logs=logs)]
-
-    # Opt-in era only: shown as is when that is the era shown, as a warning when the build only may be in it.
-    if sure <= 1 <= era and spec_v2:
-        maybe = "" if era == 1 else (f"If the build predates PR #{CHANGES[OVERLAP_CHANGES[1]].pr} (the "
-                                     f"'{OVERLAP_ERAS[1]}' era, which it may be in): ")
-        opt_in = f"{overlap_era_text(1)}: {RULE} spec V2 branch"
-        sub = "; ".join(f"{k}: {CHANGES[k].span()}" for k in ("opt-in-eagle3", "opt-in-standalone"))
-        if disabled and algo in forced:
-            out.append(flag_finding("SGL_OVERLAP_FLAG_OVERRIDDEN", "warning",
-                                    maybe + "--disable-overlap-schedule is overridden: with SGLANG_ENABLE_SPEC_V2=1 SGLang "
-                                    f"sets disable_overlap_schedule = False for {algo} in this build (EAGLE only up to "
-                                    "0.5.6.post2, EAGLE/EAGLE3 in 0.5.7, STANDALONE too from 0.5.8), so the overlap "
-                                    "scheduler runs.", opt_in, f"{versions}; {sub}",
-                                    "Drop SGLANG_ENABLE_SPEC_V2=1 to run without the overlap scheduler.",
-                                    "overlap_schedule"))
-        if topk is not None and topk > 1 and overlap_rule(1, disabled, topk, spec_v2, cpu, algo, forced)[0]:
-            checked = algo in forced and "EAGLE3" in forced  # the ValueError came with 0.5.7, for what it forces on
-            out.append(flag_finding("SGL_SPEC_V2_TOPK", "error" if era == 1 and checked else "warning",
-                                    maybe + f"SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk {topk}: " +
-                                    ("SGLang stops at start-up with ValueError 'Spec v2 currently only supports topk = 1 "
-                                "for speculative decoding.' (from 0.5.7; earlier builds started and then failed on a "
-                                "tensor shape, issue #14077)." if checked else
-                                "this build (before 0.5.7) starts, then fails on a tensor shape (issue #14077)."),
-                               opt_in, f"{versions}; {sub}",
-                               "Use --speculative-eagle-topk 1 (a chain), or drop SGLANG_ENABLE_SPEC_V2=1 for a tree.",
-                               "topk", engine_error="ValueError" if era == 1 and checked else None))
-    if era == 4 and raw_env is not None:
-        meant_off = spec_v2 is False
-        notice = inp.place(CHANGES["spec-v2-notice-dropped"]) == "before"
-        said = (f"SGLang only logs '{ENV_REMOVED_LOG}'" if notice else "SGLang says nothing about it (the removal "
-                f"notice was dropped after {CHANGES['spec-v2-notice-dropped'].last_without})")
-        out.append(flag_finding("SGL_SPEC_V2_ENV_IGNORED", "warning" if meant_off else "info",
-                                f"SGLANG_ENABLE_SPEC_V2={raw_env} is ignored: PR #{CHANGES[OVERLAP_CHANGES[3]].pr} removed "
-                                f"it and {said}." + (" The overlap scheduler stays on." if meant_off and on else ""),
-                                f"{where}: {RULE} handle_speculative_decoding" + (" (removal notice)" if notice else ""),
-                                f"{versions}; spec-v2-notice-dropped: {CHANGES['spec-v2-notice-dropped'].span()}",
-                                "Use --disable-overlap-schedule for the synchronous path." if meant_off else
-                                "Drop SGLANG_ENABLE_SPEC_V2; it has no effect.", "overlap_schedule",
-                                engine_logs=(ENV_REMOVED_LOG,) if notice else ()))
+    launch = Launch(algo, era, sure, bool(v.get("--disable-overlap-schedule")), v.get("--speculative-eagle-topk"),
+                    env.get("SGLANG_ENABLE_SPEC_V2"), spec_v2, str(v.get("--device", "cuda")).strip().lower() == "cpu",
+                    opt_in_forced(inp, algo) if (sure <= 1 <= era and spec_v2) else FORCED_ALL)
+    eff["overlap_schedule"] = launch.rule()[0]
+    out = [_schedule_finding(launch), *(_opt_in_findings(launch) if launch.opted_in else ())]
+    if era == 4 and launch.raw_env is not None:
+        out.append(_env_ignored_finding(inp, launch))
     return out
+
+
+def _schedule_finding(launch: Launch) -> Finding:
+    """SGL_OVERLAP_SCHEDULE: on or off in the era shown, why, what SGLang logs, and the older eras that differ."""
+    era, on, why = launch.era, *launch.rule()
+    log = _overlap_log(era, on)
+    msg = f"Overlap scheduler {'on' if on else 'off'} with {launch.algo}: {why}." + \
+        (f" SGLang logs {log}" if log else "")
+    if launch.raw_env is not None and launch.spec_v2 is None and 1 <= era <= 3:
+        msg += (f" SGLANG_ENABLE_SPEC_V2={launch.raw_env} is not a boolean SGLang reads: it warns and uses its "
+                f"default ({'on' if era >= 2 else 'off'}).")
+    msg += _older_eras(launch, on)
+    logs = (((CPU_LOG,) if launch.cpu and not launch.disabled else ()) + ((NON_OVERLAP_LOG,) if not on else ())
+            if era == 4 else ())
+    return flag_finding("SGL_OVERLAP_SCHEDULE", "info", msg,
+                        f"{overlap_era_text(era)}: {RULE} {_READ_IN.get(era, '_handle_eagle_family')}",
+                        launch.versions, setting="overlap_schedule", engine_logs=logs)
+
+
+def _older_eras(launch: Launch, on: bool) -> str:
+    """For a build not placed (the newest era it may be in is shown): every older era where the answer differs."""
+    era, sure = launch.era, launch.sure
+    if sure == era:
+        return ""
+    older = []
+    for e in range(era - 1, sure - 1, -1):
+        old_on, old_why = launch.rule(e)
+        if old_on != on:
+            older.append(f"in the '{OVERLAP_ERAS[e]}' era (before PR #{CHANGES[OVERLAP_CHANGES[e]].pr}) "
+                         f"{'on' if old_on else 'off'}, {old_why}")
+    prs = ", ".join(f"#{CHANGES[k].pr}" for k in OVERLAP_CHANGES[sure:era])
+    if older:
+        return f" The build cannot be placed by PR {prs}; if it is older: " + "; ".join(older) + "."
+    return (f" The build cannot be placed by PR {prs}, but every era it may be in "
+            f"('{OVERLAP_ERAS[sure]}' .. '{OVERLAP_ERAS[era]}') gives the same.")
+
+
+def _opt_in_findings(launch: Launch) -> list[Finding]:
+    """The opt-in era's findings: as they are when that era is shown, as warnings when the build only may be in it."""
+    maybe = "" if launch.era == 1 else (f"If the build predates PR #{CHANGES[OVERLAP_CHANGES[1]].pr} (the "
+                                        f"'{OVERLAP_ERAS[1]}' era, which it may be in): ")
+    rule = f"{overlap_era_text(1)}: {RULE} spec V2 branch"
+    versions = f"{launch.versions}; " + "; ".join(f"{k}: {CHANGES[k].span()}" for k in _OPT_IN_ROWS)
+    rows = {"eagle3": CHANGES["opt-in-eagle3"], "standalone": CHANGES["opt-in-standalone"]}
+    out = []
+    if launch.disabled and launch.algo in launch.forced:
+        out.append(flag_finding("SGL_OVERLAP_FLAG_OVERRIDDEN", "warning",
+                                maybe + OVERRIDDEN_TEXT.format(algo=launch.algo, **rows), rule, versions,
+                                "Drop SGLANG_ENABLE_SPEC_V2=1 to run without the overlap scheduler.",
+                                "overlap_schedule"))
+    topk = launch.topk
+    if topk is not None and topk > 1 and launch.rule(1)[0]:
+        # the ValueError came with opt-in-eagle3, for what the opt-in forces on
+        checked = launch.algo in launch.forced and "EAGLE3" in launch.forced
+        stops = launch.era == 1 and checked
+        out.append(flag_finding("SGL_SPEC_V2_TOPK", "error" if stops else "warning",
+                                maybe + f"SGLANG_ENABLE_SPEC_V2=1 with --speculative-eagle-topk {topk}: " +
+                                (TOPK_STOPS_TEXT if checked else TOPK_FAILS_TEXT).format(**rows), rule, versions,
+                                "Use --speculative-eagle-topk 1 (a chain), or drop SGLANG_ENABLE_SPEC_V2=1 for a tree.",
+                                "topk", engine_error="ValueError" if stops else None))
+    return out
+
+
+def _env_ignored_finding(inp: Inputs, launch: Launch) -> Finding:
+    """SGL_SPEC_V2_ENV_IGNORED: the variable set in a build that removed it (era 4)."""
+    meant_off, on = launch.spec_v2 is False, launch.rule()[0]
+    dropped = CHANGES["spec-v2-notice-dropped"]
+    notice = inp.place(dropped) == "before"
+    said = (f"SGLang only logs '{ENV_REMOVED_LOG}'" if notice else "SGLang says nothing about it (the removal "
+            f"notice was dropped after {dropped.last_without})")
+    return flag_finding("SGL_SPEC_V2_ENV_IGNORED", "warning" if meant_off else "info",
+                        f"SGLANG_ENABLE_SPEC_V2={launch.raw_env} is ignored: PR #{CHANGES[OVERLAP_CHANGES[3]].pr} "
+                        f"removed it and {said}." + (" The overlap scheduler stays on." if meant_off and on else ""),
+                        f"{overlap_era_text(launch.era)}: {RULE} handle_speculative_decoding" +
+                        (" (removal notice)" if notice else ""),
+                        f"{launch.versions}; spec-v2-notice-dropped: {dropped.span()}",
+                        "Use --disable-overlap-schedule for the synchronous path." if meant_off else
+                        "Drop SGLANG_ENABLE_SPEC_V2; it has no effect.", "overlap_schedule",
+                        engine_logs=(ENV_REMOVED_LOG,) if notice else ())
