@@ -142,8 +142,10 @@ _SGLANG_FILE = {  # architecture (lower case) -> (file with the capture loop, ho
     "kimik25forconditionalgeneration": ("deepseek_v2.py", "kimi_k25.py wraps DeepseekV3ForCausalLM"),
     # sglang wheels: 0.5.12 Glm4MoeLiteForCausalLM subclasses DeepseekV2ForCausalLM (deepseek_v2.py's rule and loop);
     # 0.5.13 and SGLANG_NEWEST_READ glm4_moe_lite.py has its own class with PR #25454's first-id rule copied verbatim
-    "glm4moeliteforcausallm": ("glm4_moe_lite.py", "up to 0.5.12 a subclass of deepseek_v2.py's classes; since "
-                                                   "0.5.13 a file of its own with PR #25454's first-id rule"),
+    "glm4moeliteforcausallm": ("glm4_moe_lite.py", f"up to {CHANGES['sglang#25454'].last_without} a subclass of "
+                                                   "deepseek_v2.py's classes; since "
+                                                   f"{CHANGES['sglang#25454'].first_with} a file of its own with PR "
+                                                   f"#{CHANGES['sglang#25454'].pr}'s first-id rule"),
     "qwen2forcausallm": ("qwen2.py", ""),
     "qwen3forcausallm": ("qwen2.py", f"Qwen3Model extends Qwen2Model and runs its forward up to "
                                      f"{CHANGES['sglang-qwen3-forward'].last_without}; from "
