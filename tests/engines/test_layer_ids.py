@@ -5,6 +5,7 @@ import json
 import pytest
 
 from eagle3lab.engines.layer_ids import (
+    CHANGES,
     ID_CONVENTIONS,
     compare_engines,
     nearest_servable,
@@ -17,8 +18,16 @@ KIMI = "DeepseekV3ForCausalLM"  # Kimi-K2 / DeepSeek-V3: N = 61
 LLAMA = "LlamaForCausalLM"  # Llama-3.1-8B: N = 32
 
 
-def _has(res, *words):
-    return any(all(w in msg for w in words) for msg in res.warnings)
+# Tests match a note's code (NOTE_CODES); a text is read only where the test is about the words a user is shown,
+# and then on the one note with its code.
+def _note(res, code):
+    [note] = [n for n in res.notes if n.code == code]
+    return note
+
+
+# the code of the note saying an engine used its default ids (speculators is served by vLLM)
+DEFAULTED = {"sglang": "SGLANG_AUX_IDS_DEFAULTED", "vllm": "VLLM_AUX_IDS_DEFAULTED",
+             "speculators": "VLLM_AUX_IDS_DEFAULTED", "specforge": "SPECFORGE_AUX_IDS_DEFAULTED"}
 
 
 # ---- defaults: every engine lands on resid[2, N//2, N-3], and says a default was used
@@ -31,33 +40,44 @@ def test_each_engine_default(engine, n, arch, expected):
     assert res.ids_as_written is None
     assert res.defaulted
     assert not res.fatal
-    if engine in ("sglang", "vllm", "speculators", "specforge"):
-        assert _has(res, "Default"), res.warnings
+    if engine in DEFAULTED:
+        assert res.codes == (DEFAULTED[engine],), res.codes
 
 
-def test_sglang_default_is_silent_and_says_where_ids_are_read():
+def test_sglang_default_note_words_say_it_is_silent_and_where_ids_are_read():
+    # about the words: the note tells the user where SGLang reads ids
     res = resolve_aux_layers("sglang", None, 32)
-    assert _has(res, "silently", "eagle_config", "eagle_aux_hidden_state_layer_ids")
+    text = _note(res, "SGLANG_AUX_IDS_DEFAULTED").text
+    assert all(w in text for w in ("silently", "eagle_config", "eagle_aux_hidden_state_layer_ids"))
 
 
-def test_vllm_default_log_follows_the_runner_and_no_release_warns():
+def test_vllm_default_note_words_name_what_the_runner_logs_and_that_no_release_warns():
+    # about the words: the default note quotes what this build's model runner logs (a log line has no code)
     # vLLM wheels 0.17.0-0.33.0: eagle3_utils.py (V2 runner) logs INFO on fallback, gpu_model_runner.py (V1) nothing
+    def text(res):
+        assert res.codes == ("VLLM_AUX_IDS_DEFAULTED",)
+        return res.notes[0].text
+
     res = resolve_aux_layers("vllm", None, 32)   # no build named: what each runner logs
-    assert _has(res, "V2 model runner", "INFO 'Using Eagle3 auxiliary layers from model", "V1 runner", "says nothing")
+    assert all(w in text(res) for w in ("V2 model runner", "INFO 'Using Eagle3 auxiliary layers from model",
+                                        "V1 runner", "says nothing", "no release read (0.17.0-0.33.0) warns",
+                                        "#50170"))
+    assert "before PR #50170" not in text(res)
     gpu = resolve_aux_layers("vllm", None, 32, engine_version="0.32.0")   # a CUDA build assumed: V2
-    assert _has(gpu, "V2 model runner of a vLLM 0.32.0 cuda build (the platform assumed)", "from model")
-    assert _has(res, "no release read (0.17.0-0.33.0) warns", "#50170")
-    assert not _has(res, "before PR #50170") and res.notes[0].code == "VLLM_AUX_IDS_DEFAULTED"
+    assert gpu.runner == "V2" and "V2 model runner of a vLLM 0.32.0 cuda build (the platform assumed)" in text(gpu)
+    assert "from model" in text(gpu)
     cpu = resolve_aux_layers("vllm", None, 32, engine_version="0.32.0", engine_platform="cpu")
-    assert _has(cpu, "V1 model runner", "says nothing") and not _has(cpu, "from model", "assumed")
+    assert cpu.runner == "V1" and "V1 model runner" in text(cpu) and "says nothing" in text(cpu)
+    assert "from model" not in text(cpu)
     warned = resolve_aux_layers("vllm", None, 32, engine_version="post-#50170")
-    assert _has(warned, "warns once (PR #50170)")
+    assert "warns once (PR #50170)" in text(warned)
 
 
 def test_specforge_default_ids_written_in_sglang_convention():
     res = resolve_aux_layers("specforge", None, 61)
     assert res.resid == (2, 30, 58)
-    assert _has(res, "[1, 29, 57]")
+    # the note's words show the ids SpecForge writes, in SGLang's convention
+    assert "[1, 29, 57]" in _note(res, "SPECFORGE_AUX_IDS_DEFAULTED").text
     # Writing those ids explicitly gives the same points on SGLang, before and after PR #25454.
     for version in ("2026-01-01", "2026-06-01"):
         assert resolve_aux_layers("sglang", [1, 29, 57], 61, arch=KIMI, engine_version=version).resid == (2, 30, 58)
@@ -104,15 +124,15 @@ def test_kimi_k2_ids_before_and_after_pr_25454():
     assert "before PR #25454" in before.rule and "since PR #25454" in after.rule
     assert resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="pre-#25454").resid == (3, 31, 59)
     assert resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="post-25454").resid == (2, 30, 58)
-    # No version: the newer behaviour, and a warning naming both.
+    # No version: the newer behaviour, and a note that the build decides.
     unknown = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI)
     assert unknown.resid == (2, 30, 58)
-    assert _has(unknown, "#25454", "[3, 31, 59]", "[2, 30, 58]")
+    assert unknown.codes == ("SGLANG_AUX_IDS_VERSION_DEPENDENT",)
     # The heuristic is DeepSeek-family only: a Llama target keeps +1 in every version.
     assert resolve_aux_layers("sglang", [2, 30, 58], 61, arch=LLAMA, engine_version="2026-06-01").resid == (3, 31, 59)
     # Arch unknown: the +1 reading, with a warning about DeepSeek-family targets (an assumption).
     no_arch = resolve_aux_layers("sglang", [2, 30, 58], 61)
-    assert _has(no_arch, "DeepSeek-family", "--arch", "--target-arch", "arch=") and no_arch.unconfirmed
+    assert no_arch.codes == ("SGLANG_AUX_IDS_ARCH_NEEDED",) and no_arch.unconfirmed
 
 
 def test_specforge_follows_sglang_rule_for_the_target():
@@ -125,11 +145,11 @@ def test_version_that_cannot_be_placed_warns():
     # 0.5.12.post1 cherry-picked fixes onto the 0.5.12 branch after the merge: no bound places it.
     res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.12.post1")
     assert res.resid == (2, 30, 58)
-    assert _has(res, "cannot be placed", "YYYY-MM-DD", "a release >= 0.5.13 (has it)")
-    assert [n.kind for n in res.notes if "cannot be placed" in n.text] == ["version"]
+    unplaced = _note(res, "ENGINE_VERSION_UNPLACED")
+    assert unplaced.kind == "version" and unplaced.change == CHANGES["sglang#25454"]
     # v0.5.12 was published before the merge; v0.5.13 was cut from main after 2026-06-08: both placed.
     old = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.12")
-    assert old.resid == (3, 31, 59) and not _has(old, "cannot be placed")
+    assert old.resid == (3, 31, 59) and "ENGINE_VERSION_UNPLACED" not in old.codes
     new = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=KIMI, engine_version="0.5.13")
     assert new.resid == (2, 30, 58) and not [n for n in new.notes if n.kind == "version"]
 
@@ -142,12 +162,12 @@ def test_seed_story_training_vs_serving_wiring():
     # and a Qwen3 target's capture loop (qwen2.py) would feed them...
     fix = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch="Qwen3ForCausalLM")
     assert fix.resid == (0, 3, 31) and not fix.fatal
-    assert _has(fix, "Id -1", "qwen2.py", "resid[0]")
+    assert fix.codes == ("SGLANG_ID_MINUS1_RESID0",) and "qwen2.py" in fix.rule
     # ...but the seed's Kimi-K2 target crashes on -1 before #25454 and never reaches it since.
     old = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI, engine_version="pre-#25454")
-    assert old.fatal and "deepseek_v2.py" in old.fatal[0] and "TypeError" in old.fatal[0]
+    assert old.fatal_codes == ("SGLANG_ID_MINUS1_TYPEERROR",) and "deepseek_v2.py" in old.rule
     new = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=KIMI, engine_version="post-#25454")
-    assert new.resid == (2, 30) and len(new.fatal) == 1 and "never reached" in new.fatal[0]
+    assert new.resid == (2, 30) and new.fatal_codes == ("SGLANG_ID_MINUS1_STOPPED",)
 
 
 # ---- SGLang id -1: loop index 0, tested before layer 0 while the residual is still None
@@ -163,15 +183,14 @@ def test_sglang_id_minus_one_per_model_file(engine, arch, file, captures):
     res = resolve_aux_layers(engine, [-1, 2, 30], 61, arch=arch, engine_version="pre-#25454")
     assert res.resid == (0, 3, 31)
     [note] = [n for n in res.notes if n.code.startswith("SGLANG_ID_MINUS1_")]
-    assert file in note.text and note.kind == ("note" if captures else "breaks")
     assert note.code == ("SGLANG_ID_MINUS1_RESID0" if captures else "SGLANG_ID_MINUS1_TYPEERROR")
+    assert note.kind == ("note" if captures else "breaks")
     assert note.confirmed and res.to_dict()["confirmed"] and not res.unconfirmed  # read in the file
-    assert "read: " in note.text and "release wheels" in note.text  # the versions read
+    # the words name the file and the versions of it read
+    assert file in note.text and "read: " in note.text and "release wheels" in note.text
     # SpecForge 0.2.0 refuses any negative id before training, whatever SGLang's file does with it
     assert bool(res.fatal) is (not captures or engine == "specforge")
     assert ("SPECFORGE_IDS_REJECTED" in res.fatal_codes) is (engine == "specforge")
-    assert ("resid[0] (the embedding output), so -1 works" in note.text) is captures
-    assert ("TypeError" in note.text) is not captures
     if engine == "specforge":
         with pytest.raises(Eagle3LabError, match="three non-negative"):
             to_engine_ids(engine, [0, 3, 31], 61, arch=arch, engine_version="pre-#25454")
@@ -184,27 +203,33 @@ def test_sglang_id_minus_one_per_model_file(engine, arch, file, captures):
 
 # Loop index 0 per model file, release wheels 0.5.4-0.5.23: the last release computing `hidden_states + residual`
 # there (TypeError) and the first capturing resid[0]; 0.5.23 run on CPU (tests/oracles/test_layer_ids_sglang.py).
-INDEX0_CHANGES = [(LLAMA, "llama.py", "0.5.21", "0.5.22"), (KIMI, "deepseek_v2.py", "0.5.13", "0.5.14"),
-                  ("KimiK25ForConditionalGeneration", "deepseek_v2.py", "0.5.13", "0.5.14"),
-                  ("Glm4MoeLiteForCausalLM", "glm4_moe_lite.py", "0.5.20", "0.5.21"),
-                  ("GptOssForCausalLM", "gpt_oss.py", "0.5.16", "0.5.17")]
+INDEX0_CHANGES = [(LLAMA, "llama.py", "0.5.21", "0.5.22", "sglang-llama-boundary"),
+                  (KIMI, "deepseek_v2.py", "0.5.13", "0.5.14", "sglang-deepseek-capture"),
+                  ("KimiK25ForConditionalGeneration", "deepseek_v2.py", "0.5.13", "0.5.14", "sglang-deepseek-capture"),
+                  ("Glm4MoeLiteForCausalLM", "glm4_moe_lite.py", "0.5.20", "0.5.21", "sglang-glm4-lite-boundary"),
+                  ("GptOssForCausalLM", "gpt_oss.py", "0.5.16", "0.5.17", "sglang#32334")]
 
 
-@pytest.mark.parametrize("arch, file, last_crash, first_capture", INDEX0_CHANGES)
+@pytest.mark.parametrize("arch, file, last_crash, first_capture, change", INDEX0_CHANGES)
 @pytest.mark.parametrize("engine", ["sglang", "specforge"])
 def test_sglang_loop_index_0_captures_the_embedding_from_a_release_per_file(engine, arch, file, last_crash,
-                                                                            first_capture):
+                                                                            first_capture, change):
+    change = CHANGES[change]
+    assert (change.last_without, change.first_with) == (last_crash, first_capture)
     ids = [1, -1, 30] if file in ("deepseek_v2.py", "glm4_moe_lite.py") else [-1, 2, 30]  # +1 on: first id 1
     for version, crashes in [(last_crash, True), (first_capture, False), ("0.5.23", False), (None, False)]:
         res = resolve_aux_layers(engine, ids, 61, arch=arch, engine_version=version)
         assert 0 in res.resid and bool(res.fatal) is (crashes or engine == "specforge"), version
-        [note] = [n for n in res.notes if n.code.startswith("SGLANG_ID_MINUS1_")]
-        assert file in note.text and ("TypeError" in note.text) is crashes and note.confirmed, version
-        assert f"<= {last_crash}" in note.text if crashes else f"from release {first_capture}" in note.text
+        code = "SGLANG_ID_MINUS1_TYPEERROR" if crashes else "SGLANG_ID_MINUS1_RESID0"
+        note = _note(res, code)
+        assert note.confirmed and file in res.rule, version
+        # the words name the file and the release of its change
+        assert file in note.text and (f"<= {last_crash}" if crashes else f"from release {first_capture}") in note.text
     # a PR mark before #25454 (0.5.13) lacks each of these later changes; a date after it cannot be placed
     assert resolve_aux_layers(engine, ids, 61, arch=arch, engine_version="pre-#25454").fatal
     dated = resolve_aux_layers(engine, ids, 61, arch=arch, engine_version="2026-07-01")
-    assert bool(dated.fatal) is (engine == "specforge") and [n for n in dated.notes if n.kind == "version" and file.split(".")[0] in n.text]
+    assert bool(dated.fatal) is (engine == "specforge")
+    assert change in [n.change for n in dated.notes if n.code == "ENGINE_VERSION_UNPLACED"]
 
 
 @pytest.mark.parametrize("engine", ["sglang", "specforge"])
@@ -212,7 +237,7 @@ def test_sglang_deepseek_id_0_as_written_crashes_only_in_0_5_13(engine):
     # since PR #25454 a first id other than 1 is used as-is: id 0 is loop index 0
     assert resolve_aux_layers(engine, [0, 3, 31], 61, arch=KIMI, engine_version="0.5.12").resid == (1, 4, 32)
     crash = resolve_aux_layers(engine, [0, 3, 31], 61, arch=KIMI, engine_version="0.5.13")
-    assert crash.resid == (0, 3, 31) and "TypeError" in crash.fatal[0] and "<= 0.5.13" in crash.fatal[0]
+    assert crash.resid == (0, 3, 31) and crash.fatal_codes == ("SGLANG_INDEX0_TYPEERROR",)
     for version in ("0.5.14", "0.5.23", None):
         ok = resolve_aux_layers(engine, [0, 3, 31], 61, arch=KIMI, engine_version=version)
         assert ok.resid == (0, 3, 31) and not ok.fatal, version
@@ -229,14 +254,14 @@ def test_sglang_gpt_oss_reads_ids_reaching_n_as_boundaries_since_pr_32334(engine
         assert plus.resid == (2, 30, 61) and not plus.fatal          # +1, and boundary 61 is captured
     for version in ("0.5.16", "pre-#32334"):
         old = resolve_aux_layers(engine, [1, 29, 60], 61, arch=gpt, engine_version=version)
-        assert old.resid == (2, 30) and _has(old, "never reached"), version
+        assert old.resid == (2, 30) and "SGLANG_FINAL_UNREACHED" in old.fatal_codes, version
         assert resolve_aux_layers(engine, [2, 30, 61], 61, arch=gpt, engine_version=version).fatal
 
 
 def test_sglang_qwen3_moe_id_n_minus_1_is_an_index_error_at_start_up():
     # qwen2_moe.py Qwen2MoeModel.set_eagle3_layers_to_capture: setattr(self.layers[k+1], ...) (0.5.23 run)
     res = resolve_aux_layers("sglang", [2, 30, 47], 48, arch="Qwen3MoeForCausalLM")
-    assert res.resid == (3, 31) and "IndexError" in res.fatal[0] and "qwen2_moe.py" in res.fatal[0]
+    assert res.resid == (3, 31) and res.fatal_codes == ("SGLANG_PAST_END_INDEXERROR",)
 
 
 @pytest.mark.parametrize("engine", ["sglang", "specforge"])
@@ -249,33 +274,35 @@ def test_sglang_glm4_moe_lite_has_the_first_id_rule_of_pr_25454(engine):
         assert res.resid == resid and "glm4_moe_lite.py" in res.rule and not res.unconfirmed, version
     assert resolve_aux_layers(engine, [1, 29, 57], 61, arch=glm).resid == (2, 30, 58)
     unknown = resolve_aux_layers(engine, [2, 30, 58], 61, arch=glm)
-    assert _has(unknown, "Version-dependent", "#25454", "glm4_moe_lite.py")
+    assert "SGLANG_AUX_IDS_VERSION_DEPENDENT" in unknown.codes and "glm4_moe_lite.py" in unknown.rule
     # id -1 (+1 rule): loop index 0, residual None, `hidden_states + residual` in the 0.5.13 file
     crash = resolve_aux_layers(engine, [-1, 2, 30], 61, arch=glm, engine_version="pre-#25454")
-    assert crash.fatal and "glm4_moe_lite.py" in crash.fatal[0] and "TypeError" in crash.fatal[0]
+    assert "SGLANG_ID_MINUS1_TYPEERROR" in crash.fatal_codes and "glm4_moe_lite.py" in crash.rule
     zero = resolve_aux_layers(engine, [0, 3, 31], 61, arch=glm, engine_version="0.5.13")
-    assert zero.fatal and "glm4_moe_lite.py computes" in zero.fatal[0]
+    assert "SGLANG_INDEX0_TYPEERROR" in zero.fatal_codes and "glm4_moe_lite.py" in zero.rule
 
 
 def test_sglang_id_minus_one_anywhere_in_the_list():
     # Not first: still loop index 0, still captured first (ascending), same per-file outcome.
     llama = resolve_aux_layers("sglang", [2, -1, 30], 61, arch=LLAMA, engine_version="0.5.21")
-    assert llama.resid == (0, 3, 31) and llama.fatal and "llama.py" in llama.fatal[0]
+    assert llama.resid == (0, 3, 31) and llama.fatal_codes == ("SGLANG_ID_MINUS1_TYPEERROR",)
     assert not resolve_aux_layers("sglang", [2, -1, 30], 61, arch=LLAMA, engine_version="0.5.22").fatal
     qwen = resolve_aux_layers("sglang", [2, -1, 30], 61, arch="Qwen3ForCausalLM")
-    assert qwen.resid == (0, 3, 31) and not qwen.fatal and _has(qwen, "ascending")
+    assert qwen.resid == (0, 3, 31) and not qwen.fatal and "AUX_IDS_REORDERED" in qwen.codes
     # DeepSeek since #25454 with a first id of 1: +1 stays on, so -1 is loop index 0 and crashes there.
     kimi = resolve_aux_layers("sglang", [1, -1, 30], 61, arch=KIMI, engine_version="0.5.13")
-    assert kimi.resid == (0, 2, 31) and "deepseek_v2.py" in kimi.fatal[0]
+    assert kimi.resid == (0, 2, 31) and kimi.fatal_codes == ("SGLANG_ID_MINUS1_TYPEERROR",)
+    assert "deepseek_v2.py" in kimi.rule
 
 
 @pytest.mark.parametrize("arch", [None, "Llama4ForConditionalGeneration", "DeepseekV4ForCausalLM",
                                   "KimiLinearForCausalLM"])
 def test_sglang_id_minus_one_unread_file_is_not_confirmed(arch):
     res = resolve_aux_layers("sglang", [-1, 2, 30], 61, arch=arch)
-    [note] = [n for n in res.notes if n.code.startswith("SGLANG_ID_MINUS1_")]
+    note = _note(res, "SGLANG_ID_MINUS1_UNCONFIRMED")
     assert note.kind == "note" and not note.confirmed and not res.fatal
     assert note.text in res.unconfirmed and res.to_dict()["confirmed"] is False
+    # the words: how to name the architecture, or which it is, and what each file read does at loop index 0
     assert ("--arch" in note.text and "arch=" in note.text) if arch is None else (f"not confirmed for {arch}" in note.text)
     assert "llama.py (up to 0.5.21), deepseek_v2.py (up to 0.5.13)" in note.text and "raise TypeError" in note.text
     assert "qwen2_moe.py" in note.text
@@ -291,8 +318,8 @@ def test_sglang_unread_architecture_is_not_deepseek_v2_and_not_confirmed(arch):
     res = resolve_aux_layers("sglang", [2, 30, 58], 61, arch=arch, engine_version="post-#25454")
     assert res.resid == (3, 31, 59) and not res.fatal and "DeepSeek-family" not in res.rule
     [note] = res.notes
-    assert not note.confirmed and f"Not confirmed for {arch}" in note.text and res.unconfirmed == (note.text,)
-    assert not _has(res, "#25454, merged")  # no version-dependent DeepSeek note
+    assert note.code == "SGLANG_FILE_NOT_READ" and not note.confirmed and res.unconfirmed == (note.text,)
+    assert f"Not confirmed for {arch}" in note.text   # the words name the architecture
     # the read architectures say nothing of the kind
     for read in (LLAMA, KIMI, "Qwen3ForCausalLM"):
         assert resolve_aux_layers("sglang", [1, 29, 57], 61, arch=read).to_dict()["unconfirmed"] == []
@@ -301,18 +328,18 @@ def test_sglang_unread_architecture_is_not_deepseek_v2_and_not_confirmed(arch):
 def test_sglang_n_minus_one_is_never_reached():
     res = resolve_aux_layers("sglang", [1, 15, 31], 32, arch=LLAMA)
     assert res.resid == (2, 16)
-    assert res.fatal and _has(res, "never reached", "#46973", "#32334")
+    assert res.fatal_codes == ("SGLANG_FINAL_UNREACHED",)
 
 
 def test_vllm_final_layer_on_deepseek_depends_on_pr_46973():
     old = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=KIMI, engine_version="2026-06-01")
-    assert old.resid == (2, 30) and old.fatal and _has(old, "#46973")
+    assert old.resid == (2, 30) and old.fatal_codes == ("VLLM_DEEPSEEK_FINAL_UNREACHED",)
     new = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=KIMI, engine_version="2026-07-01")
     assert new.resid == (2, 30, 61) and not new.fatal
     assert resolve_aux_layers("vllm", [2, 16, 32], 32, arch=LLAMA).resid == (2, 16, 32)
     # release bounds read in the wheels: 0.24.0 captures ids up to 60 only, 0.25.0 captures id 61
     r24 = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=KIMI, engine_version="0.24.0")
-    assert r24.resid == (2, 30) and _has(r24, "0.18.0-0.24.0") and not [n for n in r24.notes if n.kind == "version"]
+    assert r24.resid == (2, 30) and r24.codes == ("VLLM_DEEPSEEK_FINAL_UNREACHED",)   # placed: no version note
     r25 = resolve_aux_layers("vllm", [2, 30, 61], 61, arch=KIMI, engine_version="0.25.0")
     assert r25.resid == (2, 30, 61) and not r25.notes
 
@@ -327,9 +354,9 @@ def test_vllm_id_0_crashes_deepseek_v2(engine, arch):
     version = "0.28.0" if arch == "DeepseekV32ForCausalLM" else None   # V32 has a file of its own from 0.29.0
     res = resolve_aux_layers(engine, [0, 3, 31], 61, arch=arch, engine_version=version)
     assert res.resid == (0, 3, 31)
-    [fatal] = res.fatal
-    assert "deepseek_v2.py" in fatal and "TypeError" in fatal and "0.18.0-0.33.0" in fatal and arch in fatal
+    assert res.fatal_codes == ("VLLM_DEEPSEEK_ID0_TYPEERROR",)
     assert "deepseek_v2.py" in res.rule and not res.unconfirmed
+    assert arch in res.fatal[0]   # the words name the target
     with pytest.raises(Eagle3LabError, match="deepseek_v2.py.*TypeError"):
         to_engine_ids(engine, [0, 3, 31], 61, arch=arch, engine_version=version)
     assert nearest_servable(engine, (0, 3, 31), 61, arch=arch, engine_version=version) == ((1, 3, 31), [1, 3, 31])
@@ -342,7 +369,7 @@ def test_vllm_deepseek_before_0_18_serves_no_eagle3():
     # 0.17.x: config/speculative.py has no DeepSeek model type in aux_hidden_states_supported (ValueError)
     for ids in (None, [2, 30, 58]):
         old = resolve_aux_layers("vllm", ids, 61, arch=KIMI, engine_version="0.17.1")
-        assert old.fatal and _has(old, "before 0.18.0", "ValueError")
+        assert "VLLM_DEEPSEEK_NO_EAGLE3" in old.fatal_codes
         assert not resolve_aux_layers("vllm", ids, 61, arch=KIMI, engine_version="0.18.0").fatal
     assert not resolve_aux_layers("vllm", [2, 30, 58], 61, arch=LLAMA, engine_version="0.17.1").fatal
 
@@ -350,22 +377,21 @@ def test_vllm_deepseek_before_0_18_serves_no_eagle3():
 def test_vllm_deepseek_v32_has_its_own_file_from_0_29():
     res = resolve_aux_layers("vllm", [0, 3, 61], 61, arch="DeepseekV32ForCausalLM", engine_version="0.29.0")
     assert res.resid == (0, 3) and "deepseek_v32" in res.rule
-    assert not _has(res, "deepseek_v2.py's DeepseekV2Model")        # id 0: CUDA guards it, ROCm does not
-    assert _has(res, "CUDA", "resid[0]", "ROCm", "TypeError")
-    [fatal] = res.fatal
-    assert "id 61" in fatal and "never captured" in fatal                # no capture after the last layer there
+    # id 0: CUDA guards it, ROCm does not (no deepseek_v2.py TypeError); no capture after the last layer there
+    assert res.codes == ("VLLM_DEEPSEEK_V32_ID0_PLATFORM", "VLLM_DEEPSEEK_V32_FINAL_UNREACHED")
+    assert res.fatal_codes == ("VLLM_DEEPSEEK_V32_FINAL_UNREACHED",)
 
 
 def test_vllm_id_0_without_arch_says_what_deepseek_does():
     res = resolve_aux_layers("vllm", [0, 3, 31], 61)
-    assert not res.fatal and _has(res, "If the target is DeepSeek-family", "TypeError", "--arch")
+    assert not res.fatal and res.codes == ("VLLM_ID0_ARCH_NEEDED",)
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_unsorted_ids_are_captured_in_ascending_order(engine):
     res = resolve_aux_layers(engine, [29, 2, 16], 32, arch=LLAMA)
     assert list(res.resid) == sorted(res.resid)
-    assert _has(res, "ascending")
+    assert res.codes == ("AUX_IDS_REORDERED",)
     assert not res.fatal
 
 
@@ -373,20 +399,20 @@ def test_unsorted_ids_are_captured_in_ascending_order(engine):
 def test_duplicates_collapse(engine):
     res = resolve_aux_layers(engine, [2, 2, 16], 32, arch=LLAMA)
     assert len(res.resid) == 2
-    assert res.fatal and _has(res, "more than once")
+    assert res.fatal_codes == ("AUX_IDS_REPEATED",)
 
 
 def test_tiny_target_default_collapses_with_warning():
     res = resolve_aux_layers("vllm", None, 4)  # 2, 4//2, 4-3 -> {1, 2}
     assert res.resid == (1, 2)
-    assert _has(res, "2 states come back where 3")
+    assert "AUX_IDS_WIDTH_CHANGED" in res.codes
 
 
 @pytest.mark.parametrize("engine, ids", [("vllm", [2, 40]), ("sglang", [2, 40]), ("transformerlens", [40])])
 def test_out_of_range_is_dropped_with_warning(engine, ids):
     res = resolve_aux_layers(engine, ids, 32)
     assert res.resid == ((2,) if engine == "vllm" else (3,) if engine == "sglang" else ())
-    assert res.fatal and _has(res, "out of range")
+    assert res.fatal_codes == ("AUX_IDS_OUT_OF_RANGE",)
 
 
 @pytest.mark.parametrize("engine, ids", [("vllm", [-1, 2]), ("speculators", [0, -3]), ("sglang", [-2, 3]),
@@ -411,7 +437,7 @@ def test_bad_input_errors():
 def test_eagle_ignores_written_ids():
     res = resolve_aux_layers("eagle", [1, 2, 3], 32)
     assert res.resid == (2, 16, 29)
-    assert _has(res, "ignores")
+    assert res.codes == ("EAGLE_IDS_IGNORED",)
 
 
 def test_transformerlens_hook_names():
@@ -424,7 +450,7 @@ def test_transformerlens_hook_names():
 def test_ids_without_num_layers_skip_range_checks():
     res = resolve_aux_layers("sglang", [2, 30, 58])
     assert res.resid == (3, 31, 59)
-    assert _has(res, "num_layers not given")
+    assert "AUX_IDS_NUM_LAYERS_NEEDED" in res.codes
 
 
 def test_to_dict_is_json():
@@ -474,7 +500,7 @@ def test_to_engine_ids_refuses_what_the_engine_cannot_capture():
     # resid[0] works where the target's capture loop is read to guard the None residual (Qwen3: qwen2.py).
     ids = to_engine_ids("sglang", [0, 3, 31], 61, arch="Qwen3ForCausalLM")
     assert ids == [-1, 2, 30]
-    assert _has(resolve_aux_layers("sglang", ids, 61, arch="Qwen3ForCausalLM"), "qwen2.py", "-1 works")
+    assert resolve_aux_layers("sglang", ids, 61, arch="Qwen3ForCausalLM").codes == ("SGLANG_ID_MINUS1_RESID0",)
 
 
 def test_to_engine_ids_uses_unsorted_ids_when_only_they_work():
