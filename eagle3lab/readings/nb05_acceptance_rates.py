@@ -437,10 +437,15 @@ class ServedCosts:
     at_batch: float
     overlapped: float
 
+    def settings(self) -> list[tuple[str, str, float]]:
+        """(field name, display label, cost) of each setting, in the order shown; the field names its column in
+        ``WhatIf.plot_table``."""
+        return [("at_one", "served, batch 1", self.at_one), ("at_batch", f"served, batch {self.batch}", self.at_batch),
+                ("overlapped", f"served, batch {self.batch}, overlap on", self.overlapped)]
+
     def labelled(self) -> dict[str, float]:
         """Display label -> cost, in the order shown (labels only for tables, words and claims' keys)."""
-        return {"served, batch 1": self.at_one, f"served, batch {self.batch}": self.at_batch,
-                f"served, batch {self.batch}, overlap on": self.overlapped}
+        return {label: cost for _, label, cost in self.settings()}
 
 
 @dataclass
@@ -470,17 +475,16 @@ class WhatIf:
     def series(self) -> list[CostSeries]:
         """The marker series of :meth:`plot_table` for ``plots.plot_here_and_served``: here measured, served
         projected."""
-        here = "break-even here, measured"
-        return [CostSeries(here, "here, measured", True, f"{here} low", f"{here} high")] + [
-            CostSeries(f"break-even {label}, projected", f"{label}, projected") for label in self.served.labelled()]
+        return [CostSeries("paid_cost", "here, measured", True, "paid_cost_low", "paid_cost_high")] + [
+            CostSeries(f"served_{key}", f"{label}, projected") for key, label, _ in self.served.settings()]
 
     def plot_table(self) -> pd.DataFrame:
-        """For ``plots.plot_here_and_served`` (with :meth:`series`): one row, tau with its interval and each
-        break-even."""
+        """For ``plots.plot_here_and_served`` (with :meth:`series`, which names its columns): one row, tau with its
+        interval, the round cost paid here (= its break-even) with its interval and each served break-even."""
         r = self.row
-        row = {"tau": r.tau.value, "tau_low": r.tau.low, "tau_high": r.tau.high, "break-even here, measured": r.paid_cost.value,
-               "break-even here, measured low": r.paid_cost.low, "break-even here, measured high": r.paid_cost.high}
-        row |= {f"break-even {label}, projected": be for label, be in self.served.labelled().items()}
+        row = {"tau": r.tau.value, "tau_low": r.tau.low, "tau_high": r.tau.high, "paid_cost": r.paid_cost.value,
+               "paid_cost_low": r.paid_cost.low, "paid_cost_high": r.paid_cost.high}
+        row |= {f"served_{key}": be for key, _, be in self.served.settings()}
         return pd.DataFrame([row], index=[self.name])
 
     def recorded_agrees(self) -> bool | None:
