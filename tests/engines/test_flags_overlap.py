@@ -132,6 +132,8 @@ def test_unplaceable_build_shows_the_newest_rule_and_names_the_older_one():
     res = sgl("post-#25464", "SGLANG_ENABLE_SPEC_V2=0")  # the mark says nothing about PR #27964
     assert res.effective["overlap_schedule"] is True
     [warning, notice] = [f for f in res.findings if f.code == "ENGINE_VERSION_UNPLACED"]  # not four
+    assert (warning.change, notice.change) == (CHANGES["spec-v2-env-removed"], CHANGES["spec-v2-notice-dropped"])
+    # the words: how to place the build
     for part in ("SGLang PR #27964", "merged 2026-06-11", "a release <= 0.5.13", "a release >= 0.5.14"):
         assert part in warning.text, part
     assert "removal notice dropped" in notice.text and "a release >= 0.5.21" in notice.text
@@ -194,7 +196,7 @@ def test_dates_place_the_opt_in_by_its_bounds():
     # EAGLE3 forced on by the opt-in only from 0.5.7 (on main by 2026-01-01): an early date is not placed by it
     assert early.effective["overlap_schedule"] is True and unplaced_prs(early) == [
         "PR #11398", CHANGES["opt-in-eagle3"].span().split(";")[0]]
-    warning = [f.text for f in early.findings if f.code == "ENGINE_VERSION_UNPLACED"][0]
+    [warning] = [f.text for f in early.findings if f.change == change]
     assert "merge date unknown, on main by 2025-10-25" in warning
     assert "YYYY-MM-DD (before 2025-10-09 lacks it; from 2025-10-25 on has it)" in warning
     assert "if it is older: in the 'before spec V2' era (before PR #11398) off" in \

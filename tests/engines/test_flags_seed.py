@@ -56,17 +56,20 @@ def test_the_trimmed_config_resolves_as_the_published_one(engine, version):
 
 def _aux_break(version):
     res = resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, SEED_DRAFT_CONFIG, engine_version=version)
-    return res, [f.text for f in res.errors if f.code == "SGL_AUX_BREAKS"]
+    return res, [f for f in res.errors if f.code == "SGL_AUX_BREAKS"]
 
 
 def test_what_each_sglang_build_does_with_the_seed():
     """No KimiK25ForConditionalGeneration before 0.5.9 (kimi_k25.py), no EAGLE-3 hook in 0.5.9 (PR #19689, 0.5.10),
     CUDA graphs on the default ids in 0.5.10 (PR #22836, 0.5.11): 0.5.11 is the first build that serves it."""
+    # one note code for both; the words tell the missing class from the missing hook
     for version in ("0.5.4", "0.5.8"):
-        _, [text] = _aux_break(version)
-        assert "no KimiK25ForConditionalGeneration class (kimi_k25.py first ships in 0.5.9)" in text
-    _, [text] = _aux_break("0.5.9")
-    assert "has no set_eagle3_layers_to_capture" in text and "AttributeError" in text
+        _, [f] = _aux_break(version)
+        assert f.data["note_code"] == "SGLANG_NO_EAGLE3_HOOK", version
+        assert "no KimiK25ForConditionalGeneration class (kimi_k25.py first ships in 0.5.9)" in f.text
+    _, [f] = _aux_break("0.5.9")
+    assert f.data["note_code"] == "SGLANG_NO_EAGLE3_HOOK"
+    assert "has no set_eagle3_layers_to_capture" in f.text and "AttributeError" in f.text
     res, breaks = _aux_break("0.5.10")
     assert not breaks and "SGL_CUDA_GRAPH_DEFAULT_IDS" in res.codes()
     res, breaks = _aux_break("0.5.11")

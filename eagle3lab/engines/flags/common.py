@@ -45,11 +45,13 @@ def unplaced_finding(change: Change, engine_version: str) -> Finding:
 
 
 def translator_findings(prefix: str, res, versions: str, fix: str) -> list[Finding]:
-    """Findings from an ``eagle3lab.engines.layer_ids.AuxResolution``, one per note, by the note's kind."""
+    """Findings from an ``eagle3lab.engines.layer_ids.AuxResolution``, one per note, by the note's kind; each keeps
+    the note's own code (NOTE_CODES) as ``data["note_code"]``, what callers match beside the finding's code."""
     codes = {"breaks": (f"{prefix}_AUX_BREAKS", "error"), "defaulted": (f"{prefix}_AUX_IDS_DEFAULTED", "warning"),
              "note": (f"{prefix}_AUX_NOTE", "warning")}
     out = [unplaced_finding(n.change, res.engine_version) if n.kind == "version" else
-           flag_finding(*codes[n.kind], n.text, res.rule, versions, fix, "aux_resid") for n in res.notes]
+           flag_finding(*codes[n.kind], n.text, res.rule, versions, fix, "aux_resid", data={"note_code": n.code})
+           for n in res.notes]
     if res.defaulted and not any(n.kind == "defaulted" for n in res.notes):
         out.insert(0, flag_finding(f"{prefix}_AUX_IDS_DEFAULTED", "warning", f"No aux layer ids where the engine reads "
                                    f"them: it captures its default {res.label}, silently.", res.rule, versions, fix,

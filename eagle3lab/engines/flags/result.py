@@ -39,12 +39,13 @@ class EngineRule:
 
 def flag_finding(code: str, severity: str, message: str, rule: str, engine_versions: str, fix: str | None = None,
                  setting: str | None = None, engine_logs=(), engine_error: str | None = None,
-                 change: Change | None = None) -> Finding:
+                 change: Change | None = None, data: dict | None = None) -> Finding:
     """One thing the engine will do (or refuse to do) with this command, and how to fix it: ``code`` stable (e.g.
     "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"), ``severity`` "error" (the engine fails or runs something broken), "warning"
     or "info", ``fix`` in the engine's own syntax, ``setting`` (the finding's ``where``) the ``effective`` key it
-    explains, ``change`` the one an ``ENGINE_VERSION_UNPLACED`` notice is about."""
-    return Finding(code, Severity(severity).worded(Severity.ERROR), message, fix, setting,
+    explains, ``change`` the one an ``ENGINE_VERSION_UNPLACED`` notice is about, ``data`` stable keys (a layer-id
+    note's own code: ``note_code``)."""
+    return Finding(code, Severity(severity).worded(Severity.ERROR), message, fix, setting, dict(data or {}),
                    detail=EngineRule(rule, engine_versions, tuple(engine_logs), engine_error, change))
 
 
