@@ -1,16 +1,62 @@
 """The seed case's record (the Kimi-K2.5 draft behind the project), set beside what the engines' code does.
 
-Notebooks 02 and 06 both read it: a speed the team measured with ids written in the draft's config, and what each
-build reads from those ids.
+Notebooks 01, 02 and 06 read it: the seed's first servable build (``SEED_BUILD``), the team's record in full
+(``SEED_RECORD``: accuracy, and tok/s at each step it took), a speed the team measured with ids written in the draft's
+config beside what each build reads from those ids, and 06's answer for the seed's own target.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-SEED_TEAM_TOK_S = 54.8   # what the seed team measured with its fix ids (90 tok/s without speculation, 56.8 before)
+# The seed's first servable build, the one the notebooks launch and read it on (01's ENGINE_VERSION, 02's
+# SGLANG_BUILDS, 06's SEED_BUILDS): Kimi-K2.5's class ships in SGLang 0.5.9, its EAGLE-3 capture hook in 0.5.10
+# (PR #19689), and 0.5.10 still captures its CUDA graphs with the default aux ids (PR #22836 fixed it in 0.5.11).
+SEED_BUILD = "0.5.11"
+
+
+@dataclass(frozen=True)
+class SeedRecord:
+    """What the seed team recorded, in the order it happened (tok/s on its fleet; the accuracy its trainer reported).
+
+    As launched, ``--speculative-num-steps 1`` silently capped the 16 draft tokens asked for to 2; lifting the cap (a
+    15-step chain) made serving slower still, since every round then paid 15 draft passes for a draft fed other
+    states than it was trained on (few of them accepted); the team's ids on that chain won part of it back."""
+
+    val_accuracy_pct: float = 74.7    # the draft's validation accuracy in training ("it trained well")
+    plain_tok_s: float = 90.0         # without speculation
+    launched_tok_s: float = 56.8      # as launched: the cap, num_steps + 1 tokens verified a round
+    cap_lifted_tok_s: float = 46.7    # the cap lifted: a chain of draft_tokens - 1 steps
+    team_ids_tok_s: float = 54.8      # the team's ids [-1, 2, 30] on that chain
+    num_steps: int = 1                # the launch's --speculative-num-steps ...
+    draft_tokens: int = 16            # ... and --speculative-num-draft-tokens
+
+    def words(self) -> str:
+        """The record in one paragraph, every number from the fields; "slower" / "faster" read from them."""
+        def than(a: float, b: float) -> str:
+            return "slower than" if a < b else "faster than" if a > b else "as fast as"
+
+        chain = self.draft_tokens - 1
+        return (f"The seed's record: a draft at {self.val_accuracy_pct:g}% validation accuracy served "
+                f"{self.launched_tok_s:g} tok/s as launched, {than(self.launched_tok_s, self.plain_tok_s)} the "
+                f"{self.plain_tok_s:g} without speculation (`--speculative-num-steps {self.num_steps}` had silently "
+                f"capped its {self.draft_tokens} draft tokens to {self.num_steps + 1}); with the cap lifted (a "
+                f"{chain}-step chain) it ran {self.cap_lifted_tok_s:g} tok/s, "
+                f"{than(self.cap_lifted_tok_s, self.launched_tok_s)} the capped launch"
+                # why a lifted cap can lose: the chain's draft passes buy little when the draft is fed the wrong states
+                + (f": every round then paid {chain} draft passes for a draft fed other states than it was trained "
+                   "on, so few of its tokens were accepted" if self.cap_lifted_tok_s < self.launched_tok_s else "")
+                + f"; the team's ids on that chain gave {self.team_ids_tok_s:g} tok/s "
+                f"({than(self.team_ids_tok_s, self.plain_tok_s)} no speculation).")
+
+    def claims(self) -> dict:
+        return asdict(self)
+
+
+SEED_RECORD = SeedRecord()
+SEED_TEAM_TOK_S = SEED_RECORD.team_ids_tok_s   # what the seed team measured with its fix ids
 
 
 @dataclass(frozen=True)
@@ -227,7 +273,7 @@ def served_chain(agree: list[float], fleet: dict, agree_from: str) -> ServedChai
 class SeedAnswer:
     """The seed engineer's answer for their own target, in words generated from the engine knowledge: per build,
     the ids, what the team's ids do, what the engine cannot honour, the options with the ladder's gains and the
-    launch line; the chain for the fleet; the team's measurement beside what the code says."""
+    launch line; the chain for the fleet; the team's record and its measurement beside what the code says."""
 
     target: dict
     trained: tuple
@@ -237,6 +283,7 @@ class SeedAnswer:
     chain: ServedChain | None
     chain_launched: int
     record: MeasuredBesideCode
+    history: SeedRecord | None = None   # the team's record in full (None: only the speed with its ids is known)
 
     def table(self) -> pd.DataFrame:
         from eagle3lab.engines.layer_ids import resid_label
@@ -248,6 +295,13 @@ class SeedAnswer:
             "norm_before_residual": "read" if b.honours_rule else "ignored (no release reads it)",
             "options left": "; ".join(o.what for o in b.options)} for b in self.builds]).set_index(["engine", "build"])
 
+    def first_servable(self, b: SeedBuild) -> bool:
+        """``b`` is ``SEED_BUILD`` of SGLang and the target the seed's own class (the build's reason holds for it)."""
+        from eagle3lab.engines.flags import SEED_TARGET_CONFIG
+        from eagle3lab.engines.flags.configs import first_arch
+
+        return (b.engine, b.build) == ("sglang", SEED_BUILD) and self.target["arch"] == first_arch(SEED_TARGET_CONFIG)
+
     def build_words(self, b: SeedBuild) -> str:
         from eagle3lab.engines.layer_ids import resid_label
 
@@ -257,10 +311,13 @@ class SeedAnswer:
         cannot = [] if b.ids else [f"capture {resid_label(self.trained)}"]
         cannot += [] if b.honours_rule else ["read norm_before_residual"]
         opts = "; ".join(f"{_letter(i)} {o.what}: {self.gains.text(o.gain)}" for i, o in enumerate(b.options))
-        return (f"**{b.label}**: {ids}{team}; it cannot {' or '.join(cannot) or 'fail to serve it'}. Options: {opts}. "
-                f"Launch: `{b.launch}`")
+        first = " (the first release that could serve it)" if self.first_servable(b) else ""
+        return (f"**{b.label}**{first}: {ids}{team}; it cannot {' or '.join(cannot) or 'fail to serve it'}. "
+                f"Options: {opts}. Launch: `{b.launch}`")
 
-    def words(self) -> str:
+    def words(self, echo: str = "") -> str:
+        """The answer in markdown; ``echo``: a sentence set after the team's record (06's summary: the ladder's rung
+        that takes the record's step on the bundled case)."""
         t = self.target
         head = (f"For the seed's own target, {t['name']} (`{t['arch']}`, {t['num_layers']} layers), a draft trained on "
                 f"{_label(self.trained)} with norm_before_residual={self.rule}, the engine knowledge answers per build:")
@@ -269,6 +326,7 @@ class SeedAnswer:
                  if self.chain else f"The launch lines above use {self.chain_launched} steps; measure the chain on "
                  "the fleet before launching (no agreement to price it with here)")
         return "\n\n".join([head, "\n".join(f"- {self.build_words(b)}" for b in self.builds), chain + ".",
+                            *([" ".join(filter(None, [self.history.words(), echo]))] if self.history else []),
                             self.record.words()])
 
     def claims(self) -> dict:
@@ -279,7 +337,8 @@ class SeedAnswer:
                                       for o in b.options], "launch": b.launch} for b in self.builds],
                 "chain_best": self.chain.best if self.chain else None, "chain_launched": self.chain_launched,
                 "chain_speedups": list(self.chain.speedups.values()) if self.chain else None,
-                "team_tok_s": self.record.tok_s, "team_runs_in": list(self.record.runs_in)}
+                "team_tok_s": self.record.tok_s, "team_runs_in": list(self.record.runs_in),
+                "history": self.history.claims() if self.history else None}
 
 
 def _label(points) -> str:
@@ -289,14 +348,16 @@ def _label(points) -> str:
 
 
 def seed_answer(target: dict, trained, rule: bool, builds: dict, team: dict, gains, *, fleet: dict,
-                agree: list | None, agree_from: str, draft: str, steps_otherwise: int) -> SeedAnswer:
+                agree: list | None, agree_from: str, draft: str, steps_otherwise: int,
+                history: SeedRecord | None = None) -> SeedAnswer:
     """The seed's answer (``SeedAnswer``): ``team``: ``engine``, ``ids``, ``tok_s`` the team measured; ``agree``: a
     teacher-forced agreement per step to price chains on ``fleet`` with (None: the lines launch ``steps_otherwise``
-    and the answer says to measure the chain on the fleet)."""
+    and the answer says to measure the chain on the fleet); ``history``: the team's record in full, stated before
+    its ids' speed is set beside the code."""
     chain = served_chain(agree, fleet, agree_from) if agree else None
     launched = chain.best if chain else steps_otherwise
     rows = seed_builds(target, tuple(trained), rule, builds, {team["engine"]: team["ids"]}, gains, chain=launched,
                        fleet=fleet, draft=draft)
     record = measured_beside_code(team["engine"], team["ids"], team["tok_s"], target["num_layers"], target["arch"],
                                   builds[team["engine"]])
-    return SeedAnswer(dict(target), tuple(trained), rule, rows, gains, chain, launched, record)
+    return SeedAnswer(dict(target), tuple(trained), rule, rows, gains, chain, launched, record, history)

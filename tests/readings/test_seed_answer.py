@@ -2,7 +2,7 @@
 
 from eagle3lab.engines.acceptance import Interval
 from eagle3lab.readings.nb06_case_file import Gains
-from eagle3lab.readings.seed_case import seed_answer
+from eagle3lab.readings.seed_case import SEED_BUILD, SEED_RECORD, seed_answer
 
 KIMI_K25 = {"name": "Kimi-K2.5", "arch": "KimiK25ForConditionalGeneration", "num_layers": 61,
             "model": "moonshotai/Kimi-K2.5", "draft": "./fixed"}
@@ -10,12 +10,12 @@ FLEET = {"roofline": "kimi-k2 fp8, 8 GPUs (H200-class)", "gpus": 8, "batch": 48,
 TEAM = {"engine": "sglang", "ids": [-1, 2, 30], "tok_s": 54.8}
 
 
-def _answer(agree=(0.8, 0.7, 0.6, 0.5)):
+def _answer(agree=(0.8, 0.7, 0.6, 0.5), history=None, target=KIMI_K25):
     gains = Gains(Interval(0.3, 0.1, 0.5, 0.95, 4), Interval(1.5, 1.0, 2.0, 0.95, 4), Interval(1.8, 1.2, 2.4, 0.95, 4),
                   "a test ladder")
-    return seed_answer(KIMI_K25, [0, 3, 31], True, {"sglang": ["0.5.11", "0.5.14"], "vllm": [None]}, TEAM, gains,
+    return seed_answer(target, [0, 3, 31], True, {"sglang": [SEED_BUILD, "0.5.14"], "vllm": [None]}, TEAM, gains,
                        fleet=FLEET, agree=list(agree) if agree else None, agree_from="a test agreement", draft="./fixed",
-                       steps_otherwise=3)
+                       steps_otherwise=3, history=history)
 
 
 def test_each_build_gets_its_ids_options_and_a_complete_launch_line():
@@ -74,3 +74,22 @@ def test_without_a_build_that_feeds_the_trained_points_the_patch_must_capture_th
     (only,) = a.builds
     assert [o.what.split(" ")[0] for o in only.options] == ["retrain", "patch"]
     assert "and to capture the trained points" in only.options[1].what and only.options[1].gain.value == 1.8
+
+
+def test_the_record_is_stated_before_the_teams_ids_are_set_beside_the_code():
+    """The team's record in full (SEED_RECORD: 74.7%, 90, 56.8, 46.7, 54.8) in one paragraph, with an echo set after
+    it, before the 54.8 tok/s is read against the builds; its numbers in the claims; none without a record."""
+    a = _answer(history=SEED_RECORD)
+    words = a.words(echo="The ladder says so too.")
+    record = f"{SEED_RECORD.words()} The ladder says so too."
+    assert record in words.split("\n\n") and words.index(record) < words.index("The team measured 54.8 tok/s")
+    assert "46.7 tok/s, slower than the capped launch" in words and "74.7% validation accuracy" in words
+    assert a.claims()["history"] == SEED_RECORD.claims()
+    plain = _answer()
+    assert "The seed's record" not in plain.words(echo="x") and plain.claims()["history"] is None
+
+
+def test_the_seed_build_is_named_the_first_that_could_serve_the_seeds_own_target_only():
+    assert f"**sglang {SEED_BUILD}** (the first release that could serve it):" in _answer().words()
+    other = _answer(target={**KIMI_K25, "arch": "DeepseekV3ForCausalLM"})
+    assert "the first release that could serve it" not in other.words()
