@@ -16,9 +16,10 @@ from eagle3lab.engines.flags import SEED_TARGET_CONFIG
 from eagle3lab.engines.flags.configs import config_value, first_arch
 from eagle3lab.engines.layer_ids import AT_DRAFT_FC, resolve_aux_layers
 from eagle3lab.engines.profiles import PROFILES
+from eagle3lab.readings.seed_case import SEED_BUILD, SEED_RECORD
 
 NOTEBOOK = "02_hidden_state_capture.ipynb"
-BUILDS = ["0.5.11", "0.5.12", "0.5.13", "0.5.14", "0.5.21", "0.5.22", "0.5.23"]
+BUILDS = [SEED_BUILD, "0.5.12", "0.5.13", "0.5.14", "0.5.21", "0.5.22", "0.5.23"]
 KIMI_K25 = "KimiK25ForConditionalGeneration"
 
 
@@ -208,6 +209,45 @@ def test_the_measured_speed_sits_beside_the_code(bundled_models):
 
     cell = next(c for c in executed_notebook(NOTEBOOK).cells if c.get("id") == "seedtoks2")
     text = "".join(o.get("data", {}).get("text/markdown", "") for o in cell.outputs)
-    assert "The team measured 54.8 tok/s with ids [-1, 2, 30]" in text
+    assert f"The team measured {SEED_RECORD.team_ids_tok_s:g} tok/s with ids [-1, 2, 30]" in text
     assert "0.5.11, 0.5.12, 0.5.13, 0.5.14, 0.5.21, 0.5.22, 0.5.23 stop before serving anything" in text
     assert " run (" not in text and "run as written" not in text and "patched build" in text
+    # the table of each build's reading is shown whole: every reason past pandas' 50-character cut, uncut
+    import html as html_lib
+
+    from eagle3lab.app.display import TABLE_CLASS
+    from eagle3lab.readings.seed_case import measured_beside_code
+
+    shown = "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+    seen = measured_beside_code("sglang", [-1, 2, 30], SEED_RECORD.team_ids_tok_s, 61, KIMI_K25, BUILDS)
+    long = [t for t in seen.table.to_numpy().ravel() if len(t) > 50]
+    assert TABLE_CLASS in shown and long and all(html_lib.escape(t, quote=False) in shown for t in long)
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_no_table_is_cut_anywhere(bundled_models):
+    """Issue 35: every table 02 shows holds its text whole (full_text: no cell cut at pandas' 50 characters), and
+    every table with text is a full_text one."""
+    import re
+
+    from helpers.notebooks import executed_notebook
+
+    from eagle3lab.app.display import TABLE_CLASS
+
+    tables = [t for c in executed_notebook(NOTEBOOK).cells for o in c.get("outputs", [])
+              for t in re.findall(r"<table.*?</table>", o.get("data", {}).get("text/html", ""), re.S)]
+    assert len(tables) >= 7
+    for table in tables:
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", table, re.S)]
+        assert not any(c.endswith("...") for c in cells), table[:300]
+        texts = [c for c in cells if re.search(r"[A-Za-z]{3}", c)]
+        assert TABLE_CLASS in table or all(len(c) < 50 for c in texts), table[:300]
+
+
+def test_the_seed_numbers_have_one_home():
+    """The parameters' literals are readings.seed_case's: the first build read is SEED_BUILD (the first release that
+    could serve the seed's Kimi-K2.5), the team's speed with its ids SEED_RECORD's."""
+    params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    assert params["SGLANG_BUILDS"] == BUILDS and params["SGLANG_BUILDS"][0] == SEED_BUILD
+    assert params["CASE_TEAM_TOK_S"] == SEED_RECORD.team_ids_tok_s
