@@ -16,6 +16,7 @@ from helpers.parameters import assert_parameters_hold_the_literals, parameters_a
 
 from eagle3lab.app.workbook import NOTEBOOKS
 from eagle3lab.engines.profiles import PROFILES
+from eagle3lab.readings.seed_case import SEED_BUILD, SEED_RECORD
 
 NAME = "01_config_flags.ipynb"
 
@@ -45,7 +46,7 @@ def test_the_findings_table_shows_every_message_and_fix_whole(bundled_models):
     from eagle3lab import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
 
     res = resolve_flags("sglang", SEED_COMMAND, target_config=SEED_TARGET_CONFIG, draft_config=SEED_DRAFT_CONFIG,
-                        engine_version="0.5.11")
+                        engine_version=SEED_BUILD)
     import html as html_lib
 
     long_texts = [t for f in res.findings for t in (f.text, f.fix) if t and len(t) > 50]
@@ -139,9 +140,9 @@ def test_config_only_and_dump_modes(bundled_models, tmp_path):
     # a dump verifies no tree: the fixed launch's topk 2 is scored as its chain, and the notebook says so
     assert "topk 2 scored as a chain of" in printed and "give TARGET to decode it" in printed
     config_only = resolve_flags("sglang", SEED_COMMAND, target_config={"architectures": ["Qwen3ForCausalLM"],
-                                "num_hidden_layers": 40}, draft_config=SEED_DRAFT_CONFIG, engine_version="0.5.11")
+                                "num_hidden_layers": 40}, draft_config=SEED_DRAFT_CONFIG, engine_version=SEED_BUILD)
     seed = resolve_flags("sglang", SEED_COMMAND, target_config=SEED_TARGET_CONFIG, draft_config=SEED_DRAFT_CONFIG,
-                         engine_version="0.5.11")
+                         engine_version=SEED_BUILD)
     assert config_only.effective["aux_label"] != seed.effective.get("aux_label")
     assert f"Aux states fed to fc: {config_only.effective['aux_label']}." in text
     assert claims["demo_mode"] == "dump" and "Scoring teacher-forced with" in text and "dumped states" in text
@@ -168,7 +169,10 @@ def test_the_seed_is_worded_as_the_constants_hold_it():
         assert flag in SEED_COMMAND and flag in intro                      # the cap
     assert "trained with `norm_before_residual` on" in intro and "aux ids written in `eagle_config`" in intro
     params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
-    assert params["ENGINE_VERSION"] == "0.5.11" and "set to SGLang 0.5.11, the first release that could serve it" in intro
+    # one home for the seed's build (readings.seed_case.SEED_BUILD): the parameter's literal and the words are it
+    assert params["ENGINE_VERSION"] == SEED_BUILD
+    assert f"set to SGLang {SEED_BUILD}, the first release that could serve it" in intro
+    assert f"fixed that in {SEED_BUILD}), so only {SEED_BUILD} on feeds" in intro
 
     def at(version, draft=SEED_DRAFT_CONFIG):
         return resolve_flags("sglang", SEED_COMMAND, SEED_TARGET_CONFIG, draft, engine_version=version)
@@ -179,10 +183,28 @@ def test_the_seed_is_worded_as_the_constants_hold_it():
     assert "no KimiK25ForConditionalGeneration class" in breaks(at("0.5.8")) and "class ships in 0.5.9" in intro
     assert "AttributeError" in breaks(at("0.5.9")) and "0.5.9 stops at start-up with an AttributeError" in intro
     assert "SGL_CUDA_GRAPH_DEFAULT_IDS" in at("0.5.10").codes() and "0.5.10 still captures its CUDA graphs" in intro
-    seed = at("0.5.11")
+    seed = at(SEED_BUILD)
     assert not seed.errors and "SGL_CUDA_GRAPH_DEFAULT_IDS" not in seed.codes()
     assert "SGL_ARCH_IS_WRAPPER" in seed.codes() and "(`SGL_ARCH_IS_WRAPPER`)" in intro
     positions = SEED_DRAFT_CONFIG["max_position_embeddings"]
     assert positions == config_value(SEED_TARGET_CONFIG, "max_position_embeddings") and f"{positions:,} positions" in intro
-    short = at("0.5.11", {**SEED_DRAFT_CONFIG, "max_position_embeddings": 131072})
+    short = at(SEED_BUILD, {**SEED_DRAFT_CONFIG, "max_position_embeddings": 131072})
     assert "SGL_DRAFT_CONTEXT_TOO_SHORT" in [f.code for f in short.errors] and "131,072 stops SGLang at start-up" in intro
+
+
+def test_the_intro_tells_the_seeds_record_as_seed_case_holds_it():
+    """Issue 35: the seed's 74.7% validation accuracy and its 46.7 tok/s with the cap lifted, stated where 01 tells the
+    story (above the parameters), from readings.seed_case.SEED_RECORD, and worded as what they are: lifting the cap
+    made the seed's server slower (46.7 < 56.8), the longer chain's drafts rarely accepted."""
+    import nbformat
+
+    r = SEED_RECORD
+    intro = " ".join(next(c for c in nbformat.read(NOTEBOOKS / NAME, as_version=4).cells
+                          if c.get("id") == "6a7cf1da").source.split())
+    assert r.cap_lifted_tok_s < r.launched_tok_s < r.plain_tok_s
+    assert f"(the seed's: {r.val_accuracy_pct:g}% validation accuracy), yet serving got *slower* ({r.plain_tok_s:g} " \
+           f"tok/s without speculation, {r.launched_tok_s:g} tok/s with it)" in intro
+    assert f"silently caps its {r.draft_tokens} draft tokens at {r.num_steps + 1}" in intro
+    assert (f"serving got slower still: {r.cap_lifted_tok_s:g} tok/s with the {r.draft_tokens - 1}-step chain the "
+            f"command asked for, against {r.launched_tok_s:g} capped") in intro
+    assert "so few of its tokens were accepted" in intro and "notebook 06 times that step on its ladder" in intro
