@@ -60,6 +60,12 @@ STEP_WORDS = {"faster": "faster than the rung before", "slower": "slower than th
               "not measured": "not measured"}
 
 
+# the ladder's tau table as shown: labels that wrap (a long unbroken one widens its column past the screen)
+TAU_LABELS = {"changes": "changes (finding)", "engine": "engine", "checkpoint": "format", "chain": "chain",
+              "ids": "ids", "feeds": "feeds", "norm_before_residual": "norm before residual", "tau": "tau (95%)",
+              "tau_change": "change in tau (95%)", "verdict": "verdict", "note": "what the build does"}
+
+
 def ratio_text(iv: Interval) -> str:
     """A speed ratio and its interval: ``0.62x [0.55, 0.70]``, with more digits where a bound would print as 1x
     (``verdicts.interval_text``)."""
@@ -130,19 +136,26 @@ class CaseLadder:
         """``3. the team's ids``: rungs count from 1, as the notebook's list does."""
         return f"{i + 1}. {self.rungs[i].name}"
 
-    def tau_table(self) -> pd.DataFrame:
-        """What each rung runs and its tau (rounded), the change against the rung before and its word."""
+    def tau_frame(self) -> pd.DataFrame:
+        """What each rung runs and its tau (rounded), the change against the rung before and its word, by stable
+        column names (``TAU_LABELS`` shows them)."""
         rows = []
         for i, r in enumerate(self.rungs):
             s = r.state
             rows.append({"rung": self.label(i), "changes": r.change_text(), "finding": r.finding,
-                         "engine": f"{s.engine} {s.build or 'newest'}", "chain": f"{steps(s.num_steps)}, "
-                         f"{s.num_draft_tokens} verified", "ids": list(s.ids), "feeds": resid_label(s.fed),
-                         "norm_before_residual": s.rule, "checkpoint": s.checkpoint,
-                         "tau (95%)": "not run" if r.tau is None else str(r.tau),
-                         "change in tau (95%)": "" if r.gain is None else gain_text(r.gain), "verdict": r.word,
-                         "what the build does": r.note})
+                         "engine": f"{s.engine} {s.build or 'newest'}", "checkpoint": s.checkpoint,
+                         "chain": f"{steps(s.num_steps)}, {s.num_draft_tokens} verified", "ids": list(s.ids),
+                         "feeds": resid_label(s.fed), "norm_before_residual": s.rule,
+                         "tau": "not run" if r.tau is None else str(r.tau),
+                         "tau_change": "" if r.gain is None else gain_text(r.gain), "verdict": r.word, "note": r.note})
         return pd.DataFrame(rows).set_index("rung")
+
+    def tau_table(self) -> pd.DataFrame:
+        """``tau_frame`` as shown: the change and its finding in one column, relabelled (``TAU_LABELS``) so that the
+        table fits a 1,400-pixel screen (a finding's code does not wrap: one column for it, not two)."""
+        frame = self.tau_frame()
+        frame["changes"] = [f"{c} ({f})" if f else c for c, f in zip(frame["changes"], frame.pop("finding"))]
+        return frame.rename(columns=TAU_LABELS)
 
     def speed_table(self) -> pd.DataFrame:
         """Each timed rung's speed (``speed_kind``, labelled): tokens/s, over no speculation and over the rung
@@ -946,11 +959,31 @@ def case_summary(ladder: CaseLadder | None, *, chain: ChainChoice | None, fix_st
     return text + ".", claims
 
 
+def lifted_cap_words(ladder: CaseLadder | None) -> str:
+    """The decoded ladder's first rung that changes the flags, in the words of the seed's record (lifting the cap
+    made the seed's server slower): its tau change and its speed against the rung before, and why where they agree;
+    "" where no such rung was timed."""
+    timed = [i for i, r in enumerate(ladder.rungs) if "flags" in r.changed and r.step_speed is not None] if ladder else []
+    if not timed:
+        return ""
+    i = timed[0]
+    r = ladder.rungs[i]
+    text = (f"The ladder's rung {i + 1} ({r.name}) takes the same step on the bundled case: tau changes by "
+            f"{gain_text(r.gain)} ({r.word}{BEFORE.get(r.word, '')} the rung before) and the speed ({ladder.kind}) is "
+            f"{ratio_text(r.step_speed)} the rung before's ({r.step_verdict})")
+    trained = ladder.rungs[-1].state.fed        # the last rung serves the draft whole
+    if r.step_verdict == "slower" and r.word != "beats" and tuple(r.state.fed) != tuple(trained):
+        text += (f", as in the seed's record: the longer chain pays a draft pass per step for drafts rarely accepted "
+                 f"while the draft is fed {resid_label(r.state.fed)}, not the {resid_label(trained)} it was trained on")
+    return text + "."
+
+
 def with_the_seed(toy: tuple[str, dict], *, step3: WiringVerdict | None, projection: ProjectionCheck | None,
-                  fix: ServedFix, num_layers: int, seed) -> tuple[str, dict]:
+                  fix: ServedFix, num_layers: int, seed, ladder: CaseLadder | None = None) -> tuple[str, dict]:
     """The summary whole: the bundled case's words (``case_summary``), step 3's verdict against the runner-up, the
     projection against the measurement, where the rewritten checkpoint lies, then the seed's own target
-    (``seed_case.SeedAnswer``; None: not asked)."""
+    (``seed_case.SeedAnswer``; None: not asked), its record set beside the ``ladder``'s rung that takes the same step
+    (``lifted_cap_words``)."""
     text, claims = toy
     parts = [text]
     if step3 is not None:
@@ -959,7 +992,7 @@ def with_the_seed(toy: tuple[str, dict], *, step3: WiringVerdict | None, project
         parts.append(projection.words() + ".")
     parts.append(fix_words(fix, num_layers))
     if seed is not None:
-        parts.append(seed.words())
+        parts.append(seed.words(echo=lifted_cap_words(ladder)))
     claims = {**claims, "step3": None if step3 is None else step3.claims(),
               "projection": None if projection is None else projection.claims(), "fix_path": fix.path,
               "seed": None if seed is None else seed.claims()}

@@ -35,6 +35,7 @@ from eagle3lab.readings.nb06_case_file import (
     skipped,
     steps,
 )
+from eagle3lab.readings.seed_case import SEED_BUILD, SEED_RECORD, SeedRecord
 
 LAUNCH = ("python -m sglang.launch_server --model-path data/models/target --speculative-draft-model-path "
           "data/models/draft-case --speculative-algorithm EAGLE3 --speculative-num-steps 1 "
@@ -289,8 +290,9 @@ def test_step5c_the_seeds_answer_for_its_own_target_from_the_engine_knowledge(nb
     target = params["SEED_TARGET"]
     assert (target["arch"], target["num_layers"], params["SEED_TRAINED"], params["SEED_TEAM_IDS"]) == (
         "KimiK25ForConditionalGeneration", 61, [0, 3, 31], [-1, 2, 30])
-    assert "0.5.11" in params["SEED_BUILDS"]["sglang"]            # the first release that could serve it
+    assert params["SEED_BUILDS"]["sglang"][0] == SEED_BUILD       # the first release that could serve it
     seed, text = nb["seed"], notebook_summary(NAME)
+    assert f"**sglang {SEED_BUILD}** (the first release that could serve it):" in text
     rows = {(b["engine"], b["build"]): b for b in seed["builds"]}
     assert set(rows) == {("sglang", v) for v in ("0.5.11", "0.5.13", "0.5.14", "0.5.23")} | {("vllm", "0.18.0"),
                                                                                             ("vllm", "newest")}
@@ -333,7 +335,10 @@ def test_step5c_the_seeds_answer_for_its_own_target_from_the_engine_knowledge(nb
                                                                       "together with (b)")
     # the chain priced on the served cost model for the stated fleet; the team's measurement beside the code
     assert seed["chain_best"] == seed["chain_launched"] and "batch 48" in text and "stated assumptions" in text
-    assert seed["team_tok_s"] == params["SEED_TEAM_TOK_S"] == 54.8 and "The team measured 54.8 tok/s" in text
+    assert seed["team_tok_s"] == params["SEED_RECORD"]["team_ids_tok_s"] == 54.8 and "The team measured 54.8 tok/s" in text
+    # the team's record in full, stated before its ids' speed is read against the code (issue 35)
+    assert seed["history"] == SEED_RECORD.claims() and SEED_RECORD.words() in text
+    assert text.index(SEED_RECORD.words()) < text.index("The team measured 54.8 tok/s")
     # no stock build runs them: 0.5.13-0.5.14 feed two states to the draft's three-slot fc, which fails
     assert seed["team_runs_in"] == [] and "patched build" in text and "run as written" not in text
     assert text.count("For the seed's own target, Kimi-K2.5 (`KimiK25ForConditionalGeneration`, 61 layers)") == 1
@@ -683,4 +688,61 @@ def test_step5cs_target_is_the_seed_constants():
     assert f"--model-path {target['model']} " in SEED_COMMAND
     # the team's fix kept the draft's first two ids and put -1 (meant: the embedding) before them
     assert params["SEED_TEAM_IDS"] == [-1, *written_aux_ids(SEED_DRAFT_CONFIG)[1][:2]] == [-1, 2, 30]
-    assert "0.5.11" in params["SEED_BUILDS"]["sglang"] and "--speculative-num-steps 1 " in SEED_COMMAND
+    assert params["SEED_BUILDS"]["sglang"][0] == SEED_BUILD and "--speculative-num-steps 1 " in SEED_COMMAND
+
+
+def test_the_seeds_record_is_stated_where_06_narrates_it():
+    """Issue 35: SEED_RECORD's literal is seed_case's, and the markdown that tells the record (the complaint, the
+    ladder's history, step 5c) states its numbers as seed_case holds them: 74.7% validation accuracy, and lifting the
+    cap made the server slower (46.7 < 56.8), every round paying its draft passes for drafts rarely accepted."""
+    import nbformat
+
+    params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
+    r = SeedRecord(**params["SEED_RECORD"])
+    assert r == SEED_RECORD and r.cap_lifted_tok_s < r.launched_tok_s < r.plain_tok_s
+    cells = {c.get("id"): " ".join(c.source.split()) for c in nbformat.read(NOTEBOOKS / NAME, as_version=4).cells}
+    intro, ladder, step5c = cells["5835db05"], cells["6c06bc2a"], cells["d6319a5a"]
+    assert (f"good training accuracy ({r.val_accuracy_pct:g}% on validation), served it, and throughput *fell*: "
+            f"{r.plain_tok_s:g} tok/s without speculation, {r.launched_tok_s:g} tok/s with it") in intro
+    assert (f"silently capped the {r.draft_tokens} draft tokens asked for to {r.num_steps + 1}; lifting the cap made "
+            f"serving slower still, {r.cap_lifted_tok_s:g} tok/s (every round then paid {r.draft_tokens - 1} draft "
+            "passes for a draft fed other states than it was trained on, so few were accepted), and the team's ids "
+            f"fix on that chain gave {r.team_ids_tok_s:g} tok/s") in intro
+    assert (f"its chain, where the seed team measured {r.cap_lifted_tok_s:g} tok/s, slower than the "
+            f"{r.launched_tok_s:g} capped; then its ids **on that chain**, where it measured {r.team_ids_tok_s:g} "
+            "tok/s") in ladder
+    assert (f"`SEED_RECORD`: {r.val_accuracy_pct:g}% validation accuracy; {r.plain_tok_s:g} tok/s without speculation, "
+            f"{r.launched_tok_s:g} as launched, {r.cap_lifted_tok_s:g} with the cap lifted, {r.team_ids_tok_s:g} with "
+            "its ids on that chain") in step5c
+    assert f"({SEED_BUILD}, the first release that could serve it, among them)" in step5c
+
+
+def test_the_ladders_rung_that_lifts_the_cap_echoes_the_record(nb):
+    """The summary sets the record beside the ladder's rung 2 (the cap lifted on the bundled case), from its
+    intervals: slower than the rung before while tau is within noise of it, as in the seed's record."""
+    rung = nb["ladder"]["rungs"][1]
+    text = notebook_summary(NAME)
+    assert rung["changed"] == ["flags"] and rung["step_speed_word"] == speed_word(_iv(rung["step_speed"])) == "slower"
+    assert rung["word"] == interval_word(_iv(rung["gain"])) != "beats"
+    said = (f"The ladder's rung 2 ({rung['name']}) takes the same step on the bundled case: tau changes by "
+            f"{gain_text(_iv(rung['gain']))} ({rung['word']}{BEFORE.get(rung['word'], '')} the rung before) and the "
+            f"speed (end to end) is {ratio_text(_iv(rung['step_speed']))} the rung before's (slower), as in the "
+            "seed's record")
+    assert said in text and text.index(SEED_RECORD.words()) < text.index(said)
+
+
+def test_the_ladders_tau_table_is_shown_with_labels_that_fit_a_screen(nb):
+    """Issue 35: the tau table shows the change with its finding in one column and labels that wrap (it was 1,401
+    pixels wide at 1,400); the frame behind it keeps its stable names."""
+    from helpers.notebooks import executed_notebook
+
+    from eagle3lab.app.display import TABLE_CLASS
+    from eagle3lab.readings.nb06_case_file import TAU_LABELS
+
+    cell = next(c for c in executed_notebook(NAME).cells if "case_ladder.case_rungs(" in c.source)
+    html = next(o["data"]["text/html"] for o in cell.outputs if "tau, one change a rung" in o.get("data", {}).get(
+        "text/html", ""))
+    assert TABLE_CLASS in html and "<th>finding</th>" not in html and "<th>norm_before_residual</th>" not in html
+    for label in TAU_LABELS.values():
+        assert f"<th>{label}</th>" in html, label
+    assert "flags (SGL_TOPK1_DRAFT_TOKENS_ADJUSTED)" in html and "rule (FIRST_LAYER_RULE)" in html

@@ -7,7 +7,7 @@ import pandas as pd
 from eagle3lab.doctor.fixes import RunState
 from eagle3lab.doctor.ladder import Rung
 from eagle3lab.engines.acceptance import Interval
-from eagle3lab.readings.nb06_case_file import CaseLadder, candidates_table
+from eagle3lab.readings.nb06_case_file import TAU_LABELS, CaseLadder, candidates_table, lifted_cap_words
 
 
 def _iv(value, low, high):
@@ -24,7 +24,7 @@ def test_a_shared_measurement_reads_identical_as_any_degenerate_interval():
     rungs = [_rung("a", "start", None, None), _rung("b", "identical", _iv(0, 0, 0), _iv(1, 1, 1)),
              _rung("c", "identical", _iv(0, 0, 0), _iv(1.05, 0.9, 1.2))]
     ladder = CaseLadder(rungs, None, 2, "cpu", "float32")
-    assert ladder.tau_table()["verdict"].tolist() == ["start", "identical", "identical"]
+    assert ladder.tau_frame()["verdict"].tolist() == ["start", "identical", "identical"]
     assert ladder.speed_table()["vs rung before"].tolist() == ["", "identical", "within noise"]
     assert ladder.step_speed_word(rungs[1]) == "the same decoding as the rung before"
     assert "grey: within noise or identical" in ladder.plot().axes[0].get_title()
@@ -74,3 +74,41 @@ def test_step_3s_tau_is_placed_as_the_trainer_table_places_it():
     assert "is between the trainer's" in ladder.trainer_words((_iv(3.1, 2.9, 3.3), "x"))
     assert "is below both the trainer's" in ladder.trainer_words((_iv(2.9, 2.7, 3.1), "x"))
     assert "inside the last rung's interval" in ladder.trainer_words((_iv(2.9, 2.7, 3.1), "x"))
+
+
+def test_the_tau_table_is_the_stable_frame_relabelled_to_fit_a_screen():
+    """Issue 35: the frame keeps stable column names; the table shown puts the change and its finding in one column
+    (a finding's code does not wrap) and wraps every label (no unbroken label widens a column past 1,400 pixels)."""
+    rungs = [_rung("a", "start", None, None), _rung("b", "beats", _iv(0.2, 0.1, 0.3), _iv(1.1, 1.0, 1.2))]
+    ladder = CaseLadder(rungs, None, 2, "cpu", "float32")
+    frame, shown = ladder.tau_frame(), ladder.tau_table()
+    assert list(frame.columns) == ["changes", "finding", "engine", "checkpoint", "chain", "ids", "feeds",
+                                   "norm_before_residual", "tau", "tau_change", "verdict", "note"]
+    assert list(shown.columns) == [TAU_LABELS[c] for c in frame.columns if c != "finding"]
+    assert shown["changes (finding)"].tolist() == ["ids (WIRING)"] * 2 and "norm before residual" in shown.columns
+    assert shown["tau (95%)"].tolist() == frame["tau"].tolist() and frame["tau_change"].tolist() == ["", "+0.200 [+0.100, +0.300]"]
+    assert all(len(word) <= 10 for label in TAU_LABELS.values() for word in label.split())
+
+
+def _flags_rung(fed, step):
+    state = RunState(True, fed, {"norm_before_residual": False}, 15, engine="sglang", num_draft_tokens=16)
+    return Rung("cap lifted", state, "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED", "note", measured_as="cap lifted",
+                tau=_iv(1.1, 1.0, 1.2), changed=("flags",), gain=_iv(0.03, 0.0, 0.08), word="within noise",
+                e2e_tps=5.0, speed=_iv(0.3, 0.2, 0.4), step_speed=step)
+
+
+def test_the_rung_that_lifts_the_cap_is_set_beside_the_seeds_record():
+    """The first timed rung that changes the flags, in the record's words; the reason (drafts rarely accepted while
+    fed other states than the trained ones) only where its numbers and its states say so."""
+    first, trained = _rung("a", "start", None, None), _rung("z", "beats", _iv(1, 0.5, 1.5), _iv(2, 1.5, 2.5))
+    slower = CaseLadder([first, _flags_rung((3, 7, 11), _iv(0.48, 0.46, 0.49)), trained], None, 2, "cpu", "float32")
+    words = lifted_cap_words(slower)
+    assert words.startswith("The ladder's rung 2 (cap lifted) takes the same step on the bundled case: tau changes by "
+                            "+0.030 [+0.000, +0.080] (within noise of the rung before) and the speed (end to end) is "
+                            "0.48x [0.46, 0.49] the rung before's (slower), as in the seed's record")
+    assert "fed [resid[3], resid[7], resid[11]], not the [resid[0] (embedding), resid[3], resid[7]]" in words
+    fed_right = CaseLadder([first, _flags_rung((0, 3, 7), _iv(0.48, 0.46, 0.49)), trained], None, 2, "cpu", "float32")
+    faster = CaseLadder([first, _flags_rung((3, 7, 11), _iv(1.3, 1.1, 1.5)), trained], None, 2, "cpu", "float32")
+    for ladder in (fed_right, faster):
+        assert "as in the seed's record" not in lifted_cap_words(ladder) and lifted_cap_words(ladder).endswith(").")
+    assert lifted_cap_words(None) == "" and lifted_cap_words(CaseLadder([first], None, 2, "cpu", "float32")) == ""
