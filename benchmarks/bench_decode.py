@@ -41,6 +41,7 @@ from eagle3lab.analysis.roofline import (
     SERVED,
     here_and_served,
     price_on_served,
+    served_settings,
 )
 from eagle3lab.analysis.verdicts import speed_word
 from eagle3lab.atomic import write_json
@@ -105,12 +106,11 @@ def verdicts(results: dict, measured: pd.DataFrame, c: float, overhead: float, b
     lines = []
     if one_step:
         for name, row in here_and_served(one_step, c=c, overhead=overhead, batch=batch).iterrows():
-            served = "; ".join(f"{row[f'break-even served, {label}']:.2f} ({label}, projected "
-                               f"{row[f'projected speedup served, {label}']:.2f}x) -> {row[f'verdict served, {label}']}"
-                               for label in ("batch 1", f"batch {batch}", f"batch {batch}, overlap on"))
+            served = "; ".join(f"{row[s.break_even]:.2f} ({s.name}, projected {row[s.speedup]:.2f}x) -> {row[s.verdict]}"
+                               for s in served_settings(batch, overhead))
             tau = (f"tau {row.tau:.2f} [{row.tau_low:.2f}, {row.tau_high:.2f}]" if pd.notna(row.get("tau_low"))
                    else f"tau {row.tau:.2f}")
-            lines.append(f"{name}: {tau}; here break-even {row['break-even here']:.2f}, measured "
+            lines.append(f"{name}: {tau}; here break-even {row.break_even_here:.2f}, measured "
                          f"{ratio_words(results[name])}; served MoE break-even (stated assumptions, no interval of "
                          f"its own) {served}")
     if "case as SGLang, chain 1" in results:

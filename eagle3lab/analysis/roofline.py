@@ -125,16 +125,51 @@ class CostSeries:
     high: str | None = None
 
 
-def _served_settings(batch: int, overhead: float) -> tuple:
-    """(label, batch, per-round overhead) of each served setting ``here_and_served`` prices."""
-    return (("served, batch 1", 1, overhead), (f"served, batch {batch}", batch, overhead),
-            (f"served, batch {batch}, overlap on", batch, 0.0))
+@dataclass(frozen=True)
+class ServedSetting:
+    """One served setting ``here_and_served`` prices: its batch, the per-round overhead it pays, its name (for
+    display only) and the stable columns of ``here_and_served``'s table that hold its numbers."""
+
+    batch: int
+    overhead: float
+    name: str                 # "batch 48, overlap on"
+    break_even: str
+    speedup: str
+    verdict: str
+
+    @property
+    def label(self) -> str:
+        return f"served, {self.name}"
+
+
+def _served(key: str, batch: int, overhead: float, name: str) -> ServedSetting:
+    return ServedSetting(batch, overhead, name, f"break_even_{key}", f"projected_speedup_{key}", f"verdict_{key}")
+
+
+def served_settings(batch: int = SERVED["batch"], overhead: float = SERVED["overhead"]) -> tuple[ServedSetting, ...]:
+    """The served settings ``here_and_served`` prices: batch 1, ``batch``, and ``batch`` with the overlap scheduler
+    on (per-round overhead 0)."""
+    return (_served("served_1", 1, overhead, "batch 1"), _served("served_batch", batch, overhead, f"batch {batch}"),
+            _served("served_overlap", batch, 0.0, f"batch {batch}, overlap on"))
+
+
+# here_and_served's columns about this machine -> their display labels (the served ones: here_and_served_labels)
+HERE_LABELS = {"break_even_here": "break-even here", "measured_here": "measured here",
+               "measured_here_low": "measured here low", "measured_here_high": "measured here high",
+               "verdict_here": "verdict here"}
+
+
+def here_and_served_labels(batch: int = SERVED["batch"]) -> dict[str, str]:
+    """``here_and_served``'s stable column names -> display labels: ``table.rename(columns=...)`` to show it."""
+    return HERE_LABELS | {col: f"{what} {s.label}" for s in served_settings(batch)
+                          for col, what in ((s.break_even, "break-even"), (s.speedup, "projected speedup"),
+                                            (s.verdict, "verdict"))}
 
 
 def here_and_served_series(batch: int = SERVED["batch"]) -> list[CostSeries]:
     """The series of ``here_and_served``'s table: here and each served setting, all projected."""
-    return [CostSeries("break-even here", "here (projected)")] + [
-        CostSeries(f"break-even {label}", f"{label} (projected)") for label, _, _ in _served_settings(batch, 0.0)]
+    return [CostSeries("break_even_here", "here (projected)")] + [
+        CostSeries(s.break_even, f"{s.label} (projected)") for s in served_settings(batch)]
 
 
 def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: float = SERVED["overhead"],
@@ -145,16 +180,18 @@ def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: fl
     ``cases``: name -> ``tau``, ``num_steps``, ``num_draft_tokens``, ``break_even_here`` and ``measured_here``,
     the speedup measured on this machine over plain decoding, with its paired interval
     (``DecodeSweep.speed_ratio``: an ``Interval``, a ``{value, low, high}`` mapping or ``(value, low, high)``);
-    optionally ``tau_low`` / ``tau_high``, tau's interval. "verdict here" is ``verdicts.speed_word`` of that
-    interval (faster / slower / within noise); a bare float is shown but worded "not measured with an interval".
-    The served columns price the same tau at batch 1 and at ``batch``, and at ``batch`` with the overlap
-    scheduler on (per-round overhead 0): a break-even from stated assumptions (no interval of its own), the
-    projected speedup tau / break-even, and the word of tau's interval against it ("projected faster" /
-    "projected slower" / "projected within noise"; "projected, no tau interval" without one).
+    optionally ``tau_low`` / ``tau_high``, tau's interval. ``verdict_here`` is ``verdicts.speed_word`` of that
+    interval (faster / slower / within noise); a bare float is kept but worded "not measured with an interval".
+    The served columns (named by each of ``served_settings(batch, overhead)``: ``break_even``, ``speedup``,
+    ``verdict``) price the same tau at batch 1 and at ``batch``, and at ``batch`` with the overlap scheduler on
+    (per-round overhead 0): a break-even from stated assumptions (no interval of its own), the projected speedup
+    tau / break-even, and the word of tau's interval against it ("projected faster" / "projected slower" /
+    "projected within noise"; "projected, no tau interval" without one). Columns are stable names; to show the
+    table, ``.rename(columns=here_and_served_labels(batch))``.
     """
     # one batch per table, so one row per case in ``cases``' order: read by position, never by row label
-    served = {label: price_on_served(cases, c=c, overhead=o, batches=(b,))["break_even_tau"].tolist()
-              for label, b, o in _served_settings(batch, overhead)}
+    served = {s: price_on_served(cases, c=c, overhead=s.overhead, batches=(s.batch,))["break_even_tau"].tolist()
+              for s in served_settings(batch, overhead)}
     rows = []
     for i, (name, case) in enumerate(cases.items()):
         here = _measured(case["measured_here"])
@@ -163,16 +200,16 @@ def here_and_served(cases: dict[str, dict], c: float = SERVED["c"], overhead: fl
         row = {"case": name, "tau": case["tau"]}
         if tau is not None:
             row |= {"tau_low": tau.low, "tau_high": tau.high}
-        row |= {"break-even here": case["break_even_here"],
-                "measured here": float(case["measured_here"]) if here is None else here.value,
-                "measured here low": float("nan") if here is None else here.low,
-                "measured here high": float("nan") if here is None else here.high,
-                "verdict here": NO_INTERVAL if here is None else speed_word(here)}
-        for label, costs in served.items():
+        row |= {"break_even_here": case["break_even_here"],
+                "measured_here": float(case["measured_here"]) if here is None else here.value,
+                "measured_here_low": float("nan") if here is None else here.low,
+                "measured_here_high": float("nan") if here is None else here.high,
+                "verdict_here": NO_INTERVAL if here is None else speed_word(here)}
+        for s, costs in served.items():
             be = float(costs[i])
-            row[f"break-even {label}"] = be
-            row[f"projected speedup {label}"] = case["tau"] / be
+            row[s.break_even] = be
+            row[s.speedup] = case["tau"] / be
             # a projection from stated assumptions: tau's interval against it, never a point
-            row[f"verdict {label}"] = "projected, no tau interval" if tau is None else projected_word(tau, be)
+            row[s.verdict] = "projected, no tau interval" if tau is None else projected_word(tau, be)
         rows.append(row)
     return pd.DataFrame(rows).set_index("case")

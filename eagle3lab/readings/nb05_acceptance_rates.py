@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, CostSeries, price_on_served
+from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, CostSeries, price_on_served, served_settings
 from eagle3lab.analysis.verdicts import AGAINST, WORDS, projected_word, speed_word, word_of
 from eagle3lab.engines.acceptance import Interval, tau_difference, tau_interval
 from eagle3lab.engines.flags.sglang_overlap import CHANGES as _OVERLAP_CHANGES
@@ -440,8 +440,8 @@ class ServedCosts:
     def settings(self) -> list[tuple[str, str, float]]:
         """(field name, display label, cost) of each setting, in the order shown; the field names its column in
         ``WhatIf.plot_table``."""
-        return [("at_one", "served, batch 1", self.at_one), ("at_batch", f"served, batch {self.batch}", self.at_batch),
-                ("overlapped", f"served, batch {self.batch}, overlap on", self.overlapped)]
+        return [(key, s.label, getattr(self, key))
+                for key, s in zip(("at_one", "at_batch", "overlapped"), served_settings(self.batch))]
 
     def labelled(self) -> dict[str, float]:
         """Display label -> cost, in the order shown (labels only for tables, words and claims' keys)."""
@@ -552,8 +552,8 @@ def served_round_costs(num_steps: int, verified: int, *, roofline: str, c: float
     steps (the break-even tau): at batch 1, at ``batch``, and at ``batch`` with the overhead hidden by an overlap
     scheduler. No tau is needed: the price is the round's, whatever it emits."""
     case = {"round": {"tau": float("nan"), "num_steps": num_steps, "num_draft_tokens": verified}}
-    cost = [float(price_on_served(case, roofline, c=c, overhead=o, batches=(b,))["break_even_tau"].iloc[0])
-            for b, o in ((1, overhead), (batch, overhead), (batch, 0.0))]
+    cost = [float(price_on_served(case, roofline, c=c, overhead=s.overhead, batches=(s.batch,))["break_even_tau"].iloc[0])
+            for s in served_settings(batch, overhead)]
     return ServedCosts(batch, *cost)
 
 

@@ -295,8 +295,8 @@ def test_here_and_served_draws_one_row_per_what_if_measured_filled_projected_hol
     assert list(measured.lines[0].get_xdata()) == [1.5] and measured.has_xerr
     assert len(ax.texts) == 0 and CONTEXT in _flat(ax.get_title()) and _outside(fig, ax.get_legend())
     # roofline.here_and_served's table (no intervals) still draws: every setting hollow, tau a bar
-    old = pd.DataFrame({"tau": [1.33], "break-even here": [1.52], "break-even served, batch 1": [1.35]}, index=["x"])
-    series = [CostSeries("break-even here", "here (projected)"), CostSeries("break-even served, batch 1",
+    old = pd.DataFrame({"tau": [1.33], "break_even_here": [1.52], "break_even_served_1": [1.35]}, index=["x"])
+    series = [CostSeries("break_even_here", "here (projected)"), CostSeries("break_even_served_1",
                                                                            "served, batch 1 (projected)")]
     assert sorted(_labels(plots.plot_here_and_served(old, series).axes[0])) == [
         "here (projected)", "served, batch 1 (projected)", "tau (tokens per round)"]

@@ -8,8 +8,10 @@ from eagle3lab.analysis.roofline import (
     ROOFLINE_EXAMPLES,
     Roofline,
     here_and_served,
+    here_and_served_labels,
     here_and_served_series,
     price_on_served,
+    served_settings,
 )
 from eagle3lab.analysis.verdicts import projected_word
 from eagle3lab.engines.acceptance import Interval, bootstrap_rate_ratio
@@ -58,12 +60,12 @@ def test_here_and_served_words_the_measured_speedup_from_its_interval_not_its_po
              "slower": {**ONE_STEP, "measured_here": Interval(0.80, 0.74, 0.86, 0.95, 12)},
              "median only": {**ONE_STEP, "measured_here": 1.50}}
     where = here_and_served(cases, c=0.1, overhead=0.2, batch=48)
-    assert dict(where["verdict here"]) == {"straddles": "within noise", "wide but above": "faster",
+    assert dict(where["verdict_here"]) == {"straddles": "within noise", "wide but above": "faster",
                                            "clearly faster": "faster", "slower": "slower",
                                            "median only": "not measured with an interval"}
-    assert list(where.loc["straddles", ["measured here", "measured here low", "measured here high"]]) == [1.03, 0.97, 1.09]
-    assert where.loc["median only", "measured here"] == 1.50 and where.loc["median only", ["measured here low",
-                                                                                         "measured here high"]].isna().all()
+    assert list(where.loc["straddles", ["measured_here", "measured_here_low", "measured_here_high"]]) == [1.03, 0.97, 1.09]
+    assert where.loc["median only", "measured_here"] == 1.50 and where.loc["median only", ["measured_here_low",
+                                                                                         "measured_here_high"]].isna().all()
 
 
 def test_here_and_served_words_a_paired_speed_ratio_the_way_speed_word_does():
@@ -73,8 +75,8 @@ def test_here_and_served_words_a_paired_speed_ratio_the_way_speed_word_does():
     same = bootstrap_rate_ratio([10] * 8, [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.0], [10] * 8, [1.0] * 8)
     twice = bootstrap_rate_ratio([20] * 8, [1.0, 1.1, 0.9, 1.0, 1.05, 0.95, 1.0, 1.0], [10] * 8, [1.0] * 8)
     where = here_and_served({"same": {**ONE_STEP, "measured_here": same}, "twice": {**ONE_STEP, "measured_here": twice}})
-    assert where.loc["same", "verdict here"] == speed_word(same) == "within noise"
-    assert where.loc["twice", "verdict here"] == speed_word(twice) == "faster"
+    assert where.loc["same", "verdict_here"] == speed_word(same) == "within noise"
+    assert where.loc["twice", "verdict_here"] == speed_word(twice) == "faster"
 
 
 def test_here_and_served_served_columns_are_projections_worded_from_taus_interval():
@@ -85,27 +87,35 @@ def test_here_and_served_served_columns_are_projections_worded_from_taus_interva
                          "break_even_here": 1.33, "measured_here": (0.80, 0.75, 0.85)}}
     where = here_and_served(cases, c=0.1, overhead=0.2, batch=48)
     assert list(where.index) == ["bad", "bad, measured", "bad, tight", "useless"]
-    for label, overhead, batch in (("batch 1", 0.2, 1), ("batch 48", 0.2, 48), ("batch 48, overlap on", 0.0, 48)):
-        be = float(price_on_served({"bad": cases["bad"]}, c=0.1, overhead=overhead, batches=(batch,)).break_even_tau.iloc[0])
-        assert where.loc["bad", f"break-even served, {label}"] == pytest.approx(be)
-        assert where.loc["bad", f"projected speedup served, {label}"] == pytest.approx(1.43 / be)
+    one, busy, overlap = served_settings(48, 0.2)
+    assert [(s.batch, s.overhead, s.name) for s in (one, busy, overlap)] == [
+        (1, 0.2, "batch 1"), (48, 0.2, "batch 48"), (48, 0.0, "batch 48, overlap on")]
+    for s in (one, busy, overlap):
+        be = float(price_on_served({"bad": cases["bad"]}, c=0.1, overhead=s.overhead, batches=(s.batch,)).break_even_tau.iloc[0])
+        assert where.loc["bad", s.break_even] == pytest.approx(be)
+        assert where.loc["bad", s.speedup] == pytest.approx(1.43 / be)
         # no tau interval: no ranking on the point, however far it lies from the break-even
-        assert where.loc["bad", f"verdict served, {label}"] == "projected, no tau interval"
-    be1, be48 = (where.loc["bad", f"break-even served, {b}"] for b in ("batch 1", "batch 48"))
+        assert where.loc["bad", s.verdict] == "projected, no tau interval"
+    be1, be48 = (where.loc["bad", s.break_even] for s in (one, busy))
     assert 1.30 < be1 < 1.40 and 1.50 < be48    # the stated costs: batch 1 cheaper than tau 1.43, batch 48 dearer
-    words = where[[f"verdict served, {b}" for b in ("batch 1", "batch 48")]]
+    words = where[[one.verdict, busy.verdict]]
     assert list(words.loc["bad, measured"]) == ["projected within noise", "projected slower"]   # [1.30, 1.50]
     assert list(words.loc["bad, tight"]) == ["projected faster", "projected slower"]          # [1.40, 1.47]
     # the same rule as the what-if's (verdicts.projected_word, notebook 05)
     for name in ("bad, measured", "bad, tight", "useless"):
         tau = Interval(*where.loc[name, ["tau", "tau_low", "tau_high"]], 0.95, 8)
-        for b in ("batch 1", "batch 48", "batch 48, overlap on"):
-            assert where.loc[name, f"verdict served, {b}"] == projected_word(tau, where.loc[name, f"break-even served, {b}"])
-    assert where.loc["useless", "verdict here"] == "slower"
+        for s in (one, busy, overlap):
+            assert where.loc[name, s.verdict] == projected_word(tau, where.loc[name, s.break_even])
+    assert where.loc["useless", "verdict_here"] == "slower"
     assert list(where.loc["useless", ["tau_low", "tau_high"]]) == [1.02, 1.08]
     # the overlap scheduler removes the per-round overhead, nothing else
-    assert where.loc["bad", "break-even served, batch 48"] - where.loc["bad", "break-even served, batch 48, overlap on"] \
-        == pytest.approx(0.2)
+    assert where.loc["bad", busy.break_even] - where.loc["bad", overlap.break_even] == pytest.approx(0.2)
+    # stable column names, relabelled only to show the table
+    shown = where.rename(columns=here_and_served_labels(48))
+    assert list(shown.columns.drop(["tau_low", "tau_high"])) == [
+        "tau", "break-even here", "measured here", "measured here low", "measured here high", "verdict here"] + [
+        f"{what} served, {b}" for b in ("batch 1", "batch 48", "batch 48, overlap on")
+        for what in ("break-even", "projected speedup", "verdict")]
 
 
 def test_here_and_served_table_draws():
