@@ -66,6 +66,14 @@ TAU_LABELS = {"changes": "changes (finding)", "engine": "engine", "checkpoint": 
               "tau_change": "change in tau (95%)", "verdict": "verdict", "note": "what the build does"}
 
 
+def speed_labels(kind: str) -> dict[str, str]:
+    """``CaseLadder.speed_frame``'s stable column names -> the speed table's labels; ``kind`` ("end to end" or
+    "decode") names the rates the ratios compare."""
+    return {"e2e_tps": "tok/s (end to end, median)", "speed": f"x no speculation ({kind}, 95%)",
+            "speed_verdict": "speed", "step_speed": f"x rung before ({kind}, 95%)", "step_verdict": "vs rung before",
+            "identical": "token-identical"}
+
+
 def ratio_text(iv: Interval) -> str:
     """A speed ratio and its interval: ``0.62x [0.55, 0.70]``, with more digits where a bound would print as 1x
     (``verdicts.interval_text``)."""
@@ -157,18 +165,23 @@ class CaseLadder:
         frame["changes"] = [f"{c} ({f})" if f else c for c, f in zip(frame["changes"], frame.pop("finding"))]
         return frame.rename(columns=TAU_LABELS)
 
-    def speed_table(self) -> pd.DataFrame:
-        """Each timed rung's speed (``speed_kind``, labelled): tokens/s, over no speculation and over the rung
-        before, each with its interval and word, and the lossless check. Empty when nothing was timed."""
-        kind, rows = self.kind, []
+    def speed_frame(self) -> pd.DataFrame:
+        """Each timed rung's speed: median tokens/s (end to end), the ratios over no speculation and over the rung
+        before (``speed_kind``), each with its interval and word, and the lossless check, by stable column names
+        (``speed_labels`` shows them). Empty when nothing was timed."""
+        rows = []
         for i, r in enumerate(self.rungs):
             if r.speed is None:
                 continue
-            rows.append({"rung": self.label(i), "tok/s (end to end, median)": round(r.e2e_tps, 1),
-                         f"x no speculation ({kind}, 95%)": ratio_text(r.speed), "speed": r.speed_verdict,
-                         f"x rung before ({kind}, 95%)": "" if r.step_speed is None else ratio_text(r.step_speed),
-                         "vs rung before": r.step_verdict or "", "token-identical": identical_text(r)})
+            rows.append({"rung": self.label(i), "e2e_tps": round(r.e2e_tps, 1), "speed": ratio_text(r.speed),
+                         "speed_verdict": r.speed_verdict,
+                         "step_speed": "" if r.step_speed is None else ratio_text(r.step_speed),
+                         "step_verdict": r.step_verdict or "", "identical": identical_text(r)})
         return pd.DataFrame(rows).set_index("rung") if rows else pd.DataFrame()
+
+    def speed_table(self) -> pd.DataFrame:
+        """``speed_frame`` as shown: relabelled (``speed_labels``), the ratios' labels naming the speed kind."""
+        return self.speed_frame().rename(columns=speed_labels(self.kind))
 
     def trainer_table(self, as_trained: tuple[Interval, str] | None = None) -> pd.DataFrame:
         """One draft's as-trained tau, every way this notebook reads it: the trainer's teacher-forced agreement per

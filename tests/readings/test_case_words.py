@@ -7,7 +7,13 @@ import pandas as pd
 from eagle3lab.doctor.fixes import RunState
 from eagle3lab.doctor.ladder import Rung
 from eagle3lab.engines.acceptance import Interval
-from eagle3lab.readings.nb06_case_file import TAU_LABELS, CaseLadder, candidates_table, lifted_cap_words
+from eagle3lab.readings.nb06_case_file import (
+    TAU_LABELS,
+    CaseLadder,
+    candidates_table,
+    lifted_cap_words,
+    speed_labels,
+)
 
 
 def _iv(value, low, high):
@@ -25,7 +31,7 @@ def test_a_shared_measurement_reads_identical_as_any_degenerate_interval():
              _rung("c", "identical", _iv(0, 0, 0), _iv(1.05, 0.9, 1.2))]
     ladder = CaseLadder(rungs, None, 2, "cpu", "float32")
     assert ladder.tau_frame()["verdict"].tolist() == ["start", "identical", "identical"]
-    assert ladder.speed_table()["vs rung before"].tolist() == ["", "identical", "within noise"]
+    assert ladder.speed_frame()["step_verdict"].tolist() == ["", "identical", "within noise"]
     assert ladder.step_speed_word(rungs[1]) == "the same decoding as the rung before"
     assert "grey: within noise or identical" in ladder.plot().axes[0].get_title()
 
@@ -88,6 +94,26 @@ def test_the_tau_table_is_the_stable_frame_relabelled_to_fit_a_screen():
     assert shown["changes (finding)"].tolist() == ["ids (WIRING)"] * 2 and "norm before residual" in shown.columns
     assert shown["tau (95%)"].tolist() == frame["tau"].tolist() and frame["tau_change"].tolist() == ["", "+0.200 [+0.100, +0.300]"]
     assert all(len(word) <= 10 for label in TAU_LABELS.values() for word in label.split())
+
+
+def test_the_speed_table_is_the_stable_frame_relabelled_for_display():
+    """Issue 34: the speed frame keeps stable column names; only the table shown carries the labels, which name the
+    speed kind of the ratios (end to end or decode)."""
+    rungs = [_rung("a", "start", None, None), _rung("b", "beats", _iv(0.2, 0.1, 0.3), _iv(1.1, 1.0, 1.2)),
+             _rung("c", "beats", _iv(0.2, 0.1, 0.3), None)]
+    rungs[2].speed = None                      # a rung not timed has no row
+    ladder = CaseLadder(rungs, None, 2, "cpu", "float32", speed_kind="decode")
+    frame, shown = ladder.speed_frame(), ladder.speed_table()
+    assert list(frame.index) == ["1. a", "2. b"]
+    assert list(frame.columns) == ["e2e_tps", "speed", "speed_verdict", "step_speed", "step_verdict", "identical"]
+    assert frame["e2e_tps"].tolist() == [10.0, 10.0] and frame["speed"].tolist() == ["1.20x [1.10, 1.30]"] * 2
+    assert frame["speed_verdict"].tolist() == ["faster", "faster"]
+    assert frame["step_speed"].tolist() == ["", "1.10x [1.00, 1.20]"] and frame["step_verdict"].tolist() == ["", "within noise"]
+    assert list(shown.columns) == [speed_labels("decode")[c] for c in frame.columns]
+    assert "x no speculation (decode, 95%)" in shown.columns and "x rung before (decode, 95%)" in shown.columns
+    assert shown.to_numpy().tolist() == frame.to_numpy().tolist()
+    assert "x no speculation (end to end, 95%)" in CaseLadder(rungs, None, 2, "cpu", "float32").speed_table().columns
+    assert CaseLadder(rungs[2:], None, 2, "cpu", "float32").speed_table().empty
 
 
 def _flags_rung(fed, step):
