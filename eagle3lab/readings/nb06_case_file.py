@@ -69,8 +69,8 @@ TAU_LABELS = {"changes": "changes (finding)", "engine": "engine", "checkpoint": 
 def speed_labels(kind: str) -> dict[str, str]:
     """``CaseLadder.speed_frame``'s stable column names -> the speed table's labels; ``kind`` ("end to end" or
     "decode") names the rates the ratios compare."""
-    return {"e2e_tps": "tok/s (end to end, median)", "speed": f"x no speculation ({kind}, 95%)",
-            "speed_verdict": "speed", "step_speed": f"x rung before ({kind}, 95%)", "step_verdict": "vs rung before",
+    return {"e2e_tps": "tok/s (end to end, median)", "speed_ratio": f"x no speculation ({kind}, 95%)",
+            "speed_verdict": "speed", "step_ratio": f"x rung before ({kind}, 95%)", "step_verdict": "vs rung before",
             "identical": "token-identical"}
 
 
@@ -173,9 +173,9 @@ class CaseLadder:
         for i, r in enumerate(self.rungs):
             if r.speed is None:
                 continue
-            rows.append({"rung": self.label(i), "e2e_tps": round(r.e2e_tps, 1), "speed": ratio_text(r.speed),
+            rows.append({"rung": self.label(i), "e2e_tps": round(r.e2e_tps, 1), "speed_ratio": ratio_text(r.speed),
                          "speed_verdict": r.speed_verdict,
-                         "step_speed": "" if r.step_speed is None else ratio_text(r.step_speed),
+                         "step_ratio": "" if r.step_speed is None else ratio_text(r.step_speed),
                          "step_verdict": r.step_verdict or "", "identical": identical_text(r)})
         return pd.DataFrame(rows).set_index("rung") if rows else pd.DataFrame()
 

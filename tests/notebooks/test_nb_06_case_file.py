@@ -746,3 +746,20 @@ def test_the_ladders_tau_table_is_shown_with_labels_that_fit_a_screen(nb):
     for label in TAU_LABELS.values():
         assert f"<th>{label}</th>" in html, label
     assert "flags (SGL_TOPK1_DRAFT_TOKENS_ADJUSTED)" in html and "rule (FIRST_LAYER_RULE)" in html
+
+
+def test_the_ladders_speed_table_is_shown_with_its_labels_not_the_frames_names(nb):
+    """Issue 34: the speed table is its stable frame relabelled at the display edge (``speed_labels``, naming the
+    speed kind the notebook timed); no stable name reaches the page."""
+    from helpers.notebooks import executed_notebook
+
+    from eagle3lab.app.display import TABLE_CLASS
+    from eagle3lab.readings.nb06_case_file import speed_labels
+
+    assert nb["ladder"]["speed_kind"] == "e2e"
+    cell = next(c for c in executed_notebook(NAME).cells if "case_ladder.case_rungs(" in c.source)
+    html = next(o["data"]["text/html"] for o in cell.outputs if "speed, end to end (prefill included)" in o.get("data", {}).get(
+        "text/html", ""))
+    assert TABLE_CLASS in html
+    for name, label in speed_labels("end to end").items():
+        assert f"<th>{label}</th>" in html and f"<th>{name}</th>" not in html, (name, label)

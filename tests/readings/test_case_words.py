@@ -105,10 +105,10 @@ def test_the_speed_table_is_the_stable_frame_relabelled_for_display():
     ladder = CaseLadder(rungs, None, 2, "cpu", "float32", speed_kind="decode")
     frame, shown = ladder.speed_frame(), ladder.speed_table()
     assert list(frame.index) == ["1. a", "2. b"]
-    assert list(frame.columns) == ["e2e_tps", "speed", "speed_verdict", "step_speed", "step_verdict", "identical"]
-    assert frame["e2e_tps"].tolist() == [10.0, 10.0] and frame["speed"].tolist() == ["1.20x [1.10, 1.30]"] * 2
+    assert list(frame.columns) == ["e2e_tps", "speed_ratio", "speed_verdict", "step_ratio", "step_verdict", "identical"]
+    assert frame["e2e_tps"].tolist() == [10.0, 10.0] and frame["speed_ratio"].tolist() == ["1.20x [1.10, 1.30]"] * 2
     assert frame["speed_verdict"].tolist() == ["faster", "faster"]
-    assert frame["step_speed"].tolist() == ["", "1.10x [1.00, 1.20]"] and frame["step_verdict"].tolist() == ["", "within noise"]
+    assert frame["step_ratio"].tolist() == ["", "1.10x [1.00, 1.20]"] and frame["step_verdict"].tolist() == ["", "within noise"]
     assert list(shown.columns) == [speed_labels("decode")[c] for c in frame.columns]
     assert "x no speculation (decode, 95%)" in shown.columns and "x rung before (decode, 95%)" in shown.columns
     assert shown.to_numpy().tolist() == frame.to_numpy().tolist()
