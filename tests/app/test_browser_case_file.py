@@ -1,7 +1,8 @@
-"""Notebook 06's findings table in JupyterLab itself: the executed notebook (the run the notebook tests share)
-saved into a JupyterLab started by test_browser.py's harness, opened in headless Chromium (Debian's, driven by
-Playwright) without re-running it, and every long fix read back from the rendered table whole: no cut at
-pandas' 50 characters, no cell clipped by its column.
+"""Notebook 06's tables in JupyterLab itself: the executed notebook (the run the notebook tests share) saved into a
+JupyterLab started by test_browser.py's harness, opened once in headless Chromium (Debian's, driven by Playwright) at
+1,400 pixels without re-running it. Every long fix is read back from the findings table whole (no cut at pandas' 50
+characters, no cell clipped by its column), and the ladder's tau and speed tables render whole: no cell clipped or
+cut, each table's right edge inside the notebook's output area (helpers.browser_tables, as for 00, 01, 05 and 08).
 
 The fixes are computed here from the notebook's own parameters (``resolve_flags`` on its launch command), not
 read from the notebook. Without chromium or Playwright the test skips on a developer's machine and fails under
@@ -16,15 +17,20 @@ import shutil
 import urllib.request
 
 import pytest
+from helpers.browser_tables import READ_TABLES, assert_whole, table_with
 from helpers.notebooks import executed_notebook
 from helpers.parameters import parameters_and_code_below
 from test_browser import SHOTS, lab  # noqa: F401  (the JupyterLab fixture, reused)
 
 from eagle3lab.app.display import TABLE_CLASS
 from eagle3lab.app.workbook import NOTEBOOKS
+from eagle3lab.readings.nb06_case_file import RUNG_NAMES, TAU_LABELS, speed_labels
 
 NOTEBOOK = "06_case_file.ipynb"
 SAVED_AS = "06_case_file_executed.ipynb"
+VIEWPORT = 1400
+# the ladder's two tables, each known by its header (the notebook times its rungs end to end)
+LADDER_TABLES = {"tau": list(TAU_LABELS.values()), "speed": list(speed_labels("end to end").values())}
 
 
 def _required(what: str, found):
@@ -93,33 +99,62 @@ READ_FIX_COLUMN = f"""() => {{
 }}"""
 
 
-@pytest.mark.notebook
-@pytest.mark.timeout(900)
-def test_the_findings_fix_column_renders_uncut_in_jupyterlab(bundled_models, chromium_path, lab):  # noqa: F811
-    fixes = long_fixes()
-    assert fixes, "the premise: some fix is longer than pandas' 50-character cut"
-    url, token = lab
-    _save_trusted(url, token, executed_notebook(NOTEBOOK))
+def _close_left_sidebar(page) -> None:
+    """Collapse JupyterLab's left sidebar (the file browser, open by default: 250 pixels of a 1,400-pixel screen),
+    so the notebook reads full width, as a reader reading it does."""
+    current = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+    if current.count():
+        current.first.click()
+        page.wait_for_function("() => !document.querySelector('.jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current')",
+                               timeout=10_000)
+        page.wait_for_timeout(500)           # let the notebook reflow to its new width
+
+
+def _read_page(url: str, token: str, chromium: str) -> dict:
+    """Open the saved notebook in JupyterLab at 1,400 pixels; read the fix column and every full-text table."""
     from playwright.sync_api import sync_playwright
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=["--no-sandbox", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": VIEWPORT, "height": 1000})
         try:
             page.goto(f"{url}/lab/tree/{SAVED_AS}?token={token}")
             page.wait_for_function(f"() => document.querySelector('.jp-Notebook table.{TABLE_CLASS}') !== null",
                                    timeout=120_000)
             page.wait_for_timeout(1000)          # let the remaining outputs render
+            _close_left_sidebar(page)
             found = page.evaluate(READ_FIX_COLUMN)
+            tables = page.locator(f".jp-Notebook table.{TABLE_CLASS}")
             if found["table"] is not None:
-                page.locator(f".jp-Notebook table.{TABLE_CLASS}").nth(found["table"]).screenshot(
-                    path=str(SHOTS / "06_findings.png"))
+                tables.nth(found["table"]).screenshot(path=str(SHOTS / "06_findings.png"))
+            found["tables"] = page.evaluate(READ_TABLES)
+            for i, t in enumerate(found["tables"]):
+                for name, labels in LADDER_TABLES.items():
+                    if set(labels) <= set(t["head"]):
+                        tables.nth(i).screenshot(path=str(SHOTS / f"06_ladder_{name}.png"))
         except Exception:
             page.screenshot(path=str(SHOTS / "06_failed.png"), full_page=True)
             raise
         finally:
             browser.close()
+    return found
+
+
+@pytest.fixture(scope="module")
+def rendered(bundled_models, chromium_path, lab) -> dict:  # noqa: F811
+    """Notebook 06 as JupyterLab renders it, read once for every test here (the shared execution, not a second)."""
+    url, token = lab
+    _save_trusted(url, token, executed_notebook(NOTEBOOK))
+    return _read_page(url, token, chromium_path)
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_the_findings_fix_column_renders_uncut_in_jupyterlab(rendered):
+    fixes = long_fixes()
+    assert fixes, "the premise: some fix is longer than pandas' 50-character cut"
+    found = rendered
     cells = found["cells"]
     assert cells, f"no {TABLE_CLASS} table with a fix column in notebook 06 as JupyterLab renders it"
     assert found["styled"], "the saved outputs rendered untrusted (full_text's style stripped), not as a live run"
@@ -128,3 +163,18 @@ def test_the_findings_fix_column_renders_uncut_in_jupyterlab(bundled_models, chr
         assert " ".join(fix.split()) in shown, fix[:80]
     assert not any(c["clipped"] for c in cells)
     assert not any(s.endswith("...") or s.endswith("\u2026") for s in shown)
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(900)
+def test_the_ladders_tau_and_speed_tables_render_whole_in_jupyterlab(rendered):
+    """Issue 35: the ladder split in two (its 20 columns fell off a 1,400-pixel screen): each table shown with its
+    labels, no cell clipped or cut, its right edge inside the output area at 1,400 pixels; the tau table shows every
+    rung, the speed table the timed ones in the same order."""
+    assert rendered["styled"], "the saved outputs rendered untrusted (full_text's style stripped), not as a live run"
+    for labels in LADDER_TABLES.values():
+        assert_whole([table_with(rendered["tables"], labels)])   # a failure names its right edge and its area's
+    rungs = [f"{i + 1}. {name}" for i, name in enumerate(RUNG_NAMES.values())]
+    assert table_with(rendered["tables"], LADDER_TABLES["tau"])["rows"] == rungs
+    timed = table_with(rendered["tables"], LADDER_TABLES["speed"])["rows"]
+    assert timed and timed[0] == rungs[0] and timed == [r for r in rungs if r in timed], timed

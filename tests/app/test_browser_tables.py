@@ -11,19 +11,10 @@ import os
 import shutil
 
 import pytest
+from helpers.browser_tables import READ_TABLES, assert_whole
 from helpers.notebooks import executed_notebook
 
-from eagle3lab.app.display import TABLE_CLASS
 from eagle3lab.app.workbook import notebook_paths, notebook_title
-
-READ_TABLES = f"""() => [...document.querySelectorAll('table.{TABLE_CLASS}')].map(t => {{
-    const area = t.closest('.jp-OutputArea-output, .output_area, .jp-RenderedHTMLCommon') || document.body;
-    return {{
-        text: t.innerText,
-        too_wide: t.getBoundingClientRect().right > area.getBoundingClientRect().right + 1,
-        clipped: [...t.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1).length,
-        cut: [...t.querySelectorAll('td')].filter(c => c.innerText.trim().endsWith('...')).length}};
-}})"""
 
 
 def _chromium() -> str:
@@ -53,17 +44,11 @@ def _tables(name: str, tmp_path) -> list[dict]:
             browser.close()
 
 
-def _whole(tables: list[dict]) -> None:
-    assert tables, f"no {TABLE_CLASS} table in the rendered notebook"
-    for t in tables:
-        assert not t["clipped"] and not t["cut"] and not t["too_wide"], (t["text"][:200], t)
-
-
 @pytest.mark.notebook
 @pytest.mark.timeout(900)
 def test_the_notebook_map_of_00_renders_whole_in_chromium(bundled_models, tmp_path):
     tables = _tables("00_environment.ipynb", tmp_path)
-    _whole(tables)
+    assert_whole(tables)
     shown = " ".join(" ".join(t["text"].split()) for t in tables)
     for path in notebook_paths():
         assert " ".join(notebook_title(path).split()) in shown, path.name
@@ -75,7 +60,7 @@ def test_the_first_flags_table_of_01_renders_whole_in_chromium(bundled_models, t
     from eagle3lab import SEED_COMMAND, SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG, resolve_flags
 
     tables = _tables("01_config_flags.ipynb", tmp_path)
-    _whole(tables)
+    assert_whole(tables)
     res = resolve_flags("sglang", SEED_COMMAND, target_config=SEED_TARGET_CONFIG, draft_config=SEED_DRAFT_CONFIG,
                         engine_version="0.5.11")
     first = " ".join(tables[0]["text"].split())
@@ -95,7 +80,7 @@ def test_the_curve_tables_of_08_render_whole_in_chromium(bundled_models, tmp_pat
     """08's section 2 shows only the columns a reader weighs (reading.bins_table: no column no bin fills), and every
     table fits the output area at 1,400 pixels."""
     tables = _tables("08_long_context.ipynb", tmp_path)
-    _whole(tables)
+    assert_whole(tables)
     header = tables[0]["text"].splitlines()[0]
     for column in ("bin", "tau (tokens per round)", "change from the bin before", "vs 0-512 (trained level)"):
         assert column in header, column
@@ -107,4 +92,4 @@ def test_the_curve_tables_of_08_render_whole_in_chromium(bundled_models, tmp_pat
 @pytest.mark.timeout(900)
 def test_the_tables_of_05_render_whole_in_chromium(bundled_models, tmp_path):
     """05's full-text tables (counters, chains, trees, speeds, the what-if, the tracks) fit at 1,400 pixels."""
-    _whole(_tables("05_acceptance_rates.ipynb", tmp_path))
+    assert_whole(_tables("05_acceptance_rates.ipynb", tmp_path))
