@@ -56,7 +56,7 @@ def cap_verdict(res, readings: list[LaunchReading], *, alpha: float, ran: int, w
                   tau_cap_wanted=expected_tau([alpha] * wanted), tau_as_given=float(readings[0].tau),
                   tau_fixed=float(readings[1].tau), most_in_a_round=int(readings[0].most_in_a_round), adjusted=adj is not None, **counts)
     claims["fixed_longer"] = claims["tau_fixed"] > claims["tau_as_given"]
-    text = (f"{res.engine} ({res.version_note}) runs `{command[:60]}...` as {res.effective.get('algorithm')} with at "
+    text = (f"{res.engine} ({res.version_note}) runs `{command}` as {res.effective.get('algorithm')} with at "
             f"most **{res.max_accept_length}** tokens per verify step")
     if adj:
         text += (f": the command asks for {res.as_given['num_draft_tokens']} draft tokens, but with topk 1 SGLang "
