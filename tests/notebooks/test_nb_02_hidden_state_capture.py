@@ -251,3 +251,41 @@ def test_the_seed_numbers_have_one_home():
     params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
     assert params["SGLANG_BUILDS"] == BUILDS and params["SGLANG_BUILDS"][0] == SEED_BUILD
     assert params["CASE_TEAM_TOK_S"] == SEED_RECORD.team_ids_tok_s
+
+
+def test_the_seed_story_says_what_the_engine_knowledge_says_a_list_holding_minus_one_does():
+    """Issue 35: the markdown above the worked example's table states, per range of builds, where the team's ids stop,
+    as the table's rows do (layer_ids.STOPS): a TypeError before PR #25454, the draft's fc refusing the narrower input
+    up to the build without the count check, the count check from the one with it; nowhere does the server run."""
+    import re
+
+    from eagle3lab.engines.layer_ids import CHANGES, STOPS
+
+    params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    cell = next(c for c in json_cells() if c.get("id") == "46214234")
+    prose = re.sub(r"\s+", " ", "".join(cell["source"]))
+    plus_one, count = CHANGES["sglang#25454"], CHANGES["sglang-aux-count-assert"]
+    error = CHANGES["sglang-aux-count-error"]
+    assert f"at the first forward (up to {plus_one.last_without})" in prose
+    assert f"Since #25454 ({plus_one.first_with})" in prose
+    assert f"up to {count.last_without}, so it stops {AT_DRAFT_FC[:-1]}" in prose
+    assert f"from {count.first_with} `deepseek_v2.py`'s count check stops the first forward" in prose
+    assert f"a RuntimeError from {error.first_with}" in prose
+    assert "server runs" not in prose and "serves nothing" in prose
+    from packaging.version import Version
+
+    releases = [f"0.5.{n}" for n in range(10, 24)]    # from the first build with a capture hook for the seed's target
+    stops = {v: resolve_aux_layers("sglang", params["CASE_TEAM_IDS"], params["CASE_NUM_LAYERS"],
+                                   arch=params["CASE_ARCH"], engine_version=v).stops for v in releases}
+    before, short = STOPS["SGLANG_ID_MINUS1_TYPEERROR"], STOPS["SGLANG_ID_MINUS1_UNREACHED"]
+    assert short == AT_DRAFT_FC and None not in stops.values()
+    for v, where in stops.items():
+        expected = (before if Version(v) <= Version(plus_one.last_without) else
+                    short if Version(v) <= Version(count.last_without) else STOPS["SGLANG_ID_MINUS1_STOPPED"])
+        assert where == expected, (v, where)
+
+
+def json_cells() -> list:
+    import json
+
+    return json.loads((NOTEBOOKS / NOTEBOOK).read_text())["cells"]
