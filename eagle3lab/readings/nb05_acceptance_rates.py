@@ -220,9 +220,11 @@ _AGAINST = AGAINST   # the one vocabulary (verdicts.AGAINST)
 # Every speed this notebook measures is a decode speed (DecodeSweep.speed_ratio, kind "decode"): tokens after the
 # first over decoding time, what the cost model prices. Notebook 06 times its ladder end to end (prefill included).
 DECODE_SPEED = "decode tokens/s, the prefill not timed: what the cost model prices"
-E2E_POINTER = ("Notebook 06 times the same case end to end (prefill included, on its own prompts and repeats): a "
-               "prefill both sides pay alike and other prompts give another ratio and interval, so its word can differ "
-               "from this decode-only one.")
+# 06 loads the same held-out prompts (load_prompts(n=N_PROMPTS), the same N_PROMPTS and MAX_NEW_TOKENS by default:
+# tests/notebooks/test_nb_05): what differs is what is timed, and that each notebook times its own run.
+E2E_POINTER = ("Notebook 06 times the same case on the same prompts end to end (prefill and start-up included), in "
+               "timed runs of its own: timing varies from run to run, so its ratio, interval and word can differ from "
+               "this decode-only one.")
 # The per-round overhead is what an overlap scheduler hides: SGLang's spec V2 by default (engines.flags.sglang_overlap)
 _V2 = _OVERLAP_CHANGES["spec-v2-default"]
 OVERLAP_ON = f"SGLang from {_V2.first_with}, PR #{_V2.pr}, unless disabled"

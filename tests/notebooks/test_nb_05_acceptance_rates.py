@@ -403,3 +403,23 @@ def test_the_words_no_longer_claim_what_the_numbers_contradict(text):
     assert "stops short of `steps` (compare" not in prose                 # now counted per round
     assert "within 5%" not in prose                                        # speed words come from intervals
     assert "breaks even" not in text and "fastest chain was K" not in text
+
+
+def test_the_pointer_to_06_names_what_differs_and_no_other_prompts():
+    """Issue 35: 05 and 06 time the case on the same prompts (load_prompts(n=N_PROMPTS), the same N_PROMPTS and
+    MAX_NEW_TOKENS); what differs is decode against end to end, in separate timed runs. The words say so, claim no
+    direction (the glossary's prefill pull toward 1x is not what separate runs show), and section 8 calls the loss
+    as launched a projection, the measured interval's to confirm."""
+    here, code_here = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    case, code_case = parameters_and_code_below(NOTEBOOKS / "06_case_file.ipynb")
+    assert (here["N_PROMPTS"], here["MAX_NEW_TOKENS"]) == (case["N_PROMPTS"], case["MAX_NEW_TOKENS"])
+    for code in (code_here, code_case):
+        assert any("prompts = load_prompts(n=N_PROMPTS)" in c.source for c in code)
+    cells = {c.get("id"): c.source for c in nbformat.read(NOTEBOOKS / NOTEBOOK, as_version=4).cells}
+    for words in (reading.E2E_POINTER, cells["57db9492"]):
+        flat = " ".join(words.split())
+        assert "same prompts end to end" in flat and "runs of its own" in flat
+        assert "own prompts" not in flat and "other prompts" not in flat and "pay alike" not in flat
+    section8 = " ".join(cells["716e7e78"].split())
+    assert "must lose" not in section8 and "the cost model says speculation should lose" in section8
+    assert "its measured interval's call" in section8
