@@ -227,7 +227,10 @@ class RuleReading:
                          f"max_position_embeddings: requests reaching position {r.fails_from} fail ({gone} not served)")
         if r.rope_same_as_target is False:
             parts.append(f"{name} rotates the draft by its own RoPE, not the target's")
-        return "; ".join(parts) or f"{name} runs the draft as it is, to every position measured"
+        return "; ".join(parts) or f"{name} {RUNS_AS_IT_IS}"
+
+
+RUNS_AS_IT_IS = "runs the draft as it is, to every position measured"
 
 
 def _gone(bins) -> str:
@@ -384,6 +387,25 @@ def bins_table(curve: ContextCurve, reading: CurveReading):
         frame = frame.drop(columns="status")
     frame.attrs["title"] = curve.title()
     return frame
+
+
+def this_draft(rule: cr.ContextRule) -> str:
+    """What ``rule``'s engine does with this draft's max_position_embeddings (the rule only bites on a draft whose
+    limit is below the target's context)."""
+    if rule.fails_from is None:
+        return RUNS_AS_IT_IS
+    if rule.positions == cr.REFUSES:
+        return f"refuses to start at the target's context; {rule.launch}, positions from {rule.fails_from} on not served"
+    return f"requests reaching position {rule.fails_from} fail"
+
+
+def limits_table(curve: ContextCurve):
+    """Section 2's engine table (``curve.limits_frame()`` as shown): what each engine does with this draft, beside
+    its rule for a draft whose max_position_embeddings is below the target's context, so a rule that cannot bite
+    here does not read as what happens."""
+    frame = curve.limits_frame()
+    frame.insert(1, "this draft's positions", [this_draft(c.rule) for c in curve.engines.values()])
+    return frame.rename(columns={"positions": "rule for a draft shorter than the target"})
 
 
 def figure_title(curve: ContextCurve, what: str) -> str:

@@ -302,3 +302,22 @@ def test_the_bins_table_shows_what_a_reader_weighs_and_no_empty_column():
     # without a trained length there is nothing to hold the bins against: those columns are not there
     assert "word vs trained level" not in r.bins_table(_curve(RISES_AND_RETURNS, {}), r.read_curve(RISES_AND_RETURNS,
                                                                                                      None)).columns
+
+
+def test_the_engine_table_says_what_happens_to_this_draft_beside_the_rule():
+    """Issue 35: a draft at the target's limit is served at every position by every engine, SGLang included, whose
+    rule for a shorter draft is to refuse to start: the table says both, in separate columns, as the line under it."""
+    short = dict(max_position_embeddings=256)
+    engines = {"sglang-short": engine_curve("sglang", "0.5.23", _copy_bins(losing=False), **short),
+               "vllm-short": engine_curve("vllm", "0.24.0", _copy_bins(losing=False), **short),
+               "sglang": engine_curve("sglang", "0.5.23", [pbin(0, 512, 2.0)])}
+    table = r.limits_table(_curve(FALLING, engines)).set_index("curve", append=True)
+    assert list(table.columns[:2]) == ["this draft's positions", "rule for a draft shorter than the target"]
+    assert "positions" not in table.columns
+    rows = list(table[["this draft's positions", "rule for a draft shorter than the target"]].itertuples(index=False))
+    assert rows[0] == ("refuses to start at the target's context; as launched with --context-length 256, positions "
+                       "from 256 on not served", "refuses to start")
+    assert rows[1] == ("requests reaching position 256 fail", "fails past it")
+    assert rows[2] == (r.RUNS_AS_IT_IS, "refuses to start")
+    line = r.read_rule(engines["sglang"]).words()
+    assert line == f"SGLang 0.5.23 {r.RUNS_AS_IT_IS}" and rows[2][0] in line
