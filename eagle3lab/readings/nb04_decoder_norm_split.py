@@ -84,6 +84,18 @@ def compare_rules(bank, drafts: Mapping, *, num_steps: int, rules=(False, True),
     return RuleComparison(scores, per, pref, wiring, by_rule)
 
 
+def files_ignoring(engine: str, flag: str = "norm_before_residual") -> tuple[str, ...]:
+    """The draft model files of ``engine`` named by its engine-knowledge rows (``profiles.ROWS``: the files that read
+    a flag or serve a draft family), when no row has any of them read ``flag``: each serves its own default for it.
+    Empty when the engine reads ``flag`` somewhere, or no row names its files."""
+    from eagle3lab.engines.profiles import FAMILY, FLAG, ROWS
+
+    mine = [r for r in ROWS if r.engine == engine]
+    if any(r.kind == FLAG and r.key == flag for r in mine):
+        return ()
+    return tuple(dict.fromkeys(r.reader.split()[0] for r in mine if r.kind in (FLAG, FAMILY) and r.reader))
+
+
 def _rule_label(rule: bool) -> str:
     return f"norm_before_residual={rule}"
 

@@ -294,3 +294,22 @@ def test_config_only_mode_reads_the_engines_rules_and_measures_nothing():
                  "each engine's rule", "the residual patch", "the residual scale sweep"):
         assert f"{what}: needs the target's states; skipped (config-only mode: NUM_LAYERS = 12" in printed, what
     assert "Config-only mode (a LlamaForCausalLM (N = 12, config only))" in text and "nothing was measured" in text
+
+
+def test_the_text_names_every_sglang_draft_file_that_ignores_the_rule():
+    """Issue 35: the engine knowledge (profiles.ROWS) names SGLang's draft files, the Llama-layer one and the MLA one,
+    and none reads norm_before_residual: the text names both, with the release the MLA one arrived in."""
+    import re
+
+    from eagle3lab.engines.profiles import MLA, PROFILES
+    from eagle3lab.readings.nb04_decoder_norm_split import files_ignoring
+
+    cell = next(c for c in nbformat.read(NOTEBOOKS / "04_decoder_norm_split.ipynb", as_version=4).cells
+                if c.get("id") == "8f9f626c")
+    prose = " ".join(cell.source.split())
+    sglang = prose.split("SGLang's draft files, ", 1)[1].split(", SpecForge", 1)[0]
+    files = files_ignoring("sglang")
+    assert len(files) == 2 and tuple(re.findall(r"`(\w+_eagle3\.py)`", sglang)) == files
+    assert files_ignoring("vllm") == files_ignoring("speculators") == ()     # the two that honour it
+    mla = PROFILES["sglang"].families.attention[MLA]
+    assert mla.startswith(files[1]) and mla.split(" since ")[1] in sglang
