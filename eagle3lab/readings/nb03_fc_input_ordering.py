@@ -42,6 +42,9 @@ def word_counts(verdicts) -> dict:
     return {w: sum(v.word == w for v in chosen) for w in WORDS}
 
 
+OTHERS_WITHIN = "other points within noise"   # the slot table's count: the trained point is not among them
+
+
 @dataclass
 class NeighbourhoodScan:
     """Every one-slot change and every reordering of ``trained`` (one residual rule), each against it."""
@@ -83,8 +86,14 @@ class NeighbourhoodScan:
                     out.append((i, k, self.by_wiring[w]))
         return out
 
+    def one_slot_changes(self) -> list[tuple[int, int, Verdict]]:
+        """(slot, point, verdict) for every scanned wiring that differs from the trained one in one slot."""
+        return [(i, k, self.by_wiring[w]) for i in range(len(self.trained)) for k in range(self.num_layers + 1)
+                if (w := self.trained[:i] + (k,) + self.trained[i + 1:]) != self.trained and w in self.by_wiring]
+
     def slots(self) -> pd.DataFrame:
-        """Per slot: its +-1 neighbours' verdicts, and the worst point with its verdict."""
+        """Per slot: its +-1 neighbours' verdicts, the worst point with its verdict, and how many other points are
+        within noise of the trained one (the trained point not counted, as the words count)."""
         rows = []
         for i, t in enumerate(self.trained):
             subs = [(k, self.by_wiring[w]) for k in range(self.num_layers + 1)
@@ -95,7 +104,7 @@ class NeighbourhoodScan:
                          "worst point": f"resid[{worst_k}]", "worst tau": round(worst.value.value, 3),
                          "worst minus trained": signed_text(worst.diff),
                          "worst verdict": worst.word,
-                         "points within noise": sum(v.word != "loses" for _, v in subs) + 1})
+                         OTHERS_WITHIN: sum(v.word == "within noise" for _, v in subs)})
         return pd.DataFrame(rows).set_index("slot")
 
     def worst_slot(self) -> int:
@@ -126,9 +135,11 @@ class NeighbourhoodScan:
         near = self.neighbours()
         nc = word_counts(v for _, _, v in near)
         worst_order = self.by_wiring[tuple(self.orders().aux_resid.iloc[0])]
+        one = sum(v.word == "within noise" for _, _, v in self.one_slot_changes())
         lines = [
             f"- **Rank means little inside the noise.** As trained {ref.measured()}. Of the {len(others)} other "
-            f"wirings scanned, {c['beats']} beat it, {c['within noise']} are within noise of it and "
+            f"wirings scanned, {c['beats']} beat it, {c['within noise']} are within noise of it ({one} one-slot "
+            f"changes, the slot table's '{OTHERS_WITHIN}', and {c['within noise'] - one} reorderings) and "
             f"{c['loses']} lose (paired {self.verdicts.level:.0%} intervals over {noise['prompts']} prompts; with "
             f"{len(others)} comparisons, about {noise['chance_crossings']:.1f} would cross 0 on each side by chance "
             "alone). "
@@ -156,7 +167,9 @@ class NeighbourhoodScan:
         i = self.worst_slot()
         worst_k = int(g.iloc[i].to_numpy().argmin())
         worst = self.by_wiring[self.trained[:i] + (worst_k,) + self.trained[i + 1:]]
+        one = sum(v.word == "within noise" for _, _, v in self.one_slot_changes())
         return {"scanned": len(self.verdicts), "beats": c["beats"], "within_noise": c["within noise"],
+                "within_noise_one_slot": one, "within_noise_orders": c["within noise"] - one,
                 "loses": c["loses"], "tau_trained": self.by_wiring[self.trained].value.value,
                 "highest": list(top_wiring), "highest_tau": top.value.value,
                 "highest_word": top.word, "neighbours": len(near), "neighbours_within_noise": nc["within noise"],
@@ -200,6 +213,18 @@ def scan_neighbourhood(bank, draft, trained, rule: bool, *, num_steps: int, scor
 # within noise of it are as good by the intervals (glossary: "best" only with a paired "beats").
 STOPPED = "where the search stopped"
 STOPPED_LABEL = "search stopped (lowest cross-entropy)"
+
+
+# search_wiring's ``slots`` as shown: its "best" column is the point where the descent stopped in that slot (ranked by
+# cross-entropy, not a tau that beats the others), and "tau_best" the highest tau any point scored there
+SEARCH_SLOT_LABELS = {"best": "stopped at", "equivalent": "within noise of it (itself included)",
+                      "tau_best": "highest tau here", "tau_worst": "lowest tau here", "tau_drop": "tau range"}
+
+
+def search_slots_table(found) -> pd.DataFrame:
+    """Section 6's slot table: per slot, where the search stopped and the points within noise of it, with the tau
+    range over the points scored there; no column named "best" (nothing in it beats its equivalents)."""
+    return found.slots[list(SEARCH_SLOT_LABELS)].round(3).rename(columns=SEARCH_SLOT_LABELS)
 
 
 def _ce_said(reading) -> str:

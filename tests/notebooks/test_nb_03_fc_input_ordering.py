@@ -308,3 +308,35 @@ def test_dump_mode_scores_the_draft_on_the_states_a_cluster_wrote(bundled_models
     assert "dump mode: the dump dump (4 samples" in printed and f"{sum(s - p for s, p in zip(map(len, seqs), lens))} " \
         "continuation tokens" in printed
     assert f"Teacher-forced on {claims['anchors']} tokens of 4 prompts" in text
+
+
+def _table_header(cell_id: str) -> str:
+    from helpers.notebooks import executed_notebook
+
+    cell = next(c for c in executed_notebook(NAME).cells if c.get("id") == cell_id)
+    return "".join(o.get("data", {}).get("text/html", "") + o.get("data", {}).get("text/markdown", "")
+                   for o in cell.get("outputs", []))
+
+
+def test_the_scans_table_and_words_count_the_same_points_within_noise(nb):
+    """Issue 35: the slot table's count leaves the trained point out, as the words do: its column sums to the words'
+    one-slot changes within noise, and those with the reorderings within noise are the words' count."""
+    import re
+
+    scan = nb["scan"]
+    assert scan["within_noise_one_slot"] + scan["within_noise_orders"] == scan["within_noise"]
+    shown = _table_header("850fd9bb")
+    assert reading.OTHERS_WITHIN in shown and ">points within noise<" not in shown
+    assert (f"{scan['within_noise']} are within noise of it ({scan['within_noise_one_slot']} one-slot changes, the "
+            f"slot table's '{reading.OTHERS_WITHIN}', and {scan['within_noise_orders']} reorderings)") in shown
+    rows = re.findall(r"<tr>\s*<th>slot \d.*?</tr>", shown, re.S)
+    counts = [int(re.findall(r"<td>(\d+)</td>", row)[-1]) for row in rows]
+    assert len(counts) == 3 and sum(counts) == scan["within_noise_one_slot"]
+
+
+def test_the_search_slot_table_names_where_it_stopped_not_a_best(nb):
+    """Issue 35: section 6's slot table calls its point where the search stopped (lowest cross-entropy), not "best":
+    the points within noise of it are not ranked against it."""
+    shown = _table_header("3ddb8a5d")
+    assert all(label in shown for label in reading.SEARCH_SLOT_LABELS.values())
+    assert ">best<" not in shown and ">tau_best<" not in shown
