@@ -233,28 +233,41 @@ class CaseLadder:
         intervals); every speed labelled with its kind."""
         out = []
         for i, r in enumerate(self.rungs):
-            name = r.name
+            name, why = r.name, ", ".join(filter(None, [r.finding, f"changes {r.change_text()}"]))
+            before = next((q for q in reversed(self.rungs[:i]) if q.ran), None)
             if r.tau is None:       # first: a rung not run (even the first) has no speed to state
-                out.append(f"{name} ({r.finding}): not run: {r.note}")
+                out.append(f"{name} ({r.finding or 'no finding'}): not run: {r.note}")
             elif r.speed is None and (i == 0 or r.word == "start"):
                 out.append(f"{name}: tau {r.tau} (teacher-forced).")
             elif i == 0 or r.word == "start":
                 out.append(f"{name}: tau {r.tau}; speed ({self.kind}) {ratio_text(r.speed)} no speculation "
                            f"({self.speed_word(r)}).")
-            elif same_measurement(r, next((q for q in reversed(self.rungs[:i]) if q.ran), None)):
-                out.append(f"{name} ({r.finding}): nothing changes on this build ({r.note}).")
+            elif same_measurement(r, before):
+                out.append(f"{name} ({r.finding or 'no finding'}): nothing changes on this build ({r.note}).")
             elif r.speed is None:
-                out.append(f"{name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
+                out.append(f"{name} ({why}): tau {r.tau.value:.2f}, "
                            f"change {gain_text(r.gain)} - {r.word}{BEFORE.get(r.word, '')} the rung before.")
             else:
-                out.append(f"{name} ({r.finding}, changes {r.change_text()}): tau {r.tau.value:.2f}, "
+                out.append(f"{name} ({why}): tau {r.tau.value:.2f}, "
                            f"change {gain_text(r.gain)} - {r.word}{BEFORE.get(r.word, '')} the rung before; "
                            f"speed ({self.kind}) {ratio_text(r.speed)} no speculation ({self.speed_word(r)}), "
-                           f"{ratio_text(r.step_speed)} the rung before ({self.step_speed_word(r)}).")
+                           f"{ratio_text(r.step_speed)} the rung before ({self.step_speed_word(r)})."
+                           + self.emulator_cost(r, before))
         return "\n".join(f"{i}. {w}" for i, w in enumerate(out, 1))
 
+    def emulator_cost(self, rung: Rung, before: Rung) -> str:
+        """A rung that changes only the emulated engine and accepts the very same tokens as the rung before (tau
+        change 0 [0, 0], both token-identical to the target's output) decodes the same thing twice: its speed against
+        the rung before is what eagle3lab's two emulations cost on this machine, not a fact about serving."""
+        if (rung.changed != ("engine",) or rung.word != "identical" or rung.step_verdict in (None, "identical")
+                or rung.identical is None or rung.identical[0] != rung.identical[1]):
+            return ""
+        return (f" Only the emulated engine changed ({before.state.engine} -> {rung.state.engine}) and both decode the "
+                f"same tokens (tau change {gain_text(rung.gain)}, {identical_text(rung)} token-identical): the "
+                f"{ratio_text(rung.step_speed)} is the emulators' cost on this {self.device}, not a serving fact.")
+
     def claims(self) -> dict:
-        return {"rungs": [{"name": r.name, "changed": list(r.changed), "finding": r.finding, "word": r.word,
+        return {"rungs": [{"name": r.name, "changed": list(r.changed), "finding": r.finding, "note": r.note, "word": r.word,
                            "ran": r.ran, "measured_as": r.measured_as,
                            "tau": None if r.tau is None else [r.tau.value, r.tau.low, r.tau.high],
                            "gain": None if r.gain is None else [r.gain.value, r.gain.low, r.gain.high],
@@ -465,15 +478,21 @@ def projection_check(ladder: CaseLadder | None, chain: ChainChoice | None) -> Pr
 class Gains:
     """What the case's ladder measured for each kind of fix (paired tau differences; None: not measured): the ids
     feeding the trained points (the rule still wrong), the trained rule (points right), and both (served whole),
-    each against the rung before it; ``on``: where (the bundled case's ladder, decoded or teacher-forced)."""
+    each against the rung before it; ``on``: where (the bundled case's ladder, decoded or teacher-forced);
+    ``wiring_rule``: the ids and the rule together, from the ids' start (the rule's gain is on top of the ids');
+    ``spans``: each field -> the rungs it was measured between (``rung 2 -> 6``), from the run."""
 
     wiring: object = None
     rule: object = None
     whole: object = None
     on: str = "not measured (no ladder in this mode)"
+    wiring_rule: object = None
+    spans: dict = field(default_factory=dict)
 
-    def text(self, iv) -> str:
-        return "gain not measured" if iv is None else f"{signed_text(iv, 3)} tau on {self.on}"
+    def text(self, iv, span: str = "") -> str:
+        if iv is None:
+            return "gain not measured"
+        return f"{signed_text(iv, 3)} tau on {self.on}" + (f", {span}" if span else "")
 
 
 def gains_of(ladder: CaseLadder | None) -> Gains:
@@ -490,8 +509,11 @@ def gains_of(ladder: CaseLadder | None) -> Gains:
 
     flags, ids, rule, whole = (RUNG_NAMES[k] for k in ("flags", "ids", "rule", "whole"))
     how = "decoded" if ladder.decoded else f"teacher-forced on {ladder.scored_on}"
+    number = {r.name: i + 1 for i, r in enumerate(ladder.rungs)}     # as the tables number them
+    spans = {k: f"rung {number[a]} -> {number[b]}" for k, (a, b) in
+             {"wiring": (flags, ids), "rule": (ids, rule), "whole": (flags, whole), "wiring_rule": (flags, rule)}.items()}
     return Gains(diff(ids, flags), diff(rule, ids), diff(whole, flags),
-                 f"the bundled case's ladder ({how}, {steps(by[flags].state.num_steps)})")
+                 f"the bundled case's ladder ({how}, {steps(by[flags].state.num_steps)})", diff(rule, flags), spans)
 
 
 def trainer_record(training: dict | None) -> dict:
@@ -573,13 +595,87 @@ def write_fix(source, draft, trained: tuple, rule: bool, *, engine: str, checkpo
     return ServedFix(engine, checkpoint, path, written, reading, source.load_draft(path, device=device, profile=engine))
 
 
-def fix_words(fix: ServedFix, num_layers: int) -> str:
-    """Where the rewritten checkpoint lies, what it holds, and the command that rewrites it for another format."""
-    other = "sglang" if fix.format != "sglang" else "speculators"
-    return (f"The rewritten checkpoint ({fix.format} format, ids {fix.written.aux_ids_written}, "
-            f"{', '.join(f'{k}={v}' for k, v in fix.written.flags_written.items())}) is at {fix.path}; "
-            f"`eagle3lab convert {fix.path} --to {other} OUT --num-target-layers {num_layers}` writes it in "
-            f"{other}'s format (docs/cli/convert.md).")
+@dataclass(frozen=True)
+class ServedCopy:
+    """The rewritten checkpoint as one engine loads it: its folder and format, the ids written and the key the
+    engine reads them at; ``command``: the ``eagle3lab convert`` line that wrote it ("": the checkpoint itself)."""
+
+    engine: str
+    path: str
+    format: str
+    ids: list | None
+    key: str
+    command: str = ""
+
+
+def served_copies(source, fix: ServedFix, engines, target: str) -> dict[str, ServedCopy]:
+    """Per engine of ``engines``: the rewritten checkpoint where that engine loads its format, else its conversion
+    to the engine's format (``doctor.fixes.ENGINE_FORMAT``) beside it, ``{fix.path}-{format}``, written as
+    ``eagle3lab convert --target target`` writes it (the target's architecture decides the ids: ``source.arch``
+    here), replaced on every run: a flag line names a folder, never a description."""
+    from eagle3lab.doctor.fixes import ENGINE_FORMAT
+    from eagle3lab.models.checkpoint import inspect_checkpoint, save_draft
+
+    n, out = source.num_layers, {}
+    for engine in dict.fromkeys(engines):
+        fmt = ENGINE_FORMAT[engine]
+        if fmt == fix.format:
+            path, ids, command = fix.path, fix.written.aux_ids_written, ""
+        else:
+            path = f"{fix.path}-{fmt}"
+            draft = source.load_draft(fix.path, device="cpu", dtype=None).bound(target_arch=source.arch)
+            ids = save_draft(draft, path, fmt, num_target_layers=n, overwrite=True).aux_ids_written
+            command = f"eagle3lab convert {fix.path} --to {fmt} {path} --target {target}"
+        key = inspect_checkpoint(path, num_target_layers=n).aux_ids.key or "-"
+        out[engine] = ServedCopy(engine, path, fmt, ids, key, command)
+    return out
+
+
+def fix_words(fix: ServedFix, num_layers: int, copies: dict[str, ServedCopy] | None = None,
+              ladder: CaseLadder | None = None) -> str:
+    """Where the rewritten checkpoint lies and what it holds; each conversion ``copies`` made for another engine
+    (the command, where the ids went) and, where that engine ignores the trained rule (the ``ladder``'s own
+    rungs say so), the tau it would serve at against the tau of the rungs that read the rule."""
+    text = (f"The rewritten checkpoint ({fix.format} format, ids {fix.written.aux_ids_written}, "
+            f"{', '.join(f'{k}={v}' for k, v in fix.written.flags_written.items())}) is at {fix.path}")
+    converted = [c for c in (copies or {}).values() if c.command]
+    if not converted:
+        other = "sglang" if fix.format != "sglang" else "speculators"
+        return text + (f"; `eagle3lab convert {fix.path} --to {other} OUT --num-target-layers {num_layers}` writes "
+                       f"it in {other}'s format (docs/cli/convert.md).")
+    for c in converted:
+        text += (f"; for {c.engine}, `{c.command}` wrote it in {c.format}'s format at {c.path} (ids {c.ids} at "
+                 f"{c.key}, where {c.engine} reads them; docs/cli/convert.md)" + _rule_caveat(c.engine, fix, ladder))
+    return text + "."
+
+
+def _rule_caveat(engine: str, fix: ServedFix, ladder: CaseLadder | None) -> str:
+    """Where ``engine`` climbed the ``ladder`` ignoring the trained rule the checkpoint writes: the tau it serves the
+    fix at (the rungs with the trained points fed, the rule ignored) against the rungs that read the rule, and
+    which engine reads it, every number from the run."""
+    if ladder is None or not fix.written.flags_written.get("norm_before_residual"):
+        return ""
+    by = {r.name: r for r in ladder.rungs}
+    ids, rule, whole = (by[RUNG_NAMES[k]] for k in ("ids", "rule", "whole"))
+    if ids.state.engine != engine or ids.state.rule == whole.state.rule or not (ids.ran and rule.ran and whole.ran):
+        return ""
+    from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ
+    from eagle3lab.engines.profiles import honours_at
+    from eagle3lab.engines.vllm_runner import VLLM_NEWEST_READ
+
+    newest = {"sglang": SGLANG_NEWEST_READ, "vllm": VLLM_NEWEST_READ}[engine]
+    reads = "norm_before_residual" in honours_at(engine, newest)
+
+    def numbers(*named: Rung) -> str:        # the rungs sharing one measurement, as the tables number them
+        return "-".join(dict.fromkeys(str(i + 1) for i, r in enumerate(ladder.rungs)
+                                      if r.measured_as in {n.measured_as for n in named}))
+
+    said = (f"{engine} {ids.state.build or 'newest'} ignores norm_before_residual (the newest {engine} read, "
+            f"{newest}, reads it)" if reads else f"no {engine} release reads norm_before_residual")
+    return (f", but {said} (the converted config writes it, {engine} ignores it): served by {engine} the fixed draft runs as rungs {numbers(ids)} do, the trained points fed "
+            f"and the rule ignored (tau {ids.tau}), not at rungs {numbers(rule, whole)}'s {whole.tau} with the rule "
+            f"read (rung {numbers(rule)} emulates a patched {engine} no release ships); {whole.state.engine} reads "
+            f"the rule and serves it at that tau (rung {numbers(whole)})")
 
 
 RUNG_NAMES = {"launched": "as launched", "flags": "flags as the team fixed them", "team": "the team's ids",
@@ -587,14 +683,30 @@ RUNG_NAMES = {"launched": "as launched", "flags": "flags as the team fixed them"
               "whole": "a checkpoint and engine that serve all of it", "chain": "chain length to launch"}
 
 
+def chain_note(chain: int, choice: ChainChoice | None) -> str:
+    """Where the launched chain comes from, in the run's numbers: ``FIX_STEPS`` or the cost model's top projection,
+    and the set the cost model cannot tell apart from the fastest (``choice``; None: no round costs timed)."""
+    if choice is None:
+        return f"{steps(chain)} (FIX_STEPS; no round costs timed to price chains with)"
+    near = choice.within_noise
+    run = len(near) > 1 and near == list(range(near[0], near[-1] + 1))
+    named = f"{near[0]}-{near[-1]}" if run else ", ".join(str(k) for k in near)
+    where = ("the cost model's pick" if near == [chain] else
+             f"{'in' if chain in near else 'not in'} the cost model's set {named} within noise")
+    return f"{steps(chain)} ({'FIX_STEPS; ' if choice.launched else 'the top projection; '}{where})"
+
+
 def case_rungs(draft, *, engine: str, build: str | None, launched, served, flag_code: str, retry_steps: int,
-               chain: int, chain_pick: int | None, team, trained: IdsFor, rule: bool, fix: ServedFix) -> list[Rung]:
+               chain: int, chain_choice: ChainChoice | None, team, trained: IdsFor, rule: bool,
+               fix: ServedFix) -> list[Rung]:
     """Notebook 06's seven rungs, one knob a rung, in the order the team's history went, each naming the finding
     that motivated it: as launched (``launched``: the flag resolver's reading, ``served``: the ids as written and
     what the build feeds); the chain the team retried (``retry_steps``); the team's ids on that chain, where the
     team measured them (``team``: what the build does with them); the ids for the top-scoring wiring (``trained``);
     the trained rule (emulated as a patched draft model where the engine ignores it); a checkpoint and engine that
-    serve all of it (``fix``); last, the chain to launch (``chain``), which the team never ran."""
+    serve all of it (``fix``); last, the chain to launch (``chain``, worded by ``chain_note``), which the team never
+    ran: a choice of step 4's, not an engine's finding (``flag_code`` is the launch engine's, not the serving one's),
+    so that rung names none."""
     eff, engine_rule = launched.effective, draft.under(engine).settings.norm_before_residual
 
     def on(state: RunState, name: str, finding: str, note: str, wiring: tuple | None = None) -> Rung:
@@ -614,7 +726,6 @@ def case_rungs(draft, *, engine: str, build: str | None, launched, served, flag_
                   retry_steps, engine=fix.engine, num_draft_tokens=retry_steps + 1,
                   ids=tuple(fix.written.aux_ids_written), checkpoint=fix.written.format)
     s6 = replace(s5, num_steps=chain, num_draft_tokens=chain + 1)
-    pick = " (the cost model's pick)" if chain == chain_pick else ""
     return [
         on(s0, RUNG_NAMES["launched"], "the complaint", served.label),
         on(s1, RUNG_NAMES["flags"], flag_code, f"cap lifted: accept length up to {retry_steps + 1}"),
@@ -626,7 +737,7 @@ def case_rungs(draft, *, engine: str, build: str | None, launched, served, flag_
            f"{engine} ignores norm_before_residual in every build read: emulated as a patched draft model"),
         Rung(RUNG_NAMES["whole"], s5, "FIRST_LAYER_RULE",
              f"{fix.format} checkpoint, {fix.engine} feeds {fix.reading.label} and reads the rule", fix.draft),
-        Rung(RUNG_NAMES["chain"], s6, flag_code, f"{chain}-step chain{pick}", fix.draft),
+        Rung(RUNG_NAMES["chain"], s6, "", chain_note(chain, chain_choice), fix.draft),
     ]
 
 
@@ -736,19 +847,20 @@ def check_build(engine: str, version: str | None, trained: tuple, rule: bool, nu
 
 
 def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, builds: dict[str, list], num_steps: int,
-              honours_rule: dict[str, bool], id_keys: dict[str, str], draft: str = "DRAFT",
+              honours_rule: dict[str, bool], id_keys: dict[str, str], draft: str | dict[str, str] = "DRAFT",
               team_ids: dict[str, list] | None = None) -> pd.DataFrame:
     """Per engine and build: the ids for the trained wiring in that engine's numbering (and where it reads
     them), the flag line, what it cannot honour (with the engine knowledge's reason: which model file, which
-    releases), and the options left. ``team_ids``: engine -> ids a team wrote for it; a column says what each
-    build does with them (the states it feeds, or how it crashes or drops one)."""
+    releases), and the options left. ``draft``: the checkpoint folder the flag lines load, one for every engine or
+    engine -> folder (each engine its own format: ``served_copies``). ``team_ids``: engine -> ids a team wrote for
+    it; a column says what each build does with them (the states it feeds, or how it crashes or drops one)."""
     checks = [check_build(engine, version, trained, rule, num_layers, arch, honours_rule[engine],
                           (team_ids or {}).get(engine)) for engine, versions in builds.items() for version in versions]
     rows = []
     for c in checks:
         team = {"the team's ids do": c.team or ""} if team_ids else {}
         rows.append({"engine": c.engine, "build": c.build or "newest", "ids": c.ids, **team, "read at": id_keys[c.engine],
-                     "flag line": flag_line(c.engine, num_steps, draft),
+                     "flag line": flag_line(c.engine, num_steps, draft if isinstance(draft, str) else draft[c.engine]),
                      "cannot honour": "; ".join(c.cannot(trained)) or "nothing", "options left": c.options(checks)})
     return pd.DataFrame(rows).set_index(["engine", "build"])
 
@@ -992,9 +1104,11 @@ def lifted_cap_words(ladder: CaseLadder | None) -> str:
 
 
 def with_the_seed(toy: tuple[str, dict], *, step3: WiringVerdict | None, projection: ProjectionCheck | None,
-                  fix: ServedFix, num_layers: int, seed, ladder: CaseLadder | None = None) -> tuple[str, dict]:
+                  fix: ServedFix, num_layers: int, seed, ladder: CaseLadder | None = None,
+                  copies: dict[str, ServedCopy] | None = None) -> tuple[str, dict]:
     """The summary whole: the bundled case's words (``case_summary``), step 3's verdict against the runner-up, the
-    projection against the measurement, where the rewritten checkpoint lies, then the seed's own target
+    projection against the measurement, where the rewritten checkpoint lies and its ``copies`` for other engines
+    (``fix_words``), then the seed's own target
     (``seed_case.SeedAnswer``; None: not asked), its record set beside the ``ladder``'s rung that takes the same step
     (``lifted_cap_words``)."""
     text, claims = toy
@@ -1003,11 +1117,13 @@ def with_the_seed(toy: tuple[str, dict], *, step3: WiringVerdict | None, project
         parts.append(f"Step 3 (teacher-forced on the as-trained set): {step3.words()}")
     if projection is not None:
         parts.append(projection.words() + ".")
-    parts.append(fix_words(fix, num_layers))
+    parts.append(fix_words(fix, num_layers, copies, ladder))
     if seed is not None:
         parts.append(seed.words(echo=lifted_cap_words(ladder)))
     claims = {**claims, "step3": None if step3 is None else step3.claims(),
               "projection": None if projection is None else projection.claims(), "fix_path": fix.path,
+              "copies": {e: {"path": c.path, "format": c.format, "ids": c.ids, "key": c.key, "command": c.command}
+                         for e, c in (copies or {}).items()},
               "seed": None if seed is None else seed.claims()}
     return "\n\n".join(parts), claims
 
@@ -1051,7 +1167,8 @@ def real_counters(real: dict) -> pd.DataFrame:
     """serve-check's report (``--json``): the real engine's own counters beside eagle3lab's prediction."""
     engine = real["engine"]
     rows = {f"{engine} (real, its counters)": real[engine], "eagle3lab (emulated)": real["eagle3lab"]}
-    return pd.DataFrame(rows).T[["num_drafts", "num_draft_tokens", "num_accepted_tokens", "tau", "accepted_per_pos"]]
+    out = pd.DataFrame(rows).T[["num_drafts", "num_draft_tokens", "num_accepted_tokens", "tau", "accepted_per_pos"]]
+    return out.assign(tau=[round(float(t), 3) for t in out["tau"]])     # at 3 digits, as every tau here
 
 
 def real_words(real: dict) -> str:

@@ -112,6 +112,14 @@ def measured_beside_code(engine: str, ids, tok_s: float, num_layers: int, arch: 
 class Option:
     what: str
     gain: object = None      # the ladder's Interval for it, None: not measured
+    span: str = ""           # the ladder's rungs it was measured between ("rung 2 -> 6")
+    total: object = None     # a gain on top of option ``on_top_of`` ("(b)"): both together, from that one's start
+    total_span: str = ""
+    on_top_of: str = ""
+
+
+# what a retrained draft's gain assumes: the ladder measured the as-trained draft, not a retrained one
+AS_GOOD = "assuming the retrained draft is as good as the as-trained one"
 
 
 @dataclass(frozen=True)
@@ -152,36 +160,55 @@ def _short_reasons(engine: str, trained, n: int, arch: str, build) -> str:
     return "; ".join(said)
 
 
-def _options(ids, honours: bool, engine: str, upgrades: list[str], gains) -> tuple[Option, ...]:
+def _options(ids, honours: bool, engine: str, upgrades: list[str], gains, captured: str = "") -> tuple[Option, ...]:
     """The options left in one build (none needed where it serves the draft whole); a patch only where one ships,
-    and none does: eagle3lab emulates the patched draft model on the ladder, for no engine release."""
+    and none does: eagle3lab emulates the patched draft model on the ladder, for no engine release. ``captured``:
+    the states this build captures to retrain on (its default, with the ids that feed it). Every option's gain is
+    the ladder's, between the rungs it names: in one build all start from one rung, or say which option they add
+    to and give the total from that option's start."""
+    span = gains.spans.get
     if ids is not None and honours:
-        return (Option("serve as it is", gains.whole),)
+        return (Option("serve as it is", gains.whole, span("whole", "")),)
+    on = f" ({captured})" if captured else ""
     opts = []
     if ids is None and not honours:
-        opts.append(Option("retrain with norm_before_residual off on states this build captures, and serve here",
-                           gains.whole))
+        opts.append(Option(f"retrain with norm_before_residual off on states this build captures{on}, and serve here, "
+                           f"{AS_GOOD}", gains.whole, span("whole", "")))
     elif not honours:
-        opts.append(Option("retrain with norm_before_residual off (the ids above already feed the trained points)",
-                           gains.rule))
+        opts.append(Option(f"retrain with norm_before_residual off (the ids above already feed the trained points), "
+                           f"{AS_GOOD}", gains.rule, span("rule", "")))
     else:
-        opts.append(Option(f"retrain on states {engine} captures here (it reads the rule) and serve here",
-                           gains.whole))
+        opts.append(Option(f"retrain on states {engine} captures here ({captured + '; ' if captured else ''}it reads "
+                           "the rule) and serve here, "
+                           f"{AS_GOOD}", gains.whole, span("whole", "")))
     move = None
     if ids is None and upgrades:
         move = _letter(len(opts))
         opts.append(Option(f"move to {' or '.join(upgrades)}, whose ids feed the trained points (the rule "
-                           f"{'read' if honours else 'still ignored'})", gains.wiring))
+                           f"{'read' if honours else 'still ignored'})", gains.wiring, span("wiring", "")))
     if not honours:
         # the rule's gain was measured with the trained points fed: a patch alone earns it only where ids feed them
-        patch, gain = "patch the engine to read norm_before_residual", gains.rule
+        patch, gain, key, total = "patch the engine to read norm_before_residual", gains.rule, "rule", None
         if move:
             patch += f", together with {move} (this build feeds other states than the trained ones)"
+            total = gains.wiring_rule
         elif ids is None:
-            patch, gain = patch + " and to capture the trained points (no build read captures them)", gains.whole
+            patch, gain, key = patch + " and to capture the trained points (no build read captures them)", gains.whole, "whole"
         opts.append(Option(f"{patch}: no patch ships (no release reads it, eagle3lab ships none; the ladder's rule rung "
-                           "emulates one)", gain))
+                           "emulates one)", gain, span(key, ""), total, span("wiring_rule", "") if move else "",
+                           move or ""))
     return tuple(opts)
+
+
+def _captured(engine: str, n: int, arch: str, build) -> str:
+    """The states a build captures with no ids of the draft's own (the engines' default, ``default_resid``) and the
+    ids that feed them there, for a draft to be retrained on."""
+    from eagle3lab.engines.layer_ids import default_resid
+    from eagle3lab.readings.nb06_case_file import ids_for
+
+    points = default_resid(n)
+    got = ids_for(engine, points, n, arch, build)
+    return f"its default {_label(points)}" + (f", ids {got.ids}" if got.ids else ", no ids written")
 
 
 def _letter(i: int) -> str:
@@ -213,8 +240,9 @@ def seed_builds(target: dict, trained, rule: bool, builds: dict, team_ids: dict,
         head = (f"python -m sglang.launch_server --model-path {target['model']} --tp {fleet['gpus']} --trust-remote-code"
                 if engine == "sglang" else
                 f"vllm serve {target['model']} --tensor-parallel-size {fleet['gpus']} --trust-remote-code")
+        captured = "" if got.ids else _captured(engine, n, arch, build)
         out.append(SeedBuild(engine, build, got.ids, "" if got.ids else _short_reasons(engine, trained, n, arch, build),
-                             team, honours, _options(got.ids, honours, engine, upgrades, gains),
+                             team, honours, _options(got.ids, honours, engine, upgrades, gains, captured),
                              f"{head} {flag_line(engine, chain, draft, fleet['batch'])}"))
     return out
 
@@ -241,16 +269,33 @@ class ServedChain:
 
     def words(self) -> str:
         f, k, n = self.fleet, self.best, len(self.speedups)
+        # the agreement holds n steps: a longer chain has no tau to be priced with
+        priced = f"chains 1-{n} priced, as far as the agreement's {n} steps reach"
         found = (f"the fastest chain priced is the longest priced, {k} steps ({self.speedups[k]:.2f}x projected decode; "
-                 f"chains 1-{n} priced, the projections still rising at {n}: "
+                 f"{priced}, the projections still rising at {n}: "
                  f"{' -> '.join(f'{v:.3f}' for v in self.speedups.values())}), so a longer chain may be faster: measure "
                  "longer ones on the fleet" if self.at_edge else
-                 f"the fastest chain is {k} steps ({self.speedups[k]:.2f}x projected decode, chains 1-{n} priced)")
+                 f"the fastest chain is {k} steps ({self.speedups[k]:.2f}x projected decode, {priced})")
         return (f"Priced on the served cost model ({f['roofline']}, batch {f['batch']}, c {f['c']}, per-round overhead "
-                f"{f['overhead']} target steps: stated assumptions, not measurements) with {self.agree_from}, {found}; "
+                f"{f['overhead']} target steps ({overhead_reason(f['overhead'])}): stated assumptions, not "
+                f"measurements) with {self.agree_from}, {found}; "
                 f"the seed's own draft replaces that agreement with its trainer's, "
                 f"and the chain is confirmed by measuring it on the fleet at batch {f['batch']} (the engine's accept "
                 "length and tok/s per chain) before it is launched")
+
+
+def overhead_reason(overhead: float) -> str:
+    """Why a fleet's per-round overhead is what it is: the CPU work a plain decoding step hides behind the GPU with
+    SGLang's overlap scheduler, which a speculative round keeps on by default from the release that made spec V2
+    the default (the engine knowledge's change); without it a round pays ``SERVED``'s overhead."""
+    from eagle3lab.analysis.roofline import SERVED
+    from eagle3lab.engines.flags.sglang_overlap import CHANGES
+
+    c = CHANGES["spec-v2-default"]
+    on = (f"the overlap scheduler stays on under speculation by default from SGLang {c.first_with} (PR #{c.pr}) "
+          "and hides a round's CPU work")
+    return (f"0: {on}; {SERVED['overhead']} where it is off" if overhead == 0 else
+            f"the overlap scheduler off; {on}, overhead 0 there")
 
 
 def served_chain(agree: list[float], fleet: dict, agree_from: str) -> ServedChain:
@@ -310,10 +355,19 @@ class SeedAnswer:
         team = f"; the team's {list(self.record.ids)} {b.team} there" if b.team else ""
         cannot = [] if b.ids else [f"capture {resid_label(self.trained)}"]
         cannot += [] if b.honours_rule else ["read norm_before_residual"]
-        opts = "; ".join(f"{_letter(i)} {o.what}: {self.gains.text(o.gain)}" for i, o in enumerate(b.options))
+        opts = "; ".join(f"{_letter(i)} {o.what}: {self.option_gain(o)}" for i, o in enumerate(b.options))
         first = " (the first release that could serve it)" if self.first_servable(b) else ""
         return (f"**{b.label}**{first}: {ids}{team}; it cannot {' or '.join(cannot) or 'fail to serve it'}. "
                 f"Options: {opts}. Launch: `{b.launch}`")
+
+    def option_gain(self, o: Option) -> str:
+        """An option's gain with the rungs it spans; one on top of another option's says so, with the total."""
+        said = self.gains.text(o.gain, o.span)
+        if not o.on_top_of or o.gain is None:
+            return said
+        if o.total is None:
+            return f"{said}, on top of {o.on_top_of}"
+        return f"{said}, on top of {o.on_top_of}; with {o.on_top_of}, {self.gains.text(o.total, o.total_span)} in all"
 
     def words(self, echo: str = "") -> str:
         """The answer in markdown; ``echo``: a sentence set after the team's record (06's summary: the ladder's rung
@@ -334,7 +388,10 @@ class SeedAnswer:
                 "builds": [{"engine": b.engine, "build": b.build or "newest", "ids": b.ids, "team": b.team,
                             "honours_rule": b.honours_rule, "options": [o.what for o in b.options],
                             "gains": [None if o.gain is None else [o.gain.value, o.gain.low, o.gain.high]
-                                      for o in b.options], "launch": b.launch} for b in self.builds],
+                                      for o in b.options],
+                            "spans": [o.span for o in b.options],
+                            "totals": [None if o.total is None else [o.total.value, o.total.low, o.total.high]
+                                       for o in b.options], "launch": b.launch} for b in self.builds],
                 "chain_best": self.chain.best if self.chain else None, "chain_launched": self.chain_launched,
                 "chain_speedups": list(self.chain.speedups.values()) if self.chain else None,
                 "team_tok_s": self.record.tok_s, "team_runs_in": list(self.record.runs_in),

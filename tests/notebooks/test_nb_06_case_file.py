@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
@@ -28,6 +29,7 @@ from eagle3lab.readings.nb06_case_file import (
     SKIPS,
     SPEED_WORDS,
     STEP_WORDS,
+    chain_note,
     checklist,
     gain_text,
     interval_word,
@@ -95,9 +97,14 @@ def test_ladder_changes_one_thing_a_rung_and_names_its_finding(nb):
     rungs = nb["ladder"]["rungs"]
     assert [r["name"] for r in rungs] == RUNGS
     assert [r["changed"] for r in rungs] == [[], ["flags"], ["wiring"], [], ["rule"], ["engine"], ["flags"]]
-    assert [r["finding"] for r in rungs[1:]] == [nb["flag_code"]] + ["WIRING"] * 2 + ["FIRST_LAYER_RULE"] * 2 + [
-        nb["flag_code"]]
+    # the last rung's chain is step 4's choice, served by vllm: it cites no (SGLang) finding (issue 35)
+    assert [r["finding"] for r in rungs[1:]] == [nb["flag_code"]] + ["WIRING"] * 2 + ["FIRST_LAYER_RULE"] * 2 + [""]
     assert nb["flag_code"] == "SGL_TOPK1_DRAFT_TOKENS_ADJUSTED"
+    choice = nb["chain_choice"]
+    assert rungs[6]["note"] == chain_note(nb["chain"], SimpleNamespace(within_noise=choice["within_noise"],
+                                                                      launched=choice["launched"]))
+    assert rungs[6]["note"].startswith(f"{nb['chain']} steps (FIX_STEPS; ") and "pick" not in rungs[6]["note"]
+    assert "7. chain length to launch (changes flags): tau" in notebook_summary(NAME)
     states = [r["state"] for r in rungs]
     assert all((s["num_steps"], s["num_draft_tokens"]) == (15, 16) for s in states[1:6])   # the team's chain
     assert (states[6]["num_steps"], states[6]["num_draft_tokens"]) == (nb["chain"], nb["chain"] + 1)
@@ -274,6 +281,16 @@ def test_step5_checklist_per_engine_and_build(nb):
     assert vllm["ids"] == [0, 3, 7] and vllm["cannot honour"] == "nothing"
     k = nb["chain"]
     assert f"--speculative-num-steps {k} " in new["flag line"] and f'"num_speculative_tokens": {k}' in vllm["flag line"]
+    # each flag line loads a folder in its engine's format: sglang the eagle3lab convert copy, ids in eagle_config
+    # (SGLang reads eagle_config only), vllm the rewritten speculators checkpoint itself (issue 35)
+    sgl_copy = nb["copies"]["sglang"]
+    assert sgl_copy["path"] == nb["fix_path"] + "-sglang" and sgl_copy["command"].startswith(
+        f"eagle3lab convert {nb['fix_path']} --to sglang {sgl_copy['path']} --target ")
+    for row in (old, new):
+        assert f"--speculative-draft-model-path {sgl_copy['path']} " in row["flag line"]
+        assert row["read at"] == sgl_copy["key"] == "eagle_config.eagle_aux_hidden_state_layer_ids"
+    assert f'"model": "{nb["fix_path"]}"' in vllm["flag line"] and nb["copies"]["vllm"]["command"] == ""
+    assert sgl_copy["ids"] == new["ids"] and not any("rewritten checkpoint" in r["flag line"] for r in rows.values())
     # the rows are the function's, from the parameters (no guessing in the notebook) ...
     df = checklist((0, 3, 7), True, 12, "LlamaForCausalLM", {"sglang": ["0.5.21"]}, 4, {"sglang": False}, {"sglang": "k"})
     assert df.iloc[0]["cannot honour"] == old["cannot honour"]
@@ -327,12 +344,22 @@ def test_step5c_the_seeds_answer_for_its_own_target_from_the_engine_knowledge(nb
             if what.startswith("retrain with norm_before_residual off (the ids"):
                 assert gain == pytest.approx(rule_gain)
             assert f"{what}: {signed_text(_iv(gain), 3)} tau on the bundled case's ladder" in text
-    assert rows["vllm", "newest"]["options"] == ["retrain on states vllm captures here (it reads the rule) and serve here"]
+    assert rows["vllm", "newest"]["options"] == [
+        "retrain on states vllm captures here (its default [resid[2], resid[30], resid[58]], ids [2, 30, 58]; it reads "
+        "the rule) and serve here, assuming the retrained draft is as good as the as-trained one"]
     # the rule's gain was measured with the trained points fed: where a build cannot feed them, the patch goes with (b)
+    # ... its gain on top of (b)'s, and the total from (b)'s start rung, the ladder's paired difference (issue 35)
+    flags, rule = ladder["flags as the team fixed them"], ladder["the trained rule"]
     for build in ("0.5.11", "0.5.13"):
-        opts = rows["sglang", build]["options"]
+        r = rows["sglang", build]
+        opts = r["options"]
         assert opts[1].startswith("move to ") and opts[2].startswith("patch the engine to read norm_before_residual, "
                                                                       "together with (b)")
+        assert r["spans"] == ["rung 2 -> 6", "rung 2 -> 4", "rung 4 -> 5"] and r["totals"][:2] == [None, None]
+        assert r["totals"][2][0] == pytest.approx(rule["tau"][0] - flags["tau"][0], abs=1e-9)
+        assert (f"rung 4 -> 5, on top of (b); with (b), {signed_text(_iv(r['totals'][2]), 3)} tau on the bundled "
+                "case's ladder (decoded, 15 steps), rung 2 -> 5 in all") in text
+        assert "ids [1, 29, 57]), and serve here, assuming the retrained draft is as good as the as-trained one" in opts[0]
     # the chain priced on the served cost model for the stated fleet; the team's measurement beside the code
     assert seed["chain_best"] == seed["chain_launched"] and "batch 48" in text and "stated assumptions" in text
     assert seed["team_tok_s"] == params["SEED_RECORD"]["team_ids_tok_s"] == 54.8 and "The team measured 54.8 tok/s" in text
@@ -378,10 +405,38 @@ def test_the_projection_is_held_against_the_measurement(nb):
 
 
 def test_the_rewritten_checkpoint_lies_where_the_parameter_says_and_convert_is_named(nb):
+    """The checkpoint at FIX_DIR, its sglang copy and the command that wrote it; served by SGLang (no release reads
+    norm_before_residual) it runs at the tau of the rungs that ignore the rule, not the rungs that read it, every
+    number from the ladder (issue 35)."""
     params, _ = parameters_and_code_below(NOTEBOOKS / NAME)
     text = notebook_summary(NAME)
     assert nb["fix_path"] == params["FIX_DIR"] and params["FIX_DIR"].startswith("../build/")
-    assert f"is at {nb['fix_path']}; `eagle3lab convert {nb['fix_path']} --to sglang OUT --num-target-layers 12`" in text
+    sgl = nb["copies"]["sglang"]
+    assert f"is at {nb['fix_path']}; for sglang, `{sgl['command']}` wrote it in sglang's format at {sgl['path']}" in text
+    rungs = nb["ladder"]["rungs"]
+    ignored, read = _iv(rungs[3]["tau"]), _iv(rungs[5]["tau"])
+    assert rungs[3]["state"]["rule"] is False and rungs[4]["state"]["rule"] is rungs[5]["state"]["rule"] is True
+    assert ("but no sglang release reads norm_before_residual (the converted config writes it, sglang ignores it): "
+            f"served by sglang the fixed draft runs as rungs 3-4 do, the trained points fed and the rule ignored (tau "
+            f"{ignored}), not at rungs 5-6's {read} with the rule read") in text
+    assert "vllm reads the rule and serves it at that tau (rung 6)" in text
+
+
+def test_two_emulations_of_the_same_tokens_are_timed_as_the_emulators_cost(nb):
+    """Issue 35: rungs 5 and 6 change only the emulated engine and decode the same tokens (tau change 0 [0, 0], every
+    output identical): the measured ratio stays, worded as the emulators' cost on this machine, not a serving fact."""
+    five, six = nb["ladder"]["rungs"][4:6]
+    assert six["changed"] == ["engine"] and six["word"] == "identical" and six["identical"] == five["identical"]
+    said = (f"{ratio_text(_iv(six['step_speed']))} the rung before ({STEP_WORDS[six['step_speed_word']]}). Only the "
+            f"emulated engine changed ({five['state']['engine']} -> {six['state']['engine']}) and both decode the same "
+            f"tokens (tau change +0.000 [+0.000, +0.000], {six['identical']} token-identical): the "
+            f"{ratio_text(_iv(six['step_speed']))} is the emulators' cost on this cpu, not a serving fact.")
+    assert (said in notebook_summary(NAME)) == (six["step_speed_word"] != "identical")
+
+
+def _checklist_at(claims: dict) -> list[dict]:
+    """A run's checklist with its FIX_DIR written as FIX_DIR (each run writes its checkpoints where it is told)."""
+    return [{**r, "flag line": r["flag line"].replace(claims["fix_path"], "FIX_DIR")} for r in claims["checklist"]]
 
 
 def test_the_summary_renders_its_bullets_as_lists(nb):
@@ -409,6 +464,11 @@ def test_step5b_the_real_vllm_serves_the_fix_as_emulated(nb):
     assert nb["real_vllm_tau"] > nb["ladder"]["rungs"][0]["tau"][0] + 0.8
     summary = notebook_summary("06_case_file.ipynb")
     assert f"tau {nb['real_vllm_tau']:.2f}, its counters equal to eagle3lab's emulation" in summary
+    from helpers.notebooks import executed_notebook
+
+    cell = next(c for c in executed_notebook(NAME).cells if "case_ladder.real_counters(" in c.source)
+    shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+    assert f"{round(nb['real_vllm_tau'], 3)}" in shown and f"{nb['real_vllm_tau']}" not in shown   # 3 digits
 
 
 def test_the_parameters_cell_and_nothing_below_it_names_an_engine_or_a_chain():
@@ -587,7 +647,7 @@ def test_dump_mode_scores_every_rung_teacher_forced_and_times_none(nb, bundled_m
     assert claims["lossless"] is None and claims["chain_choice"] is None and claims["chain"] == nb["chain"] == 4
     toy = text.split("\n\nThe rewritten checkpoint")[0]      # the seed's record (its tok/s) follows
     assert "no speculation" not in toy and "tok/s" not in toy and claims["projection"] is None
-    assert claims["checklist"] == nb["checklist"]
+    assert _checklist_at(claims) == _checklist_at(nb)
     assert [(b["engine"], b["build"], b["ids"], b["options"]) for b in claims["seed"]["builds"]] == [
         (b["engine"], b["build"], b["ids"], b["options"]) for b in nb["seed"]["builds"]]
 
@@ -607,10 +667,12 @@ def test_config_only_mode_answers_the_flags_ids_and_checklists_and_scores_nothin
                 "ARCH = LlamaForCausalLM, no weights here).") in printed
     assert claims["ladder"] is None and claims["tau_best"] is None and claims["lossless"] is None
     for key in ("max_accept_length", "served", "flag_code", "team_ids", "team_fatal", "trained_ids", "ids_written",
-                "chain", "checklist"):
+                "chain"):
         assert claims[key] == nb[key], key
+    assert _checklist_at(claims) == _checklist_at(nb)
     assert (claims["best"], claims["best_rule"]) == (nb["best"], nb["best_rule"]) == ([0, 3, 7], True)
-    assert claims["seed"]["builds"] == [{**b, "gains": [None] * len(b["gains"])} for b in nb["seed"]["builds"]]
+    assert claims["seed"]["builds"] == [{**b, "gains": [None] * len(b["gains"]), "spans": [""] * len(b["gains"]),
+                                         "totals": [None] * len(b["gains"])} for b in nb["seed"]["builds"]]
     assert text.split("\n\n")[0] == ("**Config-only mode** (a LlamaForCausalLM (N = 12, config only); skipped: "
                     f"{'; '.join(skipped('config-only'))}). From the config alone nothing was scored, decoded or "
                     "timed: the checklist answers per engine and build for the trained wiring [resid[0] (embedding), "

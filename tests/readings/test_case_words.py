@@ -1,8 +1,10 @@
 """Notebook 06's words on rungs built here: the word shown for a rung that shares the rung before's measurement."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pandas as pd
+import pytest
 
 from eagle3lab.doctor.fixes import RunState
 from eagle3lab.doctor.ladder import Rung
@@ -138,3 +140,129 @@ def test_the_rung_that_lifts_the_cap_is_set_beside_the_seeds_record():
     for ladder in (fed_right, faster):
         assert "as in the seed's record" not in lifted_cap_words(ladder) and lifted_cap_words(ladder).endswith(").")
     assert lifted_cap_words(None) == "" and lifted_cap_words(CaseLadder([first], None, 2, "cpu", "float32")) == ""
+
+
+STEP = _iv(1.2, 1.1, 1.3)
+
+
+def _ladder_rung(key, engine, rule, measured_as, tau, changed=(), word="beats", step=STEP, identical=(4, 4)):
+    from eagle3lab.readings.nb06_case_file import RUNG_NAMES
+
+    state = RunState(True, (0, 3, 7), {"norm_before_residual": rule}, 15, engine=engine, num_draft_tokens=16)
+    return Rung(RUNG_NAMES[key], state, "", "note", measured_as=RUNG_NAMES[measured_as], tau=tau, changed=changed,
+                word=word, gain=_iv(0, 0, 0) if word == "identical" else _iv(0.5, 0.2, 0.8), e2e_tps=10.0,
+                speed=_iv(1.0, 0.9, 1.1), step_speed=step, identical=identical)
+
+
+def _case_ladder():
+    """The case's rungs 2-6 as the bundled run climbs them: the cap lifted, the team's ids and the ids for the trained
+    wiring (one measurement, the rule ignored by sglang), the rule emulated, then vllm serving it whole."""
+    low, high = _iv(1.389, 1.182, 2.038), _iv(3.957, 3.333, 4.706)
+    rungs = [_ladder_rung("flags", "sglang", False, "flags", _iv(1.122, 1.054, 1.228), word="start", step=None),
+             _ladder_rung("team", "sglang", False, "team", low, ("wiring",)),
+             _ladder_rung("ids", "sglang", False, "team", low, (), "identical", _iv(1, 1, 1)),
+             _ladder_rung("rule", "sglang", True, "rule", high, ("rule",)),
+             _ladder_rung("whole", "vllm", True, "whole", high, ("engine",), "identical", _iv(0.97, 0.95, 0.98))]
+    for r in rungs:
+        r.state = replace(r.state, build="0.5.23") if r.state.engine == "sglang" else r.state
+    return CaseLadder(rungs, SimpleNamespace(difference=lambda a, b: _iv(a.tau.value - b.tau.value, 0.1, 0.2)), 2,
+                      "cpu", "float32")
+
+
+def test_each_flag_line_loads_its_engines_format_and_sglang_is_told_it_ignores_the_rule(bundled_models, tmp_path):
+    """Issue 35: the checklist's sglang flag line names the checkpoint converted to sglang's format (ids in
+    eagle_config, where SGLang reads them), never a description; the words name the convert command, and say that
+    served by SGLang the fixed draft runs at the tau of the rungs that ignore the rule, not that of the rungs that
+    read it (vLLM), every number from the ladder."""
+    from eagle3lab import bundled
+    from eagle3lab.models.checkpoint import inspect_checkpoint, load_draft, save_draft
+    from eagle3lab.readings.nb06_case_file import ServedFix, checklist, fix_words, served_copies
+
+    fixed = load_draft(bundled.DRAFT_CASE, target=bundled.TARGET, device="cpu").rewired(aux_resid=(0, 3, 7),
+                                                                                       norm_before_residual=True)
+    path = str(tmp_path / "draft-fixed")
+    written = save_draft(fixed, path, "speculators", num_target_layers=12)
+    fix = ServedFix("vllm", "speculators", path, written, None, None)
+    source = SimpleNamespace(num_layers=12, arch="LlamaForCausalLM",
+                             load_draft=lambda p, **kw: load_draft(p, target=bundled.TARGET, **kw))
+    copies = served_copies(source, fix, ["sglang", "vllm", "sglang"], "TARGET")
+    sgl, vllm = copies["sglang"], copies["vllm"]
+    assert (vllm.path, vllm.command) == (path, "") and sgl.path == f"{path}-sglang" and sgl.format == "sglang"
+    assert sgl.command == f"eagle3lab convert {path} --to sglang {path}-sglang --target TARGET"
+    on_disk = inspect_checkpoint(sgl.path, num_target_layers=12)
+    assert sgl.ids == [-1, 2, 6] == on_disk.aux_ids.as_written
+    assert sgl.key == on_disk.aux_ids.key == "eagle_config.eagle_aux_hidden_state_layer_ids"
+    table = checklist((0, 3, 7), True, 12, "LlamaForCausalLM", {"sglang": ["0.5.23"], "vllm": [None]}, 4,
+                      {"sglang": False, "vllm": True}, {e: c.key for e, c in copies.items()},
+                      draft={e: c.path for e, c in copies.items()})
+    assert f"--speculative-draft-model-path {path}-sglang " in table.loc[("sglang", "0.5.23"), "flag line"]
+    assert f'"model": "{path}"' in table.loc[("vllm", "newest"), "flag line"]
+    assert table.loc[("sglang", "0.5.23"), "read at"] == "eagle_config.eagle_aux_hidden_state_layer_ids"
+    assert all("rewritten checkpoint" not in line for line in table["flag line"])
+    words = fix_words(fix, 12, copies, _case_ladder())
+    assert f"for sglang, `{sgl.command}` wrote it in sglang's format at {path}-sglang (ids [-1, 2, 6] at " \
+           "eagle_config.eagle_aux_hidden_state_layer_ids, where sglang reads them" in words
+    assert ("but no sglang release reads norm_before_residual (the converted config writes it, sglang ignores it): "
+            "served by sglang the fixed draft runs as rungs 2-3 do, the trained points fed and the rule ignored (tau "
+            "1.389 [1.182, 2.038]), not at rungs 4-5's 3.957 [3.333, 4.706] with the rule read (rung 4 emulates a "
+            "patched sglang no release ships); vllm reads the rule and serves it at that tau (rung 5)") in words
+    # without a ladder (nothing climbed) the conversion is named, no tau claimed
+    assert "rung" not in fix_words(fix, 12, copies) and sgl.command in fix_words(fix, 12, copies)
+
+
+def test_two_emulations_decoding_the_same_tokens_time_the_emulators_not_serving():
+    """Issue 35: rungs 5 and 6 differ only in the emulated engine and accept the very same tokens: the words keep the
+    measured ratio and say it is the emulators' cost on this machine, not a serving fact; no such sentence for a rung
+    that changed anything else."""
+    ladder = _case_ladder()
+    words = ladder.words().splitlines()
+    assert words[4].endswith("0.97x [0.95, 0.98] the rung before (slower than the rung before). Only the emulated "
+                             "engine changed (sglang -> vllm) and both decode the same tokens (tau change +0.000 "
+                             "[+0.000, +0.000], 4/4 token-identical): the 0.97x [0.95, 0.98] is the emulators' cost "
+                             "on this cpu, not a serving fact.")
+    assert sum("emulators' cost" in w for w in words) == 1
+    ladder.rungs[4].identical = (3, 4)            # one output differs: not the same decoding
+    assert "emulators' cost" not in ladder.words()
+
+
+def test_the_chain_rung_cites_no_finding_and_says_where_its_length_comes_from():
+    """Issue 35: the last rung's chain is step 4's choice, not an SGLang finding; its note names FIX_STEPS and the
+    cost model's set within noise, from the run's numbers."""
+    from eagle3lab.readings.nb06_case_file import chain_note
+
+    assert chain_note(4, SimpleNamespace(within_noise=[3, 4], launched=4)) == (
+        "4 steps (FIX_STEPS; in the cost model's set 3-4 within noise)")
+    assert chain_note(2, SimpleNamespace(within_noise=[3, 4], launched=2)) == (
+        "2 steps (FIX_STEPS; not in the cost model's set 3-4 within noise)")
+    assert chain_note(4, SimpleNamespace(within_noise=[4], launched=None)) == "4 steps (the top projection; the cost model's pick)"
+    assert chain_note(3, SimpleNamespace(within_noise=[1, 3], launched=3)) == (
+        "3 steps (FIX_STEPS; in the cost model's set 1, 3 within noise)")
+    assert chain_note(4, None) == "4 steps (FIX_STEPS; no round costs timed to price chains with)"
+    state = RunState(True, (0, 3, 7), {"norm_before_residual": True}, 4, engine="vllm", num_draft_tokens=5)
+    rung = Rung("chain length to launch", state, "", "4 steps", measured_as="c", tau=_iv(2.96, 2.6, 3.4),
+                changed=("flags",), gain=_iv(-1, -1.4, -0.6), word="loses", speed=_iv(1.3, 1.1, 1.6),
+                step_speed=_iv(1.5, 1.4, 1.6))
+    ladder = CaseLadder([_rung("a", "start", None, None), rung], None, 2, "cpu", "float32")
+    assert "2. chain length to launch (changes flags): tau 2.96" in ladder.words()
+    assert ladder.tau_table()["changes (finding)"].tolist()[1] == "flags"
+
+
+def test_the_gains_name_the_rungs_they_span_and_the_ids_and_rule_together():
+    """Issue 35: each gain the seed's options quote names the rungs it was measured between (from the run), and the
+    ids and the rule together are measured from the ids' own start rung (a paired difference of non-adjacent rungs)."""
+    from eagle3lab.readings.nb06_case_file import gains_of
+
+    ladder = _case_ladder()
+    g = gains_of(ladder)
+    assert g.spans == {"wiring": "rung 1 -> 3", "rule": "rung 3 -> 4", "whole": "rung 1 -> 5", "wiring_rule": "rung 1 -> 4"}
+    assert g.wiring_rule.value == pytest.approx(3.957 - 1.122) and g.rule.value == pytest.approx(3.957 - 1.389)
+    assert g.text(g.rule, g.spans["rule"]).endswith("tau on the bundled case's ladder (decoded, 15 steps), rung 3 -> 4")
+
+
+def test_the_real_engines_counters_print_tau_at_three_digits():
+    from eagle3lab.readings.nb06_case_file import real_counters
+
+    counts = {"num_drafts": 55, "num_draft_tokens": 220, "num_accepted_tokens": 108, "tau": 2.963636,
+              "accepted_per_pos": [41, 31, 21, 15]}
+    table = real_counters({"engine": "vllm", "vllm": counts, "eagle3lab": counts})
+    assert table["tau"].tolist() == [2.964, 2.964]
