@@ -170,3 +170,18 @@ def test_the_smollm2_track_swaps_the_models_and_reads_chat_transcripts(real_targ
     assert "On the smollm2 track (2 x 1024-token chat transcripts" in text
     assert t["verdict"] == reading.UNWORDED and "MORE_DOCUMENTS" in t["changes"]
     assert f"the curve is unworded, too few documents to word (n = 2; at least {MIN_DOCUMENTS})" in text
+
+
+def test_the_engine_table_says_what_happens_to_this_draft(nb):
+    """Issue 35: the bundled draft declares no limit below its target's, so every engine runs it to every position:
+    the table's 'this draft's positions' says so in every row, as the line under it, beside each engine's rule for a
+    shorter draft (SGLang's: refuses to start)."""
+    from helpers.notebooks import executed_notebook
+
+    cell = next(c for c in executed_notebook(NOTEBOOK).cells if c.get("id") == "nb08-10")
+    shown = "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+    printed = "".join(o.get("text", "") for o in cell.outputs)
+    assert "this draft&#x27;s positions" in shown or "this draft's positions" in shown
+    assert "rule for a draft shorter than the target" in shown and ">positions<" not in shown
+    assert shown.count(reading.RUNS_AS_IT_IS) == 3 == printed.count(reading.RUNS_AS_IT_IS)
+    assert "refuses to start" in shown          # SGLang's rule, in its own column
