@@ -243,8 +243,26 @@ def seed_builds(target: dict, trained, rule: bool, builds: dict, team_ids: dict,
         captured = "" if got.ids else _captured(engine, n, arch, build)
         out.append(SeedBuild(engine, build, got.ids, "" if got.ids else _short_reasons(engine, trained, n, arch, build),
                              team, honours, _options(got.ids, honours, engine, upgrades, gains, captured),
-                             f"{head} {flag_line(engine, chain, draft, fleet['batch'])}"))
+                             f"{head} {flag_line(engine, chain, engine_copy(draft, engine), fleet['batch'])}"))
     return out
+
+
+def engine_copy(draft: str, engine: str) -> str:
+    """The folder an ``engine`` launch line loads: ``draft`` converted to the format that engine reads
+    (``doctor.fixes.ENGINE_FORMAT``; SGLang reads its ids from ``eagle_config`` only), as 06's own checklist names it."""
+    from eagle3lab.doctor.fixes import ENGINE_FORMAT
+
+    return f"{draft}-{ENGINE_FORMAT[engine]}"
+
+
+def convert_words(draft: str, engines, target_model: str) -> str:
+    """How to write each folder the launch lines load (``eagle3lab convert``, docs/cli/convert.md)."""
+    from eagle3lab.doctor.fixes import ENGINE_FORMAT
+
+    lines = [f"`eagle3lab convert {draft} --to {ENGINE_FORMAT[e]} {engine_copy(draft, e)} --target {target_model}`"
+             for e in dict.fromkeys(engines)]
+    return ("Each launch line loads the fixed draft in its engine's format, written from the fixed checkpoint by "
+            + " and ".join(lines) + " (docs/cli/convert.md)")
 
 
 @dataclass(frozen=True)
@@ -324,6 +342,7 @@ class SeedAnswer:
     trained: tuple
     rule: bool
     builds: list[SeedBuild]
+    draft: str                      # the fixed checkpoint the launch lines' folders are converted from
     gains: object                   # nb06_case_file.Gains: what the case's ladder measured for each fix
     chain: ServedChain | None
     chain_launched: int
@@ -379,11 +398,15 @@ class SeedAnswer:
         chain = (self.chain.words() + f"; the launch lines above use {self.chain_launched} steps"
                  if self.chain else f"The launch lines above use {self.chain_launched} steps; measure the chain on "
                  "the fleet before launching (no agreement to price it with here)")
-        return "\n\n".join([head, "\n".join(f"- {self.build_words(b)}" for b in self.builds), chain + ".",
+        convert = convert_words(self.draft, [b.engine for b in self.builds], t["model"])
+        return "\n\n".join([head, "\n".join(f"- {self.build_words(b)}" for b in self.builds), convert + ".",
+                            chain + ".",
                             *([" ".join(filter(None, [self.history.words(), echo]))] if self.history else []),
                             self.record.words()])
 
     def claims(self) -> dict:
+        from eagle3lab.analysis.roofline import SERVED
+
         return {"target": dict(self.target), "trained": list(self.trained), "rule": self.rule,
                 "builds": [{"engine": b.engine, "build": b.build or "newest", "ids": b.ids, "team": b.team,
                             "honours_rule": b.honours_rule, "options": [o.what for o in b.options],
@@ -394,6 +417,7 @@ class SeedAnswer:
                                        for o in b.options], "launch": b.launch} for b in self.builds],
                 "chain_best": self.chain.best if self.chain else None, "chain_launched": self.chain_launched,
                 "chain_speedups": list(self.chain.speedups.values()) if self.chain else None,
+                "overhead_when_off": SERVED["overhead"],   # the words' "0.2 where it is off" (overhead_reason)
                 "team_tok_s": self.record.tok_s, "team_runs_in": list(self.record.runs_in),
                 "history": self.history.claims() if self.history else None}
 
@@ -417,4 +441,4 @@ def seed_answer(target: dict, trained, rule: bool, builds: dict, team: dict, gai
                        fleet=fleet, draft=draft)
     record = measured_beside_code(team["engine"], team["ids"], team["tok_s"], target["num_layers"], target["arch"],
                                   builds[team["engine"]])
-    return SeedAnswer(dict(target), tuple(trained), rule, rows, gains, chain, launched, record, history)
+    return SeedAnswer(dict(target), tuple(trained), rule, rows, draft, gains, chain, launched, record, history)

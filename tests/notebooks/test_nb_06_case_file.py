@@ -103,7 +103,10 @@ def test_ladder_changes_one_thing_a_rung_and_names_its_finding(nb):
     choice = nb["chain_choice"]
     assert rungs[6]["note"] == chain_note(nb["chain"], SimpleNamespace(within_noise=choice["within_noise"],
                                                                       launched=choice["launched"]))
-    assert rungs[6]["note"].startswith(f"{nb['chain']} steps (FIX_STEPS; ") and "pick" not in rungs[6]["note"]
+    # the set within noise of the top projection comes from timed costs (it moves with the machine's load): the
+    # note follows this run's set, "the cost model's pick" only where that set is the launched chain alone
+    assert rungs[6]["note"].startswith(f"{nb['chain']} steps (FIX_STEPS; ")
+    assert ("the cost model's pick" in rungs[6]["note"]) == (choice["within_noise"] == [nb["chain"]])
     assert "7. chain length to launch (changes flags): tau" in notebook_summary(NAME)
     states = [r["state"] for r in rungs]
     assert all((s["num_steps"], s["num_draft_tokens"]) == (15, 16) for s in states[1:6])   # the team's chain

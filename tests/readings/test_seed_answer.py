@@ -36,11 +36,14 @@ def test_each_build_gets_its_ids_options_and_a_complete_launch_line():
     assert k == max(a.chain.speedups, key=a.chain.speedups.get) == a.chain_launched
     assert a.chain.table["projected speedup (decode)"].to_dict() == a.chain.speedups   # the table shows the same numbers
     assert new.launch == ("python -m sglang.launch_server --model-path moonshotai/Kimi-K2.5 --tp 8 --trust-remote-code "
-                          f"--speculative-algorithm EAGLE3 --speculative-draft-model-path ./fixed --speculative-num-steps "
+                          f"--speculative-algorithm EAGLE3 --speculative-draft-model-path ./fixed-sglang --speculative-num-steps "
                           f"{k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1} --max-running-requests 48")
     assert vllm.launch.startswith("vllm serve moonshotai/Kimi-K2.5 --tensor-parallel-size 8 --trust-remote-code "
-                                  "--max-num-seqs 48 --speculative-config")
+                                  "--max-num-seqs 48 --speculative-config") and '"model": "./fixed-speculators"' in vllm.launch
     words = a.words()
+    # each folder a launch line loads is named with the command that writes it (SGLang reads eagle_config only)
+    assert ("`eagle3lab convert ./fixed --to sglang ./fixed-sglang --target moonshotai/Kimi-K2.5` and `eagle3lab "
+            "convert ./fixed --to speculators ./fixed-speculators --target moonshotai/Kimi-K2.5`") in words
     assert words.count("\n- **") == 3 and "+1.500 [+1.000, +2.000] tau on a test ladder" in words
     assert "The team measured 54.8 tok/s with ids [-1, 2, 30]" in words
 
