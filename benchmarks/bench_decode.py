@@ -48,6 +48,7 @@ from eagle3lab.atomic import write_json
 from eagle3lab.bundled import load_prompts
 from eagle3lab.decoding.lossless import LosslessCheck
 from eagle3lab.engines.acceptance import Interval
+from eagle3lab.readings.seed_case import SEED_RECORD
 
 HALF_FIXED = "case half fixed, chain 1"
 CASES = [  # (name, draft, profile, num_steps, topk, num_draft_tokens)
@@ -115,9 +116,10 @@ def verdicts(results: dict, measured: pd.DataFrame, c: float, overhead: float, b
                          f"its own) {served}")
     if "case as SGLang, chain 1" in results:
         tau = results["case as SGLang, chain 1"]["acceptance"]["tau"]
-        lines.append(f"The seed (90 -> 56.8 tok/s) at this case's tau {tau:.2f} implies a served round cost of "
-                     f"{implied_round_cost(tau, 90, 56.8):.2f} target steps for a 1-step chain (at tau 2, the most a "
-                     f"1-step chain can emit: {implied_round_cost(2.0, 90, 56.8):.2f}).")
+        plain, launched = SEED_RECORD.plain_tok_s, SEED_RECORD.launched_tok_s
+        lines.append(f"The seed ({plain:g} -> {launched:g} tok/s) at this case's tau {tau:.2f} implies a served round "
+                     f"cost of {implied_round_cost(tau, plain, launched):.2f} target steps for a 1-step chain (at tau 2, "
+                     f"the most a 1-step chain can emit: {implied_round_cost(2.0, plain, launched):.2f}).")
     return "\n".join(["", "1-step chains: break-even here vs on the served target"] + lines) if lines else ""
 
 

@@ -256,7 +256,7 @@ def test_the_opt_in_texts_name_the_releases_of_their_rows(monkeypatch):
     monkeypatch.setitem(CHANGES, "opt-in-standalone", replace(CHANGES["opt-in-standalone"], last_without="0.5.6.post1",
                                                               first_with="0.5.6.post2"))
     res = sgl("0.5.6.post1", "SGLANG_ENABLE_SPEC_V2=1", "--disable-overlap-schedule", topk=4)
-    assert "(EAGLE only up to 0.5.6, EAGLE/EAGLE3 in 0.5.6.post1, STANDALONE too from 0.5.6.post2)" in \
+    assert "(EAGLE only up to 0.5.6, EAGLE/EAGLE3 from 0.5.6.post1, STANDALONE too from 0.5.6.post2)" in \
         res.finding("SGL_OVERLAP_FLAG_OVERRIDDEN").text
     assert "(from 0.5.6.post1; earlier builds started" in res.finding("SGL_SPEC_V2_TOPK").text
     early = sgl("0.5.6", "SGLANG_ENABLE_SPEC_V2=1", topk=4).finding("SGL_SPEC_V2_TOPK")

@@ -161,7 +161,7 @@ def opt_in_forced(inp: Inputs, algo: str) -> tuple[str, ...]:
 # standalone: CHANGES["opt-in-standalone"]), so no release number is typed beside the row that holds it.
 OVERRIDDEN_TEXT = ("--disable-overlap-schedule is overridden: with SGLANG_ENABLE_SPEC_V2=1 SGLang sets "
                    "disable_overlap_schedule = False for {algo} in this build (EAGLE only up to {eagle3.last_without}, "
-                   "EAGLE/EAGLE3 in {eagle3.first_with}, STANDALONE too from {standalone.first_with}), so the overlap "
+                   "EAGLE/EAGLE3 from {eagle3.first_with}, STANDALONE too from {standalone.first_with}), so the overlap "
                    "scheduler runs.")
 TOPK_STOPS_TEXT = ("SGLang stops at start-up with ValueError 'Spec v2 currently only supports topk = 1 for speculative "
                    "decoding.' (from {eagle3.first_with}; earlier builds started and then failed on a tensor shape, "
