@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from eagle3lab import bundled
-from eagle3lab.app.cli import add_dtype_argument, model_path
+from eagle3lab.app.cli import add_dtype_argument
+from eagle3lab.app.commands.model_options import model_paths
 
 ENGINES = ("speculators", "vllm", "sglang")   # engines.context_rules.ENGINES, named here so --help imports no torch
 NUM_DOCUMENTS = 10     # analysis.context_curve.MIN_DOCUMENTS (the fewest a change is worded from), named here likewise
@@ -58,9 +58,9 @@ def measure(args):
         raise bad_input("--engine-version", None, "--engine naming the engine it is a build of", "no --engine")
     check_arguments(num_steps=args.num_steps, n_documents=args.num_documents, max_length=args.max_length,
                     launch_window=args.draft_window_size, names=FLAGS)
-    target = load_target(model_path(args.target, bundled.TARGET, "--target"), device=args.device, dtype=args.dtype)
-    draft = load_draft(model_path(args.draft, bundled.DRAFT_HEALTHY, "--draft"), target=target, device=args.device,
-                       dtype=args.dtype)
+    target_dir, draft_dir = model_paths(args)
+    target = load_target(target_dir, device=args.device, dtype=args.dtype)
+    draft = load_draft(draft_dir, target=target, device=args.device, dtype=args.dtype)
     documents = None
     if args.documents is not None:
         documents = file_documents(args.documents, target.tokenizer, args.max_length)

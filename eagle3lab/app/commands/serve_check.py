@@ -6,6 +6,7 @@ import json
 import sys
 
 from eagle3lab.app.cli import add_dtype_argument
+from eagle3lab.app.commands.model_options import add_model_arguments
 
 # exit codes (docs/cli/serve-check.md)
 AGREES, DISAGREES, BAD_INPUT, ENGINE_MISSING, ENGINE_FAILED = 0, 1, 2, 3, 4
@@ -13,8 +14,7 @@ AGREES, DISAGREES, BAD_INPUT, ENGINE_MISSING, ENGINE_FAILED = 0, 1, 2, 3, 4
 
 def add_arguments(parser):
     parser.add_argument("--engine", choices=("vllm",), default="vllm", help="the engine that serves (vllm)")
-    parser.add_argument("--target", default=None, help="target model folder (default: data/models/target)")
-    parser.add_argument("--draft", default=None, help="draft checkpoint folder (default: data/models/draft-healthy)")
+    add_model_arguments(parser)
     parser.add_argument("--prompts", default=None,
                         help="a .jsonl of prompts ('text' or 'ids' per line; the first 8 are served); default: the "
                              "8 code prompts of data/prompts/prompts.jsonl")
@@ -34,15 +34,14 @@ def add_arguments(parser):
 def run(args) -> int:
     from eagle3lab import bundled
     from eagle3lab.analysis.benchmark import finite_json
-    from eagle3lab.app.cli import model_path
+    from eagle3lab.app.commands.model_options import model_paths
     from eagle3lab.atomic import write_json
     from eagle3lab.doctor.serve_check import EngineFailed, EngineMissing, default_prompts, serve_check
     from eagle3lab.models.device import dtype_name, resolve_dtype
 
     dtype = dtype_name(resolve_dtype(args.dtype, "cpu"))   # vLLM's CPU build and the emulation both run here
     try:
-        target = model_path(args.target, bundled.TARGET, "--target")
-        draft = model_path(args.draft, bundled.DRAFT_HEALTHY, "--draft")
+        target, draft = model_paths(args)
         prompts = default_prompts(args.prompts) if args.prompts else None
         report = serve_check(target, draft, prompts=prompts, num_steps=args.num_steps,
                              max_new_tokens=args.max_new_tokens, dtype=dtype, engine_python=args.engine_python,
