@@ -175,7 +175,7 @@ _READ_IN = {0: "_handle_speculative_decoding",
 
 
 @dataclass(frozen=True)
-class Launch:
+class OverlapLaunch:
     """What the overlap rule reads from one command, and the eras its build may be in (``sure`` .. ``era``)."""
 
     algo: str
@@ -210,7 +210,7 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
     for key in OVERLAP_CHANGES[sure:era]:
         inp.place(CHANGES[key])  # records its ENGINE_VERSION_UNPLACED warning
     spec_v2 = env_bool(env, "SGLANG_ENABLE_SPEC_V2")
-    launch = Launch(algo, era, sure, bool(v.get("--disable-overlap-schedule")), v.get("--speculative-eagle-topk"),
+    launch = OverlapLaunch(algo, era, sure, bool(v.get("--disable-overlap-schedule")), v.get("--speculative-eagle-topk"),
                     env.get("SGLANG_ENABLE_SPEC_V2"), spec_v2, str(v.get("--device", "cuda")).strip().lower() == "cpu",
                     opt_in_forced(inp, algo) if (sure <= 1 <= era and spec_v2) else FORCED_ALL)
     eff["overlap_schedule"] = launch.rule()[0]
@@ -220,7 +220,7 @@ def overlap_findings(inp: Inputs, algo: str, eff: dict) -> list[Finding]:
     return out
 
 
-def _schedule_finding(launch: Launch) -> Finding:
+def _schedule_finding(launch: OverlapLaunch) -> Finding:
     """SGL_OVERLAP_SCHEDULE: on or off in the era shown, why, what SGLang logs, and the older eras that differ."""
     era, on, why = launch.era, *launch.rule()
     log = _overlap_log(era, on)
@@ -237,7 +237,7 @@ def _schedule_finding(launch: Launch) -> Finding:
                         launch.versions, setting="overlap_schedule", engine_logs=logs)
 
 
-def _older_eras(launch: Launch, on: bool) -> str:
+def _older_eras(launch: OverlapLaunch, on: bool) -> str:
     """For a build not placed (the newest era it may be in is shown): every older era where the answer differs."""
     era, sure = launch.era, launch.sure
     if sure == era:
@@ -255,7 +255,7 @@ def _older_eras(launch: Launch, on: bool) -> str:
             f"('{OVERLAP_ERAS[sure]}' .. '{OVERLAP_ERAS[era]}') gives the same.")
 
 
-def _opt_in_findings(launch: Launch) -> list[Finding]:
+def _opt_in_findings(launch: OverlapLaunch) -> list[Finding]:
     """The opt-in era's findings: as they are when that era is shown, as warnings when the build only may be in it."""
     maybe = "" if launch.era == 1 else (f"If the build predates PR #{CHANGES[OVERLAP_CHANGES[1]].pr} (the "
                                         f"'{OVERLAP_ERAS[1]}' era, which it may be in): ")
@@ -281,7 +281,7 @@ def _opt_in_findings(launch: Launch) -> list[Finding]:
     return out
 
 
-def _env_ignored_finding(inp: Inputs, launch: Launch) -> Finding:
+def _env_ignored_finding(inp: Inputs, launch: OverlapLaunch) -> Finding:
     """SGL_SPEC_V2_ENV_IGNORED: the variable set in a build that removed it (era 4)."""
     meant_off, on = launch.spec_v2 is False, launch.rule()[0]
     dropped = CHANGES["spec-v2-notice-dropped"]
