@@ -860,7 +860,9 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
     for c in checks:
         team = {"the team's ids do": c.team or ""} if team_ids else {}
         rows.append({"engine": c.engine, "build": c.build or "newest", "ids": c.ids, **team, "read at": id_keys[c.engine],
-                     "flag line": flag_line(c.engine, num_steps, draft if isinstance(draft, str) else draft[c.engine]),
+                     # a flag line only where the ids feed the trained points (the folder would feed others)
+                     "flag line": flag_line(c.engine, num_steps, draft if isinstance(draft, str) else draft[c.engine])
+                     if c.ids is not None else "none: no ids feed the trained points here (options left)",
                      "cannot honour": "; ".join(c.cannot(trained)) or "nothing", "options left": c.options(checks)})
     return pd.DataFrame(rows).set_index(["engine", "build"])
 

@@ -135,7 +135,7 @@ class SeedBuild:
     team: str
     honours_rule: bool
     options: tuple[Option, ...]
-    launch: str
+    launch: str                     # "" where no ids feed the trained points (the options say what to do)
 
     @property
     def label(self) -> str:
@@ -243,7 +243,9 @@ def seed_builds(target: dict, trained, rule: bool, builds: dict, team_ids: dict,
         captured = "" if got.ids else _captured(engine, n, arch, build)
         out.append(SeedBuild(engine, build, got.ids, "" if got.ids else _short_reasons(engine, trained, n, arch, build),
                              team, honours, _options(got.ids, honours, engine, upgrades, gains, captured),
-                             f"{head} {flag_line(engine, chain, engine_copy(draft, engine), fleet['batch'])}"))
+                             # a launch only where ids feed the trained points: elsewhere the options say what to do
+                             f"{head} {flag_line(engine, chain, engine_copy(draft, engine), fleet['batch'])}"
+                             if got.ids else ""))
     return out
 
 
@@ -261,6 +263,8 @@ def convert_words(draft: str, engines, target_model: str) -> str:
 
     lines = [f"`eagle3lab convert {draft} --to {ENGINE_FORMAT[e]} {engine_copy(draft, e)} --target {target_model}`"
              for e in dict.fromkeys(engines)]
+    if not lines:
+        return "No build read feeds the trained points, so no launch line loads the fixed draft: the options above apply"
     return ("Each launch line loads the fixed draft in its engine's format, written from the fixed checkpoint by "
             + " and ".join(lines) + " (docs/cli/convert.md)")
 
@@ -376,8 +380,10 @@ class SeedAnswer:
         cannot += [] if b.honours_rule else ["read norm_before_residual"]
         opts = "; ".join(f"{_letter(i)} {o.what}: {self.option_gain(o)}" for i, o in enumerate(b.options))
         first = " (the first release that could serve it)" if self.first_servable(b) else ""
+        launch = (f"Launch: `{b.launch}`" if b.launch else
+                  "No launch line: this build cannot load the fixed draft as trained (the options above)")
         return (f"**{b.label}**{first}: {ids}{team}; it cannot {' or '.join(cannot) or 'fail to serve it'}. "
-                f"Options: {opts}. Launch: `{b.launch}`")
+                f"Options: {opts}. {launch}")
 
     def option_gain(self, o: Option) -> str:
         """An option's gain with the rungs it spans; one on top of another option's says so, with the total."""
@@ -398,7 +404,7 @@ class SeedAnswer:
         chain = (self.chain.words() + f"; the launch lines above use {self.chain_launched} steps"
                  if self.chain else f"The launch lines above use {self.chain_launched} steps; measure the chain on "
                  "the fleet before launching (no agreement to price it with here)")
-        convert = convert_words(self.draft, [b.engine for b in self.builds], t["model"])
+        convert = convert_words(self.draft, [b.engine for b in self.builds if b.launch], t["model"])
         return "\n\n".join([head, "\n".join(f"- {self.build_words(b)}" for b in self.builds), convert + ".",
                             chain + ".",
                             *([" ".join(filter(None, [self.history.words(), echo]))] if self.history else []),

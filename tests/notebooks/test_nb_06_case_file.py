@@ -13,7 +13,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
-from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
+from helpers.notebooks import executed_notebook, notebook_claims, notebook_summary, run_with_parameters
 from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
 
 import eagle3lab
@@ -289,8 +289,10 @@ def test_step5_checklist_per_engine_and_build(nb):
     sgl_copy = nb["copies"]["sglang"]
     assert sgl_copy["path"] == nb["fix_path"] + "-sglang" and sgl_copy["command"].startswith(
         f"eagle3lab convert {nb['fix_path']} --to sglang {sgl_copy['path']} --target ")
+    assert f"--speculative-draft-model-path {sgl_copy['path']} " in new["flag line"]
+    # a build whose ids cannot feed the trained points gets no flag line: the copy's ids would crash or miswire there
+    assert old["flag line"].startswith("none: no ids feed the trained points")
     for row in (old, new):
-        assert f"--speculative-draft-model-path {sgl_copy['path']} " in row["flag line"]
         assert row["read at"] == sgl_copy["key"] == "eagle_config.eagle_aux_hidden_state_layer_ids"
     assert f'"model": "{nb["fix_path"]}"' in vllm["flag line"] and nb["copies"]["vllm"]["command"] == ""
     assert sgl_copy["ids"] == new["ids"] and not any("rewritten checkpoint" in r["flag line"] for r in rows.values())
@@ -325,12 +327,19 @@ def test_step5c_the_seeds_answer_for_its_own_target_from_the_engine_knowledge(nb
         assert r["ids"] == expected, (engine, build)
         assert "serve as it is" not in r["options"] and len(r["options"]) == len(r["gains"])
         assert r["honours_rule"] == (engine == "vllm")          # no SGLang release reads norm_before_residual
+        if r["ids"] is None:      # no launch line loads the fixed draft where no ids feed the trained points
+            assert r["launch"] == "", (engine, build)
+            continue
         assert f"--speculative-num-steps {seed['chain_launched']} " in r["launch"] or \
             f'"num_speculative_tokens": {seed["chain_launched"]}' in r["launch"]
         assert ("--max-running-requests 48" if engine == "sglang" else "--max-num-seqs 48") in r["launch"]
         assert "--tp 8" in r["launch"] or "--tensor-parallel-size 8" in r["launch"]
         assert f"`{r['launch']}`" in text
     assert rows["sglang", "0.5.14"]["ids"] == rows["sglang", "0.5.23"]["ids"] == [0, 3, 31]
+    # the per-build table is shown (show_full: a full_text not last in its cell displays nothing)
+    cell = next(c for c in executed_notebook(NAME).cells if "seed.table()" in c.source)
+    html = "".join(o.get("data", {}).get("text/html", "") for o in cell.get("outputs", []))
+    assert "the team&#x27;s [-1, 2, 30]" in html or "the team's [-1, 2, 30]" in html, cell.get("outputs")
     assert rows["sglang", "0.5.11"]["ids"] is None and rows["sglang", "0.5.13"]["ids"] is None
     # the team's ids: stop in 0.5.11 (TypeError) and from 0.5.17 (the count check); in 0.5.13-0.5.16 the two states
     # that come back stop the draft's three-slot fc
@@ -467,8 +476,6 @@ def test_step5b_the_real_vllm_serves_the_fix_as_emulated(nb):
     assert nb["real_vllm_tau"] > nb["ladder"]["rungs"][0]["tau"][0] + 0.8
     summary = notebook_summary("06_case_file.ipynb")
     assert f"tau {nb['real_vllm_tau']:.2f}, its counters equal to eagle3lab's emulation" in summary
-    from helpers.notebooks import executed_notebook
-
     cell = next(c for c in executed_notebook(NAME).cells if "case_ladder.real_counters(" in c.source)
     shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
     assert f"{round(nb['real_vllm_tau'], 3)}" in shown and f"{nb['real_vllm_tau']}" not in shown   # 3 digits
