@@ -272,6 +272,10 @@ def test_the_seed_story_says_what_the_engine_knowledge_says_a_list_holding_minus
     assert f"from {count.first_with} `deepseek_v2.py`'s count check stops the first forward" in prose
     assert f"a RuntimeError from {error.first_with}" in prose
     assert "server runs" not in prose and "serves nothing" in prose
+    # the edge-case list above agrees: on deepseek_v2.py, since #25454 only id 0 reaches loop index 0, never -1
+    edge = re.sub(r"\s+", " ", "".join(next(c for c in json_cells() if c.get("id") == "b88b7bca")["source"]))
+    assert (f"only id 0 reaches loop index 0: from {plus_one.first_with} (PR #25454) this file uses a list that does "
+            "not start with 1 as written, so id -1 is never reached") in edge
     from packaging.version import Version
 
     releases = [f"0.5.{n}" for n in range(10, 24)]    # from the first build with a capture hook for the seed's target
