@@ -418,11 +418,17 @@ def break_even_words(reading: SpeedReading, names) -> str:
         paid, above = r.paid_cost, "above" if r.paid_cost.low > r.tau.value else "below" if r.paid_cost.high < r.tau.value else "within noise of"
         part = (f"{n}: tau {r.tau.value:.2f}, measured decode {fmt(r.speed, unit='x')} ({r.word}), so a round really cost "
                 f"{fmt(paid)} target steps, {above} its tau")
-        agree = (r.round_cost > r.tau.value) == (paid.value > r.tau.value)
-        part += (f"; the timed pieces priced it at {r.round_cost:.2f}, "
-                 + ("on the same side of tau" if agree else
-                    f"on the other side of tau: the projection ({r.projected:.2f}x) mispriced the round and the "
-                    "measurement decides"))
+        priced = "above" if r.round_cost > r.tau.value else "below"
+        inside = "inside" if paid.low <= r.round_cost <= paid.high else "outside"
+        part += f"; the timed pieces priced it at {r.round_cost:.2f} ({priced} tau, {inside} the measured interval)"
+        # a side is read from the measured interval only: within noise of tau it has none, whatever its point says
+        if above == priced:
+            part += ", on the same side of tau"
+        elif above != "within noise of":
+            part += (f", on the other side of tau: the projection ({r.projected:.2f}x) mispriced the round and the "
+                     "measurement decides")
+        else:
+            part += ": the measurement cannot tell which side of tau the round falls"
         parts.append(part)
     return "; ".join(parts) + "."
 

@@ -45,11 +45,18 @@ def test_break_even_words_say_which_side_of_tau_each_cost_falls_and_who_decides(
     """05's old contradiction: tau 1.08 above a projected round cost 0.66, yet measured slower."""
     speeds = reading.SpeedReading({"x": row(), "y": row("y", round_cost=1.5, projected=0.72)}, 0.585, 0.1, "cpu",
                                   "float32", 8, 2)
-    text = reading.break_even_words(speeds, ["x", "y"])
-    x, y = text.split("; y: ")
+    x, y = reading.break_even_words(speeds, ["x", "y"]).split("; y: ")
+    noisy = reading.SpeedReading({"z": row("z", speed=(0.83, 0.75, 1.01), round_cost=2.56, projected=0.42)}, 0.585,
+                                 0.1, "cpu", "float32", 8, 2)
+    z = reading.break_even_words(noisy, ["z"])
     assert "measured decode 0.70x [0.66, 0.74] (slower)" in x and "1.54 [1.46, 1.64] target steps, above its tau" in x
-    assert "priced it at 0.66, on the other side of tau: the projection (1.64x) mispriced the round" in x
-    assert "priced it at 1.50, on the same side of tau" in y
+    assert ("priced it at 0.66 (below tau, outside the measured interval), on the other side of tau: the projection "
+            "(1.64x) mispriced the round") in x
+    assert "priced it at 1.50 (above tau, inside the measured interval), on the same side of tau" in y
+    # a paid cost within noise of tau has no side: the words say so, whatever side its point is on (second reading)
+    assert "within noise of its tau" in z and "side of tau:" not in z.replace("cannot tell which side of tau", "")
+    assert ("priced it at 2.56 (above tau, outside the measured interval): the measurement cannot tell which side of "
+            "tau the round falls") in z
     trust = speeds.trust_words()
     assert "v(2) = 0.585: a 2-token verify timed cheaper than the 1-token step" in trust
     assert "1 of 2 lie inside" in trust and "from +3% to +134%" in trust
