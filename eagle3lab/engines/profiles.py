@@ -186,7 +186,8 @@ SPECULATORS_READ = "0.9.0"   # the newest speculators tag read (its arithmetic i
 SGLANG_LEGACY_RELEASE = "0.5.10"
 # vLLM's -legacy profile: a build before PR #38111 (0.19.0), with deepseek_eagle3.py (0.18.0)
 VLLM_LEGACY_RELEASE = "0.18.0"
-_NEWEST = {"speculators": SPECULATORS_READ, "vllm": VLLM_NEWEST_READ, "sglang": SGLANG_NEWEST_READ}
+# the newest release of each engine whose profile rules were read (readings ask "does the newest read do X")
+NEWEST_READ = {"speculators": SPECULATORS_READ, "vllm": VLLM_NEWEST_READ, "sglang": SGLANG_NEWEST_READ}
 _TAG = {"speculators": "v"}   # how the engine's tags spell a release (speculators: v0.7.0)
 _RELEASES = {"vllm": RELEASES_READ}   # every release read, where known: "up to <the one before>" in the prose
 
@@ -214,7 +215,7 @@ def _rows(engine: str, kind: str, since: str, *names: str, **fields) -> tuple[Ru
 SGLANG_DRAFT_WINDOW = Change("sglang", "--speculative-draft-window-size applied to the draft's attention "
                              "(llama_eagle3.py)", pr=24664, opened="2026-05-08", on_main_by="2026-05-16",
                              last_without="0.5.11", first_with="0.5.12")
-_WINDOW_READ = {**_NEWEST, "vllm": VLLM_WHEEL_READ}   # the newest release each engine's window rules were read in
+_WINDOW_READ = {**NEWEST_READ, "vllm": VLLM_WHEEL_READ}   # the newest release each engine's window rules were read in
 WINDOW_ROWS: tuple[Rule, ...] = (
     Rule("speculators", WINDOW, None, None, BY_LAYER_TYPES, reader="models/eagle3/core.py, eagle3/attention.py "
          "(the layers layer_types names; kv_idx > q_idx - sliding_window)", source="speculators {newest} (#684)"),
@@ -340,7 +341,7 @@ def rows_at(engine: str, kind: str, release: str, rows=None) -> dict[str, list[t
     mine = [r for r in rows if r.engine == engine and r.kind == kind]
     out: dict[str, list[tuple[Rule | None, Rule | None]]] = {}
     for name, reader in dict.fromkeys((r.key, r.reader) for r in mine):
-        found = rule_at(mine, release, engine=engine, kind=kind, key=name, newest=_NEWEST.get(engine, release),
+        found = rule_at(mine, release, engine=engine, kind=kind, key=name, newest=NEWEST_READ.get(engine, release),
                         reader=reader)
         later = [r for r in found.rows if r.since is not ALL and Version(r.since) > Version(release)]
         out.setdefault(name, []).append((found.row if found.held else None, later[0] if later else None))
@@ -792,7 +793,7 @@ def _at_release(profile: EngineProfile, version: str | None) -> EngineProfile:
         release = Version(version)
     except InvalidVersion:
         return profile
-    release = min(release, Version(_NEWEST[profile.id_engine]))
+    release = min(release, Version(NEWEST_READ[profile.id_engine]))
     first, newer, older = _NUM_AUX_SINCE[profile.id_engine]
     counts = FAMILIES[newer if release >= Version(first) else older]
     served, before = families_at(profile.id_engine, str(release))

@@ -659,11 +659,9 @@ def _rule_caveat(engine: str, fix: ServedFix, ladder: CaseLadder | None) -> str:
     ids, rule, whole = (by[RUNG_NAMES[k]] for k in ("ids", "rule", "whole"))
     if ids.state.engine != engine or ids.state.rule == whole.state.rule or not (ids.ran and rule.ran and whole.ran):
         return ""
-    from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ
-    from eagle3lab.engines.profiles import honours_at
-    from eagle3lab.engines.vllm_runner import VLLM_NEWEST_READ
+    from eagle3lab.engines.profiles import NEWEST_READ, honours_at
 
-    newest = {"sglang": SGLANG_NEWEST_READ, "vllm": VLLM_NEWEST_READ}[engine]
+    newest = NEWEST_READ[engine]
     reads = "norm_before_residual" in honours_at(engine, newest)
 
     def numbers(*named: Rung) -> str:        # the rungs sharing one measurement, as the tables number them

@@ -221,17 +221,15 @@ def seed_builds(target: dict, trained, rule: bool, builds: dict, team_ids: dict,
     """Per engine and build of ``builds``: the engine knowledge's answer for the seed's ``target`` (``arch``,
     ``num_layers``, ``model``): ids for ``trained``, what ``team_ids[engine]`` do, whether ``rule`` is honoured
     (``profiles.honours_at``), the options with ``gains``, and the launch line for ``chain`` on ``fleet``."""
-    from eagle3lab.engines.layer_ids import SGLANG_NEWEST_READ, resolve_aux_layers
-    from eagle3lab.engines.profiles import honours_at
-    from eagle3lab.engines.vllm_runner import VLLM_NEWEST_READ
+    from eagle3lab.engines.layer_ids import resolve_aux_layers
+    from eagle3lab.engines.profiles import NEWEST_READ, honours_at
     from eagle3lab.readings.nb06_case_file import flag_line, ids_for
 
     arch, n = target["arch"], target["num_layers"]
-    newest = {"sglang": SGLANG_NEWEST_READ, "vllm": VLLM_NEWEST_READ}
     found = {(e, b): ids_for(e, trained, n, arch, b) for e, bs in builds.items() for b in bs}
     out = []
     for (engine, build), got in found.items():
-        honours = not rule or "norm_before_residual" in honours_at(engine, build or newest[engine])
+        honours = not rule or "norm_before_residual" in honours_at(engine, build or NEWEST_READ[engine])
         team = ""
         if engine in team_ids:
             res = resolve_aux_layers(engine, list(team_ids[engine]), n, arch=arch, engine_version=build)
