@@ -119,6 +119,22 @@ def worked_example(engine: str, faithful: str, arch: str | None, num_layers: int
                          per_build, faithful_ids, why)
 
 
+def _paths_words(agreement: pd.DataFrame, target_name: str, n: int, claims: dict) -> str:
+    """``paths_agreement``'s table in words (and claims): three paths at resid[0..N-1]; at resid[N] only the two
+    hook paths can agree, since HF's last entry is normed."""
+    inner, last = agreement.iloc[:-1], agreement.iloc[-1]
+    claims.update(identical_points=int(inner["bit-identical"].sum()), points=len(inner),
+                  last_hooks_identical=bool(last["bit-identical"]),
+                  last_hidden_gap=float(last["HF hidden_states[k] vs pre"]))
+    same, total = claims["identical_points"], claims["points"]
+    three = (f"three independent capture paths agree bit for bit on every point resid[0..{n - 1}] ({same}/{total} "
+             "identical)" if same == total else
+             f"three independent capture paths agree bit for bit on {same} of the {total} points resid[0..{n - 1}]")
+    hooks = "agree bit for bit" if claims["last_hooks_identical"] else f"differ by {last['pre vs post']:.3g}"
+    return (f"On {target_name} (N = {n}), {three}; at resid[{n}] the two hook paths {hooks}, while HF's last hidden "
+            f"state differs from it by up to {claims['last_hidden_gap']:.2f} (it is normed, so not resid[{n}]).")
+
+
 def capture_summary(*, mode: str, target_name: str, num_layers: int, example: WorkedExample, agreement=None,
                     neighbour: pd.Series | None = None, dump_identical: bool | None = None,
                     edge_cases: dict | None = None) -> tuple[str, dict]:
@@ -128,12 +144,7 @@ def capture_summary(*, mode: str, target_name: str, num_layers: int, example: Wo
     claims = {"mode": mode, "num_layers": num_layers, **example.claims(), "edge_cases": edge_cases or {}}
     parts = []
     if agreement is not None:
-        claims.update(identical_points=int(agreement["bit-identical"].sum()), points=len(agreement),
-                      last_hidden_gap=float(agreement.iloc[-1, 1]))
-        parts.append(f"On {target_name} (N = {num_layers}), three independent capture paths agree bit for bit on every "
-                     f"point resid[0..{num_layers}] ({claims['identical_points']}/{claims['points']} identical), while "
-                     f"HF's last hidden state differs from resid[{num_layers}] by up to {claims['last_hidden_gap']:.2f} "
-                     "(it is normed).")
+        parts.append(_paths_words(agreement, target_name, num_layers, claims))
     elif mode == "dump":
         parts.append(f"Read from {target_name} (N = {num_layers}): nothing loaded here, so the capture paths were not "
                      "compared.")

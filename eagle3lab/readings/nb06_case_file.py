@@ -268,7 +268,7 @@ class CaseLadder:
 
     def claims(self) -> dict:
         return {"rungs": [{"name": r.name, "changed": list(r.changed), "finding": r.finding, "note": r.note, "word": r.word,
-                           "ran": r.ran, "measured_as": r.measured_as,
+                           "ran": r.ran, "measured_as": r.measured_as, "num_steps": r.state.num_steps,
                            "tau": None if r.tau is None else [r.tau.value, r.tau.low, r.tau.high],
                            "gain": None if r.gain is None else [r.gain.value, r.gain.low, r.gain.high],
                            # untimed (or not run): None, not NaN (JSON has no NaN)
@@ -480,7 +480,9 @@ class Gains:
     feeding the trained points (the rule still wrong), the trained rule (points right), and both (served whole),
     each against the rung before it; ``on``: where (the bundled case's ladder, decoded or teacher-forced);
     ``wiring_rule``: the ids and the rule together, from the ids' start (the rule's gain is on top of the ids');
-    ``spans``: each field -> the rungs it was measured between (``rung 2 -> 6``), from the run."""
+    ``spans``: each field -> the rungs it was measured between (``rung 2 -> 6``), from the run; ``ignored``: the
+    tau (not a gain) of the rung with the trained points fed and the rule ignored, at ``ignored_steps``, as a build
+    that ignores norm_before_residual serves the draft (``spans["ignored"]``: that rung)."""
 
     wiring: object = None
     rule: object = None
@@ -488,6 +490,8 @@ class Gains:
     on: str = "not measured (no ladder in this mode)"
     wiring_rule: object = None
     spans: dict = field(default_factory=dict)
+    ignored: object = None
+    ignored_steps: int | None = None
 
     def text(self, iv, span: str = "") -> str:
         if iv is None:
@@ -512,8 +516,10 @@ def gains_of(ladder: CaseLadder | None) -> Gains:
     number = {r.name: i + 1 for i, r in enumerate(ladder.rungs)}     # as the tables number them
     spans = {k: f"rung {number[a]} -> {number[b]}" for k, (a, b) in
              {"wiring": (flags, ids), "rule": (ids, rule), "whole": (flags, whole), "wiring_rule": (flags, rule)}.items()}
+    spans["ignored"] = f"rung {number[ids]}"
     return Gains(diff(ids, flags), diff(rule, ids), diff(whole, flags),
-                 f"the bundled case's ladder ({how}, {steps(by[flags].state.num_steps)})", diff(rule, flags), spans)
+                 f"the bundled case's ladder ({how}, {steps(by[flags].state.num_steps)})", diff(rule, flags), spans,
+                 by[ids].tau if by[ids].ran else None, by[ids].state.num_steps)
 
 
 def trainer_record(training: dict | None) -> dict:
@@ -857,10 +863,12 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
     rows = []
     for c in checks:
         team = {"the team's ids do": c.team or ""} if team_ids else {}
+        line = flag_line(c.engine, num_steps, draft if isinstance(draft, str) else draft[c.engine])
+        # a flag line only where the ids feed the trained points (the folder would feed others); where the rule is
+        # ignored the line serves the draft below what it was trained for until an option holds
+        line = (line if c.honours_rule else f"after an option (norm_before_residual ignored here): {line}")
         rows.append({"engine": c.engine, "build": c.build or "newest", "ids": c.ids, **team, "read at": id_keys[c.engine],
-                     # a flag line only where the ids feed the trained points (the folder would feed others)
-                     "flag line": flag_line(c.engine, num_steps, draft if isinstance(draft, str) else draft[c.engine])
-                     if c.ids is not None else "none: no ids feed the trained points here (options left)",
+                     "flag line": line if c.ids is not None else "none: no ids feed the trained points here (options left)",
                      "cannot honour": "; ".join(c.cannot(trained)) or "nothing", "options left": c.options(checks)})
     return pd.DataFrame(rows).set_index(["engine", "build"])
 
@@ -975,7 +983,12 @@ class ChainChoice:
             head = f"the fastest chain is {steps(self.best)} ({top}), no other chain within noise of it"
         else:
             head = f"the fastest chains are {self.fastest()} (the top projection {steps(self.best)}, {top})"
-        return f"Projected on costs timed {self.repeats} times, {head}; {launch}"
+        longest = max(self.projected.columns)
+        # the trainer's agreement stops at the longest priced chain: one longer may be faster, unpriced
+        edge = (f"; the set reaches the longest chain priced ({steps(longest)}, as far as the trainer's agreement "
+                "reaches), so a longer chain may be faster still: measure longer ones before calling any the fastest"
+                if longest in self.within_noise else "")
+        return f"Projected on costs timed {self.repeats} times, {head}; {launch}{edge}"
 
     def claims(self) -> dict:
         return {"best": self.best, "within_noise": [int(k) for k in self.within_noise], "chain": self.chain,

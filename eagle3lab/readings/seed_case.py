@@ -96,9 +96,10 @@ def measured_beside_code(engine: str, ids, tok_s: float, num_layers: int, arch: 
     table = pd.DataFrame.from_dict(rows, orient="index")
     runs_in = tuple(b for b, r in rows.items() if not r["stops_"])
     explanations = (
-        f"the ids were not where {engine} reads them (SGLang reads eagle_config only; a missing eagle_config or a "
-        f"top-level key falls back silently to the default resid{list(default_resid(num_layers))}), so the server "
-        "ran its default wiring",
+        f"the ids were not where {engine} reads them: SGLang reads eagle_config only, so ids written elsewhere (a "
+        "top-level key) leave the server silently on what eagle_config holds, the default "
+        f"resid{list(default_resid(num_layers))} where eagle_config is missing or holds no ids, the ids it held before "
+        "(the wiring before the fix) where it still holds them",
         "a patched build (a guard at loop index 0, or a local capture fix) fed the points the ids name",
         "another flag or launch than the one recorded (another draft path, algorithm or build)",
     ) + ((f"a build in which they run as written ({', '.join(runs_in)})",) if runs_in else ())
@@ -287,6 +288,21 @@ class ServedChain:
         """The fastest priced chain is the longest priced: a longer one, not priced, may be faster still."""
         return self.best == max(self.speedups)
 
+    def price(self, tau, k: int) -> str:
+        """A measured tau (``Interval``) at ``k`` steps priced on the fleet, in words: the projected decode speedup
+        at its value and bounds (it rises with tau at a fixed chain, so bounds map to bounds) and the verdict of
+        tau against the round cost (the break-even tau; ``verdicts.projected_word``)."""
+        from eagle3lab.analysis.verdicts import interval_text, projected_word
+        from eagle3lab.engines.acceptance import Interval
+
+        rows = [_priced(t, k, self.fleet) for t in (tau.value, tau.low, tau.high)]
+        x = Interval(*(float(r["projected_speedup"]) for r in rows), tau.level, tau.units)
+        cost = float(rows[0]["round_cost"])       # c * k + v(k + 1) + overhead: the same at every tau
+        word = projected_word(tau, cost)
+        than = {"projected within noise": "of"}.get(word, "than")
+        return (f"{interval_text(x, unit='x')} projected decode on the fleet (round cost {cost:.2f} target steps): "
+                f"{word} {than} no speculation")
+
     def words(self) -> str:
         f, k, n = self.fleet, self.best, len(self.speedups)
         # the agreement holds n steps: a longer chain has no tau to be priced with
@@ -318,15 +334,21 @@ def overhead_reason(overhead: float) -> str:
             f"the overlap scheduler off; {on}, overhead 0 there")
 
 
-def served_chain(agree: list[float], fleet: dict, agree_from: str) -> ServedChain:
+def _priced(tau: float, k: int, fleet: dict) -> pd.Series:
+    """One chain of ``k`` steps accepting ``tau`` tokens a round, priced on ``fleet`` (``price_on_served``'s row)."""
     from eagle3lab.analysis.roofline import price_on_served
+
+    return price_on_served({"k": {"tau": tau, "num_steps": k, "num_draft_tokens": k + 1}}, fleet["roofline"],
+                           c=fleet["c"], overhead=fleet["overhead"], batches=(fleet["batch"],)).iloc[0]
+
+
+def served_chain(agree: list[float], fleet: dict, agree_from: str) -> ServedChain:
     from eagle3lab.readings.nb06_case_file import chain_tau
 
     rows, speedups = {}, {}
     for k in range(1, len(agree) + 1):
         tau = chain_tau(agree, k)
-        priced = price_on_served({"k": {"tau": tau, "num_steps": k, "num_draft_tokens": k + 1}}, fleet["roofline"],
-                                 c=fleet["c"], overhead=fleet["overhead"], batches=(fleet["batch"],)).iloc[0]
+        priced = _priced(tau, k, fleet)
         speedups[k] = round(priced["projected_speedup"], 3)
         rows[k] = {"tau (from the agreement)": round(tau, 3), "v(K+1)": round(priced["v_verify"], 3),
                    "round cost (target steps)": round(priced["round_cost"], 3), "projected speedup (decode)": speedups[k]}
@@ -378,10 +400,35 @@ class SeedAnswer:
         cannot += [] if b.honours_rule else ["read norm_before_residual"]
         opts = "; ".join(f"{_letter(i)} {o.what}: {self.option_gain(o)}" for i, o in enumerate(b.options))
         first = " (the first release that could serve it)" if self.first_servable(b) else ""
-        launch = (f"Launch: `{b.launch}`" if b.launch else
-                  "No launch line: this build cannot load the fixed draft as trained (the options above)")
+        launch = ("No launch line: this build cannot load the fixed draft as trained (the options above)"
+                  if not b.launch else f"Launch: `{b.launch}`" if b.honours_rule else
+                  f"Launch once an option above holds ({self.served_as_is()}): `{b.launch}`")
         return (f"**{b.label}**{first}: {ids}{team}; it cannot {' or '.join(cannot) or 'fail to serve it'}. "
                 f"Options: {opts}. {launch}")
+
+    def whole(self) -> str:
+        """Which builds serve the draft as the chain's price assumes it (trained points fed, rule read)."""
+        whole = [b.label for b in self.builds if b.launch and b.honours_rule]
+        said = "these prices are for the draft served as trained (the trained points fed, norm_before_residual read)"
+        if whole:
+            return f"{said}, as {' and '.join(whole)} serve{'s' if len(whole) == 1 else ''} it"
+        return (f"{said}, which no build above serves as it stands (each ignores norm_before_residual or cannot feed "
+                "the trained points): they hold only once an option above holds")
+
+    def served_as_is(self) -> str:
+        """What a build that ignores norm_before_residual serves before any option: the ladder's rung with the
+        trained points fed and the rule ignored, its tau priced on the fleet where a chain is priced."""
+        g, said = self.gains, "served as it is, this build ignores norm_before_residual"
+        if g.ignored is None:
+            return f"{said}; no ladder measured that draft here"
+        k = g.ignored_steps
+        run = (f"the ladder's {g.spans['ignored']} served it that way (the trained points fed, the rule ignored) and measured "
+               f"tau {g.ignored} at {k} steps")
+        price = f", priced at {k} steps at {self.chain.price(g.ignored, k)}" if self.chain else ""
+        # the ladder ran that rung on its own chain: another launched chain was not measured with the rule ignored
+        other = (f"; this line's {self.chain_launched}-step chain was not measured that way" if k != self.chain_launched
+                 else "")
+        return f"{said}: {run}{price}{other}"
 
     def option_gain(self, o: Option) -> str:
         """An option's gain with the rungs it spans; one on top of another option's says so, with the total."""
@@ -399,7 +446,7 @@ class SeedAnswer:
         head = (f"For the seed's own target, {t['name']} (`{t['arch']}`, {t['num_layers']} layers), a draft trained on "
                 f"{_label(self.trained)} with norm_before_residual={self.rule}, the engine knowledge answers per build:")
         # the chain's sentence follows the builds' list, whose launch lines are therefore above it
-        chain = (self.chain.words() + f"; the launch lines above use {self.chain_launched} steps"
+        chain = (self.chain.words() + f"; the launch lines above use {self.chain_launched} steps; {self.whole()}"
                  if self.chain else f"The launch lines above use {self.chain_launched} steps; measure the chain on "
                  "the fleet before launching (no agreement to price it with here)")
         convert = convert_words(self.draft, [b.engine for b in self.builds if b.launch], t["model"])
@@ -422,6 +469,9 @@ class SeedAnswer:
                 "chain_best": self.chain.best if self.chain else None, "chain_launched": self.chain_launched,
                 "chain_speedups": list(self.chain.speedups.values()) if self.chain else None,
                 "overhead_when_off": SERVED["overhead"],   # the words' "0.2 where it is off" (overhead_reason)
+                "served_as_is": None if self.gains.ignored is None else {
+                    "tau": [self.gains.ignored.value, self.gains.ignored.low, self.gains.ignored.high],
+                    "steps": self.gains.ignored_steps, "rung": self.gains.spans["ignored"]},
                 "team_tok_s": self.record.tok_s, "team_runs_in": list(self.record.runs_in),
                 "history": self.history.claims() if self.history else None}
 

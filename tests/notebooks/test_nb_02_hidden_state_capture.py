@@ -103,6 +103,27 @@ def test_the_neighbour_words_follow_the_cosines(nb):
     assert nb["neighbour_cosine"] > low
 
 
+def test_the_paths_words_count_three_paths_only_where_three_can_agree(nb):
+    """Issue 35: HF's last entry is normed, so at resid[N] only the two hook paths agree; the summary counts
+    three paths on resid[0..N-1] and says so of resid[N] from the table, not "13/13 identical"."""
+    import pandas as pd
+
+    from eagle3lab.readings.nb02_hidden_state_capture import _paths_words
+
+    text = notebook_summary(NOTEBOOK)
+    assert nb["points"] == 12 and nb["identical_points"] == 12 and nb["last_hooks_identical"]
+    assert ("three independent capture paths agree bit for bit on every point resid[0..11] (12/12 identical); at "
+            f"resid[12] the two hook paths agree bit for bit, while HF's last hidden state differs from it by up to "
+            f"{nb['last_hidden_gap']:.2f} (it is normed") in text and nb["last_hidden_gap"] > 0
+    # a table the test builds: one inner point off and the hooks apart at resid[N] are said, with their numbers
+    table = pd.DataFrame({"pre vs post": [0.0, 0.5, 0.25], "HF hidden_states[k] vs pre": [0.0, 0.5, 3.0],
+                          "bit-identical": [True, False, False]}, index=["resid[0]", "resid[1]", "resid[2]"])
+    claims = {}
+    words = _paths_words(table, "T", 2, claims)
+    assert "agree bit for bit on 1 of the 2 points resid[0..1]" in words and "hook paths differ by 0.25" in words
+    assert claims == {"identical_points": 1, "points": 2, "last_hooks_identical": False, "last_hidden_gap": 3.0}
+
+
 def test_no_model_ids_or_depth_below_the_parameters_cell():
     import json
 
@@ -272,10 +293,15 @@ def test_the_seed_story_says_what_the_engine_knowledge_says_a_list_holding_minus
     assert f"from {count.first_with} `deepseek_v2.py`'s count check stops the first forward" in prose
     assert f"a RuntimeError from {error.first_with}" in prose
     assert "server runs" not in prose and "serves nothing" in prose
+    # Kimi-K2.5's first servable build is the seed's: the hook's PR and the CUDA-graph fix's, each at its release
+    hook, graphs = CHANGES["sglang#19689"], CHANGES["sglang#22836"]
+    assert (f"no capture hook in {hook.last_without} (PR #19689, {hook.first_with}), and {graphs.last_without} still "
+            f"captures its CUDA graphs with the default aux ids (PR #22836, {graphs.first_with}), so from "
+            f"{SEED_BUILD} on a build serves it") in prose and graphs.first_with == SEED_BUILD
     # the edge-case list above agrees: on deepseek_v2.py, since #25454 only id 0 reaches loop index 0, never -1
     edge = re.sub(r"\s+", " ", "".join(next(c for c in json_cells() if c.get("id") == "b88b7bca")["source"]))
-    assert (f"only id 0 reaches loop index 0: from {plus_one.first_with} (PR #25454) this file uses a list that does "
-            "not start with 1 as written, so id -1 is never reached") in edge
+    assert (f"only id 0 reaches loop index 0: from {plus_one.first_with} (PR #25454) this file takes as written any "
+            "list that does not start with 1, so id -1 is never reached") in edge
     from packaging.version import Version
 
     releases = [f"0.5.{n}" for n in range(10, 24)]    # from the first build with a capture hook for the seed's target

@@ -284,6 +284,9 @@ def test_step5_checklist_per_engine_and_build(nb):
     assert vllm["ids"] == [0, 3, 7] and vllm["cannot honour"] == "nothing"
     k = nb["chain"]
     assert f"--speculative-num-steps {k} " in new["flag line"] and f'"num_speculative_tokens": {k}' in vllm["flag line"]
+    # sglang ignores the rule the draft was trained with: its line holds only after an option; vllm's as it is
+    assert new["flag line"].startswith("after an option (norm_before_residual ignored here): --speculative-algo")
+    assert vllm["flag line"].startswith("--max-num-seqs ")
     # each flag line loads a folder in its engine's format: sglang the eagle3lab convert copy, ids in eagle_config
     # (SGLang reads eagle_config only), vllm the rewritten speculators checkpoint itself (issue 35)
     sgl_copy = nb["copies"]["sglang"]
@@ -336,6 +339,14 @@ def test_step5c_the_seeds_answer_for_its_own_target_from_the_engine_knowledge(nb
         assert "--tp 8" in r["launch"] or "--tensor-parallel-size 8" in r["launch"]
         assert f"`{r['launch']}`" in text
     assert rows["sglang", "0.5.14"]["ids"] == rows["sglang", "0.5.23"]["ids"] == [0, 3, 31]
+    # SGLang ignores the rule: its launch lines hold after an option, and say what they serve as they are, the
+    # ladder's rung with the trained points fed and the rule ignored, at its chain (issue 35)
+    ids_rung = next((i + 1, r) for i, r in enumerate(nb["ladder"]["rungs"]) if r["name"] == "ids for the top-scoring wiring")
+    as_is = seed["served_as_is"]
+    assert as_is["rung"] == f"rung {ids_rung[0]}" and as_is["tau"] == pytest.approx(ids_rung[1]["tau"])
+    assert (f"the ladder's rung {ids_rung[0]} served it that way (the trained points fed, the rule ignored) and measured "
+            f"tau {_iv(as_is['tau'])} at {as_is['steps']} steps, priced at {as_is['steps']} steps at ") in text
+    assert text.count("Launch once an option above holds") == 2 and as_is["steps"] == ids_rung[1]["num_steps"]
     # the per-build table is shown (show_full: a full_text not last in its cell displays nothing)
     cell = next(c for c in executed_notebook(NAME).cells if "seed.table()" in c.source)
     html = "".join(o.get("data", {}).get("text/html", "") for o in cell.get("outputs", []))
@@ -554,6 +565,11 @@ def test_chain_choice_from_repeated_costs():
     assert tight.table().loc[2, "verdict"] == "fastest: 2 steps" and "no other chain within noise" in tight.words()
     assert {2, 3} <= set(loose.within_noise) and loose.launched_within_noise and loose.chain == 3
     assert loose.table().loc[3, "launched"] == "yes"
+    assert "longest chain priced" not in tight.words() and "longest chain priced" not in loose.words()
+    # a set that reaches the longest priced chain says a longer one may be faster (the agreement stops there)
+    rising = choose_chain([model(0.01 + 0.001 * i) for i in range(3)], [0.95] * 4)
+    assert 4 in rising.within_noise and ("the set reaches the longest chain priced (4 steps, as far as the trainer's "
+                                         "agreement reaches), so a longer chain may be faster still") in rising.words()
     assert choose_chain([model(0.4)] * 3, agree).chain == 2          # launched None: the best
     with pytest.raises(ValueError, match="at least two"):
         choose_chain([model(0.4)], agree)

@@ -197,6 +197,8 @@ def test_each_flag_line_loads_its_engines_format_and_sglang_is_told_it_ignores_t
                       draft={e: c.path for e, c in copies.items()})
     assert f"--speculative-draft-model-path {path}-sglang " in table.loc[("sglang", "0.5.23"), "flag line"]
     assert f'"model": "{path}"' in table.loc[("vllm", "newest"), "flag line"]
+    assert table.loc[("sglang", "0.5.23"), "flag line"].startswith("after an option (norm_before_residual ignored")
+    assert "after an option" not in table.loc[("vllm", "newest"), "flag line"]
     assert table.loc[("sglang", "0.5.23"), "read at"] == "eagle_config.eagle_aux_hidden_state_layer_ids"
     assert all("rewritten checkpoint" not in line for line in table["flag line"])
     words = fix_words(fix, 12, copies, _case_ladder())
@@ -254,7 +256,10 @@ def test_the_gains_name_the_rungs_they_span_and_the_ids_and_rule_together():
 
     ladder = _case_ladder()
     g = gains_of(ladder)
-    assert g.spans == {"wiring": "rung 1 -> 3", "rule": "rung 3 -> 4", "whole": "rung 1 -> 5", "wiring_rule": "rung 1 -> 4"}
+    assert g.spans == {"wiring": "rung 1 -> 3", "rule": "rung 3 -> 4", "whole": "rung 1 -> 5", "wiring_rule": "rung 1 -> 4",
+                       "ignored": "rung 3"}
+    # the ids rung's own tau (points fed, rule ignored) is what a build that ignores the rule serves
+    assert g.ignored.value == pytest.approx(1.389) and g.ignored_steps == 15
     assert g.wiring_rule.value == pytest.approx(3.957 - 1.122) and g.rule.value == pytest.approx(3.957 - 1.389)
     assert g.text(g.rule, g.spans["rule"]).endswith("tau on the bundled case's ladder (decoded, 15 steps), rung 3 -> 4")
 

@@ -10,9 +10,12 @@ FLEET = {"roofline": "kimi-k2 fp8, 8 GPUs (H200-class)", "gpus": 8, "batch": 48,
 TEAM = {"engine": "sglang", "ids": [-1, 2, 30], "tok_s": 54.8}
 
 
-def _answer(agree=(0.8, 0.7, 0.6, 0.5), history=None, target=KIMI_K25):
+IGNORED = Interval(1.4, 1.2, 1.6, 0.95, 4)   # tau of the ladder's rung with the points fed and the rule ignored
+
+
+def _answer(agree=(0.8, 0.7, 0.6, 0.5), history=None, target=KIMI_K25, ignored=IGNORED):
     gains = Gains(Interval(0.3, 0.1, 0.5, 0.95, 4), Interval(1.5, 1.0, 2.0, 0.95, 4), Interval(1.8, 1.2, 2.4, 0.95, 4),
-                  "a test ladder")
+                  "a test ladder", spans={"ignored": "rung 3"}, ignored=ignored, ignored_steps=4)
     return seed_answer(target, [0, 3, 31], True, {"sglang": [SEED_BUILD, "0.5.14"], "vllm": [None]}, TEAM, gains,
                        fleet=FLEET, agree=list(agree) if agree else None, agree_from="a test agreement", draft="./fixed",
                        steps_otherwise=3, history=history)
@@ -67,7 +70,7 @@ def test_a_fastest_chain_at_the_edge_of_those_priced_says_longer_may_be_faster()
     # the chain's sentence comes after the builds' list, so the launch lines are above it
     for a in (rising, peaked, _answer(agree=None)):
         w = a.words()
-        assert "lines below" not in w and w.index("Launch: `") < w.index(f"lines above use {a.chain_launched} steps")
+        assert "lines below" not in w and w.index("Launch once an option") < w.index(f"lines above use {a.chain_launched} steps")
 
 
 def test_without_a_build_that_feeds_the_trained_points_the_patch_must_capture_them_too():
@@ -97,3 +100,52 @@ def test_the_seed_build_is_named_the_first_that_could_serve_the_seeds_own_target
     assert f"**sglang {SEED_BUILD}** (the first release that could serve it):" in _answer().words()
     other = _answer(target={**KIMI_K25, "arch": "DeepseekV3ForCausalLM"})
     assert "the first release that could serve it" not in other.words()
+
+
+def test_a_launch_line_on_a_build_that_ignores_the_rule_holds_only_after_an_option():
+    """Issue 35: SGLang 0.5.14 feeds the trained points but ignores norm_before_residual, so its launch line serves
+    the draft as the ladder's ids rung measured it; that tau is priced on the fleet at its chain, and the chain's
+    price (the draft served as trained) is said to hold only once an option holds, since no build serves it whole."""
+    from eagle3lab.analysis.roofline import price_on_served
+
+    a = _answer(agree=(0.95, 0.95, 0.95, 0.95))   # launches 4 steps, the chain the ladder's rung ran
+    new = a.builds[1]
+    words = a.build_words(new)
+
+    def speedup(tau):
+        case = {"k": {"tau": tau, "num_steps": 4, "num_draft_tokens": 5}}
+        return price_on_served(case, FLEET["roofline"], c=0.1, overhead=0.0, batches=(48,)).iloc[0]
+
+    x = [speedup(t)["projected_speedup"] for t in (1.4, 1.2, 1.6)]
+    assert x[1] < x[0] < x[2]                                  # the bounds map to bounds
+    cost = speedup(1.4)["round_cost"]
+    word = "projected faster than" if 1.2 > cost else "projected slower than" if 1.6 < cost else "projected within noise of"
+    assert a.chain_launched == 4 and "not measured that way" not in words
+    assert ("Launch once an option above holds (served as it is, this build ignores norm_before_residual: the "
+            "ladder's rung 3 served it that way (the trained points fed, the rule ignored) and measured tau 1.400 [1.200, "
+            f"1.600] at 4 steps, priced at 4 steps at {x[0]:.2f}x [{x[1]:.2f}, {x[2]:.2f}] projected decode on the "
+            f"fleet (round cost {cost:.2f} target steps): {word} no speculation): `python -m sglang.launch_server") \
+        in words
+    # a launched chain other than the rung's is said not to have been measured with the rule ignored
+    shorter = _answer()
+    assert shorter.chain_launched != 4 and (f"; this line's {shorter.chain_launched}-step chain was not measured that way): "
+                                            "`python") in shorter.build_words(shorter.builds[1])
+    assert "Launch: `" not in a.words()
+    assert ("these prices are for the draft served as trained (the trained points fed, norm_before_residual read), "
+            "which no build above serves as it stands") in a.words()
+    # without the rung measured, the line still says the rule is ignored and that nothing measured it
+    assert "no ladder measured that draft here): `python" in _answer(ignored=None).build_words(new)
+
+
+def test_a_build_that_serves_the_draft_whole_launches_plainly():
+    """A draft trained with the rule off is served whole where its points are fed: a plain launch line, and the
+    chain's price is said to be that build's."""
+    gains = Gains(Interval(0.3, 0.1, 0.5, 0.95, 4), None, Interval(0.3, 0.1, 0.5, 0.95, 4), "a test ladder",
+                  spans={"ignored": "rung 3"}, ignored=IGNORED, ignored_steps=4)
+    a = seed_answer(KIMI_K25, [0, 3, 31], False, {"sglang": ["0.5.14"]}, TEAM, gains, fleet=FLEET,
+                    agree=[0.8, 0.7, 0.6, 0.5], agree_from="a test agreement", draft="./fixed", steps_otherwise=3)
+    (only,) = a.builds
+    assert only.honours_rule and only.launch
+    words = a.words()
+    assert f"Launch: `{only.launch}`" in words and "Launch once" not in words
+    assert f"norm_before_residual read), as {only.label} serves it" in words

@@ -22,5 +22,8 @@ def test_no_stock_build_serves_the_seed_fix_from_eagle_config():
     text = seen.words()
     assert "54.8 tok/s" in text and "fall back" not in text.split("What fits")[0]
     assert "resid[2, 30, 58]" in text and "patched build" in text and "another flag" in text
+    # only a missing eagle_config (or one without ids) gives the default; one still holding ids gives those
+    assert ("the default resid[2, 30, 58] where eagle_config is missing or holds no ids, the ids it held before (the "
+            "wiring before the fix) where it still holds them") in text
     # no build runs them, so no explanation offers one
     assert len(seen.explanations) == 3 and "run as written" not in text

@@ -505,7 +505,7 @@ def _auto_steps(inp: Inputs, algo: str, topk, ndt, out: list) -> tuple[int, int,
     if inp.target_arch is None and algo != "STANDALONE":
         out.append(_f("SGL_AUTO_PARAMS_UNKNOWN_ARCH", "warning",
                       "No steps/topk/draft tokens given and the target architecture is unknown: SGLang picks "
-                      "them by architectures[0] (LlamaForCausalLM: 5, 4, 8 -> up to 6 tokens per step; "
+                      "them by architectures[0] (LlamaForCausalLM: 5, 4, 8 -> up to 6 tokens per round; "
                       "most others: 3, 1, 4 -> up to 4).", f"{HOOK}: _auto_choose_speculative_params",
                       fix="Pass the target config (--target-config) or --target-arch, or give all three flags.",
                       setting="num_steps"))
@@ -537,7 +537,7 @@ def _chain_draft_tokens(inp: Inputs, steps: int, topk: int, ndt, width, out: lis
     elif width.adjusted_from is not None:
         out.append(_f("SGL_TOPK1_DRAFT_TOKENS_ADJUSTED", "warning",
                       f"`{w['--speculative-num-draft-tokens']}` is overridden: with topk 1 (a chain) SGLang sets "
-                      f"num_draft_tokens := steps + 1 = {steps + 1}, so it verifies {steps + 1} tokens per step, "
+                      f"num_draft_tokens := steps + 1 = {steps + 1}, so it verifies {steps + 1} tokens per round, "
                       f"not {ndt}, and accept length is capped at {steps + 1}. The only trace is one log line: "
                       f"'{ADJUSTED_LOG}'.",
                       f"{HOOK}: if speculative_eagle_topk == 1 and num_draft_tokens != num_steps + 1",
