@@ -5,7 +5,8 @@ Every comparison here carries an interval: tau by a paired bootstrap over prompt
 loses), a measured speedup by a paired bootstrap over prompts (repetitions summed) (``DecodeSweep.speed_ratio``,
 worded by ``verdicts.speed_word``: faster / within noise / slower). A projection (the cost model pricing timed
 pieces, or a served target's stated costs) is a number without an interval and is always called projected.
-Nothing is ranked inside the noise: "the fastest chain" is a set, the chains within noise of the fastest.
+Nothing is ranked inside the noise: "the fastest chains" are a set, the top measurement and the chains within noise of
+it, and no member of that set is called the fastest.
 
 Each reading (:class:`ChainReading`, :class:`TreeReading`, :class:`SpeedReading`, :class:`WhatIf`,
 :class:`TrackReading`) has ``table()``, ``words()`` and ``claims()``, so that a notebook cell is one call;
@@ -218,13 +219,16 @@ def read_trees(sweep, trees, chains) -> TreeReading:
 
 _AGAINST = AGAINST   # the one vocabulary (verdicts.AGAINST)
 # Every speed this notebook measures is a decode speed (DecodeSweep.speed_ratio, kind "decode"): tokens after the
-# first over decoding time, what the cost model prices. Notebook 06 times its ladder end to end (prefill included).
+# first over decoding time, what the cost model prices. Notebook 06 times its ladder end to end (its CaseLadder's
+# speed_kind "e2e", doctor.ladder.Decoded's default): every new token over prefill plus decoding (decode_sweep's "e2e"
+# unit, prefill_s + decode_s); nothing else is timed (the sweep's warm-up and the models' loading are not). 06's reading
+# words that kind only as CaseLadder.kind ("end to end") on a ladder it has built, so the words live here, once.
 DECODE_SPEED = "decode tokens/s, the prefill not timed: what the cost model prices"
+E2E_SPEED = "end to end (prefill included: every new token over prefill plus decoding)"
 # 06 loads the same held-out prompts (load_prompts(n=N_PROMPTS), the same N_PROMPTS and MAX_NEW_TOKENS by default:
 # tests/notebooks/test_nb_05): what differs is what is timed, and that each notebook times its own run.
-E2E_POINTER = ("Notebook 06 times the same case on the same prompts end to end (prefill and start-up included), in "
-               "timed runs of its own: timing varies from run to run, so its ratio, interval and word can differ from "
-               "this decode-only one.")
+E2E_POINTER = (f"Notebook 06 times the same case on the same prompts {E2E_SPEED}, in timed runs of its own: timing "
+               "varies from run to run, so its ratio, interval and word can differ from this decode-only one.")
 # The per-round overhead is what an overlap scheduler hides: SGLang's spec V2 by default (engines.flags.sglang_overlap)
 _V2 = _OVERLAP_CHANGES["spec-v2-default"]
 OVERLAP_ON = f"SGLang from {_V2.first_with}, PR #{_V2.pr}, unless disabled"
@@ -353,18 +357,31 @@ class SpeedReading:
         return self.fastest_of[label]
 
     def near_fastest(self, label: str) -> list:
-        """The fastest and every setting within noise of it (its ratio interval holds 1x)."""
+        """The fastest set: the top measurement first, then every setting within noise of it (its ratio interval
+        holds 1x)."""
         fastest, ratios = self.fastest_of[label]
         return [fastest, *(n for n, r in ratios.items() if speed_word(r) == "within noise")]
 
-    def fastest_words(self, label: str) -> str:
-        fastest, ratios = self.fastest_of[label]
+    def fastest_set_words(self, label: str, detail: bool = False) -> str:
+        """The fastest set named (``verdicts.speed_word``'s vocabulary): the top measurement alone when no other is
+        within noise of it, else the set, its top measurement named as that and never as "the fastest" (nothing
+        inside the noise is ranked). ``detail``: the speed's reference and the rule for "within noise" spelled out."""
+        top = self.fastest_of[label][0]
         near = self.near_fastest(label)[1:]
+        kind = "decode" if self.kind == "decode" else "end to end"
+        speed = fmt(self.rows[top].speed, unit="x") + (f" the {kind} speed of no speculation" if detail else "")
+        if not near:
+            return f"The fastest {label} measured ({kind}) is {top} ({speed}), no other {label} within noise of it"
+        rule = " (their paired ratio to it holds 1x)" if detail else ""
+        return (f"The fastest {label}s measured ({kind}) are a set, not one {label}: {top} (the top measurement, {speed})"
+                f" and, within noise of it{rule}, {', '.join(near)}")
+
+    def fastest_words(self, label: str) -> str:
+        ratios = self.fastest_of[label][1]
         slower = [n for n, r in ratios.items() if speed_word(r) == "slower"]
-        return (f"fastest measured: {fastest}, {fmt(self.rows[fastest].speed, unit='x')} the decode speed of no speculation; "
-                f"within noise of it "
-                f"(their paired ratio to it holds 1x): {', '.join(near) or 'none'}; slower than it: "
-                f"{', '.join(slower) or 'none'}. Nothing inside that set is ranked.")
+        ranked = " Nothing inside that set is ranked." if self.near_fastest(label)[1:] else ""
+        return (f"{self.fastest_set_words(label, detail=True)}; slower than "
+                f"{'the top measurement' if ranked else 'it'}: {', '.join(slower) or 'none'}.{ranked}")
 
     def trust_words(self) -> str:
         """Which number to trust, from the numbers: the measured speedups; the projection's error as measured."""
@@ -727,9 +744,7 @@ def acceptance_summary(*, sweep, prompts: int, main: str, chains: ChainReading, 
              f"the decode speed of no speculation ({DECODE_SPEED}; measured, {m.word}); the cost model projected {m.projected:.2f}x, an error of "
              f"{100 * m.error:+.0f}% against the measurement, which is the number to trust. ")
     if "chain" in speeds.fastest_of:
-        near = speeds.near_fastest("chain")
-        text += (f"The fastest chain measured (decode) is a set, not one K: {near[0]} ({fmt(speeds[near[0]].speed, unit='x')})"
-                 + (f" and, within noise of it, {', '.join(near[1:])}" if near[1:] else ", every other chain slower") + ".")
+        text += speeds.fastest_set_words("chain") + "."
     claims = dict(lossless=same, greedy_settings=len(greedy), **lossless_claims, conditional=list(stats.conditional), tau=stats.tau,
                   tau_interval=interval_claims(main_tau), survival=list(stats.survival[:3]),
                   survival_all=list(stats.survival), tau_from_survival=stats.tau_from_survival,

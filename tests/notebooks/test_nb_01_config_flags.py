@@ -9,10 +9,12 @@ and tests/oracles/test_sglang_flags_parity.py.
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import pytest
 from helpers.notebooks import executed_notebook
 from helpers.parameters import assert_parameters_hold_the_literals, parameters_and_code_below
+from helpers.paths import REAL_CONFIGS
 
 from eagle3lab.app.workbook import NOTEBOOKS
 from eagle3lab.engines.profiles import PROFILES
@@ -188,8 +190,16 @@ def test_the_seed_is_worded_as_the_constants_hold_it():
     assert "SGL_ARCH_IS_WRAPPER" in seed.codes() and "(`SGL_ARCH_IS_WRAPPER`)" in intro
     positions = SEED_DRAFT_CONFIG["max_position_embeddings"]
     assert positions == config_value(SEED_TARGET_CONFIG, "max_position_embeddings") and f"{positions:,} positions" in intro
-    short = at(SEED_BUILD, {**SEED_DRAFT_CONFIG, "max_position_embeddings": 131072})
-    assert "SGL_DRAFT_CONTEXT_TOO_SHORT" in [f.code for f in short.errors] and "131,072 stops SGLang at start-up" in intro
+    # the context said plainly (issue 35): the draft states the target's; SpecForge's template's would stop SGLang
+    template = json.loads((REAL_CONFIGS / "sgl-project__SpecForge__pr476__kimi-k25-eagle3.json").read_text())
+    short_ctx = template["max_position_embeddings"]
+    short = at(SEED_BUILD, {**SEED_DRAFT_CONFIG, "max_position_embeddings": short_ctx})
+    assert "SGL_DRAFT_CONTEXT_TOO_SHORT" in [f.code for f in short.errors] and short_ctx < positions
+    assert (f"a context (`max_position_embeddings`) of {positions:,} positions, the target's own. Not the {short_ctx:,} "
+            f"of SpecForge's Kimi-K2.5 template: on this target {short_ctx:,} stops SGLang at start-up "
+            "(`SGL_DRAFT_CONTEXT_TOO_SHORT`: the target serves more positions than the draft states), and the team's "
+            "launch served.") in intro
+    assert "(the launch served, and" not in intro
 
 
 def test_the_intro_tells_the_seeds_record_as_seed_case_holds_it():

@@ -226,3 +226,57 @@ def test_chain_words_follow_the_paired_intervals_not_the_order_of_k():
     assert flat.words().startswith("tau stays within noise from 2.00")
     rising = _chains([(1.5, 1.4, 1.6), (2.0, 1.9, 2.1)], [(0.5, 0.4, 0.6)], (0.5, 0.4, 0.6))
     assert rising.words().startswith("tau rises from 1.50") and "beats the chain before it for chain 2," in rising.words()
+
+
+def _fastest(ratios, top=(1.62, 1.54, 1.71)):
+    rows = {"chain 5": row("chain 5", speed=top), **{n: row(n) for n in ratios}}
+    speeds = reading.SpeedReading(rows, 1.3, 0.13, "cpu", "float32", 4, 2)
+    speeds.fastest_of["chain"] = ("chain 5", {n: iv(*r) for n, r in ratios.items()})
+    return speeds
+
+
+def test_inside_the_noise_the_fastest_is_a_set_and_its_top_point_only_the_top_measurement():
+    """Issue 35: "fastest measured: chain 5 ... within noise of it: chain 3, chain 4" ranked inside the noise. The
+    set is named; its top point is "the top measurement", never "the fastest" (verdicts.speed_word's vocabulary)."""
+    speeds = _fastest({"chain 3": (0.97, 0.90, 1.04), "chain 4": (0.99, 0.93, 1.05), "chain 1": (0.70, 0.65, 0.76)})
+    assert speeds.near_fastest("chain") == ["chain 5", "chain 3", "chain 4"]
+    head = ("The fastest chains measured (decode) are a set, not one chain: chain 5 (the top measurement, "
+            "1.62x [1.54, 1.71]")
+    assert speeds.fastest_set_words("chain") == head + ") and, within noise of it, chain 3, chain 4"
+    assert speeds.fastest_words("chain") == (
+        head + " the decode speed of no speculation) and, within noise of it (their paired ratio to it holds 1x), "
+        "chain 3, chain 4; slower than the top measurement: chain 1. Nothing inside that set is ranked.")
+    for words in (speeds.fastest_set_words("chain"), speeds.fastest_words("chain")):
+        assert "fastest measured:" not in words and "chain 5, " not in words and "is a set" not in words
+
+
+def test_a_top_measurement_alone_outside_everyones_noise_is_the_fastest():
+    speeds = _fastest({"chain 1": (0.70, 0.65, 0.76), "chain 3": (0.90, 0.85, 0.95)})
+    assert speeds.near_fastest("chain") == ["chain 5"]
+    assert speeds.fastest_set_words("chain") == ("The fastest chain measured (decode) is chain 5 (1.62x [1.54, 1.71]), "
+                                                 "no other chain within noise of it")
+    assert speeds.fastest_words("chain") == (
+        "The fastest chain measured (decode) is chain 5 (1.62x [1.54, 1.71] the decode speed of no speculation), no "
+        "other chain within noise of it; slower than it: chain 1, chain 3.")
+    assert "a set" not in speeds.fastest_words("chain") and "ranked" not in speeds.fastest_words("chain")
+
+
+def test_what_06_times_is_what_05_says_it_times(sweep):
+    """05 says 06 times its case "end to end (prefill included: every new token over prefill plus decoding)"
+    (reading.E2E_SPEED; issue 35: not "start-up" too). 06 climbs its ladder at decode_rungs' default kind, "e2e", and
+    decode_sweep's e2e unit is a decoding's new tokens over its prefill_s + decode_s: nothing else on the clock."""
+    import inspect
+
+    from eagle3lab.doctor.ladder import Decoded
+    from eagle3lab.readings import nb06_case_file
+
+    assert inspect.signature(nb06_case_file.decode_rungs).parameters["speed_kind"].default == "e2e"
+    assert "speed_kind" not in inspect.getsource(nb06_case_file.climb_case)          # 06 climbs at that default
+    assert inspect.signature(Decoded).parameters["speed_kind"].default == "e2e"
+    n = len(sweep.reference)
+    for name, outs in sweep.results.items():
+        assert sweep.timed["e2e"][name][:n] == [(len(o.tokens), o.prefill_s + o.decode_s) for o in outs], name
+        assert sweep.timed["decode"][name][:n] == [(len(o.tokens) - 1, o.decode_s) for o in outs], name
+    assert reading.E2E_SPEED == "end to end (prefill included: every new token over prefill plus decoding)"
+    assert f"same prompts {reading.E2E_SPEED}, in timed runs" in reading.E2E_POINTER
+    assert "start-up" not in reading.E2E_POINTER
