@@ -20,6 +20,7 @@ from eagle3lab.analysis.hypotheses import (
     compare_wirings,
     make_scorer,
     served_hypothesis,
+    settings_for,
 )
 from eagle3lab.analysis.verdicts import (
     AGAINST,
@@ -33,6 +34,7 @@ from eagle3lab.analysis.verdicts import (
 )
 from eagle3lab.engines.acceptance import bootstrap_ratio_difference
 from eagle3lab.engines.layer_ids import resid_label, resid_name
+from eagle3lab.readings.numbers import interval_claims
 
 # ------------------------------------------------------------------ around one wiring
 
@@ -227,10 +229,32 @@ def search_slots_table(found) -> pd.DataFrame:
     return found.slots[list(SEARCH_SLOT_LABELS)].round(3).rename(columns=SEARCH_SLOT_LABELS)
 
 
+def ce_word(diff) -> str:
+    """The paired word of a cross-entropy difference (hypothesis minus reference): lower is better, so an interval
+    wholly above 0 "loses" and one wholly below "beats" (``word_of``'s rule, read the other way round)."""
+    word = word_of(diff)
+    return {"beats": "loses", "loses": "beats"}.get(word, word)
+
+
+def settings_said(variant: Mapping) -> str:
+    """A search variant in words, the residual rule always with its value: "norm_before_residual=True, recycle
+    post-norm" (any other switch named when on)."""
+    on = [k for k, v in sorted(variant.items()) if v and k not in ("norm_before_residual", "recycle_postnorm")]
+    return ", ".join([f"norm_before_residual={bool(variant.get('norm_before_residual'))}", *on,
+                      "recycle post-norm" if variant.get("recycle_postnorm") else "recycle pre-norm"])
+
+
+# how read_search scored the trained wiring: with the draft's own settings and the trained rule (what sections 2 to 5
+# call "as trained"), or, with no draft to read them from, with the settings the search tried that gave it the lowest
+# cross-entropy
+AS_TRAINED, LOWEST_CE = "as trained", "lowest cross-entropy"
+
+
 def _ce_said(reading) -> str:
     """", and in cross-entropy" with the paired word, when the trained wiring's cross-entropy was compared."""
     d = reading.ce_diff.get("trained")
-    return "" if d is None else f" ({AGAINST[word_of(d)]} it in cross-entropy, {signed_text(d, 3)})"
+    return "" if d is None else f" ({AGAINST[ce_word(d)]} it in cross-entropy, {signed_text(d, 3)})"
+
 
 @dataclass
 class SearchReading:
@@ -251,6 +275,15 @@ class SearchReading:
                                                   # when the best scored the highest tau)
     labels: dict = field(default_factory=dict)    # role -> its label in vs_best
     highest_wiring: tuple = ()                    # the highest-tau hypothesis's wiring
+    trained_variant: dict = field(default_factory=dict)   # the settings the trained wiring was scored with
+    trained_scoring: str = AS_TRAINED             # AS_TRAINED or LOWEST_CE: why those settings
+
+    def trained_settings_said(self) -> str:
+        """Which settings the trained wiring's tau and cross-entropy are on, in words."""
+        how = ("the draft's own settings with the trained rule, as sections 2 to 5 score 'as trained'"
+               if self.trained_scoring == AS_TRAINED else
+               "the settings the search tried on it that gave the lowest cross-entropy")
+        return f"{settings_said(self.trained_variant)}: {how}"
 
     @property
     def in_sets(self) -> bool | None:
@@ -275,22 +308,24 @@ class SearchReading:
         high, at = self.by_role["highest"], wiring_text(self.highest_wiring)
         lines.append(
             f"- **Where it stopped.** The descent moves a slot only while the cross-entropy falls; it stopped at "
-            f"{wiring_text(f.best['wiring'])} (cross-entropy {self.ce['best']:.3f}, {best.measured()}). "
+            f"{wiring_text(f.best['wiring'])} with {settings_said(f.best['variant'])} (cross-entropy "
+            f"{self.ce['best']:.3f}, {best.measured(3)}). "
             + ("That is also the highest tau it scored." if high is best else
-               f"The highest tau it scored, {high.value.value:.2f} at {at}, "
-               f"{high.against(reference=STOPPED)}, "
+               f"The highest tau it scored, {high.value.value:.3f} at {at}, "
+               f"{high.against(3, reference=STOPPED)}, "
                f"with cross-entropy {self.ce['highest']:.3f}: it ranks by cross-entropy (what training "
                "minimised, less noisy than tau), and a tau that much higher is inside the noise."
                if high.word != "beats" else
-               f"The highest tau it scored, {high.value.value:.2f} at {at}, "
-               f"{high.against(reference=STOPPED)}: "
+               f"The highest tau it scored, {high.value.value:.3f} at {at}, "
+               f"{high.against(3, reference=STOPPED)}: "
                "cross-entropy and tau disagree here beyond noise."))
         if self.trained is not None:
             t = self.by_role["trained"]
             d = self.ce_diff["trained"]
-            lines.append(f"- **The trained wiring** {resid_label(self.trained)} (norm_before_residual="
-                         f"{self.trained_rule}): tau {t.against(reference=STOPPED)}; cross-entropy {signed_text(d, 3)} "
-                         f"({word_of(d)}) against that point's. It lies "
+            lines.append(f"- **The trained wiring** {resid_label(self.trained)}, scored with "
+                         f"{self.trained_settings_said()}: {t.measured(3)}, {t.against(3, reference=STOPPED)}; "
+                         f"cross-entropy {self.ce['trained']:.3f}, {signed_text(d, 3)} ({ce_word(d)}) against that "
+                         "point's (lower is better). It lies "
                          f"{'inside' if self.in_sets else 'OUTSIDE'} the per-slot sets. The weights narrow the "
                          f"wiring {'to it' if f.identifiable and self.in_sets else 'to a set that holds it' if self.in_sets else 'to a set that misses it'}.")
         return "\n".join(lines)
@@ -303,9 +338,11 @@ class SearchReading:
                "equivalent_sizes": [len(e) for e in self.equivalent], "in_sets": self.in_sets,
                "ce": {self.labels[r]: ce for r, ce in self.ce.items()}, "vs_best": self.vs_best.claims(),
                "highest": self.highest,
-               "ce_diff": {self.labels[r]: {"value": d.value, "low": d.low, "high": d.high}
-                           for r, d in self.ce_diff.items()},
+               "ce_diff": {self.labels[r]: {**interval_claims(d), "word": ce_word(d)} for r, d in self.ce_diff.items()},
+               "best_settings": settings_said(f.best["variant"]),
                "tau_drops": [float(x) for x in f.slots.tau_drop]}
+        if self.trained is not None:
+            out.update(trained_settings=settings_said(self.trained_variant), trained_scoring=self.trained_scoring)
         return out
 
 
@@ -313,7 +350,7 @@ def read_search(found, trained=None, trained_rule: bool | None = None, *, bank=N
                 num_steps: int | None = None) -> SearchReading:
     """Read a ``WiringSearch``. The trained wiring, when given, is compared with the search's best on the same
     prompts (scored here if the search did not score it: pass ``bank``, ``draft`` and ``num_steps``)."""
-    from eagle3lab.analysis.wiring_search import wiring_text
+    from eagle3lab.analysis.wiring_search import key_of, wiring_text
 
     scores, best_key = found.extra["scores"], found.extra["best_key"]
     table = found.table
@@ -324,17 +361,26 @@ def read_search(found, trained=None, trained_rule: bool | None = None, *, bank=N
     measured = {"best": scores[best_key]}
     if highest_key != best_key:
         measured["highest"] = scores[highest_key]
+    trained_variant, scoring = {}, AS_TRAINED
     if trained is not None:
         trained = tuple(int(k) for k in trained)
-        mine = [k for k in scores if k[0] == trained and dict(k[1]).get("norm_before_residual") == trained_rule]
-        if mine:
-            measured["trained"] = scores[min(mine, key=lambda k: scores[k].ce)]
-        else:
-            if bank is None or draft is None or num_steps is None:
+        if draft is not None:       # like with like: the hypothesis sections 2 to 5 call "as trained"
+            trained_variant = settings_for(draft, bool(trained_rule))
+            key = key_of(trained, trained_variant)
+            if key in scores:
+                measured["trained"] = scores[key]
+            elif bank is None or num_steps is None:
+                raise ValueError("read_search: the search did not score the trained wiring with the draft's own "
+                                 "settings; pass bank and num_steps to score it")
+            else:
+                measured["trained"] = make_scorer(bank, draft, num_steps)(trained, trained_variant)
+        else:                       # no draft to read its settings from: the variant the search found lowest
+            mine = [k for k in scores if k[0] == trained and dict(k[1]).get("norm_before_residual") == trained_rule]
+            if not mine:
                 raise ValueError("read_search: the search did not score the trained wiring; pass bank, draft and "
                                  "num_steps to score it")
-            measured["trained"] = make_scorer(bank, draft, num_steps)(
-                trained, {**dict(best_key[1]), "norm_before_residual": bool(trained_rule)})
+            key = min(mine, key=lambda k: scores[k].ce)
+            measured["trained"], trained_variant, scoring = scores[key], dict(key[1]), LOWEST_CE
     near = table[table["within_noise"]]
     rules = sorted({bool(r) for r in near["norm_before_residual"]})
     b = measured["best"]
@@ -345,7 +391,7 @@ def read_search(found, trained=None, trained_rule: bool | None = None, *, bank=N
     by_role.setdefault("highest", by_role["best"])
     return SearchReading(found, trained, trained_rule, vs_best, labels["highest" if "highest" in measured else "best"],
                          list(found.slots.equivalent), rules, {r: s.ce for r, s in measured.items()}, ce_diff,
-                         by_role, {r: labels[r] for r in measured}, tuple(hi["aux"]))
+                         by_role, {r: labels[r] for r in measured}, tuple(hi["aux"]), trained_variant, scoring)
 
 
 def fc_input_words(chunks) -> str:
@@ -427,6 +473,13 @@ def contrast_drafts(bank, drafts: Mapping, engine_profile: str, *, num_steps: in
     return DraftContrast(engine, rows, trained, served)
 
 
+def _trained_scored(search_claims: dict) -> str:
+    """How the summary names the trained wiring's scoring in the search's comparison (its settings said)."""
+    settings = search_claims["trained_settings"]
+    return (f"as trained ({settings}, the hypothesis scored above)" if search_claims["trained_scoring"] == AS_TRAINED
+            else f"with the settings the search found lowest in cross-entropy for it ({settings})")
+
+
 def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: WiringComparison,
                      scan: NeighbourhoodScan, servable: WiringComparison, builds: dict, contrast: DraftContrast | None,
                      reading: SearchReading, num_steps: int, anchors: int) -> tuple[str, dict]:
@@ -466,10 +519,10 @@ def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: 
     best = reading.by_role["best"]
     text += (f"Without the training log, search_wiring ({r['evaluations']} draft evaluations, brute force "
              f"{r['brute_force']}) {'identifies one wiring' if r['identifiable'] else 'does not identify one wiring'}: "
-             f"it stopped (lowest cross-entropy) at {resid_label(r['best'])} with norm_before_residual="
-             f"{r['best_rule']}, {best.measured()}"
-             + (f"; the trained wiring {vt.against(reference='that point')} in tau"
-                f"{_ce_said(reading)} and lies "
+             f"it stopped (lowest cross-entropy) at {resid_label(r['best'])} with {r['best_settings']}, "
+             f"{best.measured(3)}"
+             + (f"; the trained wiring {_trained_scored(r)}, {vt.measured(3)}, {vt.against(3, reference='that point')} "
+                f"in tau{_ce_said(reading)} and lies "
                 f"{'inside' if reading.in_sets else 'OUTSIDE'} the per-slot sets" if vt is not None else "")
              + ".")
     claims = dict(trained=list(trained), served=list(served), slot_cosines=cos,

@@ -127,7 +127,8 @@ def engines_table(engines: Verdicts, engine_rule: dict, reference_rule: bool) ->
 BALANCE_LABELS = {"cos_h_hidden_norm": "cos(h, hidden_norm(h))", "rms_residual": "rms residual",
                   "rms_attn_out": "rms attn_out", "attn_out_over_residual": "attn_out / residual",
                   "rms_mlp_out": "rms mlp_out", "agreement_prompt": "step-1 agreement, prompt",
-                  "agreement_continuation": "step-1 agreement, continuation"}
+                  "agreement_continuation": "step-1 agreement, continuation",
+                  "agreement_all": "step-1 agreement, all positions"}
 
 
 def balance_table(balance: pd.DataFrame) -> pd.DataFrame:
@@ -155,6 +156,30 @@ class ScaleSweep:
 
     def claims(self) -> dict:
         return self.verdicts.claims()
+
+    def words(self, h_scale: float, positions: str) -> str:
+        """The sweep's two end points in words, on the positions it was measured on (``positions_said``)."""
+        at_scale, at_one = self.at(round(h_scale, 2)), self.at(1.0)
+        return (f"Over {positions}: at c = 1 (the trained arithmetic) {at_one.measured(3)} "
+                f"{at_one.against(3)}; at c = {h_scale:.2f} (the median rms(h)) {at_scale.measured(3)} "
+                f"{at_scale.against(3)}. At c = 1 the run is the flag-on run itself, so these two end points, flag on "
+                f"{at_one.value.value:.3f} and flag off {self.flag_off.value.value:.3f}, are the balance table's "
+                f"'{BALANCE_LABELS['agreement_all']}' column (the prompt and continuation columns beside it hold two "
+                "of those positions' three parts).")
+
+
+def position_counts(rows_of: Mapping) -> dict:
+    """How many rows each of ``probe_positions``' masks holds."""
+    return {k: int(m.sum()) for k, m in rows_of.items()}
+
+
+def positions_said(counts: Mapping, num_steps: int) -> str:
+    """``probe_positions``' "all" in words, from ``position_counts``: the prompt rows, the continuation anchors, and
+    the continuation rows too near the end to anchor a chain (what "all" holds besides the other two)."""
+    tail = counts["all"] - counts["prompt"] - counts["continuation"]
+    return (f"all {counts['all']} positions of the first draft pass ({counts['prompt']} prompt tokens, "
+            f"{counts['continuation']} continuation anchors and {tail} last continuation positions, too near the end "
+            f"to anchor a {num_steps}-step chain)")
 
 
 def scale_sweep(flag_off, scaled: Mapping, *, level: float = 0.95) -> ScaleSweep:
@@ -186,8 +211,10 @@ def probe_positions(prompt_lens, lengths, width: int, num_steps: int, device=Non
 def rule_summary(*, study: str, control: str, scale: pd.DataFrame, cos_h_normed: float, patch_diff: float,
                  rules: RuleComparison, engines: Verdicts, engine_rule: dict, serving_engine: str,
                  agreement: dict, scale_sweep: ScaleSweep, h_scale: float, num_steps: int,
-                 mla: dict, states_from: str = "the as-trained set notebook 03 uses") -> tuple[str, dict]:
-    """Notebook 04's summary: (text, claims); ``states_from`` says whose sequences the acceptance was scored on."""
+                 mla: dict, positions: dict,
+                 states_from: str = "the as-trained set notebook 03 uses") -> tuple[str, dict]:
+    """Notebook 04's summary: (text, claims); ``states_from`` says whose sequences the acceptance was scored on;
+    ``positions``: ``position_counts`` of the first draft pass (the scale sweep's step-1 agreement is over "all")."""
     s = scale.xs(study, level="draft")["median"]
     embed, fc, emb_n, hid_n = (float(s.iloc[i]) for i in range(4))
     honour = [e for e, v in engine_rule.items() if v == rules.preferred[study]]
@@ -200,7 +227,8 @@ def rule_summary(*, study: str, control: str, scale: pd.DataFrame, cos_h_normed:
             f"{hid_n:.2f}). The residual rule is a question of scale: h and hidden_norm(h) have cosine "
             f"{cos_h_normed:.3f} but differ by that factor, and patching layers.0.hook_residual to hidden_norm(h) in a "
             f"flag-off run reproduces the flag-on logits (max difference {patch_diff:.1g}). Scaling the flag-on residual "
-            f"by c = {h_scale:.2f} (the median rms(h)), step-1 agreement {at_scale.value.value:.3f} "
+            f"by c = {h_scale:.2f} (the median rms(h)), step-1 agreement over all {positions['all']} positions of "
+            f"the first draft pass (prompt tokens and continuation) {at_scale.value.value:.3f} "
             f"{at_scale.against(3, reference='the flag-off run')}. Teacher-forced {num_steps}-step chains with the trained "
             f"wiring, on {rules.verdict(study).value.units} prompts ({states_from}): ")
     for name in (study, control):
@@ -222,6 +250,7 @@ def rule_summary(*, study: str, control: str, scale: pd.DataFrame, cos_h_normed:
                   patch_diff=float(patch_diff), rules=rules.claims(), engines=engines.claims(),
                   rule_by_engine={e: bool(v) for e, v in engine_rule.items()}, honour=honour, other=other,
                   agreement=a, scale_sweep=scale_sweep.claims(), h_scale=h_scale, num_steps=num_steps,
+                  positions=dict(positions),
                   mla_attention=mla["attention"], mla_rope=mla["rope"], mla_runs_in=mla["runs_in"],
                   tau={f"{n} {r}": rules.tau(n, r) for n in (study, control) for r in (True, False)},
                   survival={f"{n} {r}": list(rules.scores[n, r].stats.survival) for n in (study, control)

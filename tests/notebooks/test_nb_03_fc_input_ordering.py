@@ -9,13 +9,15 @@ summary must state the verdicts the run computed.
 
 from __future__ import annotations
 
+import json
+
 import nbformat
 import pytest
 from helpers.notebooks import notebook_claims, notebook_summary, run_with_parameters
 from helpers.parameters import assert_parameters_hold_the_literals, literal_names, parameters_and_code_below
 
 from eagle3lab import bundled
-from eagle3lab.analysis.verdicts import AGAINST, signed_text
+from eagle3lab.analysis.verdicts import AGAINST, digits, signed_text
 from eagle3lab.app.workbook import NOTEBOOKS
 from eagle3lab.engines.acceptance import Interval
 from eagle3lab.engines.layer_ids import resid_label, to_engine_ids
@@ -60,6 +62,18 @@ def phrase(v, ref="as trained"):
     return f"is within noise of {ref} ({v['diff']:+.2f} [{v['diff_low']:+.2f}, {v['diff_high']:+.2f}])"
 
 
+def phrase3(v, ref):
+    """Verdict.against(3, reference=ref), rebuilt from the claims (the digits rule: at least 3 decimals, more when a
+    bound off 0 would print as 0)."""
+    if v["word"] == "within noise":
+        return f"is within noise of {ref} ({signed_text(Interval(v['diff'], v['diff_low'], v['diff_high'], 0.95, 1), 3)})"
+    if v["word"] == "identical":
+        return f"is identical to {ref} (the same hypothesis, the same rounds)"
+    k = digits((v["diff"], v["by_low"], v["by_high"]), (0.0,), 3)
+    margin = f"{v['by']:.{k}f} [{v['by_low']:.{k}f}, {v['by_high']:.{k}f}]"
+    return f"beats {ref} by {margin}" if v["word"] == "beats" else f"loses {margin} to {ref}"
+
+
 def test_case_card_and_sglang_reading_match_the_story(nb):
     assert bundled.recorded_resid(bundled.DRAFT_CASE) == TRAINED == nb["trained"]
     assert nb["served"] == [3, 7, 11]
@@ -71,7 +85,14 @@ def test_training_and_serving_fc_inputs_differ_in_every_slot(nb):
 
 
 def test_every_verdict_word_follows_from_its_interval(nb):
-    found = list(verdict_dicts(nb))
+    # the search's cross-entropy differences carry their own word: lower is better, so above 0 loses
+    ce = list(nb["search"]["ce_diff"].values())
+    assert ce
+    for d in ce:
+        assert d["low"] <= d["value"] <= d["high"]
+        assert d["word"] == ("identical" if d["low"] == d["high"] == 0.0 else "loses" if d["low"] > 0 else
+                             "beats" if d["high"] < 0 else "within noise"), d
+    found = [v for v in verdict_dicts(nb) if not any(v is d for d in ce)]
     assert len(found) >= 55, len(found)     # the pair, the 42 scanned, the builds, the contrast, the search
     for v in found:
         if v["word"] == "reference":
@@ -174,13 +195,71 @@ def test_the_search_narrows_the_wiring_to_a_set_and_says_so(nb, text):
     else:
         assert "does not identify one wiring" in text
     # no "best" without a paired "beats": the end point is where the search stopped, the trained wiring held
-    # against it in tau and in cross-entropy, each with the word its paired interval earns
+    # against it in tau and in cross-entropy, each with the word its paired interval earns (cross-entropy: lower is
+    # better, so an interval above 0 loses)
     ce = s["ce_diff"]["trained wiring"]
-    ce_word = "beats" if ce["low"] > 0 else "loses" if ce["high"] < 0 else "within noise"
-    assert (f"it stopped (lowest cross-entropy) at {resid_label(s['best'])} with norm_before_residual=True" in text
-            and "its best" not in text)
-    assert (f"the trained wiring {phrase(trained, 'that point')} in tau ({AGAINST[ce_word]} it in cross-entropy, "
+    ce_word = "loses" if ce["low"] > 0 else "beats" if ce["high"] < 0 else "within noise"
+    assert ce["word"] == ce_word
+    assert (f"it stopped (lowest cross-entropy) at {resid_label(s['best'])} with {s['best_settings']}, tau "
+            f"{s['vs_best'][reading.STOPPED_LABEL]['value']:.3f}" in text and "its best" not in text)
+    assert s["best_settings"].startswith("norm_before_residual=True, ")
+    assert (f"the trained wiring as trained ({s['trained_settings']}, the hypothesis scored above), tau "
+            f"{trained['value']:.3f} [{trained['low']:.3f}, {trained['high']:.3f}], {phrase3(trained, 'that point')} "
+            f"in tau ({AGAINST[ce_word]} it in cross-entropy, "
             f"{signed_text(Interval(ce['value'], ce['low'], ce['high'], 0.95, 1), 3)}) and lies inside the per-slot sets") in text
+
+
+def test_the_search_holds_the_trained_wiring_as_the_notebook_scores_it_elsewhere(nb, text):
+    """Issue 35: section 6 compared the trained wiring under the recycle variant the search found lowest in
+    cross-entropy (tau 3.795), while sections 2 to 5 show it at 3.825 (the draft's own settings, the trained rule),
+    so a reader met a negative difference to a stopping point of lower tau. It is now the same hypothesis: its tau
+    is the "as trained" tau of section 2, its settings are said, and the verdict comes from the paired interval."""
+    s, pair = nb["search"], nb["pair"]
+    trained, stopped = s["vs_best"]["trained wiring"], s["vs_best"][reading.STOPPED_LABEL]
+    assert s["trained_scoring"] == reading.AS_TRAINED
+    assert trained["value"] == pair["as trained"]["value"] == nb["scan"]["tau_trained"]
+    assert s["trained_settings"] == "norm_before_residual=True, recycle pre-norm"     # draft-case as loaded, the rule on
+    # the difference's sign follows the two taus the reader sees; its word follows its interval
+    assert (trained["diff"] > 0) == (trained["value"] > stopped["value"])
+    lo, hi = trained["diff_low"], trained["diff_high"]
+    assert trained["word"] == ("identical" if lo == hi == 0.0 else "beats" if lo > 0 else "loses" if hi < 0
+                               else "within noise")
+    shown = _table_header("3ddb8a5d")
+    assert (f"- **The trained wiring** {resid_label(TRAINED)}, scored with {s['trained_settings']}: the draft's own "
+            "settings with the trained rule, as sections 2 to 5 score 'as trained': tau "
+            f"{trained['value']:.3f} [{trained['low']:.3f}, {trained['high']:.3f}], "
+            f"{phrase3(trained, reading.STOPPED)};") in shown
+    assert (f"it stopped at {resid_label(s['best'])} with {s['best_settings']} (cross-entropy "
+            f"{s['ce'][reading.STOPPED_LABEL]:.3f}, tau {stopped['value']:.3f} [{stopped['low']:.3f}, "
+            f"{stopped['high']:.3f}])") in shown
+
+
+def test_the_first_cell_says_how_the_bundled_case_follows_the_seeds_pattern(bundled_models):
+    """Issue 35: the bundled case is not the seed's ids scaled. The seed wrote [2, N//2, N-3] (N = 61) and its build
+    fed resid[N-2] last; the bundled case writes [2, N//2, N-2] (N = 12) and is fed resid[N-1] last. Both: the
+    embedding training fed first is dropped, the trained resid[3] and resid[N//2+1] move one slot forward."""
+    from eagle3lab.engines.flags import SEED_DRAFT_CONFIG, SEED_TARGET_CONFIG
+    from eagle3lab.engines.layer_ids import resolve_aux_layers
+    from eagle3lab.readings.seed_case import SEED_BUILD
+
+    n_seed = SEED_TARGET_CONFIG["text_config"]["num_hidden_layers"]
+    seed_ids = SEED_DRAFT_CONFIG["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
+    seed_fed = resolve_aux_layers("sglang", seed_ids, n_seed, arch=SEED_TARGET_CONFIG["architectures"][0],
+                                  engine_version=SEED_BUILD).resid
+    case = load_draft(bundled.DRAFT_CASE, target=bundled.TARGET)
+    n = json.loads((bundled.TARGET / "config.json").read_text())["num_hidden_layers"]
+    case_fed = case.under("sglang").aux_resid
+    assert seed_ids == [2, n_seed // 2, n_seed - 3] and list(case.config.aux_layer_ids) == [2, n // 2, n - 2]
+    assert seed_fed == (3, n_seed // 2 + 1, n_seed - 2) and tuple(case_fed) == (3, n // 2 + 1, n - 1)
+    assert TRAINED == [0, 3, n // 2 + 1]
+    prose = " ".join(nbformat.read(NOTEBOOKS / NAME, as_version=4).cells[0].source.split())
+    assert (f"SGLang fed `{resid_label(seed_fed)}` (the seed's build reads its ids `{seed_ids}`, `[2, N//2, N-3]` for "
+            f"N = {n_seed} target layers, as `resid[k+1]`)") in prose
+    assert "not the seed's scaled" in prose and "reproduces it" not in prose
+    assert ("the trained `resid[3]` and `resid[N//2+1]` move one slot forward, and a deeper state is appended; here "
+            "the ids are `[2, N//2, N-2]`, so that state is `resid[N-1]`, one layer deeper relative to N than the "
+            "seed's `resid[N-2]`") in prose
+    assert f"i.e. `{resid_label(case_fed)}`" in prose and f"a {n}-layer target" in prose
 
 
 def test_the_words_no_longer_claim_what_the_numbers_contradict():

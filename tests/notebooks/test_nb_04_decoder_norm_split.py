@@ -313,3 +313,43 @@ def test_the_text_names_every_sglang_draft_file_that_ignores_the_rule():
     assert files_ignoring("vllm") == files_ignoring("speculators") == ()     # the two that honour it
     mla = PROFILES["sglang"].families.attention[MLA]
     assert mla.startswith(files[1]) and mla.split(" since ")[1] in sglang
+
+
+def _shown(cell_id: str) -> str:
+    """What a cell of the executed notebook displayed (markdown, html and plain text, printed text)."""
+    from helpers.notebooks import executed_notebook
+
+    cell = next(c for c in executed_notebook(NAME).cells if c.get("id") == cell_id)
+    return "".join(o.get("text", "") + "".join(o.get("data", {}).get(k, "") for k in ("text/markdown", "text/html",
+                                                                                       "text/plain"))
+                   for o in cell.get("outputs", []))
+
+
+def test_the_scale_sweep_says_which_positions_its_agreement_is_over(nb):
+    """Issue 35: the sweep's step-1 agreement (0.750 at c = 1, 0.246 flag off) is over every position of the first
+    pass, while the balance table split it by prompt and continuation only, so no table held it. The words now say
+    the position set, and the balance table shows the all-positions figures the sweep's end points are."""
+    from eagle3lab.readings.nb04_decoder_norm_split import BALANCE_LABELS
+
+    pos, sweep, a = nb["positions"], nb["scale_sweep"], nb["agreement"]
+    tail = pos["all"] - pos["prompt"] - pos["continuation"]
+    assert tail == nb["eval_set"]["n_prompts"] * (NUM_STEPS - 1)     # per sequence: the rows past the last anchor
+    assert f"{pos['all']} token positions from" in _shown("74f8e710")
+    # the sweep's end points are the balance table's all-positions figures of the same two runs
+    at_one, off = sweep["c = 1.00"], sweep["flag off"]
+    assert at_one["value"] == a["all"] and off["value"] == a["all_other_rule"]
+    assert a["prompt"] < a["all"] and a["all"] != a["continuation"]   # the figure no other column holds
+    balance = _shown("4b8cf525")
+    assert BALANCE_LABELS["agreement_all"] in balance
+    assert f"{a['all']:.3f} [" in balance and f"{a['all_other_rule']:.3f} [" in balance
+    said = (f"all {pos['all']} positions of the first draft pass ({pos['prompt']} prompt tokens, {pos['continuation']} "
+            f"continuation anchors and {tail} last continuation positions, too near the end to anchor a {NUM_STEPS}-step "
+            "chain)")
+    words = " ".join(_shown("86488d6a").split())
+    assert (f"Over {said}: at c = 1 (the trained arithmetic) step-1 agreement {at_one['value']:.3f} "
+            f"[{at_one['low']:.3f}, {at_one['high']:.3f}] beats flag off by {at_one['by']:.3f}") in words
+    assert (f"flag on {a['all']:.3f} and flag off {a['all_other_rule']:.3f}, are the balance table's "
+            f"'{BALANCE_LABELS['agreement_all']}' column") in words
+    at_scale = sweep[f"c = {nb['h_scale']:.2f}"]
+    assert (f"by c = {nb['h_scale']:.2f} (the median rms(h)), step-1 agreement over all {pos['all']} positions of the "
+            f"first draft pass (prompt tokens and continuation) {at_scale['value']:.3f} ") in notebook_summary(NAME)
