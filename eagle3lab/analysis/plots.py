@@ -137,7 +137,7 @@ def plot_speed_vs_chain(rows: pd.DataFrame, near=(), context: str | None = None,
     for i, name in enumerate(n for n in rows.index if n in set(near)):
         x = rows.loc[name, "num_steps"]
         ax.axvspan(x - 0.4, x + 0.4, color="tab:green", alpha=0.12, lw=0,
-                   label="within noise of the fastest (not ranked)" if i == 0 else None)
+                   label="the fastest set: within noise of the top measurement (not ranked)" if i == 0 else None)
     ax.axhline(1, color="grey", lw=0.8, ls=":")
     ax.set_xticks(k)
     ax.set(xlabel="chain length K (draft tokens per round)", ylabel="speedup over no speculation (decode)")

@@ -201,6 +201,11 @@ class TeacherForced(Meter):
                                                      "variant": state.variant}, before)
 
 
+# What each rate a decoded ladder compares counts (decode_sweep's units), worded once for every notebook that says it.
+SPEED_KINDS = {"e2e": "end to end (prefill included: every new token over prefill plus decoding)",
+               "decode": "decode (tokens after the first over decoding time, the prefill not timed)"}
+
+
 class Decoded(Meter):
     """Rungs decoded from ``prompts`` by ``target`` in one interleaved ``decode_sweep`` (one case per runnable
     state key: the rung's draft under ``state.engine``, a chain of ``num_steps``, topk 1, ``num_draft_tokens``

@@ -21,6 +21,7 @@ import pandas as pd
 
 from eagle3lab.analysis.roofline import ROOFLINE_EXAMPLES, CostSeries, price_on_served, served_settings
 from eagle3lab.analysis.verdicts import AGAINST, WORDS, projected_word, speed_word, word_of
+from eagle3lab.doctor.ladder import SPEED_KINDS
 from eagle3lab.engines.acceptance import Interval, tau_difference, tau_interval
 from eagle3lab.engines.flags.sglang_overlap import CHANGES as _OVERLAP_CHANGES
 from eagle3lab.readings.dump_mode import scored_from
@@ -221,10 +222,9 @@ _AGAINST = AGAINST   # the one vocabulary (verdicts.AGAINST)
 # Every speed this notebook measures is a decode speed (DecodeSweep.speed_ratio, kind "decode"): tokens after the
 # first over decoding time, what the cost model prices. Notebook 06 times its ladder end to end (its CaseLadder's
 # speed_kind "e2e", doctor.ladder.Decoded's default): every new token over prefill plus decoding (decode_sweep's "e2e"
-# unit, prefill_s + decode_s); nothing else is timed (the sweep's warm-up and the models' loading are not). 06's reading
-# words that kind only as CaseLadder.kind ("end to end") on a ladder it has built, so the words live here, once.
+# unit, prefill_s + decode_s); nothing else is timed (the sweep's warm-up and the models' loading are not).
 DECODE_SPEED = "decode tokens/s, the prefill not timed: what the cost model prices"
-E2E_SPEED = "end to end (prefill included: every new token over prefill plus decoding)"
+E2E_SPEED = SPEED_KINDS["e2e"]
 # 06 loads the same held-out prompts (load_prompts(n=N_PROMPTS), the same N_PROMPTS and MAX_NEW_TOKENS by default:
 # tests/notebooks/test_nb_05): what differs is what is timed, and that each notebook times its own run.
 E2E_POINTER = (f"Notebook 06 times the same case on the same prompts {E2E_SPEED}, in timed runs of its own: timing "

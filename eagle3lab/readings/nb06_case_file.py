@@ -21,7 +21,15 @@ import pandas as pd
 
 from eagle3lab.analysis.roofline import SERVED
 from eagle3lab.analysis.verdicts import interval_text, rate_text, signed_text, word_of
-from eagle3lab.doctor.ladder import Decoded, Rung, RunState, TeacherForced, climb, same_measurement
+from eagle3lab.doctor.ladder import (
+    SPEED_KINDS,
+    Decoded,
+    Rung,
+    RunState,
+    TeacherForced,
+    climb,
+    same_measurement,
+)
 from eagle3lab.engines.acceptance import (
     Interval,
     bootstrap_ratio,
@@ -228,6 +236,16 @@ class CaseLadder:
         """The speed every ratio states: "end to end" (prefill included) or "decode"."""
         return "end to end" if self.speed_kind == "e2e" else "decode"
 
+    @property
+    def interval_basis(self) -> str:
+        """What every speed interval is over: the prompts, each repeat's times summed per prompt (``doctor.ladder``)."""
+        return f"95% paired bootstrap over prompts ({self.repeats} repeats summed per prompt)"
+
+    @property
+    def speed_caption(self) -> str:
+        return (f"The same rungs' speed, {SPEED_KINDS[self.speed_kind]}, {self.device}, {self.dtype}, batch 1; "
+                f"{self.interval_basis}")
+
     def words(self) -> str:
         """One sentence a rung, a markdown list numbered as the tables: what changed, why, and what it did (from the
         intervals); every speed labelled with its kind."""
@@ -336,8 +354,7 @@ class CaseLadder:
         bx.set_ylabel("the same rungs", fontsize=8)
         bx.axvline(1, color="k", lw=0.8, ls="--")
         kind = "end to end" if self.speed_kind == "e2e" else "decode"
-        bx.set_xlabel(f"measured {kind} tokens/s over no speculation (x)\n95% paired bootstrap over "
-                      f"{self.repeats} repeats x prompts")
+        bx.set_xlabel(f"measured {kind} tokens/s over no speculation (x)\n{self.interval_basis}")
         bx.set_title("measured speed; green / red: faster / slower than\nno speculation, grey: within noise",
                      fontsize=9)
         fig.suptitle(f"The ladder, one change a rung ({', '.join(engines)}; {self.device}, {self.dtype}, batch 1)",
@@ -475,14 +492,23 @@ def projection_check(ladder: CaseLadder | None, chain: ChainChoice | None) -> Pr
 
 
 @dataclass(frozen=True)
+class RungTau:
+    """One rung's tau (not a gain), the chain it ran and its number in the tables (``rung 4``)."""
+
+    tau: Interval
+    steps: int
+    rung: str
+
+
+@dataclass(frozen=True)
 class Gains:
     """What the case's ladder measured for each kind of fix (paired tau differences; None: not measured): the ids
     feeding the trained points (the rule still wrong), the trained rule (points right), and both (served whole),
     each against the rung before it; ``on``: where (the bundled case's ladder, decoded or teacher-forced);
     ``wiring_rule``: the ids and the rule together, from the ids' start (the rule's gain is on top of the ids');
-    ``spans``: each field -> the rungs it was measured between (``rung 2 -> 6``), from the run; ``ignored``: the
-    tau (not a gain) of the rung with the trained points fed and the rule ignored, at ``ignored_steps``, as a build
-    that ignores norm_before_residual serves the draft (``spans["ignored"]``: that rung)."""
+    ``spans``: each field -> the rungs it was measured between (``rung 2 -> 6``), from the run. Three rungs' own
+    taus: ``ignored``, the trained points fed and the rule ignored (as a build that ignores norm_before_residual
+    serves the draft); ``launched`` and ``lifted``, the seed record's first two steps (as launched; the cap lifted)."""
 
     wiring: object = None
     rule: object = None
@@ -490,8 +516,9 @@ class Gains:
     on: str = "not measured (no ladder in this mode)"
     wiring_rule: object = None
     spans: dict = field(default_factory=dict)
-    ignored: object = None
-    ignored_steps: int | None = None
+    ignored: RungTau | None = None
+    launched: RungTau | None = None
+    lifted: RungTau | None = None
 
     def text(self, iv, span: str = "") -> str:
         if iv is None:
@@ -506,20 +533,23 @@ def gains_of(ladder: CaseLadder | None) -> Gains:
     if ladder is None:
         return Gains()
     by = {r.name: r for r in ladder.rungs}
+    number = {r.name: i + 1 for i, r in enumerate(ladder.rungs)}     # as the tables number them
 
     def diff(after: str, before: str):
         a, b = by[after], by[before]
         return ladder.meter.difference(a, b) if a.ran and b.ran else None
 
-    flags, ids, rule, whole = (RUNG_NAMES[k] for k in ("flags", "ids", "rule", "whole"))
+    def own(name: str) -> RungTau | None:        # None: not climbed (a ladder without that rung) or not run
+        r = by.get(name)
+        return RungTau(r.tau, r.state.num_steps, f"rung {number[name]}") if r is not None and r.ran else None
+
+    launched, flags, ids, rule, whole = (RUNG_NAMES[k] for k in ("launched", "flags", "ids", "rule", "whole"))
     how = "decoded" if ladder.decoded else f"teacher-forced on {ladder.scored_on}"
-    number = {r.name: i + 1 for i, r in enumerate(ladder.rungs)}     # as the tables number them
     spans = {k: f"rung {number[a]} -> {number[b]}" for k, (a, b) in
              {"wiring": (flags, ids), "rule": (ids, rule), "whole": (flags, whole), "wiring_rule": (flags, rule)}.items()}
-    spans["ignored"] = f"rung {number[ids]}"
     return Gains(diff(ids, flags), diff(rule, ids), diff(whole, flags),
                  f"the bundled case's ladder ({how}, {steps(by[flags].state.num_steps)})", diff(rule, flags), spans,
-                 by[ids].tau if by[ids].ran else None, by[ids].state.num_steps)
+                 own(ids), own(launched), own(flags))
 
 
 def trainer_record(training: dict | None) -> dict:
@@ -676,10 +706,12 @@ def _rule_caveat(engine: str, fix: ServedFix, ladder: CaseLadder | None) -> str:
 
     said = (f"{engine} {ids.state.build or 'newest'} ignores norm_before_residual (the newest {engine} read, "
             f"{newest}, reads it)" if reads else f"no {engine} release reads norm_before_residual")
-    return (f", but {said} (the converted config writes it, {engine} ignores it): served by {engine} the fixed draft runs as rungs {numbers(ids)} do, the trained points fed "
-            f"and the rule ignored (tau {ids.tau}), not at rungs {numbers(rule, whole)}'s {whole.tau} with the rule "
-            f"read (rung {numbers(rule)} emulates a patched {engine} no release ships); {whole.state.engine} reads "
-            f"the rule and serves it at that tau (rung {numbers(whole)})")
+    k = ids.state.num_steps         # the team's chain, the rungs' own: the launched chain is another rung's
+    return (f", but {said} (the converted config writes it, {engine} ignores it): served by {engine} the fixed draft "
+            f"runs as rungs {numbers(ids)} do, the trained points fed and the rule ignored (tau {ids.tau} at "
+            f"{steps(k)}), not at rungs {numbers(rule, whole)}'s {whole.tau} with the rule read at the same chain "
+            f"(rung {numbers(rule)} emulates a patched {engine} no release ships); {whole.state.engine} reads the rule "
+            f"and serves it at that tau (rung {numbers(whole)})")
 
 
 RUNG_NAMES = {"launched": "as launched", "flags": "flags as the team fixed them", "team": "the team's ids",
@@ -866,7 +898,8 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
         line = flag_line(c.engine, num_steps, draft if isinstance(draft, str) else draft[c.engine])
         # a flag line only where the ids feed the trained points (the folder would feed others); where the rule is
         # ignored the line serves the draft below what it was trained for until an option holds
-        line = (line if c.honours_rule else f"after an option (norm_before_residual ignored here): {line}")
+        line = (line if c.honours_rule else "after a retrain with norm_before_residual off (into this folder) or on a "
+                f"patched engine (the rule is ignored here): {line}")
         rows.append({"engine": c.engine, "build": c.build or "newest", "ids": c.ids, **team, "read at": id_keys[c.engine],
                      "flag line": line if c.ids is not None else "none: no ids feed the trained points here (options left)",
                      "cannot honour": "; ".join(c.cannot(trained)) or "nothing", "options left": c.options(checks)})
@@ -979,16 +1012,17 @@ class ChainChoice:
         top = f"{best:.2f}x decode over no speculation, mean of the repeats"
         launch = (f"the launched {steps(self.chain)} " + ("is" if self.launched_within_noise else "is NOT")
                   + " in that set" + ("" if self.launched else " (the top projection itself)"))
-        if len(self.within_noise) == 1:
-            head = f"the fastest chain is {steps(self.best)} ({top}), no other chain within noise of it"
-        else:
-            head = f"the fastest chains are {self.fastest()} (the top projection {steps(self.best)}, {top})"
         longest = max(self.projected.columns)
         # the trainer's agreement stops at the longest priced chain: one longer may be faster, unpriced
-        edge = (f"; the set reaches the longest chain priced ({steps(longest)}, as far as the trainer's agreement "
-                "reaches), so a longer chain may be faster still: measure longer ones before calling any the fastest"
-                if longest in self.within_noise else "")
-        return f"Projected on costs timed {self.repeats} times, {head}; {launch}{edge}"
+        edge = longest in self.within_noise
+        fastest = "the fastest chain priced" if edge else "the fastest chain"
+        if len(self.within_noise) == 1:
+            head = f"{fastest} is {steps(self.best)} ({top}), no other chain within noise of it"
+        else:
+            head = f"{fastest}s are {self.fastest()} (the top projection {steps(self.best)}, {top})"
+        beyond = (f"; the set reaches the longest chain priced ({steps(longest)}, as far as the trainer's agreement "
+                  "reaches), so a longer chain may be faster still: measure longer ones" if edge else "")
+        return f"Projected on costs timed {self.repeats} times, {head}; {launch}{beyond}"
 
     def claims(self) -> dict:
         return {"best": self.best, "within_noise": [int(k) for k in self.within_noise], "chain": self.chain,

@@ -117,6 +117,7 @@ class Option:
     total: object = None     # a gain on top of option ``on_top_of`` ("(b)"): both together, from that one's start
     total_span: str = ""
     on_top_of: str = ""
+    kind: str = ""           # "serve", "retrain", "move" or "patch": what the option does, for the launch words
 
 
 # what a retrained draft's gain assumes: the ladder measured the as-trained draft, not a retrained one
@@ -169,24 +170,24 @@ def _options(ids, honours: bool, engine: str, upgrades: list[str], gains, captur
     to and give the total from that option's start."""
     span = gains.spans.get
     if ids is not None and honours:
-        return (Option("serve as it is", gains.whole, span("whole", "")),)
+        return (Option("serve as it is", gains.whole, span("whole", ""), kind="serve"),)
     on = f" ({captured})" if captured else ""
     opts = []
     if ids is None and not honours:
         opts.append(Option(f"retrain with norm_before_residual off on states this build captures{on}, and serve here, "
-                           f"{AS_GOOD}", gains.whole, span("whole", "")))
+                           f"{AS_GOOD}", gains.whole, span("whole", ""), kind="retrain"))
     elif not honours:
         opts.append(Option(f"retrain with norm_before_residual off (the ids above already feed the trained points), "
-                           f"{AS_GOOD}", gains.rule, span("rule", "")))
+                           f"{AS_GOOD}", gains.rule, span("rule", ""), kind="retrain"))
     else:
         opts.append(Option(f"retrain on states {engine} captures here ({captured + '; ' if captured else ''}it reads "
                            "the rule) and serve here, "
-                           f"{AS_GOOD}", gains.whole, span("whole", "")))
+                           f"{AS_GOOD}", gains.whole, span("whole", ""), kind="retrain"))
     move = None
     if ids is None and upgrades:
         move = _letter(len(opts))
         opts.append(Option(f"move to {' or '.join(upgrades)}, whose ids feed the trained points (the rule "
-                           f"{'read' if honours else 'still ignored'})", gains.wiring, span("wiring", "")))
+                           f"{'read' if honours else 'still ignored'})", gains.wiring, span("wiring", ""), kind="move"))
     if not honours:
         # the rule's gain was measured with the trained points fed: a patch alone earns it only where ids feed them
         patch, gain, key, total = "patch the engine to read norm_before_residual", gains.rule, "rule", None
@@ -197,7 +198,7 @@ def _options(ids, honours: bool, engine: str, upgrades: list[str], gains, captur
             patch, gain, key = patch + " and to capture the trained points (no build read captures them)", gains.whole, "whole"
         opts.append(Option(f"{patch}: no patch ships (no release reads it, eagle3lab ships none; the ladder's rule rung "
                            "emulates one)", gain, span(key, ""), total, span("wiring_rule", "") if move else "",
-                           move or ""))
+                           move or "", kind="patch"))
     return tuple(opts)
 
 
@@ -288,16 +289,21 @@ class ServedChain:
         """The fastest priced chain is the longest priced: a longer one, not priced, may be faster still."""
         return self.best == max(self.speedups)
 
-    def price(self, tau, k: int) -> str:
-        """A measured tau (``Interval``) at ``k`` steps priced on the fleet, in words: the projected decode speedup
-        at its value and bounds (it rises with tau at a fixed chain, so bounds map to bounds) and the verdict of
-        tau against the round cost (the break-even tau; ``verdicts.projected_word``)."""
-        from eagle3lab.analysis.verdicts import interval_text, projected_word
+    def priced(self, tau, k: int) -> tuple:
+        """A measured tau (``Interval``) at ``k`` steps priced on the fleet: the projected decode speedup at its
+        value and bounds (it rises with tau at a fixed chain, so bounds map to bounds) and the round cost."""
         from eagle3lab.engines.acceptance import Interval
 
         rows = [_priced(t, k, self.fleet) for t in (tau.value, tau.low, tau.high)]
         x = Interval(*(float(r["projected_speedup"]) for r in rows), tau.level, tau.units)
-        cost = float(rows[0]["round_cost"])       # c * k + v(k + 1) + overhead: the same at every tau
+        return x, float(rows[0]["round_cost"])      # c * k + v(k + 1) + overhead: the same at every tau
+
+    def price(self, tau, k: int) -> str:
+        """``priced`` in words, with tau's verdict against the round cost (the break-even tau;
+        ``verdicts.projected_word``)."""
+        from eagle3lab.analysis.verdicts import interval_text, projected_word
+
+        x, cost = self.priced(tau, k)
         word = projected_word(tau, cost)
         than = {"projected within noise": "of"}.get(word, "than")
         return (f"{interval_text(x, unit='x')} projected decode on the fleet (round cost {cost:.2f} target steps): "
@@ -357,6 +363,35 @@ def served_chain(agree: list[float], fleet: dict, agree_from: str) -> ServedChai
 
 
 @dataclass(frozen=True)
+class RecordCheck:
+    """One step of the seed's record held against the served cost model, at the tau the case's ladder measured for
+    that chain (the seed's own taus were not recorded): the round the recorded speeds imply
+    (``cost_model.implied_round_cost``) at the tau's value and bounds, and the round the model prices."""
+
+    step: str                       # "as launched", "with the cap lifted"
+    rung: str
+    steps: int
+    tau: tuple[float, float, float]
+    plain_tok_s: float
+    tok_s: float
+    implied: tuple[float, float, float]   # target steps, at tau's value, low and high
+    priced: float                   # target steps, the served cost model's round for this chain
+
+    @property
+    def holds(self) -> bool:
+        return self.implied[1] <= self.priced <= self.implied[2]
+
+    def words(self) -> str:
+        from eagle3lab.readings.nb06_case_file import steps
+
+        v, lo, hi = self.implied
+        return (f"{self.step} ({self.rung}, {steps(self.steps)}, tau {self.tau[0]:.3f} [{self.tau[1]:.3f}, "
+                f"{self.tau[2]:.3f}]) {self.plain_tok_s:g} -> {self.tok_s:g} tok/s implies a round of {v:.2f} "
+                f"[{lo:.2f}, {hi:.2f}] target steps, the model prices {self.priced:.2f} "
+                f"({'inside' if self.holds else 'outside'} that interval)")
+
+
+@dataclass(frozen=True)
 class SeedAnswer:
     """The seed engineer's answer for their own target, in words generated from the engine knowledge: per build,
     the ids, what the team's ids do, what the engine cannot honour, the options with the ladder's gains and the
@@ -402,7 +437,7 @@ class SeedAnswer:
         first = " (the first release that could serve it)" if self.first_servable(b) else ""
         launch = ("No launch line: this build cannot load the fixed draft as trained (the options above)"
                   if not b.launch else f"Launch: `{b.launch}`" if b.honours_rule else
-                  f"Launch once an option above holds ({self.served_as_is()}): `{b.launch}`")
+                  f"{self.launch_after(b)} ({self.served_as_is()}): `{b.launch}`")
         return (f"**{b.label}**{first}: {ids}{team}; it cannot {' or '.join(cannot) or 'fail to serve it'}. "
                 f"Options: {opts}. {launch}")
 
@@ -415,20 +450,67 @@ class SeedAnswer:
         return (f"{said}, which no build above serves as it stands (each ignores norm_before_residual or cannot feed "
                 "the trained points): they hold only once an option above holds")
 
+    @staticmethod
+    def launch_after(b: SeedBuild) -> str:
+        """Which options make a launch line on a build that ignores the rule serve the draft as trained: a retrain
+        with the rule off, written to the same folder, or a patch of the engine (a move serves elsewhere)."""
+        mark = {o.kind: _letter(i) for i, o in enumerate(b.options)}
+        after = [f"after {mark['retrain']} (the retrained draft converted into this folder)"] if "retrain" in mark else []
+        after += [f"on an engine patched as {mark['patch']} says"] if "patch" in mark else []
+        return "Launch " + " or ".join(after)
+
     def served_as_is(self) -> str:
         """What a build that ignores norm_before_residual serves before any option: the ladder's rung with the
         trained points fed and the rule ignored, its tau priced on the fleet where a chain is priced."""
-        g, said = self.gains, "served as it is, this build ignores norm_before_residual"
-        if g.ignored is None:
+        r, said = self.gains.ignored, "as it is, this build serves the draft with norm_before_residual ignored"
+        if r is None:
             return f"{said}; no ladder measured that draft here"
-        k = g.ignored_steps
-        run = (f"the ladder's {g.spans['ignored']} served it that way (the trained points fed, the rule ignored) and measured "
-               f"tau {g.ignored} at {k} steps")
-        price = f", priced at {k} steps at {self.chain.price(g.ignored, k)}" if self.chain else ""
+        k = r.steps
+        run = (f"the ladder's {r.rung} served it that way (the trained points fed, the rule ignored) and measured "
+               f"tau {r.tau} at {k} steps")
+        price = f", priced at {k} steps at {self.chain.price(r.tau, k)}" if self.chain else ""
         # the ladder ran that rung on its own chain: another launched chain was not measured with the rule ignored
         other = (f"; this line's {self.chain_launched}-step chain was not measured that way" if k != self.chain_launched
                  else "")
         return f"{said}: {run}{price}{other}"
+
+    def _as_is_claims(self) -> dict:
+        r = self.gains.ignored
+        out = {"tau": [r.tau.value, r.tau.low, r.tau.high], "steps": r.steps, "rung": r.rung}
+        if self.chain:
+            x, cost = self.chain.priced(r.tau, r.steps)
+            out.update(priced=[x.value, x.low, x.high], round_cost=cost)
+        return out
+
+    def against_record(self) -> tuple[RecordCheck, ...]:
+        """The seed's record as launched and with the cap lifted, each where the ladder ran the record's chain."""
+        from eagle3lab.analysis.cost_model import implied_round_cost
+
+        h, g = self.history, self.gains
+        if self.chain is None or h is None:
+            return ()
+        out = []
+        for step, r, tok_s, k in (("as launched", g.launched, h.launched_tok_s, h.num_steps),
+                                  ("with the cap lifted", g.lifted, h.cap_lifted_tok_s, h.draft_tokens - 1)):
+            if r is None or r.steps != k:      # the ladder ran another chain: its tau is not this record's
+                continue
+            taus = (r.tau.value, r.tau.low, r.tau.high)
+            out.append(RecordCheck(step, r.rung, k, taus, h.plain_tok_s, tok_s,
+                                   tuple(implied_round_cost(t, h.plain_tok_s, tok_s) for t in taus),
+                                   float(_priced(r.tau.value, k, self.chain.fleet)["round_cost"])))
+        return tuple(out)
+
+    def record_words(self) -> str:
+        """The served cost model against the seed's record: whether it reproduces the rounds the record implies."""
+        checks = self.against_record()
+        if not checks:
+            return ""
+        said = ("Held against the seed's record at the taus the case's ladder measured on the same chains (the seed's "
+                "own were not recorded): " + "; ".join(c.words() for c in checks))
+        if all(c.holds for c in checks):
+            return said + ": the model's stated assumptions reproduce the record there"
+        return (said + ": the model's stated assumptions do not reproduce the seed's fleet, so every price above (the "
+                "chain's and the launch lines') is a starting point to measure there, not a launch decision")
 
     def option_gain(self, o: Option) -> str:
         """An option's gain with the rungs it spans; one on top of another option's says so, with the total."""
@@ -451,7 +533,7 @@ class SeedAnswer:
                  "the fleet before launching (no agreement to price it with here)")
         convert = convert_words(self.draft, [b.engine for b in self.builds if b.launch], t["model"])
         return "\n\n".join([head, "\n".join(f"- {self.build_words(b)}" for b in self.builds), convert + ".",
-                            chain + ".",
+                            chain + ".", *([self.record_words() + "."] if self.record_words() else []),
                             *([" ".join(filter(None, [self.history.words(), echo]))] if self.history else []),
                             self.record.words()])
 
@@ -469,9 +551,8 @@ class SeedAnswer:
                 "chain_best": self.chain.best if self.chain else None, "chain_launched": self.chain_launched,
                 "chain_speedups": list(self.chain.speedups.values()) if self.chain else None,
                 "overhead_when_off": SERVED["overhead"],   # the words' "0.2 where it is off" (overhead_reason)
-                "served_as_is": None if self.gains.ignored is None else {
-                    "tau": [self.gains.ignored.value, self.gains.ignored.low, self.gains.ignored.high],
-                    "steps": self.gains.ignored_steps, "rung": self.gains.spans["ignored"]},
+                "served_as_is": None if self.gains.ignored is None else self._as_is_claims(),
+                "against_record": [asdict(c) for c in self.against_record()],
                 "team_tok_s": self.record.tok_s, "team_runs_in": list(self.record.runs_in),
                 "history": self.history.claims() if self.history else None}
 

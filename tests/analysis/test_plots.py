@@ -309,7 +309,8 @@ def test_speed_vs_chain_draws_measured_with_intervals_beside_the_projection_and_
     assert list(measured.get_ydata()) == [0.70, 1.40, 1.45] and list(projected.get_ydata()) == [1.64, 1.41, 1.60]
     assert projected.get_markerfacecolor() == "none"
     assert sorted(_labels(ax)) == ["measured (95% interval over repetition x prompt)",
-                                   "projected (cost model, no interval)", "within noise of the fastest (not ranked)"]
+                                   "projected (cost model, no interval)",
+                                   "the fastest set: within noise of the top measurement (not ranked)"]
     assert len([p for p in ax.patches]) == 2 and CONTEXT in _flat(ax.get_title())
 
 

@@ -238,8 +238,9 @@ def test_the_chain_verdict_is_the_set_within_noise_of_the_fastest(nb):
     text = notebook_summary("06_case_file.ipynb")
     near, top = ch["within_noise"], f"{ch['best_speedup']:.2f}x decode over no speculation, mean of the repeats"
     each = "within noise of each other" if len(near) == 2 else f"each within noise of {steps(ch['best'])}"
-    head = (f"the fastest chain is {steps(ch['best'])} ({top}), no other chain within noise of it" if len(near) == 1 else
-            f"the fastest chains are {', '.join(map(str, near))} steps, {each} (the top projection {steps(ch['best'])}, "
+    fastest = "the fastest chain priced" if max(map(int, ch["projected"])) in near else "the fastest chain"
+    head = (f"{fastest} is {steps(ch['best'])} ({top}), no other chain within noise of it" if len(near) == 1 else
+            f"{fastest}s are {', '.join(map(str, near))} steps, {each} (the top projection {steps(ch['best'])}, "
             f"{top})")
     assert "the chains within noise of it" not in text and "(the best itself)" not in text
     assert (f"{head}; the launched {steps(ch['chain'])} " + ("is" if ch["launched_within_noise"] else "is NOT")
@@ -284,8 +285,10 @@ def test_step5_checklist_per_engine_and_build(nb):
     assert vllm["ids"] == [0, 3, 7] and vllm["cannot honour"] == "nothing"
     k = nb["chain"]
     assert f"--speculative-num-steps {k} " in new["flag line"] and f'"num_speculative_tokens": {k}' in vllm["flag line"]
-    # sglang ignores the rule the draft was trained with: its line holds only after an option; vllm's as it is
-    assert new["flag line"].startswith("after an option (norm_before_residual ignored here): --speculative-algo")
+    # sglang ignores the trained rule: its line serves the draft as trained only after a retrain or on a patched
+    # engine; vllm's as it is
+    assert new["flag line"].startswith("after a retrain with norm_before_residual off (into this folder) or on a "
+                                       "patched engine (the rule is ignored here): --speculative-algo")
     assert vllm["flag line"].startswith("--max-num-seqs ")
     # each flag line loads a folder in its engine's format: sglang the eagle3lab convert copy, ids in eagle_config
     # (SGLang reads eagle_config only), vllm the rewritten speculators checkpoint itself (issue 35)
@@ -339,14 +342,26 @@ def test_step5c_the_seeds_answer_for_its_own_target_from_the_engine_knowledge(nb
         assert "--tp 8" in r["launch"] or "--tensor-parallel-size 8" in r["launch"]
         assert f"`{r['launch']}`" in text
     assert rows["sglang", "0.5.14"]["ids"] == rows["sglang", "0.5.23"]["ids"] == [0, 3, 31]
-    # SGLang ignores the rule: its launch lines hold after an option, and say what they serve as they are, the
+    # SGLang ignores the rule: its launch lines hold after a retrain or on a patched engine, and say what they serve as they are, the
     # ladder's rung with the trained points fed and the rule ignored, at its chain (issue 35)
     ids_rung = next((i + 1, r) for i, r in enumerate(nb["ladder"]["rungs"]) if r["name"] == "ids for the top-scoring wiring")
     as_is = seed["served_as_is"]
     assert as_is["rung"] == f"rung {ids_rung[0]}" and as_is["tau"] == pytest.approx(ids_rung[1]["tau"])
     assert (f"the ladder's rung {ids_rung[0]} served it that way (the trained points fed, the rule ignored) and measured "
             f"tau {_iv(as_is['tau'])} at {as_is['steps']} steps, priced at {as_is['steps']} steps at ") in text
-    assert text.count("Launch once an option above holds") == 2 and as_is["steps"] == ids_rung[1]["num_steps"]
+    assert text.count("Launch after (a) (the retrained draft converted into this folder) or on an engine patched as (b) says (as it is, this build serves the draft with norm_before_residual ignored") == 2 and as_is["steps"] == ids_rung[1]["num_steps"]
+    # the served cost model held against the seed's record at the ladder's taus for the record's chains (issue 35)
+    record, rungs = SEED_RECORD, nb["ladder"]["rungs"]
+    checks = seed["against_record"]
+    assert [(c["step"], c["rung"], c["steps"]) for c in checks] == [
+        ("as launched", "rung 1", record.num_steps), ("with the cap lifted", "rung 2", record.draft_tokens - 1)]
+    for c, rung, tok_s in zip(checks, rungs, (record.launched_tok_s, record.cap_lifted_tok_s)):
+        assert c["tau"] == pytest.approx(rung["tau"]) and rung["num_steps"] == c["steps"]
+        assert c["implied"] == pytest.approx([t * record.plain_tok_s / tok_s for t in rung["tau"]])
+        assert f"{c['plain_tok_s']:g} -> {tok_s:g} tok/s implies a round of {c['implied'][0]:.2f}" in text
+        assert f"the model prices {c['priced']:.2f} ({'inside' if c['implied'][1] <= c['priced'] <= c['implied'][2] else 'outside'}" in text
+    held = all(c["implied"][1] <= c["priced"] <= c["implied"][2] for c in checks)
+    assert ("reproduce the record there" if held else "do not reproduce the seed's fleet") in text
     # the per-build table is shown (show_full: a full_text not last in its cell displays nothing)
     cell = next(c for c in executed_notebook(NAME).cells if "seed.table()" in c.source)
     html = "".join(o.get("data", {}).get("text/html", "") for o in cell.get("outputs", []))
@@ -441,7 +456,8 @@ def test_the_rewritten_checkpoint_lies_where_the_parameter_says_and_convert_is_n
     assert rungs[3]["state"]["rule"] is False and rungs[4]["state"]["rule"] is rungs[5]["state"]["rule"] is True
     assert ("but no sglang release reads norm_before_residual (the converted config writes it, sglang ignores it): "
             f"served by sglang the fixed draft runs as rungs 3-4 do, the trained points fed and the rule ignored (tau "
-            f"{ignored}), not at rungs 5-6's {read} with the rule read") in text
+            f"{ignored} at {rungs[3]['num_steps']} steps), not at rungs 5-6's {read} with the rule read at the same "
+            "chain") in text and rungs[3]["num_steps"] == rungs[5]["num_steps"] != rungs[6]["num_steps"]
     assert "vllm reads the rule and serves it at that tau (rung 6)" in text
 
 
@@ -570,6 +586,9 @@ def test_chain_choice_from_repeated_costs():
     rising = choose_chain([model(0.01 + 0.001 * i) for i in range(3)], [0.95] * 4)
     assert 4 in rising.within_noise and ("the set reaches the longest chain priced (4 steps, as far as the trainer's "
                                          "agreement reaches), so a longer chain may be faster still") in rising.words()
+    # ... and names no fastest chain outright: only the fastest of those priced
+    assert "the fastest chain priced" in rising.words() and "the fastest chain is" not in rising.words()
+    assert "the fastest chain is 2 steps" in tight.words()
     assert choose_chain([model(0.4)] * 3, agree).chain == 2          # launched None: the best
     with pytest.raises(ValueError, match="at least two"):
         choose_chain([model(0.4)], agree)
@@ -842,12 +861,13 @@ def test_the_ladders_speed_table_is_shown_with_its_labels_not_the_frames_names(n
     from helpers.notebooks import executed_notebook
 
     from eagle3lab.app.display import TABLE_CLASS
+    from eagle3lab.doctor.ladder import SPEED_KINDS
     from eagle3lab.readings.nb06_case_file import speed_labels
 
     assert nb["ladder"]["speed_kind"] == "e2e"
     cell = next(c for c in executed_notebook(NAME).cells if "case_ladder.case_rungs(" in c.source)
-    html = next(o["data"]["text/html"] for o in cell.outputs if "speed, end to end (prefill included)" in o.get("data", {}).get(
-        "text/html", ""))
+    caption = f"speed, {SPEED_KINDS['e2e']}, "
+    html = next(o["data"]["text/html"] for o in cell.outputs if caption in o.get("data", {}).get("text/html", ""))
     assert TABLE_CLASS in html
     for name, label in speed_labels("end to end").items():
         assert f"<th>{label}</th>" in html and f"<th>{name}</th>" not in html, (name, label)

@@ -197,8 +197,8 @@ def test_each_flag_line_loads_its_engines_format_and_sglang_is_told_it_ignores_t
                       draft={e: c.path for e, c in copies.items()})
     assert f"--speculative-draft-model-path {path}-sglang " in table.loc[("sglang", "0.5.23"), "flag line"]
     assert f'"model": "{path}"' in table.loc[("vllm", "newest"), "flag line"]
-    assert table.loc[("sglang", "0.5.23"), "flag line"].startswith("after an option (norm_before_residual ignored")
-    assert "after an option" not in table.loc[("vllm", "newest"), "flag line"]
+    assert table.loc[("sglang", "0.5.23"), "flag line"].startswith("after a retrain with norm_before_residual off")
+    assert "after a retrain" not in table.loc[("vllm", "newest"), "flag line"]
     assert table.loc[("sglang", "0.5.23"), "read at"] == "eagle_config.eagle_aux_hidden_state_layer_ids"
     assert all("rewritten checkpoint" not in line for line in table["flag line"])
     words = fix_words(fix, 12, copies, _case_ladder())
@@ -206,7 +206,8 @@ def test_each_flag_line_loads_its_engines_format_and_sglang_is_told_it_ignores_t
            "eagle_config.eagle_aux_hidden_state_layer_ids, where sglang reads them" in words
     assert ("but no sglang release reads norm_before_residual (the converted config writes it, sglang ignores it): "
             "served by sglang the fixed draft runs as rungs 2-3 do, the trained points fed and the rule ignored (tau "
-            "1.389 [1.182, 2.038]), not at rungs 4-5's 3.957 [3.333, 4.706] with the rule read (rung 4 emulates a "
+            "1.389 [1.182, 2.038] at 15 steps), not at rungs 4-5's 3.957 [3.333, 4.706] with the rule read at the same "
+            "chain (rung 4 emulates a "
             "patched sglang no release ships); vllm reads the rule and serves it at that tau (rung 5)") in words
     # without a ladder (nothing climbed) the conversion is named, no tau claimed
     assert "rung" not in fix_words(fix, 12, copies) and sgl.command in fix_words(fix, 12, copies)
@@ -256,10 +257,10 @@ def test_the_gains_name_the_rungs_they_span_and_the_ids_and_rule_together():
 
     ladder = _case_ladder()
     g = gains_of(ladder)
-    assert g.spans == {"wiring": "rung 1 -> 3", "rule": "rung 3 -> 4", "whole": "rung 1 -> 5", "wiring_rule": "rung 1 -> 4",
-                       "ignored": "rung 3"}
+    assert g.spans == {"wiring": "rung 1 -> 3", "rule": "rung 3 -> 4", "whole": "rung 1 -> 5", "wiring_rule": "rung 1 -> 4"}
     # the ids rung's own tau (points fed, rule ignored) is what a build that ignores the rule serves
-    assert g.ignored.value == pytest.approx(1.389) and g.ignored_steps == 15
+    assert (g.ignored.tau.value, g.ignored.steps, g.ignored.rung) == (pytest.approx(1.389), 15, "rung 3")
+    assert g.lifted.rung == "rung 1" and g.lifted.tau.value == pytest.approx(1.122)
     assert g.wiring_rule.value == pytest.approx(3.957 - 1.122) and g.rule.value == pytest.approx(3.957 - 1.389)
     assert g.text(g.rule, g.spans["rule"]).endswith("tau on the bundled case's ladder (decoded, 15 steps), rung 3 -> 4")
 
@@ -271,3 +272,14 @@ def test_the_real_engines_counters_print_tau_at_three_digits():
               "accepted_per_pos": [41, 31, 21, 15]}
     table = real_counters({"engine": "vllm", "vllm": counts, "eagle3lab": counts})
     assert table["tau"].tolist() == [2.964, 2.964]
+
+
+def test_the_speed_caption_says_the_interval_is_over_prompts_with_the_repeats_summed():
+    """Issue 35: one basis for every speed interval of the ladder (doctor.ladder: paired over prompts, each prompt's
+    repeats summed), in the table's caption and the figure's axis alike; end to end says prefill is in it."""
+    ladder = _case_ladder()
+    assert ladder.speed_caption == ("The same rungs' speed, end to end (prefill included: every new token over "
+                                    "prefill plus decoding), cpu, float32, batch 1; 95% paired bootstrap over prompts "
+                                    "(2 repeats summed per prompt)")
+    ladder.speed_kind = "decode"
+    assert ladder.speed_caption.startswith("The same rungs' speed, decode (tokens after the first over decoding time")

@@ -1,7 +1,9 @@
 """Notebook 06's answer for the seed's own target (Kimi-K2.5), from the engine knowledge, without the notebook."""
 
+import pytest
+
 from eagle3lab.engines.acceptance import Interval
-from eagle3lab.readings.nb06_case_file import Gains
+from eagle3lab.readings.nb06_case_file import Gains, RungTau
 from eagle3lab.readings.seed_case import SEED_BUILD, SEED_RECORD, seed_answer
 
 KIMI_K25 = {"name": "Kimi-K2.5", "arch": "KimiK25ForConditionalGeneration", "num_layers": 61,
@@ -10,12 +12,12 @@ FLEET = {"roofline": "kimi-k2 fp8, 8 GPUs (H200-class)", "gpus": 8, "batch": 48,
 TEAM = {"engine": "sglang", "ids": [-1, 2, 30], "tok_s": 54.8}
 
 
-IGNORED = Interval(1.4, 1.2, 1.6, 0.95, 4)   # tau of the ladder's rung with the points fed and the rule ignored
+IGNORED = RungTau(Interval(1.4, 1.2, 1.6, 0.95, 4), 4, "rung 3")   # the points fed, the rule ignored
 
 
 def _answer(agree=(0.8, 0.7, 0.6, 0.5), history=None, target=KIMI_K25, ignored=IGNORED):
     gains = Gains(Interval(0.3, 0.1, 0.5, 0.95, 4), Interval(1.5, 1.0, 2.0, 0.95, 4), Interval(1.8, 1.2, 2.4, 0.95, 4),
-                  "a test ladder", spans={"ignored": "rung 3"}, ignored=ignored, ignored_steps=4)
+                  "a test ladder", ignored=ignored)
     return seed_answer(target, [0, 3, 31], True, {"sglang": [SEED_BUILD, "0.5.14"], "vllm": [None]}, TEAM, gains,
                        fleet=FLEET, agree=list(agree) if agree else None, agree_from="a test agreement", draft="./fixed",
                        steps_otherwise=3, history=history)
@@ -70,7 +72,7 @@ def test_a_fastest_chain_at_the_edge_of_those_priced_says_longer_may_be_faster()
     # the chain's sentence comes after the builds' list, so the launch lines are above it
     for a in (rising, peaked, _answer(agree=None)):
         w = a.words()
-        assert "lines below" not in w and w.index("Launch once an option") < w.index(f"lines above use {a.chain_launched} steps")
+        assert "lines below" not in w and w.index("Launch after (a)") < w.index(f"lines above use {a.chain_launched} steps")
 
 
 def test_without_a_build_that_feeds_the_trained_points_the_patch_must_capture_them_too():
@@ -121,7 +123,7 @@ def test_a_launch_line_on_a_build_that_ignores_the_rule_holds_only_after_an_opti
     cost = speedup(1.4)["round_cost"]
     word = "projected faster than" if 1.2 > cost else "projected slower than" if 1.6 < cost else "projected within noise of"
     assert a.chain_launched == 4 and "not measured that way" not in words
-    assert ("Launch once an option above holds (served as it is, this build ignores norm_before_residual: the "
+    assert ("Launch after (a) (the retrained draft converted into this folder) or on an engine patched as (b) says (as it is, this build serves the draft with norm_before_residual ignored: the "
             "ladder's rung 3 served it that way (the trained points fed, the rule ignored) and measured tau 1.400 [1.200, "
             f"1.600] at 4 steps, priced at 4 steps at {x[0]:.2f}x [{x[1]:.2f}, {x[2]:.2f}] projected decode on the "
             f"fleet (round cost {cost:.2f} target steps): {word} no speculation): `python -m sglang.launch_server") \
@@ -135,17 +137,76 @@ def test_a_launch_line_on_a_build_that_ignores_the_rule_holds_only_after_an_opti
             "which no build above serves as it stands") in a.words()
     # without the rung measured, the line still says the rule is ignored and that nothing measured it
     assert "no ladder measured that draft here): `python" in _answer(ignored=None).build_words(new)
+    # the options that keep this line are the retrain and the patch, named by their marks in this build's list
+    assert [o.kind for o in new.options] == ["retrain", "patch"] and words.count("Launch after") == 1
 
 
 def test_a_build_that_serves_the_draft_whole_launches_plainly():
     """A draft trained with the rule off is served whole where its points are fed: a plain launch line, and the
     chain's price is said to be that build's."""
     gains = Gains(Interval(0.3, 0.1, 0.5, 0.95, 4), None, Interval(0.3, 0.1, 0.5, 0.95, 4), "a test ladder",
-                  spans={"ignored": "rung 3"}, ignored=IGNORED, ignored_steps=4)
+                  ignored=IGNORED)
     a = seed_answer(KIMI_K25, [0, 3, 31], False, {"sglang": ["0.5.14"]}, TEAM, gains, fleet=FLEET,
                     agree=[0.8, 0.7, 0.6, 0.5], agree_from="a test agreement", draft="./fixed", steps_otherwise=3)
     (only,) = a.builds
     assert only.honours_rule and only.launch
     words = a.words()
-    assert f"Launch: `{only.launch}`" in words and "Launch once" not in words
+    assert f"Launch: `{only.launch}`" in words and "Launch after" not in words
     assert f"norm_before_residual read), as {only.label} serves it" in words
+
+
+def _priced_round(tau, k):
+    from eagle3lab.analysis.roofline import price_on_served
+
+    case = {"k": {"tau": tau, "num_steps": k, "num_draft_tokens": k + 1}}
+    return float(price_on_served(case, FLEET["roofline"], c=0.1, overhead=0.0, batches=(48,)).iloc[0]["round_cost"])
+
+
+def test_the_served_cost_model_is_held_against_the_seeds_record():
+    """Issue 35: the record's speeds imply a round cost at the ladder's tau for the same chain (tau * plain / spec);
+    the model's round for that chain is inside that interval or not, and the words say which, from the numbers."""
+    from eagle3lab.readings.seed_case import SeedRecord
+
+    launched = RungTau(Interval(1.09, 1.05, 1.15, 0.95, 6), 1, "rung 1")
+    lifted = RungTau(Interval(1.12, 1.05, 1.23, 0.95, 6), 15, "rung 2")
+    gains = Gains(launched=launched, lifted=lifted)
+
+    def answer(history):
+        return seed_answer(KIMI_K25, [0, 3, 31], True, {"sglang": ["0.5.14"]}, TEAM, gains, fleet=FLEET,
+                           agree=[0.8, 0.7, 0.6, 0.5], agree_from="a test agreement", draft="./fixed",
+                           steps_otherwise=3, history=history)
+
+    record = SeedRecord()
+    checks = answer(record).against_record()
+    assert [(c.step, c.steps) for c in checks] == [("as launched", 1), ("with the cap lifted", 15)]
+    one, fifteen = checks
+    assert one.implied == pytest.approx((1.09 * 90 / 56.8, 1.05 * 90 / 56.8, 1.15 * 90 / 56.8))
+    assert fifteen.implied == pytest.approx((1.12 * 90 / 46.7, 1.05 * 90 / 46.7, 1.23 * 90 / 46.7))
+    assert (one.priced, fifteen.priced) == (pytest.approx(_priced_round(1.09, 1)), pytest.approx(_priced_round(1.12, 15)))
+    assert one.holds == (one.implied[1] <= one.priced <= one.implied[2])
+    words = answer(record).words()
+    assert (f"as launched (rung 1, 1 step, tau 1.090 [1.050, 1.150]) 90 -> 56.8 tok/s implies a round of "
+            f"{one.implied[0]:.2f} [{one.implied[1]:.2f}, {one.implied[2]:.2f}] target steps, the model prices "
+            f"{one.priced:.2f}") in words
+    verdict = ("reproduce the record there" if one.holds and fifteen.holds else "do not reproduce the seed's fleet")
+    assert verdict in words
+    # a record whose speeds match the model's rounds: the model reproduces it, and the words say so
+    matched = SeedRecord(launched_tok_s=90 * 1.09 / one.priced, cap_lifted_tok_s=90 * 1.12 / fifteen.priced)
+    assert all(c.holds for c in answer(matched).against_record())
+    assert "the model's stated assumptions reproduce the record there" in answer(matched).words()
+    # a ladder that ran another chain than the record's has no tau for that step: no check is made up
+    assert [c.step for c in seed_answer(KIMI_K25, [0, 3, 31], True, {"sglang": ["0.5.14"]}, TEAM,
+                                        Gains(launched=launched, lifted=RungTau(lifted.tau, 4, "rung 2")), fleet=FLEET,
+                                        agree=[0.8, 0.7], agree_from="", draft="./fixed", steps_otherwise=3,
+                                        history=record).against_record()] == ["as launched"]
+
+
+def test_the_as_is_price_is_claimed_with_the_numbers_the_words_print():
+    """Every decimal the summary prints is a claim (tests/notebooks/test_notebooks.py): the as-is price and its round."""
+    a = _answer(agree=(0.95, 0.95, 0.95, 0.95))
+    c = a.claims()["served_as_is"]
+    assert (c["tau"], c["steps"], c["rung"]) == ([1.4, 1.2, 1.6], 4, "rung 3")
+    x, cost = a.chain.priced(IGNORED.tau, 4)
+    assert c["priced"] == [x.value, x.low, x.high] and c["round_cost"] == cost
+    assert f"{x.value:.2f}x [{x.low:.2f}, {x.high:.2f}]" in a.words() and f"round cost {cost:.2f}" in a.words()
+    assert "priced" not in _answer(agree=None).claims()["served_as_is"]
