@@ -10,6 +10,10 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Idle OpenMP threads sleep instead of spinning (read when torch loads libgomp, so before any import of torch): with
+# two workers on two cores, a test run on two threads spun against the other worker, an order of magnitude slower
+# (benchmarks/omp_contention.py measures it). The thread counts the tests set are unchanged, so are their arithmetic and verdicts.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402
 from helpers.tiny_models import one_thread, pretrain_tiny, tiny_streams, tiny_tokenizer  # noqa: E402
