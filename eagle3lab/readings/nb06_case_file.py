@@ -353,8 +353,7 @@ class CaseLadder:
         ax.set_title("tau; green / red: beats / loses the rung before,\ngrey: within noise or identical", fontsize=9)
         bx.set_ylabel("the same rungs", fontsize=8)
         bx.axvline(1, color="k", lw=0.8, ls="--")
-        kind = "end to end" if self.speed_kind == "e2e" else "decode"
-        bx.set_xlabel(f"measured {kind} tokens/s over no speculation (x)\n{self.interval_basis}")
+        bx.set_xlabel(f"measured {self.kind} tokens/s over no speculation (x)\n{self.interval_basis}")
         bx.set_title("measured speed; green / red: faster / slower than\nno speculation, grey: within noise",
                      fontsize=9)
         fig.suptitle(f"The ladder, one change a rung ({', '.join(engines)}; {self.device}, {self.dtype}, batch 1)",
@@ -897,7 +896,7 @@ def checklist(trained: tuple, rule: bool, num_layers: int, arch: str | None, bui
         team = {"the team's ids do": c.team or ""} if team_ids else {}
         line = flag_line(c.engine, num_steps, draft if isinstance(draft, str) else draft[c.engine])
         # a flag line only where the ids feed the trained points (the folder would feed others); where the rule is
-        # ignored the line serves the draft below what it was trained for until an option holds
+        # ignored the line serves the draft as trained only after a retrain with the rule off or on a patched engine
         line = (line if c.honours_rule else "after a retrain with norm_before_residual off (into this folder) or on a "
                 f"patched engine (the rule is ignored here): {line}")
         rows.append({"engine": c.engine, "build": c.build or "newest", "ids": c.ids, **team, "read at": id_keys[c.engine],
@@ -1015,11 +1014,11 @@ class ChainChoice:
         longest = max(self.projected.columns)
         # the trainer's agreement stops at the longest priced chain: one longer may be faster, unpriced
         edge = longest in self.within_noise
-        fastest = "the fastest chain priced" if edge else "the fastest chain"
+        priced = " priced" if edge else ""
         if len(self.within_noise) == 1:
-            head = f"{fastest} is {steps(self.best)} ({top}), no other chain within noise of it"
+            head = f"the fastest chain{priced} is {steps(self.best)} ({top}), no other chain within noise of it"
         else:
-            head = f"{fastest}s are {self.fastest()} (the top projection {steps(self.best)}, {top})"
+            head = f"the fastest chains{priced} are {self.fastest()} (the top projection {steps(self.best)}, {top})"
         beyond = (f"; the set reaches the longest chain priced ({steps(longest)}, as far as the trainer's agreement "
                   "reaches), so a longer chain may be faster still: measure longer ones" if edge else "")
         return f"Projected on costs timed {self.repeats} times, {head}; {launch}{beyond}"

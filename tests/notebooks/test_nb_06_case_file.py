@@ -238,10 +238,11 @@ def test_the_chain_verdict_is_the_set_within_noise_of_the_fastest(nb):
     text = notebook_summary("06_case_file.ipynb")
     near, top = ch["within_noise"], f"{ch['best_speedup']:.2f}x decode over no speculation, mean of the repeats"
     each = "within noise of each other" if len(near) == 2 else f"each within noise of {steps(ch['best'])}"
-    fastest = "the fastest chain priced" if max(map(int, ch["projected"])) in near else "the fastest chain"
-    head = (f"{fastest} is {steps(ch['best'])} ({top}), no other chain within noise of it" if len(near) == 1 else
-            f"{fastest}s are {', '.join(map(str, near))} steps, {each} (the top projection {steps(ch['best'])}, "
-            f"{top})")
+    priced = " priced" if max(map(int, ch["projected"])) in near else ""
+    head = (f"the fastest chain{priced} is {steps(ch['best'])} ({top}), no other chain within noise of it"
+            if len(near) == 1 else
+            f"the fastest chains{priced} are {', '.join(map(str, near))} steps, {each} (the top projection "
+            f"{steps(ch['best'])}, {top})")
     assert "the chains within noise of it" not in text and "(the best itself)" not in text
     assert (f"{head}; the launched {steps(ch['chain'])} " + ("is" if ch["launched_within_noise"] else "is NOT")
             + " in that set") in text
@@ -588,6 +589,10 @@ def test_chain_choice_from_repeated_costs():
                                          "agreement reaches), so a longer chain may be faster still") in rising.words()
     # ... and names no fastest chain outright: only the fastest of those priced
     assert "the fastest chain priced" in rising.words() and "the fastest chain is" not in rising.words()
+    loose_rising = choose_chain([SimpleNamespace(project=lambda tau, k, s=s: SimpleNamespace(speedup=s[k]))
+                                 for s in [{1: 1.2, 2: 1.3, 3: 1.6, 4: 1.7}, {1: 1.3, 2: 1.4, 3: 1.7, 4: 1.5}] * 3],
+                                agree)
+    assert loose_rising.within_noise == [3, 4] and "the fastest chains priced are 3, 4 steps" in loose_rising.words()
     assert "the fastest chain is 2 steps" in tight.words()
     assert choose_chain([model(0.4)] * 3, agree).chain == 2          # launched None: the best
     with pytest.raises(ValueError, match="at least two"):
