@@ -484,6 +484,8 @@ class WhatIf:
     served: ServedCosts            # break-even (projected round cost) on the served target
     assumptions: dict
     recorded: dict | None = None
+    # the round a served deployment's record implies for this chain (label, target steps): measured, not assumed
+    fleet_record: tuple[str, float] | None = None
 
     def served_words(self) -> dict:
         return {label: projected_word(self.row.tau, be) for label, be in self.served.labelled().items()}
@@ -494,6 +496,10 @@ class WhatIf:
                  "tau 95%": fmt(r.tau), "speedup": fmt(r.speed, unit="x"), "verdict": r.word}]
         for label, be in self.served.labelled().items():
             rows.append({"where": f"{label}, projected", "round cost (target steps)": f"{be:.3f}", "tau 95%": fmt(r.tau),
+                         "speedup": f"{r.tau.value / be:.2f}x", "verdict": projected_word(r.tau, be)})
+        if self.fleet_record:
+            label, be = self.fleet_record
+            rows.append({"where": f"{label}, implied", "round cost (target steps)": f"{be:.3f}", "tau 95%": fmt(r.tau),
                          "speedup": f"{r.tau.value / be:.2f}x", "verdict": projected_word(r.tau, be)})
         return pd.DataFrame(rows).set_index("where")
 
@@ -557,7 +563,22 @@ class WhatIf:
                            for label, be in self.served.labelled().items())
         return (f"{self.name}: tau {fmt(r.tau)}. Here a {r.num_steps}-step round paid {fmt(r.paid_cost)} target steps (tau / the measured "
                 f"decode speedup {fmt(r.speed, unit='x')}): {r.word}. Priced on the served {a['roofline']} (c = {a['c']}, overhead "
-                f"{a['overhead']} target steps per round; stated assumptions, projected, no interval but tau's): {served}.")
+                f"{a['overhead']} target steps per round; stated assumptions, projected, no interval but tau's): {served}."
+                + self.record_words())
+
+    def record_words(self) -> str:
+        """The round a served record implies beside the stated costs: where their verdicts differ, the served
+        verdict is the set of them (the assumptions do not decide it)."""
+        if not self.fleet_record:
+            return ""
+        label, be = self.fleet_record
+        word = projected_word(self.row.tau, be)
+        said = f" {label[:1].upper() + label[1:]} implies a round of {be:.2f} target steps: {word}"
+        words = set(self.served_words().values()) | {word}
+        if len(words) == 1:
+            return said + ", as the stated costs say."
+        return (said + "; the stated costs and the record disagree, so the served verdict is a set ("
+                + ", ".join(sorted(words)) + "), which only a measurement on the fleet decides.")
 
     def claims(self) -> dict:
         out = {"tau": interval_claims(self.row.tau), "speed": interval_claims(self.row.speed), "word": self.row.word,
@@ -565,6 +586,9 @@ class WhatIf:
                "served": {label: {"round_cost": be, "word": projected_word(self.row.tau, be),
                                   "speedup": self.row.tau.value / be} for label, be in self.served.labelled().items()},
                "assumptions": dict(self.assumptions)}
+        if self.fleet_record:
+            label, be = self.fleet_record
+            out["fleet_record"] = {"label": label, "round_cost": be, "word": projected_word(self.row.tau, be)}
         if self.recorded:
             out["recorded"] = {**self.recorded, "agrees": self.recorded_agrees(),
                                "inside_tau": self.recorded["tau"] in self.row.tau}
@@ -583,9 +607,10 @@ def served_round_costs(num_steps: int, verified: int, *, roofline: str, c: float
 
 
 def what_if(reading: SpeedReading, name: str, *, roofline: str, c: float, overhead: float, batch: int,
-            recorded: dict | None = None) -> WhatIf:
+            recorded: dict | None = None, fleet_record: tuple[str, float] | None = None) -> WhatIf:
     """``name`` here and priced on ``roofline`` at batch 1 and ``batch`` (and at ``batch`` with the per-round
-    overhead hidden by an overlap scheduler). ``recorded``: one run of ``recorded_benchmarks``, if any."""
+    overhead hidden by an overlap scheduler). ``recorded``: one run of ``recorded_benchmarks``, if any;
+    ``fleet_record``: (label, round cost) a served deployment's measured speeds imply for this chain (``cost_model.implied_round_cost``)."""
     r = reading[name]
     served = served_round_costs(r.num_steps, r.verified, roofline=roofline, c=c, overhead=overhead, batch=batch)
     rec = None
@@ -603,7 +628,7 @@ def what_if(reading: SpeedReading, name: str, *, roofline: str, c: float, overhe
     roof = ROOFLINE_EXAMPLES[roofline]
     experts = {n: roof.touched_experts(n) for n in (batch, batch * r.verified)}   # tokens in one forward
     return WhatIf(name, r, served, {"roofline": roofline, "c": c, "overhead": overhead, "batch": batch,
-                                               "num_experts": roof.num_experts, "experts": experts}, rec)
+                                               "num_experts": roof.num_experts, "experts": experts}, rec, fleet_record)
 
 
 def experts_words(w: WhatIf) -> str:
@@ -709,7 +734,7 @@ def _half_words(half, half_ids, case_profile: str) -> str:
             f"served {half.assumptions['roofline']} at batch {b}, under stated costs, a round costs "
             f"{served.overlapped:.2f} target steps with the overlap scheduler on ({OVERLAP_ON}) "
             f"({projected_word(tau, served.overlapped)}), {served.at_batch:.2f} on a build without it "
-            f"({OVERLAP_OFF}) ({projected_word(tau, served.at_batch)}).")
+            f"({OVERLAP_OFF}) ({projected_word(tau, served.at_batch)}).{half.record_words()}")
     return text + (" " + half.recorded_words() if half.recorded else "")
 
 

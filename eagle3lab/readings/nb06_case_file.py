@@ -1002,7 +1002,7 @@ class ChainChoice:
                          "projected speedup (mean of repeats)": round(col.mean(), 3),
                          "lowest - highest": f"{col.min():.2f} - {col.max():.2f}",
                          "over the top projection (95%)": ratio_text(iv),
-                         "verdict": f"fastest: {self.fastest()}" if k in self.within_noise else "slower than the fastest",
+                         "verdict": f"fastest: {self.fastest()}" if k in self.within_noise else "slower than the top projection",
                          "launched": "yes" if k == self.chain else ""})
         return pd.DataFrame(rows).set_index("num_steps")
 

@@ -448,7 +448,8 @@ class SeedAnswer:
         if whole:
             return f"{said}, as {' and '.join(whole)} serve{'s' if len(whole) == 1 else ''} it"
         return (f"{said}, which no build above serves as it stands (each ignores norm_before_residual or cannot feed "
-                "the trained points): they hold only once an option above holds")
+                "the trained points): they hold only after a retrain with the rule off or on a patched engine, where "
+                "the trained points are fed (a move alone still ignores the rule)")
 
     @staticmethod
     def launch_after(b: SeedBuild) -> str:

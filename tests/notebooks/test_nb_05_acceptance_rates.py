@@ -205,6 +205,16 @@ def test_half_fixed_case_is_bad_not_useless_with_one_verdict(nb, text):
     assert (f"a round costs {on['round_cost']:.2f} target steps with the overlap scheduler on ({reading.OVERLAP_ON}) "
             f"({on['word']}), {off['round_cost']:.2f} on a build without it ({reading.OVERLAP_OFF}) "
             f"({off['word']})") in text
+    # the seed's fleet priced by its own record: the round its as-launched speeds imply at this case's tau
+    params, _ = parameters_and_code_below(NOTEBOOKS / NOTEBOOK)
+    rec = half["fleet_record"]
+    assert rec["round_cost"] == pytest.approx(nb["case_tau"] * params["SEED_PLAIN_TPS"] / params["SEED_SPEC_TPS"])
+    lo, hi = half["tau"]["low"], half["tau"]["high"]
+    assert rec["word"] == ("projected faster" if lo > rec["round_cost"] else "projected slower"
+                           if hi < rec["round_cost"] else "projected within noise")
+    assert f"implies a round of {rec['round_cost']:.2f} target steps: {rec['word']}" in text
+    if {s["word"] for s in served.values()} != {rec["word"]}:
+        assert "the stated costs and the record disagree, so the served verdict is a set" in text
     if "recorded" in half:   # a recorded run is placed against this run's interval, not a second verdict
         r, s = half["recorded"], half["speed"]
         if "speed" in r:     # run_benchmark's pooled interval: overlapping intervals agree (two unpaired runs)

@@ -574,7 +574,7 @@ def test_chain_choice_from_repeated_costs():
     swings = [{1: 1.2, 2: 1.6, 3: 1.7, 4: 1.5}, {1: 1.3, 2: 1.7, 3: 1.5, 4: 1.4}] * 3
     loose = choose_chain([SimpleNamespace(project=lambda tau, k, s=s: SimpleNamespace(speedup=s[k])) for s in swings],
                          agree, launched=3)
-    assert 1 not in loose.within_noise and loose.table().loc[1, "verdict"] == "slower than the fastest"
+    assert 1 not in loose.within_noise and loose.table().loc[1, "verdict"] == "slower than the top projection"
     # no "best" inside the noise: the set is named, and the table's numbers are printed at 3 digits
     assert loose.table().loc[3, "verdict"] == f"fastest: {loose.fastest()}" and "best" not in loose.fastest()
     assert (loose.fastest() == "2, 3 steps, within noise of each other") == (loose.within_noise == [2, 3])

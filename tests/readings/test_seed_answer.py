@@ -107,7 +107,7 @@ def test_the_seed_build_is_named_the_first_that_could_serve_the_seeds_own_target
 def test_a_launch_line_on_a_build_that_ignores_the_rule_holds_only_after_an_option():
     """Issue 35: SGLang 0.5.14 feeds the trained points but ignores norm_before_residual, so its launch line serves
     the draft as the ladder's ids rung measured it; that tau is priced on the fleet at its chain, and the chain's
-    price (the draft served as trained) is said to hold only once an option holds, since no build serves it whole."""
+    price (the draft served as trained) is said to hold only after a retrain or a patch, since no build serves it whole."""
     from eagle3lab.analysis.roofline import price_on_served
 
     a = _answer(agree=(0.95, 0.95, 0.95, 0.95))   # launches 4 steps, the chain the ladder's rung ran
@@ -135,6 +135,8 @@ def test_a_launch_line_on_a_build_that_ignores_the_rule_holds_only_after_an_opti
     assert "Launch: `" not in a.words()
     assert ("these prices are for the draft served as trained (the trained points fed, norm_before_residual read), "
             "which no build above serves as it stands") in a.words()
+    assert ("they hold only after a retrain with the rule off or on a patched engine, where the trained points are "
+            "fed (a move alone still ignores the rule)") in a.words() and "once an option" not in a.words()
     # without the rung measured, the line still says the rule is ignored and that nothing measured it
     assert "no ladder measured that draft here): `python" in _answer(ignored=None).build_words(new)
     # the options that keep this line are the retrain and the patch, named by their marks in this build's list

@@ -280,3 +280,24 @@ def test_what_06_times_is_what_05_says_it_times(sweep):
     assert reading.E2E_SPEED == "end to end (prefill included: every new token over prefill plus decoding)"
     assert f"same prompts {reading.E2E_SPEED}, in timed runs" in reading.E2E_POINTER
     assert "start-up" not in reading.E2E_POINTER
+
+
+def test_a_served_record_beside_the_stated_costs_makes_the_verdict_a_set_where_they_disagree():
+    """Issue 35: the seed's record implies the round its fleet paid (1.73 target steps at the as-launched tau); the
+    half fix's tau 1.30 [1.18, 1.56] lies wholly below it (projected slower) while the stated costs' rounds (1.32 to
+    1.52) lie inside it (within noise): the served verdict is the set, said so, in the table, words and claims."""
+    half = reading.WhatIf("half", row("half", tau=(1.30, 1.18, 1.56), speed=(0.86, 0.73, 1.10)),
+                          reading.ServedCosts(48, 1.348, 1.523, 1.323), {"batch": 48},
+                          fleet_record=("the seed's fleet (its 90 -> 56.8 tok/s as launched)", 1.73))
+    assert half.table().loc["the seed's fleet (its 90 -> 56.8 tok/s as launched), implied", "verdict"] == \
+        "projected slower"
+    assert set(half.served_words().values()) == {"projected within noise"}
+    assert half.record_words() == (" The seed's fleet (its 90 -> 56.8 tok/s as launched) implies a round of 1.73 "
+                                   "target steps: projected slower; the stated costs and the record disagree, so the "
+                                   "served verdict is a set (projected slower, projected within noise), which only a "
+                                   "measurement on the fleet decides.")
+    assert half.claims()["fleet_record"] == {"label": "the seed's fleet (its 90 -> 56.8 tok/s as launched)",
+                                       "round_cost": 1.73, "word": "projected slower"}
+    agreeing = reading.WhatIf("half", half.row, half.served, {"batch": 48}, fleet_record=("a fleet", 1.4))
+    assert agreeing.record_words().endswith("projected within noise, as the stated costs say.")
+    assert reading.WhatIf("half", half.row, half.served, {}).record_words() == ""
