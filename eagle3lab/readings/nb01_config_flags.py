@@ -66,7 +66,7 @@ def cap_verdict(res, readings: list[LaunchReading], *, alpha: float, ran: int, w
                  f"{wanted} --speculative-eagle-topk 1 --speculative-num-draft-tokens {wanted + 1}`")
     text += (f". {measured[:1].upper() + measured[1:]} with {draft} on {target}, the launch as given ran "
              f"**tau {claims['tau_as_given']:.2f}** (never more than {claims['most_in_a_round']} "
-             f"tokens per round) and with the cap lifted, steps {wanted}, topk 1 {claims['tau_fixed']:.2f}, "
+             f"tokens per round) and with the cap lifted (steps {wanted}, topk 1) tau {claims['tau_fixed']:.2f}, "
              + ("a longer accept length" if claims["fixed_longer"] else "no longer accept length")
              + f". A longer accept length is not a faster server: every round of the {wanted}-step chain pays "
                f"{wanted} draft passes, so whether lifting the cap pays is a timing, not this table: notebook 06 times "

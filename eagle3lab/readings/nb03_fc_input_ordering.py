@@ -505,7 +505,7 @@ def fc_order_summary(*, draft: str, engine: str, trained, served, chunks, pair: 
     for v, (wiring, ids) in builds.items():
         tr, er = servable.verdict((v, "trained_rule")), servable.verdict((v, "engine_rule"))
         what = ("feeds the trained wiring itself" if tuple(wiring) == tuple(trained) else
-                f"can serve, {resid_label(wiring)}")
+                f"cannot feed it and serves at nearest {resid_label(wiring)}")
         parts.append(f"{engine} {v} {what} (ids {list(ids)}): with the trained rule it {tr.against(reference='as trained')}, "
                      f"with {engine}'s own rule it {er.against(reference='as trained')}")
     text += "Per build: " + "; ".join(parts) + ". "

@@ -65,7 +65,7 @@ def test_the_summary_verdict_follows_the_measured_taus(bundled_models):
     claims, text = notebook_claims("01_config_flags.ipynb"), notebook_summary("01_config_flags.ipynb")
     assert claims["fixed_longer"] == (claims["tau_fixed"] > claims["tau_as_given"])
     assert claims["fixed_longer"]          # the bundled healthy draft: the fixed chain accepts more
-    assert f"topk 1 {claims['tau_fixed']:.2f}, a longer accept length" in text
+    assert f"(steps 15, topk 1) tau {claims['tau_fixed']:.2f}, a longer accept length" in text
     assert claims["tau_as_given"] <= claims["max_accept_length"]
     # issue 35: the lifted cap is worded as what it is (the chain asked for), not a fix, and 06 times it
     assert "fix:" not in text and "the cap lifted (the chain the command asked for)" in text

@@ -165,8 +165,8 @@ def test_section_4_per_build(nb, text):
     assert s["SGLang 0.5.21, trained rule"]["word"] == "loses" and s["SGLang 0.5.21, trained rule"]["by_low"] > 0.3
     assert s["SGLang 0.5.23, trained rule"]["word"] == "identical"
     assert s["SGLang 0.5.23, SGLang's rule"]["word"] == "loses" and s["SGLang 0.5.23, SGLang's rule"]["by_low"] > 0.5
-    assert "SGLang 0.5.21 can serve, [resid[1], resid[3], resid[7]] (ids [0, 2, 6]): with the trained rule it " \
-           f"{phrase(s['SGLang 0.5.21, trained rule'])}" in text
+    assert ("SGLang 0.5.21 cannot feed it and serves at nearest [resid[1], resid[3], resid[7]] (ids [0, 2, 6]): with "
+            f"the trained rule it {phrase(s['SGLang 0.5.21, trained rule'])}") in text
     assert "SGLang 0.5.23 feeds the trained wiring itself (ids [-1, 2, 6]): with the trained rule it is identical" in text
 
 
