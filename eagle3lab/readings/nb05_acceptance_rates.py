@@ -494,12 +494,10 @@ class WhatIf:
         r = self.row
         rows = [{"where": "here, measured", "round cost (target steps)": fmt(r.paid_cost),
                  "tau 95%": fmt(r.tau), "speedup": fmt(r.speed, unit="x"), "verdict": r.word}]
-        for label, be in self.served.labelled().items():
-            rows.append({"where": f"{label}, projected", "round cost (target steps)": f"{be:.3f}", "tau 95%": fmt(r.tau),
-                         "speedup": f"{r.tau.value / be:.2f}x", "verdict": projected_word(r.tau, be)})
-        if self.fleet_record:
-            label, be = self.fleet_record
-            rows.append({"where": f"{label}, implied", "round cost (target steps)": f"{be:.3f}", "tau 95%": fmt(r.tau),
+        priced = [(f"{label}, projected", be) for label, be in self.served.labelled().items()]
+        priced += [(f"{self.fleet_record[0]}, implied", self.fleet_record[1])] if self.fleet_record else []
+        for where, be in priced:       # a round cost without an interval: tau's interval against it
+            rows.append({"where": where, "round cost (target steps)": f"{be:.3f}", "tau 95%": fmt(r.tau),
                          "speedup": f"{r.tau.value / be:.2f}x", "verdict": projected_word(r.tau, be)})
         return pd.DataFrame(rows).set_index("where")
 

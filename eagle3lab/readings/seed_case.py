@@ -533,8 +533,9 @@ class SeedAnswer:
                  if self.chain else f"The launch lines above use {self.chain_launched} steps; measure the chain on "
                  "the fleet before launching (no agreement to price it with here)")
         convert = convert_words(self.draft, [b.engine for b in self.builds if b.launch], t["model"])
+        held = self.record_words()      # the cost model held against the seed's record
         return "\n\n".join([head, "\n".join(f"- {self.build_words(b)}" for b in self.builds), convert + ".",
-                            chain + ".", *([self.record_words() + "."] if self.record_words() else []),
+                            chain + ".", *([held + "."] if held else []),
                             *([" ".join(filter(None, [self.history.words(), echo]))] if self.history else []),
                             self.record.words()])
 
